@@ -1,0 +1,492 @@
+//! The fault / reclaim loop of a native machine (one address space, one zone).
+//!
+//! Every access walks the page table and sets the PTE accessed bit (and dirty bit on a
+//! write), as the MMU does. A non-present PTE is a page fault:
+//! - an all-zero PTE is a first touch: a minor fault for anonymous memory, a major fault
+//!   (read from the file) for a file mapping;
+//! - a swap entry whose slot is in the swap cache (readahead) is mapped without I/O;
+//! - otherwise a major fault reads the page back (`do_swap_page`), with swap readahead of
+//!   the aligned `2^page_cluster` slot window (`swap_cluster_readahead`).
+//!
+//! Frames come from the free list. Demand policies give one victim when it is empty.
+//! Kernel policies are driven by watermarks as `__alloc_pages` does: an allocation that finds
+//! free ≤ low wakes kswapd, which reclaims in `SWAP_CLUSTER_MAX` batches until free ≥ high
+//! (`balance_pgdat`); an allocation at free ≤ min does direct reclaim first
+//! (`__alloc_pages_direct_reclaim`). This untimed engine runs kswapd to completion when woken;
+//! with the timing engine it becomes a thread competing for CPUs.
+//!
+//! A victim (`shrink_folio_list` → `pageout`): a dirty or slot-less anonymous page is written
+//! to a swap slot; a clean one still in the swap cache is dropped; its PTE becomes a swap entry.
+//! A file page is written back if dirty and its PTE keeps the workingset shadow.
+//!
+//! Left out here: timing, the page cache of unmapped file I/O, THP, mlock, OOM kill.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+use crate::access::Access;
+use crate::mm::frames::{F_ANON, F_DIRTY, F_MAPPED, F_SWAPCACHE};
+use crate::mm::*;
+use crate::policy::{Family, Insert, Policy, ReclaimReason, ScanControl, Touch};
+use crate::watermarks::Watermarks;
+
+/// `SWAP_CLUSTER_MAX`: the reclaim batch.
+pub const SWAP_CLUSTER_MAX: u32 = 32;
+/// `DEF_PRIORITY`.
+pub const DEF_PRIORITY: u8 = 12;
+
+/// Configuration of the memory model for one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MachineConfig {
+    /// Physical frames (4 KiB pages) of memory.
+    pub frames: u32,
+    /// `vm.page-cluster`: swap readahead of 2^n pages; 0 = off. `None` = 3 for kernel policies
+    /// (Linux's default), 0 for demand policies (textbook definitions).
+    pub page_cluster: Option<u8>,
+    /// Zone watermarks for kernel policies; `None` = derived from `frames` as Linux does.
+    pub watermarks: Option<Watermarks>,
+    /// `vm.swappiness` (0..=200), default 60.
+    pub swappiness: u32,
+    /// Run every invariant checker after every access (slow; for tests).
+    pub check_invariants: bool,
+}
+
+impl MachineConfig {
+    pub fn new(frames: u32) -> Self {
+        MachineConfig {
+            frames,
+            page_cluster: None,
+            watermarks: None,
+            swappiness: 60,
+            check_invariants: false,
+        }
+    }
+}
+
+/// Counters of a run, named as in `/proc/vmstat` where one exists.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    pub accesses: u64,
+    pub reads: u64,
+    pub writes: u64,
+    /// Every miss (page not mapped), cold misses included (`pgfault` counts the same events).
+    pub faults: u64,
+    /// Faults served without I/O: first touch of anonymous memory, swap-cache hits.
+    pub minor_faults: u64,
+    /// Faults that read from swap or a file (`pgmajfault`).
+    pub major_faults: u64,
+    /// First touches (cold misses).
+    pub first_touch: u64,
+    /// Faults on a page found in the swap cache (readahead hits).
+    pub swapcache_hits: u64,
+    pub pswpin: u64,
+    pub pswpout: u64,
+    /// Pages read by swap readahead beyond the faulting one.
+    pub swap_ra: u64,
+    /// Readahead pages later faulted on (`swap_ra_hit`).
+    pub swap_ra_hit: u64,
+    pub file_reads: u64,
+    pub file_writebacks: u64,
+    pub workingset_refault_anon: u64,
+    pub workingset_refault_file: u64,
+    /// Pages freed by reclaim (all evictions).
+    pub evictions: u64,
+    pub pgscan_kswapd: u64,
+    pub pgscan_direct: u64,
+    pub pgsteal_kswapd: u64,
+    pub pgsteal_direct: u64,
+    pub kswapd_wakeups: u64,
+    /// Allocations that had to reclaim directly (`allocstall`).
+    pub allocstall: u64,
+    /// Most pages ever resident at once.
+    pub peak_resident: u64,
+}
+
+/// One simulated machine running one policy.
+#[derive(Debug)]
+pub struct Machine<P: Policy> {
+    pub mm: Mm,
+    pub policy: P,
+    pub stats: Stats,
+    family: Family,
+    page_cluster: u8,
+    wmark: Watermarks,
+    swappiness: u32,
+    check: bool,
+    t: u64,
+    victims: Vec<FrameId>,
+    /// Ids at or above `VPN_LIMIT` (object ids, not addresses) mapped to dense page numbers.
+    remap: HashMap<u64, u64>,
+}
+
+/// Dense page numbers given to trace ids that do not fit a 48-bit address space start here.
+pub const REMAP_BASE: u64 = 3 << 34;
+
+impl<P: Policy> Machine<P> {
+    pub fn new(cfg: &MachineConfig, policy: P) -> Result<Self, crate::Error> {
+        if cfg.frames == 0 {
+            return Err(crate::Error::config("frames", "must be at least 1"));
+        }
+        if cfg.frames >= u32::MAX / 2 {
+            return Err(crate::Error::config(
+                "frames",
+                format!("{} frames is beyond what can be simulated", cfg.frames),
+            ));
+        }
+        let family = policy.family();
+        let wmark = match (family, cfg.watermarks) {
+            (Family::Demand, _) => Watermarks {
+                min: 0,
+                low: 0,
+                high: 0,
+            },
+            (Family::Kernel, Some(w)) => w,
+            (Family::Kernel, None) => Watermarks::derive(cfg.frames),
+        };
+        if family == Family::Kernel {
+            wmark
+                .validate(cfg.frames)
+                .map_err(|m| crate::Error::config("watermarks", m))?;
+        }
+        if cfg.swappiness > 200 {
+            return Err(crate::Error::config(
+                "swappiness",
+                format!("must be 0..=200, got {}", cfg.swappiness),
+            ));
+        }
+        let page_cluster = cfg
+            .page_cluster
+            .unwrap_or(if family == Family::Kernel { 3 } else { 0 });
+        if page_cluster > 10 {
+            return Err(crate::Error::config(
+                "page_cluster",
+                format!("must be 0..=10, got {page_cluster}"),
+            ));
+        }
+        Ok(Machine {
+            mm: Mm::new(cfg.frames),
+            policy,
+            stats: Stats::default(),
+            family,
+            page_cluster,
+            wmark,
+            swappiness: cfg.swappiness,
+            check: cfg.check_invariants,
+            t: 0,
+            victims: Vec::with_capacity(SWAP_CLUSTER_MAX as usize * 4),
+            remap: HashMap::new(),
+        })
+    }
+
+    pub fn watermarks(&self) -> Watermarks {
+        self.wmark
+    }
+    pub fn page_cluster(&self) -> u8 {
+        self.page_cluster
+    }
+
+    /// Serve one access. `next_use` is the index of the next access to the same page (for OPT),
+    /// `u64::MAX` when unknown or none.
+    #[inline]
+    pub fn access(&mut self, a: Access, next_use: u64) {
+        let mut vpn = a.page;
+        if vpn >= VPN_LIMIT {
+            vpn = self.remap_id(vpn);
+        }
+        let touch = Touch {
+            t: self.t,
+            next_use,
+            vpn,
+            write: a.write,
+        };
+        self.t += 1;
+        self.stats.accesses += 1;
+        if a.write {
+            self.stats.writes += 1;
+        } else {
+            self.stats.reads += 1;
+        }
+        let pte = self.mm.pt.walk(vpn);
+        if *pte & PTE_PRESENT != 0 {
+            *pte |= PTE_ACCESSED | if a.write { PTE_DIRTY } else { 0 };
+            let f = pte_frame(*pte);
+            self.policy.on_hit(f, touch);
+        } else {
+            self.fault(touch);
+        }
+        if self.check {
+            self.validate()
+                .unwrap_or_else(|e| panic!("invariant broken after access {}: {e}", touch.t));
+        }
+    }
+
+    #[cold]
+    fn remap_id(&mut self, id: u64) -> u64 {
+        let n = self.remap.len() as u64;
+        *self.remap.entry(id).or_insert(REMAP_BASE + n)
+    }
+
+    fn fault(&mut self, touch: Touch) {
+        let vpn = touch.vpn;
+        self.stats.faults += 1;
+        let old = *self.mm.pt.pte_mut(vpn);
+        let anon = matches!(self.mm.vmas.kind(vpn), VmaKind::Anon);
+        let dirty = if touch.write { PTE_DIRTY } else { 0 };
+
+        if old & PTE_SWAP != 0 {
+            let slot = pte_payload(old) as u32;
+            let cached = self.mm.swap.cached_frame(slot);
+            if cached != NO_FRAME {
+                // Swap-cache hit: the page was read ahead; map it without I/O.
+                self.stats.minor_faults += 1;
+                self.stats.swapcache_hits += 1;
+                self.stats.swap_ra_hit += 1;
+                *self.mm.pt.pte_mut(vpn) = make_present(cached) | PTE_ACCESSED | dirty;
+                self.mm.frames.set_flags(cached, F_MAPPED);
+                if touch.write {
+                    self.drop_swap_slot(cached);
+                }
+                self.policy.on_hit(cached, touch);
+                self.update_peak();
+                return;
+            }
+            self.stats.major_faults += 1;
+            self.stats.workingset_refault_anon += 1;
+            let shadow = self.mm.swap.shadow(slot);
+            let f = self.alloc_frame(vpn, F_ANON);
+            self.mm.frames.set_flags(f, F_SWAPCACHE);
+            self.mm.frames.set_slot(f, slot);
+            self.mm.swap.set_cached_frame(slot, f);
+            let n_read = 1 + self.swap_readahead(slot);
+            self.stats.pswpin += n_read as u64;
+            *self.mm.pt.pte_mut(vpn) = make_present(f) | PTE_ACCESSED | dirty;
+            self.mm.frames.set_flags(f, F_MAPPED);
+            // `do_swap_page` → `should_try_to_free_swap`: a write fault frees the slot.
+            if touch.write {
+                self.drop_swap_slot(f);
+            }
+            self.policy
+                .on_insert(&self.mm, f, touch, Insert::Refault { shadow });
+        } else if old & PTE_FILE_GONE != 0 {
+            self.stats.major_faults += 1;
+            self.stats.file_reads += 1;
+            self.stats.workingset_refault_file += 1;
+            let shadow = pte_payload(old) as u32;
+            let f = self.alloc_frame(vpn, 0);
+            *self.mm.pt.pte_mut(vpn) = make_present(f) | PTE_ACCESSED | dirty;
+            self.mm.frames.set_flags(f, F_MAPPED);
+            self.policy
+                .on_insert(&self.mm, f, touch, Insert::Refault { shadow });
+        } else {
+            self.stats.first_touch += 1;
+            if anon {
+                self.stats.minor_faults += 1;
+            } else {
+                self.stats.major_faults += 1;
+                self.stats.file_reads += 1;
+            }
+            let f = self.alloc_frame(vpn, if anon { F_ANON } else { 0 });
+            *self.mm.pt.pte_mut(vpn) = make_present(f) | PTE_ACCESSED | dirty;
+            self.mm.frames.set_flags(f, F_MAPPED);
+            self.policy
+                .on_insert(&self.mm, f, touch, Insert::FirstTouch);
+        }
+        self.update_peak();
+    }
+
+    #[inline]
+    fn update_peak(&mut self) {
+        let resident = (self.mm.frames.len() - self.mm.frames.n_free()) as u64;
+        if resident > self.stats.peak_resident {
+            self.stats.peak_resident = resident;
+        }
+    }
+
+    /// Forget the swap copy of a page that is about to be dirtied (`folio_free_swap`).
+    fn drop_swap_slot(&mut self, f: FrameId) {
+        let slot = self.mm.frames.slot(f);
+        if slot != NO_SLOT {
+            self.mm.swap.free(slot);
+            self.mm.frames.set_slot(f, NO_SLOT);
+            self.mm.frames.clear_flags(f, F_SWAPCACHE);
+        }
+    }
+
+    /// Read the other slots of the aligned 2^page_cluster window into the swap cache
+    /// (`swap_cluster_readahead`). Only free frames are used: readahead never reclaims here.
+    fn swap_readahead(&mut self, slot: u32) -> u32 {
+        if self.page_cluster == 0 {
+            self.mm.swap.device.submit(SwapIo::Read { slot, n: 1 });
+            return 0;
+        }
+        let win = 1u32 << self.page_cluster;
+        let start = slot & !(win - 1);
+        let end = (start + win).min(self.mm.swap.n_slots());
+        let reserve = if self.family == Family::Kernel {
+            self.wmark.min
+        } else {
+            0
+        };
+        let mut n = 0;
+        for s in start..end {
+            if s == slot || self.mm.frames.n_free() <= reserve {
+                continue;
+            }
+            let Some(owner) = self.mm.swap.owner(s) else {
+                continue;
+            };
+            if self.mm.swap.cached_frame(s) != NO_FRAME {
+                continue;
+            }
+            let Some(f) = self.mm.frames.alloc(owner, F_ANON | F_SWAPCACHE) else {
+                break;
+            };
+            self.mm.frames.set_slot(f, s);
+            self.mm.swap.set_cached_frame(s, f);
+            let touch = Touch {
+                t: self.t,
+                next_use: u64::MAX,
+                vpn: owner,
+                write: false,
+            };
+            self.policy.on_insert(&self.mm, f, touch, Insert::Readahead);
+            n += 1;
+        }
+        self.mm.swap.device.submit(SwapIo::Read {
+            slot: start,
+            n: end - start,
+        });
+        self.stats.swap_ra += n as u64;
+        n
+    }
+
+    /// Take a free frame for `vpn`, reclaiming first as the policy's family requires.
+    fn alloc_frame(&mut self, vpn: u64, flags: u8) -> FrameId {
+        match self.family {
+            Family::Demand => {
+                if self.mm.frames.n_free() == 0 {
+                    let v = self
+                        .policy
+                        .evict(&mut self.mm)
+                        .expect("demand policy holds no frame to evict");
+                    self.reclaim_frame(v);
+                }
+            }
+            Family::Kernel => {
+                if self.mm.frames.n_free() <= self.wmark.low {
+                    self.kswapd();
+                }
+                let mut tries = 0;
+                while self.mm.frames.n_free() <= self.wmark.min || self.mm.frames.n_free() == 0 {
+                    self.stats.allocstall += 1;
+                    let got = self.shrink(
+                        ReclaimReason::Direct,
+                        SWAP_CLUSTER_MAX,
+                        DEF_PRIORITY.saturating_sub(tries),
+                    );
+                    tries = (tries + 1).min(DEF_PRIORITY);
+                    if got == 0 && tries == DEF_PRIORITY && self.mm.frames.n_free() > 0 {
+                        break; // below min but nothing reclaimable: use the reserve (no OOM kill here)
+                    }
+                    assert!(
+                        got > 0 || tries < DEF_PRIORITY,
+                        "kernel policy reclaims nothing with memory full"
+                    );
+                }
+            }
+        }
+        self.mm
+            .frames
+            .alloc(vpn, flags)
+            .expect("a frame is free after reclaim")
+    }
+
+    /// kswapd's `balance_pgdat`: reclaim batches until free ≥ high, lowering the priority
+    /// when a pass makes no progress.
+    fn kswapd(&mut self) {
+        self.stats.kswapd_wakeups += 1;
+        let mut priority = DEF_PRIORITY;
+        while self.mm.frames.n_free() < self.wmark.high {
+            let want = self.wmark.high - self.mm.frames.n_free();
+            let got = self.shrink(ReclaimReason::Kswapd, want.max(SWAP_CLUSTER_MAX), priority);
+            if got == 0 {
+                if priority == 0 {
+                    break;
+                }
+                priority -= 1;
+            }
+        }
+    }
+
+    /// One reclaim pass: ask the policy for victims and free them. Returns pages freed.
+    fn shrink(&mut self, reason: ReclaimReason, nr: u32, priority: u8) -> u32 {
+        let mut sc = ScanControl {
+            nr_to_reclaim: nr,
+            priority,
+            reason,
+            nr_scanned: 0,
+            swappiness: self.swappiness,
+            may_swap: true,
+        };
+        let mut victims = std::mem::take(&mut self.victims);
+        victims.clear();
+        self.policy.shrink(&mut self.mm, &mut sc, &mut victims);
+        for &v in &victims {
+            self.reclaim_frame(v);
+        }
+        let n = victims.len() as u32;
+        self.victims = victims;
+        match reason {
+            ReclaimReason::Kswapd => {
+                self.stats.pgscan_kswapd += sc.nr_scanned;
+                self.stats.pgsteal_kswapd += n as u64;
+            }
+            ReclaimReason::Direct => {
+                self.stats.pgscan_direct += sc.nr_scanned;
+                self.stats.pgsteal_direct += n as u64;
+            }
+        }
+        n
+    }
+
+    /// Unmap a victim, write it out if needed, keep its shadow, free its frame (`pageout`,
+    /// `__remove_mapping`). The policy has already forgotten it.
+    fn reclaim_frame(&mut self, f: FrameId) {
+        debug_assert!(self.mm.frames.in_use(f));
+        let shadow = self.policy.shadow(&self.mm, f);
+        let vpn = self.mm.frames.owner(f);
+        let dirty = self.mm.is_dirty(f);
+        let mapped = self.mm.frames.is_mapped(f);
+        self.stats.evictions += 1;
+        if self.mm.frames.is_anon(f) {
+            let mut slot = self.mm.frames.slot(f);
+            if slot == NO_SLOT {
+                slot = self.mm.swap.alloc(vpn);
+                self.mm.swap.device.submit(SwapIo::Write { slot });
+                self.stats.pswpout += 1;
+            } else if dirty {
+                self.mm.swap.device.submit(SwapIo::Write { slot });
+                self.stats.pswpout += 1;
+            }
+            self.mm.swap.set_cached_frame(slot, NO_FRAME);
+            self.mm.swap.set_shadow(slot, shadow);
+            if mapped {
+                *self.mm.pt.pte_mut(vpn) = PTE_SWAP | ((slot as u64) << PTE_PAYLOAD_SHIFT);
+            }
+        } else {
+            if dirty {
+                self.stats.file_writebacks += 1;
+            }
+            *self.mm.pt.pte_mut(vpn) = PTE_FILE_GONE | ((shadow as u64) << PTE_PAYLOAD_SHIFT);
+        }
+        self.mm.frames.clear_flags(f, F_DIRTY);
+        self.mm.frames.release(f);
+    }
+
+    /// Every invariant of memory and policy.
+    pub fn validate(&self) -> Result<(), String> {
+        self.mm.validate()?;
+        self.policy.validate(&self.mm)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,18 @@
+//! vmemsim-core: a simulator of memory management on native and virtualized hosts.
+//!
+//! Layers (see `DESIGN.md` in the project's shared notes): traces and generators feed accesses
+//! to an [`engine::Machine`], which models page tables, frames, swap and the fault / reclaim
+//! loop of Linux, and asks a [`policy::Policy`] for its decisions. This crate is pure Rust;
+//! the Python binding lives in `crates/vmemsim-py`.
+
+pub mod access;
+pub mod engine;
+pub mod error;
+pub mod mm;
+pub mod policy;
+pub mod replay;
+pub mod trace;
+pub mod watermarks;
+
+pub use access::Access;
+pub use error::{Error, Result};

@@ -1,0 +1,113 @@
+//! Physical frames (`struct page`/folio of order 0) with their reverse map and flags.
+
+use super::swap::NO_SLOT;
+
+pub type FrameId = u32;
+pub const NO_FRAME: FrameId = u32::MAX;
+const NO_OWNER: u64 = u64::MAX;
+
+/// Frame holds an anonymous page (else a file page).
+pub const F_ANON: u8 = 1 << 0;
+/// A PTE maps the frame.
+pub const F_MAPPED: u8 = 1 << 1;
+/// `PG_dirty`: data newer than the backing store (set when a dirty PTE is unmapped or harvested).
+pub const F_DIRTY: u8 = 1 << 2;
+/// In the swap cache (has a swap slot whose copy matches while clean).
+pub const F_SWAPCACHE: u8 = 1 << 3;
+pub const F_IN_USE: u8 = 1 << 7;
+
+#[derive(Clone, Debug)]
+pub struct Frames {
+    owner: Vec<u64>,
+    flags: Vec<u8>,
+    slot: Vec<u32>,
+    free: Vec<FrameId>,
+}
+
+impl Frames {
+    pub fn new(n: u32) -> Self {
+        Frames {
+            owner: vec![NO_OWNER; n as usize],
+            flags: vec![0; n as usize],
+            slot: vec![NO_SLOT; n as usize],
+            // Popped from the end: frame 0 first.
+            free: (0..n).rev().collect(),
+        }
+    }
+    #[inline]
+    pub fn len(&self) -> u32 {
+        self.owner.len() as u32
+    }
+    pub fn is_empty(&self) -> bool {
+        self.owner.is_empty()
+    }
+    #[inline]
+    pub fn n_free(&self) -> u32 {
+        self.free.len() as u32
+    }
+    #[inline]
+    pub fn alloc(&mut self, vpn: u64, flags: u8) -> Option<FrameId> {
+        let f = self.free.pop()?;
+        self.owner[f as usize] = vpn;
+        self.flags[f as usize] = flags | F_IN_USE;
+        Some(f)
+    }
+    #[inline]
+    pub fn release(&mut self, f: FrameId) {
+        debug_assert!(self.in_use(f));
+        self.owner[f as usize] = NO_OWNER;
+        self.flags[f as usize] = 0;
+        self.slot[f as usize] = NO_SLOT;
+        self.free.push(f);
+    }
+    /// Virtual page the frame holds (its rmap).
+    #[inline]
+    pub fn owner(&self, f: FrameId) -> u64 {
+        self.owner[f as usize]
+    }
+    #[inline]
+    pub fn flags(&self, f: FrameId) -> u8 {
+        self.flags[f as usize]
+    }
+    #[inline]
+    pub fn set_flags(&mut self, f: FrameId, set: u8) {
+        self.flags[f as usize] |= set;
+    }
+    #[inline]
+    pub fn clear_flags(&mut self, f: FrameId, clear: u8) {
+        self.flags[f as usize] &= !clear;
+    }
+    #[inline]
+    pub fn in_use(&self, f: FrameId) -> bool {
+        self.flags[f as usize] & F_IN_USE != 0
+    }
+    #[inline]
+    pub fn is_mapped(&self, f: FrameId) -> bool {
+        self.flags[f as usize] & F_MAPPED != 0
+    }
+    #[inline]
+    pub fn is_anon(&self, f: FrameId) -> bool {
+        self.flags[f as usize] & F_ANON != 0
+    }
+    #[inline]
+    pub fn slot(&self, f: FrameId) -> u32 {
+        self.slot[f as usize]
+    }
+    #[inline]
+    pub fn set_slot(&mut self, f: FrameId, slot: u32) {
+        self.slot[f as usize] = slot;
+    }
+
+    pub(crate) fn validate_free_list(&self) -> Result<(), String> {
+        let mut seen = vec![false; self.owner.len()];
+        for &f in &self.free {
+            if self.in_use(f) {
+                return Err(format!("frame {f} on the free list but in use"));
+            }
+            if std::mem::replace(&mut seen[f as usize], true) {
+                return Err(format!("frame {f} twice on the free list"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,104 @@
+//! Memory model of one native process: address space (radix page tables + VMAs), physical
+//! frames with a reverse map, swap slots and the swap cache.
+//!
+//! The guest and host layers of DESIGN.md reuse these pieces: a guest is another `Mm` whose
+//! frames are guest-physical pages. Left out here: shared pages (one mapping per frame),
+//! huge pages, the page cache of unmapped file I/O, mlock.
+
+pub mod frames;
+pub mod pagetable;
+pub mod swap;
+pub mod vma;
+
+pub use frames::{FrameId, Frames, NO_FRAME};
+pub use pagetable::*;
+pub use swap::{CountingDevice, Swap, SwapDevice, SwapIo, NO_SLOT};
+pub use vma::{Vma, VmaKind, Vmas};
+
+/// The memory of one machine as the reclaim code sees it.
+#[derive(Debug)]
+pub struct Mm {
+    pub pt: PageTable,
+    pub vmas: Vmas,
+    pub frames: Frames,
+    pub swap: Swap,
+}
+
+impl Mm {
+    pub fn new(n_frames: u32) -> Self {
+        Mm {
+            pt: PageTable::new(),
+            vmas: Vmas::default(),
+            frames: Frames::new(n_frames),
+            swap: Swap::default(),
+        }
+    }
+
+    /// rmap check of one frame, as `folio_referenced` → `folio_referenced_one` →
+    /// `ptep_clear_flush_young`: returns whether the mapping PTE was young, and clears it.
+    /// An unmapped frame (swap cache, readahead) has no PTE and is never young.
+    #[inline]
+    pub fn test_and_clear_young(&mut self, f: FrameId) -> bool {
+        if !self.frames.is_mapped(f) {
+            return false;
+        }
+        let pte = self.pt.pte_mut(self.frames.owner(f));
+        let young = *pte & PTE_ACCESSED != 0;
+        *pte &= !PTE_ACCESSED;
+        young
+    }
+
+    /// Whether the frame's PTE is young, without clearing it.
+    #[inline]
+    pub fn is_young(&self, f: FrameId) -> bool {
+        self.frames.is_mapped(f) && self.pt.pte(self.frames.owner(f)) & PTE_ACCESSED != 0
+    }
+
+    /// Whether the frame holds data not yet on its backing store (PTE dirty bit or `PG_dirty`).
+    pub fn is_dirty(&self, f: FrameId) -> bool {
+        if self.frames.flags(f) & frames::F_DIRTY != 0 {
+            return true;
+        }
+        self.frames.is_mapped(f) && self.pt.pte(self.frames.owner(f)) & PTE_DIRTY != 0
+    }
+
+    /// Recount every invariant of the frame table, page table and swap map.
+    pub fn validate(&self) -> Result<(), String> {
+        let n = self.frames.len();
+        let mut used = 0u32;
+        for f in 0..n {
+            if !self.frames.in_use(f) {
+                continue;
+            }
+            used += 1;
+            let vpn = self.frames.owner(f);
+            let pte = self.pt.pte(vpn);
+            if self.frames.is_mapped(f) {
+                if pte & PTE_PRESENT == 0 || pte_frame(pte) != f {
+                    return Err(format!(
+                        "frame {f} mapped at vpn {vpn:#x} but PTE is {pte:#x}"
+                    ));
+                }
+            } else if self.frames.flags(f) & frames::F_SWAPCACHE == 0 {
+                return Err(format!(
+                    "frame {f} in use, unmapped and not in the swap cache"
+                ));
+            }
+            let slot = self.frames.slot(f);
+            if slot != NO_SLOT && self.swap.cached_frame(slot) != f {
+                return Err(format!(
+                    "frame {f} says slot {slot} but the swap cache says otherwise"
+                ));
+            }
+        }
+        if used + self.frames.n_free() != n {
+            return Err(format!(
+                "frame accounting: {used} used + {} free != {n}",
+                self.frames.n_free()
+            ));
+        }
+        self.frames.validate_free_list()?;
+        self.swap.validate()?;
+        Ok(())
+    }
+}

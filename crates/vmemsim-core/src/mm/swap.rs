@@ -1,0 +1,136 @@
+//! Swap slots, the swap cache, and the swap-device interface.
+//!
+//! Slot allocation sweeps a cursor forward through the swap map and takes the next free slot,
+//! so pages reclaimed together get neighbouring slots, as the kernel's per-CPU cluster
+//! allocation (`scan_swap_map_slots`) does for one reclaimer. Left out: per-CPU clusters and
+//! discard; the timed device models come with the timing engine.
+
+use super::frames::{FrameId, NO_FRAME};
+
+pub const NO_SLOT: u32 = u32::MAX;
+const NO_OWNER: u64 = u64::MAX;
+
+/// One I/O the memory model asks a swap device to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwapIo {
+    /// Read `n` consecutive slots starting at `slot` (a fault plus its readahead window).
+    Read { slot: u32, n: u32 },
+    /// Write one page out to `slot`.
+    Write { slot: u32 },
+}
+
+/// A swap device: receives the I/O the memory model issues. Timing models implement it later;
+/// here it counts.
+pub trait SwapDevice: std::fmt::Debug {
+    fn submit(&mut self, io: SwapIo);
+}
+
+/// Counts pages read and written (`pswpin` / `pswpout`) and the requests that carried them.
+#[derive(Clone, Debug, Default)]
+pub struct CountingDevice {
+    pub pages_read: u64,
+    pub pages_written: u64,
+    pub read_requests: u64,
+}
+
+impl SwapDevice for CountingDevice {
+    fn submit(&mut self, io: SwapIo) {
+        match io {
+            SwapIo::Read { n, .. } => {
+                self.pages_read += n as u64;
+                self.read_requests += 1;
+            }
+            SwapIo::Write { .. } => self.pages_written += 1,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Swap {
+    /// Virtual page whose data a slot holds.
+    owner: Vec<u64>,
+    /// Frame holding the slot's page in the swap cache, if any.
+    cache: Vec<FrameId>,
+    /// Workingset shadow stored at eviction (`workingset_eviction`), read on refault.
+    shadow: Vec<u32>,
+    cursor: u32,
+    n_used: u32,
+    pub device: CountingDevice,
+}
+
+impl Swap {
+    /// Take a free slot for `vpn`.
+    pub fn alloc(&mut self, vpn: u64) -> u32 {
+        if self.n_used as usize == self.owner.len() {
+            let s = self.owner.len() as u32;
+            let grow = (self.owner.len() / 2).max(1024);
+            self.owner.resize(self.owner.len() + grow, NO_OWNER);
+            self.cache.resize(self.owner.len(), NO_FRAME);
+            self.shadow.resize(self.owner.len(), 0);
+            self.cursor = s;
+        }
+        let n = self.owner.len() as u32;
+        while self.owner[self.cursor as usize] != NO_OWNER {
+            self.cursor = if self.cursor + 1 == n {
+                0
+            } else {
+                self.cursor + 1
+            };
+        }
+        let s = self.cursor;
+        self.owner[s as usize] = vpn;
+        self.n_used += 1;
+        s
+    }
+    pub fn free(&mut self, slot: u32) {
+        debug_assert_ne!(self.owner[slot as usize], NO_OWNER);
+        self.owner[slot as usize] = NO_OWNER;
+        self.cache[slot as usize] = NO_FRAME;
+        self.shadow[slot as usize] = 0;
+        self.n_used -= 1;
+    }
+    #[inline]
+    pub fn owner(&self, slot: u32) -> Option<u64> {
+        self.owner
+            .get(slot as usize)
+            .copied()
+            .filter(|&o| o != NO_OWNER)
+    }
+    #[inline]
+    pub fn cached_frame(&self, slot: u32) -> FrameId {
+        self.cache.get(slot as usize).copied().unwrap_or(NO_FRAME)
+    }
+    #[inline]
+    pub fn set_cached_frame(&mut self, slot: u32, f: FrameId) {
+        self.cache[slot as usize] = f;
+    }
+    #[inline]
+    pub fn shadow(&self, slot: u32) -> u32 {
+        self.shadow[slot as usize]
+    }
+    #[inline]
+    pub fn set_shadow(&mut self, slot: u32, s: u32) {
+        self.shadow[slot as usize] = s;
+    }
+    pub fn n_slots(&self) -> u32 {
+        self.owner.len() as u32
+    }
+    pub fn n_used(&self) -> u32 {
+        self.n_used
+    }
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        let used = self.owner.iter().filter(|&&o| o != NO_OWNER).count() as u32;
+        if used != self.n_used {
+            return Err(format!(
+                "swap map: {used} slots owned but n_used = {}",
+                self.n_used
+            ));
+        }
+        for (s, &f) in self.cache.iter().enumerate() {
+            if f != NO_FRAME && self.owner[s] == NO_OWNER {
+                return Err(format!("free slot {s} has swap-cache frame {f}"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,122 @@
+//! Page replacement policies behind one trait.
+//!
+//! The engine ([`crate::engine`]) owns the fault / reclaim loop: it walks page tables, sets
+//! accessed and dirty bits, allocates frames, writes victims to swap and maps pages. A policy
+//! owns only its decisions: where a new page goes, and which pages leave.
+//!
+//! Two families share the trait:
+//! - **Demand** policies (textbook and libCacheSim style) see every hit through [`Policy::on_hit`]
+//!   and give one victim per miss through [`Policy::evict`] once memory is full.
+//! - **Kernel** policies (Linux's `clock-lru` and `mglru`) never see hits: the hardware only sets
+//!   the PTE accessed bit, which they sample with rmap checks and page-table walks through the
+//!   [`Mm`] handed to them. The engine asks them for batches of victims through
+//!   [`Policy::shrink`] when free frames fall below the zone watermarks.
+//!
+//! Adding a policy touches its own file and one variant of [`registry::PolicyKind`].
+
+pub mod fifo;
+pub mod list;
+pub mod lru;
+pub mod registry;
+
+pub use registry::{PolicyKind, PolicyOptions};
+
+use crate::mm::{FrameId, Mm};
+
+/// What the engine tells a policy about the access being served.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Touch {
+    /// Index of the access in the trace (logical time, 0-based).
+    pub t: u64,
+    /// Index of the next access to the same page, `u64::MAX` if none; only filled for
+    /// policies whose [`Policy::needs_future`] is true, else `u64::MAX`.
+    pub next_use: u64,
+    pub vpn: u64,
+    pub write: bool,
+}
+
+/// How a page came to occupy a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Insert {
+    /// First touch of a page never seen before (minor fault for anonymous memory).
+    FirstTouch,
+    /// The page was evicted earlier and faulted back in (a major fault). `shadow` is the value
+    /// the policy returned from [`Policy::shadow`] when the page left (`workingset_eviction`).
+    Refault { shadow: u32 },
+    /// Read into the swap cache by readahead around another page's major fault; not mapped.
+    Readahead,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    Demand,
+    Kernel,
+}
+
+/// Who is reclaiming (the kernel's `current_is_kswapd()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReclaimReason {
+    Kswapd,
+    Direct,
+}
+
+/// One reclaim pass, as the kernel's `struct scan_control`.
+#[derive(Clone, Debug)]
+pub struct ScanControl {
+    /// Pages wanted (`SWAP_CLUSTER_MAX` = 32 for direct reclaim).
+    pub nr_to_reclaim: u32,
+    /// `DEF_PRIORITY` (12) down to 0; the pass scans about `lru_size >> priority` pages.
+    pub priority: u8,
+    pub reason: ReclaimReason,
+    /// Pages the policy scanned (`pgscan_*`); the policy adds to it.
+    pub nr_scanned: u64,
+    /// swappiness, 0..=200 (`vm.swappiness`).
+    pub swappiness: u32,
+    /// Whether anonymous pages may be reclaimed (swap space exists).
+    pub may_swap: bool,
+}
+
+/// A replacement policy. See the module documentation for the two families' contracts.
+pub trait Policy {
+    /// The registered name (as given to `--policy`).
+    fn name(&self) -> &'static str;
+    fn family(&self) -> Family;
+    /// True for offline policies (OPT) that need [`Touch::next_use`].
+    fn needs_future(&self) -> bool {
+        false
+    }
+    /// A resident page was accessed. Demand policies update recency/frequency here; kernel
+    /// policies must leave it empty (they learn only from accessed bits and faults).
+    /// Fires on the hot path: no allocation, O(1).
+    fn on_hit(&mut self, f: FrameId, touch: Touch);
+    /// A page now occupies frame `f` (mapped after a fault, or readahead into the swap cache).
+    fn on_insert(&mut self, mm: &Mm, f: FrameId, touch: Touch, how: Insert);
+    /// Demand family: choose one victim among the frames this policy holds and forget it.
+    /// Kernel policies may return `None` (the engine only calls [`Policy::shrink`] on them).
+    fn evict(&mut self, mm: &mut Mm) -> Option<FrameId>;
+    /// Kernel family: isolate up to `sc.nr_to_reclaim` victims into `victims`, forgetting them.
+    /// The engine unmaps, writes back and frees them. May clear accessed bits through `mm`
+    /// but must not map, unmap or free frames. The default takes demand victims one by one.
+    fn shrink(&mut self, mm: &mut Mm, sc: &mut ScanControl, victims: &mut Vec<FrameId>) {
+        while (victims.len() as u32) < sc.nr_to_reclaim {
+            sc.nr_scanned += 1;
+            match self.evict(mm) {
+                Some(f) => victims.push(f),
+                None => break,
+            }
+        }
+    }
+    /// The workingset shadow to store for a victim about to leave (`workingset_eviction`);
+    /// given back in [`Insert::Refault`]. Called by the engine just before the frame is freed.
+    fn shadow(&mut self, _mm: &Mm, _f: FrameId) -> u32 {
+        0
+    }
+    /// Frame `f` left for a reason other than this policy's own eviction (e.g. unmap).
+    fn on_remove(&mut self, f: FrameId);
+    /// Recount every invariant (each held frame on exactly one list, bounds); test builds use it.
+    fn validate(&self, mm: &Mm) -> Result<(), String>;
+    /// Policy-specific counters (name, value) reported with the results.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+}

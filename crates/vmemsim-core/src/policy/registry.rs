@@ -1,0 +1,184 @@
+//! The one place that names every policy. Adding one: a variant here, a match arm in
+//! [`PolicyKind::build`], its line in [`PolicyKind::ALL`].
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::Policy;
+use crate::error::{Error, Result};
+use crate::mm::Mm;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PolicyKind {
+    Fifo,
+    Lru,
+}
+
+impl PolicyKind {
+    /// Every policy: (kind, name, one-line description).
+    pub const ALL: &'static [(PolicyKind, &'static str, &'static str)] = &[
+        (
+            PolicyKind::Fifo,
+            "fifo",
+            "first in, first out; hits change nothing (demand)",
+        ),
+        (
+            PolicyKind::Lru,
+            "lru",
+            "exact least-recently-used, every hit reorders (demand)",
+        ),
+    ];
+
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|e| e.0 == self)
+            .map(|e| e.1)
+            .unwrap_or("?")
+    }
+
+    pub fn from_name(name: &str) -> Result<PolicyKind> {
+        let lower = name.to_ascii_lowercase();
+        Self::ALL
+            .iter()
+            .find(|e| e.1 == lower)
+            .map(|e| e.0)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|e| e.1).collect();
+                Error::config(
+                    "policy",
+                    format!("unknown policy '{name}'; valid: {}", names.join(", ")),
+                )
+            })
+    }
+
+    /// Build the policy for `frames` frames and hand it, with its concrete type, to `v`
+    /// (so the engine is monomorphised per policy and hits are direct calls).
+    pub fn build<V: PolicyVisitor>(
+        self,
+        frames: u32,
+        opts: &PolicyOptions,
+        v: V,
+    ) -> Result<V::Out> {
+        use super::*;
+        let out = match self {
+            PolicyKind::Fifo => v.visit(fifo::Fifo::new(frames)),
+            PolicyKind::Lru => v.visit(lru::Lru::new(frames)),
+        };
+        opts.check_all_used()?;
+        Ok(out)
+    }
+}
+
+/// Receives a freshly built policy with its concrete type.
+pub trait PolicyVisitor {
+    type Out;
+    fn visit<P: Policy>(self, p: P) -> Self::Out;
+}
+
+/// Options of a policy: the run's seed plus `key=value` knobs. Each policy reads the keys it
+/// knows; a key nobody read is an error naming it.
+#[derive(Debug, Default)]
+pub struct PolicyOptions {
+    pub seed: u64,
+    kv: BTreeMap<String, String>,
+    used: RefCell<BTreeSet<String>>,
+}
+
+impl Clone for PolicyOptions {
+    fn clone(&self) -> Self {
+        PolicyOptions {
+            seed: self.seed,
+            kv: self.kv.clone(),
+            used: RefCell::new(BTreeSet::new()),
+        }
+    }
+}
+
+impl PolicyOptions {
+    pub fn new(seed: u64) -> Self {
+        PolicyOptions {
+            seed,
+            ..Default::default()
+        }
+    }
+    pub fn with(mut self, key: &str, value: &str) -> Self {
+        self.kv.insert(key.to_string(), value.to_string());
+        self
+    }
+    pub fn set(&mut self, key: &str, value: &str) {
+        self.kv.insert(key.to_string(), value.to_string());
+    }
+    pub fn keys(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.kv.iter()
+    }
+    fn raw(&self, key: &str) -> Option<&str> {
+        let v = self.kv.get(key)?;
+        self.used.borrow_mut().insert(key.to_string());
+        Some(v)
+    }
+    /// A value parsed as `T`, or `default` when absent; a malformed value names the key.
+    pub fn get<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T> {
+        match self.raw(key) {
+            None => Ok(default),
+            Some(s) => s
+                .trim()
+                .parse()
+                .map_err(|_| Error::config(format!("option {key}"), format!("cannot parse '{s}'"))),
+        }
+    }
+    pub fn get_bool(&self, key: &str, default: bool) -> Result<bool> {
+        match self.raw(key) {
+            None => Ok(default),
+            Some(s) => match s.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "on" | "yes" => Ok(true),
+                "0" | "false" | "off" | "no" => Ok(false),
+                _ => Err(Error::config(
+                    format!("option {key}"),
+                    format!("expected on/off, got '{s}'"),
+                )),
+            },
+        }
+    }
+    pub fn get_str(&self, key: &str) -> Option<String> {
+        self.raw(key).map(str::to_string)
+    }
+    /// Error on the first key no policy (or engine) read.
+    pub fn check_all_used(&self) -> Result<()> {
+        let used = self.used.borrow();
+        match self.kv.keys().find(|k| !used.contains(*k)) {
+            Some(k) => Err(Error::config(
+                format!("option {k}"),
+                "unknown option for this policy",
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Check that a policy's lists hold exactly the frames in use in `mm`, each once.
+pub fn check_holds_exactly(
+    mm: &Mm,
+    held: impl Iterator<Item = u32>,
+    name: &str,
+) -> std::result::Result<(), String> {
+    let mut seen = vec![false; mm.frames.len() as usize];
+    let mut n = 0u32;
+    for f in held {
+        if f >= mm.frames.len() {
+            return Err(format!("{name}: frame {f} out of range"));
+        }
+        if std::mem::replace(&mut seen[f as usize], true) {
+            return Err(format!("{name}: frame {f} held twice"));
+        }
+        if !mm.frames.in_use(f) {
+            return Err(format!("{name}: holds free frame {f}"));
+        }
+        n += 1;
+    }
+    let in_use = mm.frames.len() - mm.frames.n_free();
+    if n != in_use {
+        return Err(format!("{name}: holds {n} frames but {in_use} are in use"));
+    }
+    Ok(())
+}

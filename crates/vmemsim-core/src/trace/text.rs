@@ -1,0 +1,168 @@
+//! Plain text traces: one access per line, `PAGE [R|W]`, the page as decimal or 0x-hex.
+//! Blank lines and lines starting with `#` are skipped. With `addresses = true`, values are
+//! byte addresses and are shifted by the page size.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+
+use super::{TraceSource, CHUNK};
+use crate::access::Access;
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextOptions {
+    /// Values are byte addresses (divided by `page_size`), not page numbers.
+    pub addresses: bool,
+    pub page_size: u64,
+}
+
+impl Default for TextOptions {
+    fn default() -> Self {
+        TextOptions {
+            addresses: false,
+            page_size: 4096,
+        }
+    }
+}
+
+pub struct TextReader {
+    path: String,
+    rd: Box<dyn BufRead + Send>,
+    line_no: u64,
+    line: String,
+    shift: u32,
+    opts: TextOptions,
+}
+
+impl TextReader {
+    pub fn open(path: &str, opts: TextOptions) -> Result<Self> {
+        let f = File::open(path).map_err(|e| Error::io(path, &e))?;
+        Self::from_reader(path, Box::new(BufReader::with_capacity(1 << 20, f)), opts)
+    }
+
+    pub fn from_reader(path: &str, rd: Box<dyn BufRead + Send>, opts: TextOptions) -> Result<Self> {
+        if !opts.page_size.is_power_of_two() {
+            return Err(Error::config(
+                "page_size",
+                format!("{} is not a power of two", opts.page_size),
+            ));
+        }
+        let shift = opts.page_size.trailing_zeros();
+        Ok(TextReader {
+            path: path.to_string(),
+            rd,
+            line_no: 0,
+            line: String::new(),
+            shift,
+            opts,
+        })
+    }
+
+    fn parse_line(&self, s: &str) -> Result<Option<Access>> {
+        let s = s.trim();
+        if s.is_empty() || s.starts_with('#') {
+            return Ok(None);
+        }
+        let mut it = s
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|t| !t.is_empty());
+        let tok = it.next().unwrap_or("");
+        let v = parse_number(tok).ok_or_else(|| {
+            Error::trace(
+                &self.path,
+                format!("line {}", self.line_no),
+                format!("'{tok}' is not a decimal or 0x-hex number"),
+            )
+        })?;
+        let write = match it.next() {
+            None => false,
+            Some(op) => match op {
+                "R" | "r" | "read" | "READ" | "0" => false,
+                "W" | "w" | "write" | "WRITE" | "1" => true,
+                _ => {
+                    return Err(Error::trace(
+                        &self.path,
+                        format!("line {}", self.line_no),
+                        format!("'{op}' is not R or W"),
+                    ))
+                }
+            },
+        };
+        let page = if self.opts.addresses {
+            v >> self.shift
+        } else {
+            v
+        };
+        Ok(Some(Access { page, write }))
+    }
+}
+
+/// Parse a decimal or 0x-prefixed hexadecimal u64.
+pub fn parse_number(tok: &str) -> Option<u64> {
+    if let Some(h) = tok.strip_prefix("0x").or_else(|| tok.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else {
+        tok.parse().ok()
+    }
+}
+
+impl TraceSource for TextReader {
+    fn next_chunk(&mut self, buf: &mut Vec<Access>) -> Result<()> {
+        buf.clear();
+        while buf.len() < CHUNK {
+            self.line.clear();
+            let n = self.rd.read_line(&mut self.line).map_err(|e| {
+                Error::trace(
+                    &self.path,
+                    format!("line {}", self.line_no + 1),
+                    e.to_string(),
+                )
+            })?;
+            if n == 0 {
+                break;
+            }
+            self.line_no += 1;
+            let line = std::mem::take(&mut self.line);
+            let r = self.parse_line(&line);
+            self.line = line;
+            if let Some(a) = r? {
+                buf.push(a);
+            }
+        }
+        Ok(())
+    }
+    fn name(&self) -> String {
+        self.path.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(s: &str) -> Result<Vec<Access>> {
+        let mut r = TextReader::from_reader(
+            "t.txt",
+            Box::new(std::io::Cursor::new(s.to_string())),
+            TextOptions::default(),
+        )?;
+        crate::trace::collect(&mut r)
+    }
+
+    #[test]
+    fn parses_dec_hex_rw() {
+        let v = read("# c\n1\n0x10 W\n\n7 r\n").unwrap();
+        assert_eq!(v, vec![Access::read(1), Access::write(16), Access::read(7)]);
+    }
+
+    #[test]
+    fn bad_line_names_line() {
+        let e = read("1\n2\nabc\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.txt: line 3: 'abc' is not a decimal or 0x-hex number"
+        );
+        let e = read("1 X\n").unwrap_err();
+        assert_eq!(e.to_string(), "t.txt: line 1: 'X' is not R or W");
+    }
+}
