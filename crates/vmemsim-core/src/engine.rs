@@ -253,7 +253,7 @@ impl<P: Policy> Machine<P> {
             self.stats.major_faults += 1;
             self.stats.workingset_refault_anon += 1;
             let shadow = self.mm.swap.shadow(slot);
-            let f = self.alloc_frame(vpn, F_ANON);
+            let f = self.alloc_frame(touch, F_ANON);
             self.mm.frames.set_flags(f, F_SWAPCACHE);
             self.mm.frames.set_slot(f, slot);
             self.mm.swap.set_cached_frame(slot, f);
@@ -272,7 +272,7 @@ impl<P: Policy> Machine<P> {
             self.stats.file_reads += 1;
             self.stats.workingset_refault_file += 1;
             let shadow = pte_payload(old) as u32;
-            let f = self.alloc_frame(vpn, 0);
+            let f = self.alloc_frame(touch, 0);
             *self.mm.pt.pte_mut(vpn) = make_present(f) | PTE_ACCESSED | dirty;
             self.mm.frames.set_flags(f, F_MAPPED);
             self.policy
@@ -285,7 +285,7 @@ impl<P: Policy> Machine<P> {
                 self.stats.major_faults += 1;
                 self.stats.file_reads += 1;
             }
-            let f = self.alloc_frame(vpn, if anon { F_ANON } else { 0 });
+            let f = self.alloc_frame(touch, if anon { F_ANON } else { 0 });
             *self.mm.pt.pte_mut(vpn) = make_present(f) | PTE_ACCESSED | dirty;
             self.mm.frames.set_flags(f, F_MAPPED);
             self.policy
@@ -360,8 +360,11 @@ impl<P: Policy> Machine<P> {
         n
     }
 
-    /// Take a free frame for `vpn`, reclaiming first as the policy's family requires.
-    fn alloc_frame(&mut self, vpn: u64, flags: u8) -> FrameId {
+    /// Take a free frame for the faulting page, reclaiming first as the policy's family requires.
+    /// The policy hears of the miss ([`Policy::on_miss`]) before it may be asked for a victim.
+    fn alloc_frame(&mut self, touch: Touch, flags: u8) -> FrameId {
+        let vpn = touch.vpn;
+        self.policy.on_miss(touch);
         match self.family {
             Family::Demand => {
                 if self.mm.frames.n_free() == 0 {

@@ -14,10 +14,17 @@
 //!
 //! Adding a policy touches its own file and one variant of [`registry::PolicyKind`].
 
+pub mod arc;
+pub mod clock;
 pub mod fifo;
+pub mod ghost;
+pub mod lfu;
 pub mod list;
 pub mod lru;
+pub mod opt;
+pub mod random;
 pub mod registry;
+pub mod s3fifo;
 
 pub use registry::{PolicyKind, PolicyOptions};
 
@@ -89,6 +96,13 @@ pub trait Policy {
     /// policies must leave it empty (they learn only from accessed bits and faults).
     /// Fires on the hot path: no allocation, O(1).
     fn on_hit(&mut self, f: FrameId, touch: Touch);
+    /// The page of `touch` missed and a frame is about to be allocated for it: called before
+    /// any [`Policy::evict`] / [`Policy::shrink`] this miss causes, then [`Policy::on_insert`]
+    /// follows for the same page. Policies whose victim depends on the incoming page (ARC's
+    /// ghost hits adapt `p` before REPLACE; S3-FIFO drops a ghost entry before evicting, as
+    /// libCacheSim's `find` does) look it up here; others ignore it. Not called for readahead.
+    /// Fires on misses only: a hash lookup is allowed, allocation is not.
+    fn on_miss(&mut self, _touch: Touch) {}
     /// A page now occupies frame `f` (mapped after a fault, or readahead into the swap cache).
     fn on_insert(&mut self, mm: &Mm, f: FrameId, touch: Touch, how: Insert);
     /// Demand family: choose one victim among the frames this policy holds and forget it.

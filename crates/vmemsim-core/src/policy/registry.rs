@@ -12,6 +12,12 @@ use crate::mm::Mm;
 pub enum PolicyKind {
     Fifo,
     Lru,
+    Opt,
+    Clock,
+    Arc,
+    S3Fifo,
+    Lfu,
+    Random,
 }
 
 impl PolicyKind {
@@ -26,6 +32,36 @@ impl PolicyKind {
             PolicyKind::Lru,
             "lru",
             "exact least-recently-used, every hit reorders (demand)",
+        ),
+        (
+            PolicyKind::Opt,
+            "opt",
+            "Belady's MIN: evict the page used furthest in the future; offline (demand)",
+        ),
+        (
+            PolicyKind::Clock,
+            "clock",
+            "second chance: FIFO that reinserts pages referenced since their last pass (demand)",
+        ),
+        (
+            PolicyKind::Arc,
+            "arc",
+            "adaptive replacement cache, Megiddo & Modha FAST'03 (demand)",
+        ),
+        (
+            PolicyKind::S3Fifo,
+            "s3fifo",
+            "small + main + ghost FIFOs, Yang et al. SOSP'23 (demand)",
+        ),
+        (
+            PolicyKind::Lfu,
+            "lfu",
+            "least frequently used since insertion, LRU among ties (demand)",
+        ),
+        (
+            PolicyKind::Random,
+            "random",
+            "uniformly random victim from the run's seed (demand)",
         ),
     ];
 
@@ -64,6 +100,12 @@ impl PolicyKind {
         let out = match self {
             PolicyKind::Fifo => v.visit(fifo::Fifo::new(frames)),
             PolicyKind::Lru => v.visit(lru::Lru::new(frames)),
+            PolicyKind::Opt => v.visit(opt::Opt::new(frames)),
+            PolicyKind::Clock => v.visit(clock::Clock::new(frames, opts)?),
+            PolicyKind::Arc => v.visit(arc::Arc::new(frames)),
+            PolicyKind::S3Fifo => v.visit(s3fifo::S3Fifo::new(frames, opts)?),
+            PolicyKind::Lfu => v.visit(lfu::Lfu::new(frames)),
+            PolicyKind::Random => v.visit(random::Random::new(frames, opts)),
         };
         opts.check_all_used()?;
         Ok(out)

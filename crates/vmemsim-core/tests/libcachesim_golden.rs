@@ -1,0 +1,99 @@
+//! Differential test against libCacheSim (the `libcachesim` PyPI binding of its C code).
+//!
+//! `tests/data/libcachesim_golden.json` holds four seeded page traces of 3,000 accesses
+//! (uniform over 200 pages, zipf 0.8 over 500, zipf 1.2 over 1,000, and alternating cyclic
+//! scans of 120 pages with a zipf working set) and libCacheSim's miss counts for each demand
+//! policy at 20, 37, 64, 100 and 150 frames, computed by `tests/gen_libcachesim_golden.py`
+//! (object size 1, cache size in objects, one `get` per access, misses = gets that return
+//! false). The traces are stored in full, so this test needs neither Python nor a generator.
+//!
+//! Agreement required:
+//! - fifo, lru, clock (libCacheSim `Clock`, n-bit-counter 1, init-freq 0), opt (`Belady`):
+//!   exactly, as the brief demands.
+//! - arc: exactly. Our ARC and libCacheSim's `ARC.c` both implement FAST'03 Fig. 4 with a
+//!   real-valued p and run Case IV's ghost bookkeeping only when full, so they agree miss for
+//!   miss (this was checked, not assumed: every case below is equal).
+//! - lfu: exactly. Same tie-break as libCacheSim's `LFU.c` (least recently arrived at the
+//!   lowest frequency).
+//! - s3fifo: exactly from 20 frames on. vmemsim follows libCacheSim's `S3FIFO.c` where it
+//!   departs from the paper's pseudocode (one victim per miss; evict M when M is over its
+//!   share or S is empty; warm-up inserts to M once S is full; promoted pages enter M with
+//!   a cleared counter), see `policy/s3fifo.rs`. Below 20 frames libCacheSim's small queue
+//!   holds ≤ 1 object and it admits nothing, so no comparison is made there.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+use vmemsim_core::engine::MachineConfig;
+use vmemsim_core::policy::{PolicyKind, PolicyOptions};
+use vmemsim_core::replay::{replay, ReplaySpec};
+use vmemsim_core::trace::VecSource;
+
+#[derive(Deserialize)]
+struct Golden {
+    exact: Vec<String>,
+    traces: BTreeMap<String, Vec<u64>>,
+    results: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    trace: String,
+    policy: String,
+    frames: u32,
+    misses: u64,
+}
+
+fn faults(policy: &str, pages: &[u64], frames: u32) -> u64 {
+    let spec = ReplaySpec {
+        policy: PolicyKind::from_name(policy).unwrap(),
+        machine: MachineConfig::new(frames),
+        options: PolicyOptions::new(0),
+    };
+    replay(&mut VecSource::from_pages(pages), &spec, None)
+        .unwrap()
+        .stats
+        .faults
+}
+
+/// The committed golden file, or another one of the same shape named by
+/// `VMEMSIM_LIBCACHESIM_GOLDEN` (e.g. the larger traces: `gen_libcachesim_golden.py --big`).
+fn golden() -> Golden {
+    let path = std::env::var("VMEMSIM_LIBCACHESIM_GOLDEN").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/libcachesim_golden.json"
+        )
+        .to_string()
+    });
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+#[test]
+fn miss_counts_equal_libcachesim() {
+    let g = golden();
+    for p in ["fifo", "lru", "clock", "opt"] {
+        assert!(
+            g.exact.iter().any(|e| e == p),
+            "golden file lists {p} as exact"
+        );
+    }
+    let mut report = Vec::new();
+    let mut per_policy: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
+    for c in &g.results {
+        let ours = faults(&c.policy, &g.traces[&c.trace], c.frames);
+        let e = per_policy.entry(c.policy.as_str()).or_default();
+        e.1 += 1;
+        if ours == c.misses {
+            e.0 += 1;
+        } else {
+            report.push(format!(
+                "{} {} frames {}: vmemsim {} libCacheSim {}",
+                c.policy, c.trace, c.frames, ours, c.misses
+            ));
+        }
+    }
+    eprintln!("exact agreement per policy: {per_policy:?}");
+    assert!(report.is_empty(), "differences:\n{}", report.join("\n"));
+    assert_eq!(per_policy.len(), 7);
+}
