@@ -2,6 +2,7 @@
 
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
+export PIP_ROOT_USER_ACTION := ignore
 
 .PHONY: test install rust-test py-test demo clean
 

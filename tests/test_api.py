@@ -4,6 +4,8 @@ errors as VmemsimError, progress callbacks, and the GIL released while the core 
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
 import sys
 import threading
 import time
@@ -201,6 +203,30 @@ def test_progress_callback_rate_and_errors(slow_trace: np.ndarray) -> None:
 
     with pytest.raises(RuntimeError, match="stop here"):
         vmemsim.replay(slow_trace, policy="lru", frames=FOOTPRINT // 16, progress=boom)
+
+
+def test_ctrl_c_stops_a_run(slow_trace: np.ndarray) -> None:
+    # SIGINT during a replay raises KeyboardInterrupt from inside it, at the next progress
+    # tick: no progress is reported after the signal (the run does not go on to its end).
+    calls: list = []
+    sent: list = []
+
+    def interrupt() -> None:
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.25, interrupt)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            vmemsim.replay(
+                slow_trace, policy="lru", frames=FOOTPRINT // 16,
+                progress=lambda d, t: calls.append(time.perf_counter()),
+            )
+    finally:
+        timer.cancel()
+    assert sent
+    assert all(c < sent[0] for c in calls)
 
 
 def test_gil_is_released(slow_trace: np.ndarray) -> None:

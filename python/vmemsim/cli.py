@@ -13,8 +13,13 @@ Contract (scripts and tests rely on it):
   with status 2; never a traceback.
 
 Adding a subcommand: write ``configure(parser)`` and ``run(args) -> int`` and call
-:func:`register` (``"trace info"`` makes a ``trace`` group with an ``info`` command). The
-``trace convert``, ``trace info``, ``mrc`` and ``generate`` commands plug in this way.
+:func:`register` (``"trace info"`` makes a ``trace`` group with an ``info`` command;
+:func:`register_group` gives the group its help line). ``configure`` can reuse
+:func:`add_trace_arguments`, :func:`add_policy_arguments` and :func:`add_progress_argument`,
+and ``run`` can turn them back into :func:`vmemsim.replay` arguments with
+:func:`replay_kwargs` and a progress line with :func:`make_progress`. ``run`` raises
+``VmemsimError`` or :class:`CliError` for bad input. The ``trace convert``, ``trace info``,
+``mrc`` and ``generate`` commands are meant to plug in this way, next to ``replay``.
 """
 
 from __future__ import annotations
@@ -201,25 +206,30 @@ class Progress:
 # ---------------------------------------------------------------- replay
 
 
-def _configure_replay(p: argparse.ArgumentParser) -> None:
+def add_trace_arguments(p: argparse.ArgumentParser) -> None:
+    """``--trace PATH`` and ``--format F`` (for every command that reads a trace)."""
     p.add_argument("--trace", required=True, metavar="PATH", help="trace file")
-    p.add_argument(
-        "--policy", required=True, metavar="NAME", help="policy name (see 'vmemsim policies')"
-    )
-    p.add_argument(
-        "--frames",
-        required=True,
-        metavar="N",
-        help="memory size in 4 KiB frames, or a percentage of the trace's distinct pages (25%%)",
-    )
     p.add_argument(
         "--format",
         metavar="F",
         default=None,
         help="trace format (%s); detected when omitted" % ", ".join(_native.trace_formats()),
     )
+
+
+def add_policy_arguments(p: argparse.ArgumentParser, frames_required: bool = True) -> None:
+    """``--policy``, ``--frames``, ``--seed``, ``--opt`` and the machine knobs; read them back
+    with :func:`replay_kwargs`."""
+    p.add_argument(
+        "--policy", required=True, metavar="NAME", help="policy name (see 'vmemsim policies')"
+    )
+    p.add_argument(
+        "--frames",
+        required=frames_required,
+        metavar="N",
+        help="memory size in 4 KiB frames, or a percentage of the trace's distinct pages (25%%)",
+    )
     p.add_argument("--seed", type=_seed, default=0, metavar="S", help="random seed (default 0)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--opt",
         action="append",
@@ -235,7 +245,11 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
         "0 for demand policies)",
     )
     p.add_argument(
-        "--swappiness", type=_int, default=60, metavar="N", help="vm.swappiness, 0..200 (default 60)"
+        "--swappiness",
+        type=_int,
+        default=60,
+        metavar="N",
+        help="vm.swappiness, 0..200 (default 60)",
     )
     p.add_argument(
         "--watermarks",
@@ -249,12 +263,40 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="check every invariant after every access (slow; for debugging)",
     )
+
+
+def add_progress_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="progress line on stderr (default: when stderr is a terminal)",
     )
+
+
+def replay_kwargs(args: argparse.Namespace) -> Dict[str, object]:
+    """The keyword arguments of :func:`vmemsim.replay` given by :func:`add_policy_arguments`
+    (and :func:`add_trace_arguments` when present)."""
+    kw: Dict[str, object] = dict(
+        policy=args.policy,
+        frames=args.frames,
+        seed=args.seed,
+        options=_key_values(args.opt),
+        page_cluster=args.page_cluster,
+        watermarks=args.watermarks,
+        swappiness=args.swappiness,
+        check_invariants=args.check_invariants,
+    )
+    if hasattr(args, "format"):
+        kw["format"] = args.format
+    return kw
+
+
+def _configure_replay(p: argparse.ArgumentParser) -> None:
+    add_trace_arguments(p)
+    add_policy_arguments(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_progress_argument(p)
 
 
 def _want_progress(flag: Optional[bool]) -> bool:
@@ -266,28 +308,21 @@ def _want_progress(flag: Optional[bool]) -> bool:
         return False
 
 
+def make_progress(args: argparse.Namespace, label: str) -> Optional[Progress]:
+    """A :class:`Progress` if ``--progress`` asked for one (or stderr is a terminal)."""
+    return Progress(sys.stderr, label) if _want_progress(args.progress) else None
+
+
 def _run_replay(args: argparse.Namespace) -> int:
-    options = _key_values(args.opt)
-    progress = Progress(sys.stderr, "replay") if _want_progress(args.progress) else None
+    kwargs = replay_kwargs(args)
+    progress = make_progress(args, "replay")
     try:
-        result = replay(
-            args.trace,
-            policy=args.policy,
-            frames=args.frames,
-            seed=args.seed,
-            format=args.format,
-            options=options,
-            page_cluster=args.page_cluster,
-            watermarks=args.watermarks,
-            swappiness=args.swappiness,
-            check_invariants=args.check_invariants,
-            progress=progress,
-        )
+        result = replay(args.trace, progress=progress, **kwargs)  # type: ignore[arg-type]
     finally:
         if progress is not None:
             progress.clear()
     if args.json:
-        print(json.dumps(result.to_dict(), indent=None))
+        print(json.dumps(result.to_dict()))
     else:
         print(format_result(result))
     return 0

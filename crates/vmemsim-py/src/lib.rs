@@ -23,7 +23,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use vmemsim_core::engine::{Machine, MachineConfig};
+use vmemsim_core::engine::MachineConfig;
 use vmemsim_core::policy::registry::PolicyVisitor;
 use vmemsim_core::policy::{Policy, PolicyKind, PolicyOptions};
 use vmemsim_core::replay::{self, FramesSpec, ReplayResult, ReplaySpec};
@@ -88,19 +88,18 @@ fn trace_formats() -> Vec<String> {
     TraceFormat::ALL.iter().map(|e| e.1.to_string()).collect()
 }
 
-/// Validates a machine + policy configuration before any trace is read: builds the policy
-/// (which reads and checks its option keys) and an empty machine (which checks frames,
-/// watermarks, swappiness, page_cluster). Unknown option keys are thus reported at once,
-/// not after a long run.
-struct ConfigProbe<'a> {
-    machine: &'a MachineConfig,
-}
+/// Checks a policy's options before any trace is read: building the policy reads its option
+/// keys and values, so an unknown key or a malformed value is reported at once, not after a
+/// long run. The probe is built with at most [`PROBE_FRAMES`] frames so that a huge machine is
+/// not allocated twice; the machine itself (frames, watermarks, swappiness, page_cluster) is
+/// checked by the engine before the run reads the trace.
+struct OptionsProbe;
 
-impl PolicyVisitor for ConfigProbe<'_> {
-    type Out = vmemsim_core::Result<()>;
-    fn visit<P: Policy>(self, p: P) -> Self::Out {
-        Machine::new(self.machine, p).map(|_| ())
-    }
+const PROBE_FRAMES: u32 = 4096;
+
+impl PolicyVisitor for OptionsProbe {
+    type Out = ();
+    fn visit<P: Policy>(self, _p: P) {}
 }
 
 fn int_in(key: &str, v: &Bound<'_, PyAny>, lo: i128, hi: i128, what: &str) -> PyResult<i128> {
@@ -218,22 +217,13 @@ fn prepare(
 ) -> PyResult<Prepared> {
     let kind = PolicyKind::from_name(policy).map_err(py_err)?;
     let frames = FramesSpec::parse(frames).map_err(py_err)?;
-    // A percentage is resolved once the trace's distinct pages are counted; check the rest
-    // of the configuration now with a placeholder size.
     let probe_frames = match frames {
-        FramesSpec::Count(n) => n,
-        FramesSpec::Percent(_) => 1024,
+        FramesSpec::Count(n) => n.min(PROBE_FRAMES),
+        FramesSpec::Percent(_) => PROBE_FRAMES,
     };
-    let machine = machine_config(probe_frames, machine)?;
+    let machine = machine_config(0, machine)?;
     let options = policy_options(seed, options)?;
-    if let FramesSpec::Count(_) = frames {
-        check_config(kind, &machine, &options)?;
-    } else {
-        // Only the options can be checked before the size is known.
-        let mut m = machine.clone();
-        m.watermarks = None;
-        check_config(kind, &m, &options)?;
-    }
+    check_options(kind, probe_frames, &options)?;
     Ok(Prepared {
         kind,
         frames,
@@ -242,17 +232,11 @@ fn prepare(
     })
 }
 
-fn check_config(
-    kind: PolicyKind,
-    machine: &MachineConfig,
-    options: &PolicyOptions,
-) -> PyResult<()> {
-    let probe = ConfigProbe { machine };
-    let r = catch_unwind(AssertUnwindSafe(|| {
-        kind.build(machine.frames, options, probe)
-    }));
-    match r {
-        Ok(r) => r.and_then(|x| x).map_err(py_err),
+fn check_options(kind: PolicyKind, frames: u32, options: &PolicyOptions) -> PyResult<()> {
+    match catch_unwind(AssertUnwindSafe(|| {
+        kind.build(frames, options, OptionsProbe)
+    })) {
+        Ok(r) => r.map_err(py_err),
         Err(p) => Err(internal(p)),
     }
 }
@@ -265,6 +249,11 @@ fn internal(payload: Box<dyn std::any::Any + Send>) -> PyErr {
         .unwrap_or_else(|| "unknown panic".into());
     VmemsimError::new_err(format!("internal error (a bug, please report): {msg}"))
 }
+
+/// Unwind payload that stops a run early with a Python exception (raised by the progress
+/// callback or a signal handler). `resume_unwind` does not call the panic hook, so nothing is
+/// printed; the core's state is dropped on the way out and never reused.
+struct Cancelled(PyErr);
 
 /// Runs one replay with the GIL released. `make_src` is called once per pass over the trace
 /// (twice when frames is a percentage: once to count distinct pages, once to replay).
@@ -306,34 +295,35 @@ where
                 options,
             };
             let mut src = make_src().map_err(py_err)?;
-            let mut cb_err: Option<PyErr> = None;
-            let result = match &progress {
-                None => replay::replay(src.as_mut(), &spec, None),
-                Some(cb) => {
-                    let mut last = Instant::now();
-                    let mut report = |done: u64| {
-                        if cb_err.is_some() || last.elapsed() < PROGRESS_EVERY {
-                            return;
-                        }
-                        last = Instant::now();
-                        Python::with_gil(|py| {
-                            if let Err(e) = cb.call1(py, (done, total)) {
-                                cb_err = Some(e);
-                            }
-                        });
-                    };
-                    replay::replay(src.as_mut(), &spec, Some(&mut report))
+            // Every PROGRESS_EVERY: take the GIL, let Python handle pending signals (Ctrl-C
+            // in a notebook), call the user's callback. An exception from either ends the run
+            // at once by unwinding out of the core with the error as payload.
+            let mut last = Instant::now();
+            let mut report = |done: u64| {
+                if last.elapsed() < PROGRESS_EVERY {
+                    return;
+                }
+                last = Instant::now();
+                let r = Python::with_gil(|py| {
+                    py.check_signals()?;
+                    match &progress {
+                        Some(cb) => cb.call1(py, (done, total)).map(|_| ()),
+                        None => Ok(()),
+                    }
+                });
+                if let Err(e) = r {
+                    std::panic::resume_unwind(Box::new(Cancelled(e)));
                 }
             };
-            if let Some(e) = cb_err {
-                return Err(e);
-            }
-            result.map_err(py_err)
+            replay::replay(src.as_mut(), &spec, Some(&mut report)).map_err(py_err)
         }))
     });
     let result = match outcome {
         Ok(r) => r?,
-        Err(p) => return Err(internal(p)),
+        Err(p) => match p.downcast::<Cancelled>() {
+            Ok(c) => return Err(c.0),
+            Err(p) => return Err(internal(p)),
+        },
     };
     serde_json::to_string(&result)
         .map_err(|e| VmemsimError::new_err(format!("internal error: result not serialisable: {e}")))
