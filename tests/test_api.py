@@ -51,19 +51,20 @@ def test_path_and_array_equal_cli(tmp_path: Path) -> None:
     pages = (rng.zipf(1.3, size=5000) % 700).astype(np.uint64)
     writes = rng.random(5000) < 0.3
     path = write_trace(tmp_path / "z.txt", pages.tolist(), writes.tolist())
-    for policy in vmemsim.policy_names():
+    for i, policy in enumerate(vmemsim.policy_names()):
         for frames in ("50", "30%"):
-            cli = run_json(
-                "replay", "--trace", str(path), "--policy", policy, "--frames", frames,
-                "--seed", "3",
-            )
             by_path = vmemsim.replay(path, policy=policy, frames=frames, seed=3)
             by_str = vmemsim.replay(str(path), policy=policy, frames=frames, seed=3)
             by_array = vmemsim.replay(pages, policy=policy, frames=frames, seed=3, writes=writes)
             assert by_path == by_str
-            assert by_path.to_dict() == cli
             # The in-memory run differs only in the trace's name.
             assert dataclasses.replace(by_array, trace=by_path.trace) == by_path
+            if frames == ("50", "30%")[i % 2]:  # one CLI run per policy keeps this quick
+                cli = run_json(
+                    "replay", "--trace", str(path), "--policy", policy, "--frames", frames,
+                    "--seed", "3",
+                )
+                assert by_path.to_dict() == cli
 
 
 def test_result_fields() -> None:
