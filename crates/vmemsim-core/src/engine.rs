@@ -32,6 +32,9 @@ use crate::watermarks::Watermarks;
 
 /// `SWAP_CLUSTER_MAX`: the reclaim batch.
 pub const SWAP_CLUSTER_MAX: u32 = 32;
+/// Largest memory simulated: 2^28 frames (1 TiB), about 7 GB of simulator state.
+pub const MAX_FRAMES: u32 = 1 << 28;
+
 /// `DEF_PRIORITY`.
 pub const DEF_PRIORITY: u8 = 12;
 

@@ -176,8 +176,8 @@ impl FramesSpec {
         if v <= 0 {
             return Err(bad("must be at least 1"));
         }
-        if v >= (u32::MAX / 2) as i128 {
-            return Err(bad("too large to simulate (at most 2^31 - 2 frames)"));
+        if v > crate::engine::MAX_FRAMES as i128 {
+            return Err(bad(&format!("too large to simulate (at most {} frames, 1 TiB)", crate::engine::MAX_FRAMES)));
         }
         Ok(FramesSpec::Count(v as u32))
     }
@@ -187,7 +187,7 @@ impl FramesSpec {
         match self {
             FramesSpec::Count(n) => n,
             FramesSpec::Percent(p) => ((distinct as f64 * p / 100.0).round() as u64)
-                .clamp(1, (u32::MAX / 2 - 1) as u64) as u32,
+                .clamp(1, crate::engine::MAX_FRAMES as u64) as u32,
         }
     }
 }
