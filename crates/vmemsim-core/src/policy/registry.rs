@@ -12,6 +12,7 @@ use crate::mm::Mm;
 pub enum PolicyKind {
     Fifo,
     Lru,
+    ClockLru,
 }
 
 impl PolicyKind {
@@ -26,6 +27,11 @@ impl PolicyKind {
             PolicyKind::Lru,
             "lru",
             "exact least-recently-used, every hit reorders (demand)",
+        ),
+        (
+            PolicyKind::ClockLru,
+            "clock-lru",
+            "Linux 6.8 classic active/inactive LRU, MG-LRU off: A-bit sampling by rmap (kernel)",
         ),
     ];
 
@@ -62,6 +68,7 @@ impl PolicyKind {
     ) -> Result<V::Out> {
         use super::*;
         let out = match self {
+            PolicyKind::ClockLru => v.visit(clock_lru::ClockLru::new(frames)),
             PolicyKind::Fifo => v.visit(fifo::Fifo::new(frames)),
             PolicyKind::Lru => v.visit(lru::Lru::new(frames)),
         };
