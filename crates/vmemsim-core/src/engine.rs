@@ -37,6 +37,8 @@ pub const MAX_FRAMES: u32 = 1 << 28;
 
 /// `DEF_PRIORITY`.
 pub const DEF_PRIORITY: u8 = 12;
+/// `MAX_RECLAIM_RETRIES`: reclaim cascades an allocation tries before giving up.
+pub const MAX_RECLAIM_RETRIES: u32 = 16;
 
 /// Configuration of the memory model for one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -382,22 +384,31 @@ impl<P: Policy> Machine<P> {
                 if self.mm.frames.n_free() <= self.wmark.low {
                     self.kswapd();
                 }
+                // `do_try_to_free_pages` walks the priorities down to 0; when a pass at 0 frees
+                // nothing, `__alloc_pages_slowpath` retries the whole cascade
+                // (`should_reclaim_retry`, up to MAX_RECLAIM_RETRIES) before the OOM killer.
                 let mut tries = 0;
+                let mut retries = 0;
                 while self.mm.frames.n_free() <= self.wmark.min || self.mm.frames.n_free() == 0 {
                     self.stats.allocstall += 1;
-                    let got = self.shrink(
+                    let (got, _) = self.shrink(
                         ReclaimReason::Direct,
                         SWAP_CLUSTER_MAX,
-                        DEF_PRIORITY.saturating_sub(tries),
+                        DEF_PRIORITY - tries,
                     );
-                    tries = (tries + 1).min(DEF_PRIORITY);
-                    if got == 0 && tries == DEF_PRIORITY && self.mm.frames.n_free() > 0 {
-                        break; // below min but nothing reclaimable: use the reserve (no OOM kill here)
+                    if tries < DEF_PRIORITY {
+                        tries += 1;
+                    } else if got == 0 {
+                        if self.mm.frames.n_free() > 0 {
+                            break; // below min but nothing reclaimable: use the reserve (no OOM kill here)
+                        }
+                        retries += 1;
+                        assert!(
+                            retries < MAX_RECLAIM_RETRIES,
+                            "kernel policy reclaims nothing with memory full"
+                        );
+                        tries = 0;
                     }
-                    assert!(
-                        got > 0 || tries < DEF_PRIORITY,
-                        "kernel policy reclaims nothing with memory full"
-                    );
                 }
             }
         }
@@ -407,16 +418,19 @@ impl<P: Policy> Machine<P> {
             .expect("a frame is free after reclaim")
     }
 
-    /// kswapd's `balance_pgdat`: reclaim batches until free ≥ high, lowering the priority
-    /// when a pass makes no progress.
+    /// kswapd's `balance_pgdat`: passes until free ≥ high. Each pass asks for
+    /// max(high, `SWAP_CLUSTER_MAX`) pages (`kswapd_shrink_node`); the priority rises (its value
+    /// falls) after a pass that scanned fewer pages than that or freed none, and kswapd gives
+    /// up after a pass at priority 1: it never scans at priority 0 (`while (sc.priority >= 1)`),
+    /// which is left to direct reclaim.
     fn kswapd(&mut self) {
         self.stats.kswapd_wakeups += 1;
+        let nr = self.wmark.high.max(SWAP_CLUSTER_MAX);
         let mut priority = DEF_PRIORITY;
         while self.mm.frames.n_free() < self.wmark.high {
-            let want = self.wmark.high - self.mm.frames.n_free();
-            let got = self.shrink(ReclaimReason::Kswapd, want.max(SWAP_CLUSTER_MAX), priority);
-            if got == 0 {
-                if priority == 0 {
+            let (got, scanned) = self.shrink(ReclaimReason::Kswapd, nr, priority);
+            if got == 0 || scanned < nr as u64 {
+                if priority == 1 {
                     break;
                 }
                 priority -= 1;
@@ -424,8 +438,9 @@ impl<P: Policy> Machine<P> {
         }
     }
 
-    /// One reclaim pass: ask the policy for victims and free them. Returns pages freed.
-    fn shrink(&mut self, reason: ReclaimReason, nr: u32, priority: u8) -> u32 {
+    /// One reclaim pass: ask the policy for victims and free them. Returns pages freed and
+    /// pages scanned.
+    fn shrink(&mut self, reason: ReclaimReason, nr: u32, priority: u8) -> (u32, u64) {
         let mut sc = ScanControl {
             nr_to_reclaim: nr,
             priority,
@@ -433,6 +448,7 @@ impl<P: Policy> Machine<P> {
             nr_scanned: 0,
             swappiness: self.swappiness,
             may_swap: true,
+            high_wmark: self.wmark.high,
         };
         let mut victims = std::mem::take(&mut self.victims);
         victims.clear();
@@ -452,7 +468,7 @@ impl<P: Policy> Machine<P> {
                 self.stats.pgsteal_direct += n as u64;
             }
         }
-        n
+        (n, sc.nr_scanned)
     }
 
     /// Unmap a victim, write it out if needed, keep its shadow, free its frame (`pageout`,

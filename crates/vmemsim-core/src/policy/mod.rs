@@ -16,6 +16,7 @@
 
 pub mod arc;
 pub mod clock;
+pub mod clock_lru;
 pub mod fifo;
 pub mod ghost;
 pub mod lfu;
@@ -81,6 +82,9 @@ pub struct ScanControl {
     pub swappiness: u32,
     /// Whether anonymous pages may be reclaimed (swap space exists).
     pub may_swap: bool,
+    /// The zone's high watermark in pages (`high_wmark_pages`), read by the classic LRU's
+    /// `prepare_scan_control` (its `file_is_tiny` test).
+    pub high_wmark: u32,
 }
 
 /// A replacement policy. See the module documentation for the two families' contracts.
@@ -108,7 +112,8 @@ pub trait Policy {
     /// Demand family: choose one victim among the frames this policy holds and forget it.
     /// Kernel policies may return `None` (the engine only calls [`Policy::shrink`] on them).
     fn evict(&mut self, mm: &mut Mm) -> Option<FrameId>;
-    /// Kernel family: isolate up to `sc.nr_to_reclaim` victims into `victims`, forgetting them.
+    /// Kernel family: isolate about `sc.nr_to_reclaim` victims into `victims`, forgetting them
+    /// (a pass may overshoot by up to a batch per list, as `shrink_lruvec` does).
     /// The engine unmaps, writes back and frees them. May clear accessed bits through `mm`
     /// but must not map, unmap or free frames. The default takes demand victims one by one.
     fn shrink(&mut self, mm: &mut Mm, sc: &mut ScanControl, victims: &mut Vec<FrameId>) {

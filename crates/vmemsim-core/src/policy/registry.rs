@@ -18,6 +18,7 @@ pub enum PolicyKind {
     S3Fifo,
     Lfu,
     Random,
+    ClockLru,
 }
 
 impl PolicyKind {
@@ -63,6 +64,11 @@ impl PolicyKind {
             "random",
             "uniformly random victim from the run's seed (demand)",
         ),
+        (
+            PolicyKind::ClockLru,
+            "clock-lru",
+            "Linux 6.8 classic active/inactive LRU, MG-LRU off: A-bit sampling by rmap (kernel)",
+        ),
     ];
 
     pub fn name(self) -> &'static str {
@@ -98,6 +104,7 @@ impl PolicyKind {
     ) -> Result<V::Out> {
         use super::*;
         let out = match self {
+            PolicyKind::ClockLru => v.visit(clock_lru::ClockLru::new(frames)),
             PolicyKind::Fifo => v.visit(fifo::Fifo::new(frames)),
             PolicyKind::Lru => v.visit(lru::Lru::new(frames)),
             PolicyKind::Opt => v.visit(opt::Opt::new(frames)),

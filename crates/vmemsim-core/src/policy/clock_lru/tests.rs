@@ -1,0 +1,749 @@
+//! Tests of `clock-lru` against the rules of Linux 6.8's `mm/vmscan.c` and `mm/workingset.c`.
+//! Expected values are worked out by hand from those rules in the comments beside them.
+
+use super::*;
+use crate::access::Access;
+use crate::engine::{Machine, MachineConfig};
+use crate::mm::frames::{F_ANON, F_MAPPED};
+use crate::mm::{make_present, Vma, VmaKind, PTE_ACCESSED};
+use crate::watermarks::Watermarks;
+
+/// A memory with the policy attached, driven by hand: faults, MMU accesses, reclaim calls.
+struct Rig {
+    mm: Mm,
+    p: ClockLru,
+}
+
+impl Rig {
+    fn new(frames: u32) -> Self {
+        Rig {
+            mm: Mm::new(frames),
+            p: ClockLru::new(frames),
+        }
+    }
+
+    /// A first-touch fault of `vpn` (anonymous unless `file`): the PTE is made young.
+    fn fault(&mut self, vpn: u64, file: bool) -> FrameId {
+        let f = self
+            .mm
+            .frames
+            .alloc(vpn, if file { 0 } else { F_ANON })
+            .unwrap();
+        *self.mm.pt.pte_mut(vpn) = make_present(f) | PTE_ACCESSED;
+        self.mm.frames.set_flags(f, F_MAPPED);
+        let t = Touch {
+            t: 0,
+            next_use: u64::MAX,
+            vpn,
+            write: false,
+        };
+        self.p.on_insert(&self.mm, f, t, Insert::FirstTouch);
+        f
+    }
+
+    /// The MMU sets the accessed bit of a resident page.
+    fn touch(&mut self, vpn: u64) {
+        *self.mm.pt.walk(vpn) |= PTE_ACCESSED;
+    }
+
+    /// Reclaim as the engine does: take victims and free their frames, returning the victims'
+    /// page numbers and shadows.
+    fn free_victims(&mut self, victims: &[FrameId]) -> Vec<(u64, u32)> {
+        let mut out = Vec::new();
+        for &f in victims {
+            let s = self.p.shadow(&self.mm, f);
+            let vpn = self.mm.frames.owner(f);
+            *self.mm.pt.pte_mut(vpn) = 0;
+            self.mm.frames.release(f);
+            out.push((vpn, s));
+        }
+        out
+    }
+
+    fn shrink_inactive(&mut self, n: u64, lru: usize) -> Vec<(u64, u32)> {
+        let mut sc = sc(0, ReclaimReason::Kswapd, 32);
+        let mut victims = Vec::new();
+        self.p
+            .shrink_inactive_list(n, lru, &mut self.mm, &mut sc, &mut victims);
+        self.free_victims(&victims)
+    }
+
+    fn shrink(&mut self, sc: &mut ScanControl) -> Vec<(u64, u32)> {
+        let mut victims = Vec::new();
+        self.p.shrink(&mut self.mm, sc, &mut victims);
+        self.free_victims(&victims)
+    }
+
+    /// Page numbers on list `lru`, head (newest) first.
+    fn list(&self, lru: usize) -> Vec<u64> {
+        self.p.lists[lru]
+            .iter(&self.p.links)
+            .map(|f| self.mm.frames.owner(f))
+            .collect()
+    }
+
+    fn flags_of(&self, vpn: u64) -> u8 {
+        let f = pte_frame(self.mm.pt.pte(vpn));
+        self.p.flags[f as usize]
+    }
+
+    fn refault(&mut self, vpn: u64, shadow: u32) -> FrameId {
+        let f = self.mm.frames.alloc(vpn, F_ANON).unwrap();
+        *self.mm.pt.pte_mut(vpn) = make_present(f) | PTE_ACCESSED;
+        self.mm.frames.set_flags(f, F_MAPPED);
+        let t = Touch {
+            t: 0,
+            next_use: u64::MAX,
+            vpn,
+            write: false,
+        };
+        self.p.on_insert(&self.mm, f, t, Insert::Refault { shadow });
+        f
+    }
+
+    fn check(&self) {
+        self.mm.validate().unwrap();
+        self.p.validate(&self.mm).unwrap();
+    }
+}
+
+use crate::mm::pte_frame;
+
+impl ClockLru {
+    /// Inactive anon list as page numbers, head first.
+    fn list_vpns_for_test(&self, mm: &Mm) -> Vec<u64> {
+        self.lists[LRU_INACTIVE_ANON]
+            .iter(&self.links)
+            .map(|f| mm.frames.owner(f))
+            .collect()
+    }
+}
+
+fn sc(priority: u8, reason: ReclaimReason, nr: u32) -> ScanControl {
+    ScanControl {
+        nr_to_reclaim: nr,
+        priority,
+        reason,
+        nr_scanned: 0,
+        swappiness: 60,
+        may_swap: true,
+        high_wmark: 0,
+    }
+}
+
+fn counter(p: &ClockLru, name: &str) -> u64 {
+    p.counters()
+        .into_iter()
+        .find(|c| c.0 == name)
+        .unwrap_or_else(|| panic!("no counter {name}"))
+        .1
+}
+
+#[test]
+fn mapped_page_needs_young_on_two_scans_to_activate() {
+    let mut r = Rig::new(8);
+    r.fault(1, false);
+    r.fault(2, false);
+    assert_eq!(
+        r.list(LRU_INACTIVE_ANON),
+        vec![2, 1],
+        "new anon pages start inactive"
+    );
+    // First trip: both PTEs are young from their faults → PG_referenced, kept (rotated).
+    assert!(r.shrink_inactive(2, LRU_INACTIVE_ANON).is_empty());
+    assert_eq!(r.list(LRU_INACTIVE_ANON), vec![2, 1]);
+    assert_eq!(r.p.c.nr_ref_keep, 2);
+    assert_eq!(r.p.c.pgactivate, 0);
+    assert!(!r.mm.is_young(pte_frame(r.mm.pt.pte(1))), "rmap cleared it");
+    assert_ne!(r.flags_of(1) & PG_REFERENCED, 0);
+    // Page 1 is used again; page 2 is not.
+    r.touch(1);
+    let gone = r.shrink_inactive(2, LRU_INACTIVE_ANON);
+    // Page 1: young + referenced → activated. Page 2: not young → reclaimed; it was
+    // referenced but is anon (FOLIOREF_RECLAIM, not RECLAIM_CLEAN).
+    assert_eq!(gone.iter().map(|v| v.0).collect::<Vec<_>>(), vec![2]);
+    assert_eq!(r.list(LRU_ACTIVE_ANON), vec![1]);
+    assert!(r.list(LRU_INACTIVE_ANON).is_empty());
+    assert_eq!(r.p.c.pgactivate, 1);
+    // The activated folio keeps PG_referenced ("recently deactivated but used folios are
+    // quickly recovered").
+    assert_eq!(r.flags_of(1), PG_LRU | PG_ACTIVE | PG_REFERENCED);
+    // Page 2 left with the clock at 0 (no workingset bit); then the clock aged by one for the
+    // eviction and one for the activation put back by move_folios_to_lru.
+    assert_eq!(gone[0].1, SHADOW_VALID);
+    assert_eq!(r.p.nonresident_age, 2);
+    r.check();
+}
+
+#[test]
+fn page_untouched_since_fault_is_reclaimed_first() {
+    let mut r = Rig::new(8);
+    for v in [10, 11, 12] {
+        r.fault(v, false);
+    }
+    // priority 0: SCAN_EQUAL, the whole inactive anon list in one batch.
+    let mut s = sc(0, ReclaimReason::Kswapd, 1);
+    assert!(r.shrink(&mut s).is_empty(), "all young from their faults");
+    assert_eq!(s.nr_scanned, 3);
+    r.touch(10);
+    r.touch(12);
+    let mut s = sc(0, ReclaimReason::Kswapd, 1);
+    let gone = r.shrink(&mut s);
+    assert_eq!(gone.iter().map(|v| v.0).collect::<Vec<_>>(), vec![11]);
+    // 10 then 12 were activated, each to the head of active anon. That left inactive anon
+    // empty and active 2: inactive_is_low (0·1 < 2), so the end of shrink_lruvec deactivated
+    // one batch from the active tail: 10 then 12, each to the head of inactive, marked
+    // workingset and still referenced.
+    assert!(r.list(LRU_ACTIVE_ANON).is_empty());
+    assert_eq!(r.list(LRU_INACTIVE_ANON), vec![12, 10]);
+    assert_eq!(r.flags_of(10), PG_LRU | PG_REFERENCED | PG_WORKINGSET);
+    assert_eq!(counter(&r.p, "pgactivate"), 2);
+    assert_eq!(counter(&r.p, "pgdeactivate"), 2);
+    assert_eq!(counter(&r.p, "pgsteal_anon"), 1);
+    assert_eq!(counter(&r.p, "pgscan_anon"), 6);
+    r.check();
+}
+
+#[test]
+fn deactivation_takes_the_tail_even_if_young() {
+    let mut r = Rig::new(8);
+    for v in [1, 2, 3] {
+        r.fault(v, false);
+    }
+    r.shrink_inactive(3, LRU_INACTIVE_ANON);
+    for v in [1, 2, 3] {
+        r.touch(v);
+    }
+    r.shrink_inactive(3, LRU_INACTIVE_ANON);
+    assert_eq!(r.list(LRU_ACTIVE_ANON), vec![3, 2, 1]);
+    r.touch(1);
+    r.p.shrink_active_list(2, LRU_ACTIVE_ANON, &mut r.mm);
+    // 1 and 2 leave the tail; 1 despite its young PTE, which the rmap walk cleared.
+    assert_eq!(r.list(LRU_ACTIVE_ANON), vec![3]);
+    assert_eq!(r.list(LRU_INACTIVE_ANON), vec![2, 1]);
+    assert!(!r.mm.is_young(pte_frame(r.mm.pt.pte(1))));
+    for v in [1, 2] {
+        assert_eq!(
+            r.flags_of(v),
+            PG_LRU | PG_REFERENCED | PG_WORKINGSET,
+            "page {v}"
+        );
+    }
+    assert_eq!((r.p.c.pgdeactivate, r.p.c.pgrefill), (2, 2));
+    // A deactivated page used once more goes straight back: PG_referenced survived.
+    r.touch(1);
+    assert!(r.shrink_inactive(1, LRU_INACTIVE_ANON).is_empty());
+    assert_eq!(r.list(LRU_ACTIVE_ANON), vec![1, 3]);
+    r.check();
+}
+
+#[test]
+fn inactive_ratio_table_of_the_kernel_comment() {
+    const GB: u64 = 1 << 18;
+    assert_eq!(inactive_ratio(GB - 1), 1);
+    assert_eq!(inactive_ratio(GB), 3);
+    assert_eq!(inactive_ratio(10 * GB), 10);
+    assert_eq!(inactive_ratio(100 * GB), 31);
+    assert_eq!(inactive_ratio(1024 * GB), 101);
+    assert_eq!(inactive_ratio(10 * 1024 * GB), 320);
+}
+
+#[test]
+fn inactive_is_low_boundaries() {
+    let mut p = ClockLru::new(1);
+    let set = |p: &mut ClockLru, ia: u64, aa: u64| {
+        p.lists[LRU_INACTIVE_ANON].len = ia as u32;
+        p.lists[LRU_ACTIVE_ANON].len = aa as u32;
+        p.inactive_is_low(0)
+    };
+    // Small: ratio 1.
+    assert!(set(&mut p, 3, 4));
+    assert!(!set(&mut p, 4, 4));
+    // 100 GiB of anon: ratio 31; 819200 * 31 = 25395200.
+    let total = 100u64 << 18;
+    assert!(!set(&mut p, 819_200, total - 819_200));
+    assert!(set(&mut p, 819_199, total - 819_199));
+    // 1 GiB: ratio 3; 65536 * 3 = 196608 = active.
+    assert!(!set(&mut p, 65_536, (1 << 18) - 65_536));
+    assert!(set(&mut p, 65_535, (1 << 18) - 65_535));
+}
+
+/// Evict page 100 with four active anon pages resident, then `others` more pages, then fault
+/// page 100 back. Returns whether it came back active.
+fn refault_after(others: u64) -> bool {
+    let mut r = Rig::new(32);
+    for v in 0..4 {
+        let f = r.fault(v, false);
+        r.p.lists[LRU_INACTIVE_ANON].remove(&mut r.p.links, f);
+        r.p.add_folio(f, PG_ACTIVE);
+    }
+    r.fault(100, false);
+    for v in 0..others {
+        r.fault(200 + v, false);
+    }
+    // Make every inactive page reclaimable on sight: not young, not referenced.
+    for v in std::iter::once(100).chain(200..200 + others) {
+        r.mm.test_and_clear_young(pte_frame(r.mm.pt.pte(v)));
+    }
+    let gone = r.shrink_inactive(32, LRU_INACTIVE_ANON);
+    assert_eq!(gone.len() as u64, 1 + others);
+    assert_eq!(gone[0].0, 100, "the oldest goes first");
+    // Page 100 left at clock 0; the clock is now 1 + others.
+    assert_eq!(r.p.nonresident_age, 1 + others);
+    r.refault(100, gone[0].1);
+    r.check();
+    r.flags_of(100) & PG_ACTIVE != 0
+}
+
+#[test]
+fn refault_distance_against_workingset_size() {
+    // Anon refault with swap: workingset = active file (0) + inactive file (0) + active anon
+    // (4). Distance = 1 + others.
+    assert!(refault_after(3), "distance 4 <= 4");
+    assert!(!refault_after(4), "distance 5 > 4");
+}
+
+#[test]
+fn readahead_page_checks_its_slot_shadow() {
+    use crate::mm::frames::F_SWAPCACHE;
+    let mut r = Rig::new(8);
+    let f = r.fault(1, false);
+    r.p.lists[LRU_INACTIVE_ANON].remove(&mut r.p.links, f);
+    r.p.add_folio(f, PG_ACTIVE);
+    // Two swapped-out pages read ahead into the swap cache (unmapped): one evicted at clock 0
+    // (distance 0 <= 1 active anon page: activated), one with no shadow (inactive).
+    for (vpn, shadow) in [(50u64, SHADOW_VALID), (51, 0)] {
+        let slot = r.mm.swap.alloc(vpn);
+        r.mm.swap.set_shadow(slot, shadow);
+        let f = r.mm.frames.alloc(vpn, F_ANON | F_SWAPCACHE).unwrap();
+        r.mm.frames.set_slot(f, slot);
+        r.mm.swap.set_cached_frame(slot, f);
+        let t = Touch {
+            t: 0,
+            next_use: u64::MAX,
+            vpn,
+            write: false,
+        };
+        r.p.on_insert(&r.mm, f, t, Insert::Readahead);
+    }
+    assert_eq!(r.list(LRU_ACTIVE_ANON), vec![50, 1]);
+    assert_eq!(r.list(LRU_INACTIVE_ANON), vec![51]);
+    assert_eq!(counter(&r.p, "workingset_activate_anon"), 1);
+    // Unmapped, so never young: the next scan reclaims it at once.
+    assert_eq!(r.shrink_inactive(1, LRU_INACTIVE_ANON).len(), 1);
+}
+
+#[test]
+fn workingset_restore_costs_one_io() {
+    let mut r = Rig::new(16);
+    for v in 0..5 {
+        r.fault(v, false);
+    }
+    // Make page 0 active, then deactivate it: it gains PG_workingset.
+    let f0 = pte_frame(r.mm.pt.pte(0));
+    r.p.lists[LRU_INACTIVE_ANON].remove(&mut r.p.links, f0);
+    r.p.add_folio(f0, PG_ACTIVE);
+    for v in 1..5 {
+        let f = pte_frame(r.mm.pt.pte(v));
+        r.p.lists[LRU_INACTIVE_ANON].remove(&mut r.p.links, f);
+        r.p.add_folio(f, PG_ACTIVE);
+    }
+    // Active (head→tail): 4 3 2 1 0. Deactivate the tail page 0.
+    r.p.shrink_active_list(1, LRU_ACTIVE_ANON, &mut r.mm);
+    assert_eq!(r.flags_of(0), PG_LRU | PG_WORKINGSET);
+    let gone = r.shrink_inactive(1, LRU_INACTIVE_ANON);
+    assert_eq!(gone[0].0, 0);
+    assert_eq!(gone[0].1, SHADOW_VALID | SHADOW_WORKINGSET);
+    // Reclaim cost: one page written (no swap slot yet) = 32, over an LRU of 4 pages:
+    // 32 > 4/4 → halved to 16.
+    assert_eq!(r.p.cost, [16, 0]);
+    // Refault at distance 1 <= 4 active anon: activated, and a restore (it was workingset):
+    // lru_note_cost_refault adds 32 → 48 > 4/4 → 24.
+    r.refault(0, gone[0].1);
+    assert_eq!(r.flags_of(0), PG_LRU | PG_ACTIVE | PG_WORKINGSET);
+    assert_eq!(r.p.cost, [24, 0]);
+    assert_eq!(counter(&r.p, "workingset_activate_anon"), 1);
+    assert_eq!(counter(&r.p, "workingset_restore_anon"), 1);
+    r.check();
+}
+
+#[test]
+fn scan_count_balances() {
+    let mut p = ClockLru::new(1);
+    let lens = [40u32, 0, 20, 8];
+    for (l, &n) in lens.iter().enumerate() {
+        p.lists[l].len = n;
+    }
+    let plan = ScanPlan::default();
+    // SCAN_FRACT with no cost recorded: ap = 60·1/1 = 60, fp = 140·1/1 = 140.
+    // priority 1: IA 20·60/200 = 6; IF 10·140/200 = 7; AF 4·140/200 = 2.8 → 2.
+    let s = sc(1, ReclaimReason::Kswapd, 32);
+    assert_eq!(p.get_scan_count(&s, &plan), [6, 0, 7, 2]);
+    // Costs anon 100, file 20: total 120; anon 220, file 140; total 360.
+    // ap = 60·361/221 = 98; fp = 140·361/141 = 358; denominator 456.
+    // IA 20·98/456 = 4; IF 10·358/456 = 7; AF 4·358/456 = 3.
+    p.cost = [100, 20];
+    assert_eq!(p.get_scan_count(&s, &plan), [4, 0, 7, 3]);
+    // priority 0 with swappiness: SCAN_EQUAL, whole lists.
+    assert_eq!(
+        p.get_scan_count(&sc(0, ReclaimReason::Kswapd, 32), &plan),
+        [40, 0, 20, 8]
+    );
+    // swappiness 0 at priority 0 stays SCAN_FRACT: ap = 0.
+    let mut s0 = sc(0, ReclaimReason::Kswapd, 32);
+    s0.swappiness = 0;
+    assert_eq!(p.get_scan_count(&s0, &plan), [0, 0, 20, 8]);
+    // file_is_tiny → SCAN_ANON; cache_trim_mode → SCAN_FILE; no swap → SCAN_FILE.
+    let tiny = ScanPlan {
+        file_is_tiny: true,
+        ..plan
+    };
+    assert_eq!(p.get_scan_count(&s, &tiny), [20, 0, 0, 0]);
+    let trim = ScanPlan {
+        cache_trim_mode: true,
+        ..plan
+    };
+    assert_eq!(p.get_scan_count(&s, &trim), [0, 0, 10, 4]);
+    let mut noswap = s.clone();
+    noswap.may_swap = false;
+    assert_eq!(p.get_scan_count(&noswap, &tiny), [0, 0, 10, 4]);
+}
+
+#[test]
+fn lru_note_cost_decays() {
+    let mut p = ClockLru::new(1);
+    p.lists[LRU_INACTIVE_ANON].len = 400;
+    // 2 I/Os + 5 rotations = 69 ≤ 100: kept.
+    p.lru_note_cost(0, 2, 5);
+    assert_eq!(p.cost, [69, 0]);
+    // + 32 file → 101 > 100: both halved.
+    p.lru_note_cost(1, 1, 0);
+    assert_eq!(p.cost, [34, 16]);
+}
+
+#[test]
+fn refault_activation_allows_deactivation_until_snapshot() {
+    let mut r = Rig::new(16);
+    for v in 0..6 {
+        r.fault(v, false);
+    }
+    // Inactive 6, active 0: not low, no refaults → the active list is left alone.
+    let s = sc(3, ReclaimReason::Kswapd, 32);
+    assert!(!r.p.prepare_scan_control(&r.mm, &s).may_deactivate[0]);
+    // A refault activation (distance 0 ≤ anything) flips it until the pass snapshots.
+    r.p.c.workingset_activate[0] += 1;
+    assert!(r.p.prepare_scan_control(&r.mm, &s).may_deactivate[0]);
+    let mut s2 = s.clone();
+    r.shrink(&mut s2);
+    assert!(!r.p.prepare_scan_control(&r.mm, &s).may_deactivate[0]);
+}
+
+#[test]
+fn kswapd_stops_early_and_trims_the_other_type() {
+    let mut r = Rig::new(400);
+    for v in 0..200 {
+        r.fault(v, false);
+    }
+    for v in 1000..1100 {
+        r.fault(v, true);
+    }
+    for v in (0..200).chain(1000..1100) {
+        r.mm.test_and_clear_young(pte_frame(r.mm.pt.pte(v)));
+    }
+    // priority 0: SCAN_EQUAL, targets [200, 0, 100, 0]. Round 1 reclaims 32 anon + 32 file
+    // = 64 ≥ 32. Left: anon 168, file 68; file is smaller: percentage = 68·100/101 = 67;
+    // anon target becomes 200·33/100 = 66 less the 32 scanned = 34. Round 2: 32 anon.
+    // Then nothing left of file → stop.
+    let mut s = sc(0, ReclaimReason::Kswapd, 32);
+    let gone = r.shrink(&mut s);
+    assert_eq!(gone.len(), 96);
+    assert_eq!(counter(&r.p, "pgsteal_anon"), 64);
+    assert_eq!(counter(&r.p, "pgsteal_file"), 32);
+    assert_eq!(s.nr_scanned, 96);
+    r.check();
+}
+
+#[test]
+fn referenced_dirty_file_page_is_kept_once() {
+    let mut r = Rig::new(4);
+    r.fault(7, true);
+    *r.mm.pt.walk(7) |= crate::mm::PTE_DIRTY;
+    // Trip 1: young → referenced, kept. Trip 2: not young but referenced file and dirty →
+    // FOLIOREF_RECLAIM_CLEAN on a dirty page: kept (not counted as a reference keep).
+    assert!(r.shrink_inactive(1, LRU_INACTIVE_FILE).is_empty());
+    assert!(r.shrink_inactive(1, LRU_INACTIVE_FILE).is_empty());
+    assert_eq!(r.p.c.nr_ref_keep, 1);
+    assert_eq!(r.flags_of(7), PG_LRU | FILE);
+    // Trip 3: unreferenced → reclaimed (written back by the engine).
+    assert_eq!(r.shrink_inactive(1, LRU_INACTIVE_FILE).len(), 1);
+    // lru_note_cost: a rotation for each keep, each halved at once over an LRU of one page
+    // (1 > 1/4 → 0); then one I/O for the write: 32 > 0/4 → 16.
+    assert_eq!(r.p.cost, [0, 16]);
+    r.check();
+}
+
+fn tiny_machine() -> MachineConfig {
+    MachineConfig {
+        page_cluster: Some(0),
+        watermarks: Some(Watermarks {
+            min: 0,
+            low: 0,
+            high: 1,
+        }),
+        check_invariants: true,
+        ..MachineConfig::new(6)
+    }
+}
+
+/// Hand trace on a 6-frame machine: hot pages 1 and 2 touched between cold pages 101..109.
+/// kswapd asks for max(high, 32) = 32 pages a pass, so every pass raises its priority, and it
+/// stops after priority 1; direct reclaim (free = 0 = min) then walks 12 → 0 and stops at the
+/// first pass that frees a page. With lists this short, pages kept by kswapd are reached
+/// again by direct reclaim with no access in between, so the hot pages are lost too.
+#[test]
+fn replay_tiny_hand_trace() {
+    let trace = [
+        1, 2, 101, 102, 103, 104, 1, 2, 105, 1, 2, 106, 1, 2, 107, 1, 2, 108, 1, 2, 109,
+    ];
+    let spec = ReplaySpec {
+        policy: PolicyKind::ClockLru,
+        machine: tiny_machine(),
+        options: PolicyOptions::new(1),
+    };
+    let res = replay(&mut VecSource::from_pages(&trace), &spec, None).unwrap();
+    let mut m = Machine::new(&tiny_machine(), ClockLru::new(6)).unwrap();
+    for &p in &trace {
+        m.access(Access::read(p), u64::MAX);
+    }
+    assert_eq!(res.stats, m.stats);
+    // Inactive anon, head first, after the fill: 104 103 102 101 2 1, all young.
+    // Access 9 (105), free 0: kswapd. Priorities 12..3 scan 6 >> p = 0; p=2 (SCAN_ANON, file
+    // is tiny) keeps 1; p=1 keeps 2, 101, 102; give up. Direct: p=2 keeps 103; p=1 scans
+    // 104 (young, kept), 1, 2 (referenced, not young: reclaimed, shadows 0 and 1).
+    // Accesses 10, 11: 1 and 2 refault at distance 2 > workingset 0 → inactive; before 2's
+    // frame, kswapd p=2 reclaims 101. Accesses 12, 15, 18: kswapd p=2 reclaims 102, 103, 104.
+    // Access 21 (109): kswapd p=2 keeps 105, p=1 keeps 1, 2, 106; direct p=2 keeps 107, p=1
+    // keeps 108 and reclaims 105 and 1 (1 is clean in the swap cache: no write).
+    let s = &m.stats;
+    assert_eq!((s.faults, s.minor_faults, s.major_faults), (13, 11, 2));
+    assert_eq!((s.evictions, s.pswpout, s.pswpin), (8, 7, 2));
+    assert_eq!(
+        (s.pgscan_kswapd, s.pgsteal_kswapd, s.kswapd_wakeups),
+        (12, 4, 6)
+    );
+    assert_eq!((s.pgscan_direct, s.pgsteal_direct), (8, 4));
+    let pc = &res.policy_counters;
+    assert_eq!(pc["nr_ref_keep"], 12);
+    assert_eq!(pc["pgscan_anon"], 20);
+    assert_eq!(pc["pgsteal_anon"], 8);
+    assert_eq!(pc["pgactivate"], 0);
+    assert_eq!(pc["pgrefill"], 0);
+    assert_eq!(pc["workingset_activate_anon"], 0);
+    assert_eq!(pc["nr_inactive_anon"], 5);
+    let p = &m.policy;
+    assert_eq!(p.list_vpns_for_test(&m.mm), vec![109, 108, 107, 106, 2]);
+    assert_eq!(p.nonresident_age, 8);
+    // anon cost pass by pass (lru size after the pass in brackets, halved when over size/4):
+    // 1 [6]; +3 = 4 → 2 [6]; +1 = 3 → 1 [6]; +2·32+1 = 66 → 33 [4];
+    // +32 = 65 → 32 [5]; then 64 → 32 three times [5];
+    // +1 = 33 → 16 [6]; +3 = 19 → 9 [6]; +1 = 10 → 5 [6]; +32+1 = 38 → 19 [4].
+    assert_eq!(p.cost, [19, 0]);
+}
+
+/// Hot set + scan on 64 frames: after a warm-up the 8 hot pages sit on the active list; then
+/// with no refault and inactive (≥ 64 − 8 − 8 free) never below active, nothing deactivates
+/// them, and each cold page is kept once (young from its fault) and reclaimed on its second
+/// trip without ever being activated.
+#[test]
+fn replay_hot_set_survives_a_scan() {
+    const HOT: u64 = 8;
+    let cfg = MachineConfig {
+        page_cluster: Some(0),
+        watermarks: Some(Watermarks {
+            min: 0,
+            low: 0,
+            high: 8,
+        }),
+        check_invariants: true,
+        ..MachineConfig::new(64)
+    };
+    let round = |cold: u64| (0..HOT).chain(std::iter::once(1000 + cold));
+    let mut m = Machine::new(&cfg, ClockLru::new(64)).unwrap();
+    let warm = 400;
+    for c in 0..warm {
+        for p in round(c) {
+            m.access(Access::read(p), u64::MAX);
+        }
+    }
+    let hot_active = |m: &Machine<ClockLru>| {
+        (0..HOT).all(|v| {
+            let pte = m.mm.pt.pte(v);
+            pte & crate::mm::PTE_PRESENT != 0
+                && m.policy.flags[pte_frame(pte) as usize] & PG_ACTIVE != 0
+        })
+    };
+    assert!(hot_active(&m), "warm-up activated the hot set");
+    assert_eq!(m.policy.c.workingset_activate, m.policy.refaults_snapshot);
+    let (s0, c0) = (m.stats.clone(), m.policy.c.clone());
+    let measured = 1000;
+    for c in warm..warm + measured {
+        for p in round(c) {
+            m.access(Access::read(p), u64::MAX);
+        }
+    }
+    let s = &m.stats;
+    assert_eq!(s.faults - s0.faults, measured, "only the cold pages fault");
+    assert_eq!(s.major_faults, s0.major_faults);
+    let c = &m.policy.c;
+    assert_eq!(c.pgactivate, c0.pgactivate);
+    assert_eq!(c.pgdeactivate, c0.pgdeactivate);
+    assert_eq!(c.pgrefill, c0.pgrefill, "the active list was never scanned");
+    assert!(s.evictions >= s0.evictions + measured - 64);
+    assert!(hot_active(&m));
+}
+
+/// swappiness 0 on 8 frames, no watermarks: 7 anon pages, 1 file page, then anon 8 and 9.
+#[test]
+fn swappiness_zero_takes_file_then_anon_once_file_is_tiny() {
+    let cfg = MachineConfig {
+        page_cluster: Some(0),
+        watermarks: Some(Watermarks {
+            min: 0,
+            low: 0,
+            high: 0,
+        }),
+        swappiness: 0,
+        check_invariants: true,
+        ..MachineConfig::new(8)
+    };
+    let mut m = Machine::new(&cfg, ClockLru::new(8)).unwrap();
+    m.mm.vmas.add(file_vma()).unwrap();
+    for p in [1, 2, 3, 4, 5, 6, 7, 100, 8] {
+        m.access(Access::read(p), u64::MAX);
+    }
+    // Page 8: direct reclaim. SCAN_FRACT with swappiness 0 gives anon nothing; file is
+    // 1 >> p = 0 until priority 0, where cache-trim mode scans it: young, kept. The retried
+    // cascade reaches it again at priority 0: referenced, not young, clean → reclaimed.
+    assert_eq!(m.stats.evictions, 1);
+    assert_eq!(counter(&m.policy, "pgsteal_file"), 1);
+    assert_eq!(counter(&m.policy, "nr_ref_keep"), 1);
+    m.access(Access::read(9), u64::MAX);
+    // Page 9: no file left, so file + free (0) <= high (0): file is tiny and SCAN_ANON runs
+    // once 8 >> p > 0. p=3 keeps 1, p=2 keeps 2 and 3, p=1 keeps 4..7; p=0 (still not
+    // SCAN_EQUAL: swappiness is 0) scans all 8: 8 is young and kept, 1..7 are reclaimed.
+    assert_eq!((m.stats.evictions, m.stats.pswpout), (8, 7));
+    assert_eq!(counter(&m.policy, "pgsteal_anon"), 7);
+    assert_eq!(counter(&m.policy, "nr_ref_keep"), 1 + 8);
+    assert_eq!(m.policy.list_vpns_for_test(&m.mm), vec![9, 8]);
+}
+
+#[test]
+fn registered_as_kernel_policy() {
+    let k = PolicyKind::from_name("clock-lru").unwrap();
+    assert_eq!(k.name(), "clock-lru");
+    let p = ClockLru::new(4);
+    assert_eq!(p.family(), Family::Kernel);
+}
+
+use crate::policy::{PolicyKind, PolicyOptions};
+use crate::replay::{replay, ReplaySpec};
+use crate::trace::VecSource;
+
+fn file_vma() -> Vma {
+    Vma {
+        start: 64,
+        end: 128,
+        kind: VmaKind::File { file: 1 },
+        seq_or_rand_hint: false,
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    /// Random traces over anon and file pages, random watermarks, swappiness and readahead:
+    /// every invariant holds after every access.
+    #[test]
+    fn random_traces_keep_invariants(
+        frames in 8u32..48,
+        wm in (0u32..3, 0u32..3, 0u32..4),
+        swappiness in 0u32..=200,
+        page_cluster in 0u8..3,
+        trace in proptest::collection::vec((0u64..160, proptest::bool::ANY), 1..600),
+    ) {
+        let min = wm.0;
+        let low = min + wm.1;
+        let high = (low + wm.2).min(frames / 2);
+        let cfg = MachineConfig {
+            page_cluster: Some(page_cluster),
+            watermarks: Some(Watermarks { min: min.min(high), low: low.min(high), high }),
+            swappiness,
+            check_invariants: true,
+            ..MachineConfig::new(frames)
+        };
+        let mut m = Machine::new(&cfg, ClockLru::new(frames)).unwrap();
+        m.mm.vmas.add(file_vma()).unwrap();
+        for (page, write) in trace {
+            let a = if write { Access::write(page) } else { Access::read(page) };
+            m.access(a, u64::MAX);
+        }
+        m.validate().unwrap();
+    }
+}
+
+/// A measurement, not a check (throughput depends on the machine): release-mode replay of
+/// 10M accesses of a skewed stream (page = 1M · u^k for
+/// uniform u) over 1M pages with 100K frames (10%). Run with
+/// `cargo test --release -p vmemsim-core clock_lru_speed -- --ignored --nocapture`.
+/// `VMEMSIM_SPEED_SKEW` sets k (default 3, as in `benches/replay.rs`).
+#[test]
+#[ignore]
+fn clock_lru_speed() {
+    const N: usize = 10_000_000;
+    const PAGES: f64 = 1_000_000.0;
+    let k: i32 = std::env::var("VMEMSIM_SPEED_SKEW")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let trace: Vec<Access> = (0..N)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+            Access::read((u.powi(k) * PAGES) as u64)
+        })
+        .collect();
+    let only_clock = std::env::var("VMEMSIM_SPEED_ONLY_CLOCK").is_ok();
+    for (policy, page_cluster) in [
+        (PolicyKind::ClockLru, Some(0)),
+        (PolicyKind::ClockLru, None),
+        (PolicyKind::Lru, None),
+        (PolicyKind::Fifo, None),
+    ] {
+        if only_clock && (policy != PolicyKind::ClockLru || page_cluster.is_none()) {
+            continue;
+        }
+        let spec = ReplaySpec {
+            policy,
+            machine: MachineConfig {
+                page_cluster,
+                ..MachineConfig::new(100_000)
+            },
+            options: PolicyOptions::new(1),
+        };
+        let t = std::time::Instant::now();
+        let r = replay(&mut VecSource::new(trace.clone()), &spec, None).unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        let rate = N as f64 / secs / 1e6;
+        eprintln!(
+            "{} page_cluster {}: {rate:.2} M accesses/s; faults {:.2}%, evictions {}, \
+             scanned {}",
+            policy.name(),
+            r.page_cluster,
+            100.0 * r.stats.faults as f64 / N as f64,
+            r.stats.evictions,
+            r.stats.pgscan_kswapd + r.stats.pgscan_direct,
+        );
+    }
+}
