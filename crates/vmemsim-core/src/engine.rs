@@ -122,6 +122,45 @@ pub struct Machine<P: Policy> {
     victims: Vec<FrameId>,
     /// Ids at or above `VPN_LIMIT` (object ids, not addresses) mapped to dense page numbers.
     remap: HashMap<u64, u64>,
+    ra: ReadaheadState,
+}
+
+/// State of `swapin_nr_pages` (mm/swap_state.c): readahead hits since the last fault, the
+/// previous faulting offset and the last window.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadaheadState {
+    pub hits: u32,
+    pub prev_offset: u32,
+    pub last_pages: u32,
+}
+
+/// `swapin_nr_pages` / `__swapin_nr_pages`: the readahead window grows with readahead hits
+/// (hits + 2, rounded up to a power of two ≥ 4, capped at 2^page_cluster), is a single page
+/// when there were no hits and the fault is not next to the previous one, and never shrinks
+/// faster than by half per fault.
+pub fn swapin_nr_pages(ra: &mut ReadaheadState, offset: u32, max_pages: u32) -> u32 {
+    if max_pages <= 1 {
+        return 1;
+    }
+    let hits = std::mem::take(&mut ra.hits);
+    let mut pages = hits + 2;
+    if pages == 2 {
+        if offset != ra.prev_offset.wrapping_add(1) && offset != ra.prev_offset.wrapping_sub(1) {
+            pages = 1;
+        }
+    } else {
+        let mut roundup = 4;
+        while roundup < pages {
+            roundup <<= 1;
+        }
+        pages = roundup;
+    }
+    pages = pages.min(max_pages).max(ra.last_pages / 2);
+    if hits == 0 {
+        ra.prev_offset = offset;
+    }
+    ra.last_pages = pages;
+    pages
 }
 
 /// Dense page numbers given to trace ids that do not fit a 48-bit address space start here.
@@ -180,6 +219,7 @@ impl<P: Policy> Machine<P> {
             t: 0,
             victims: Vec::with_capacity(SWAP_CLUSTER_MAX as usize * 4),
             remap: HashMap::new(),
+            ra: ReadaheadState::default(),
         })
     }
 
@@ -211,13 +251,14 @@ impl<P: Policy> Machine<P> {
         } else {
             self.stats.reads += 1;
         }
-        let pte = self.mm.pt.walk(vpn);
+        let idx = self.mm.pt.walk_index(vpn);
+        let pte = self.mm.pt.at(idx);
         if *pte & PTE_PRESENT != 0 {
             *pte |= PTE_ACCESSED | if a.write { PTE_DIRTY } else { 0 };
             let f = pte_frame(*pte);
             self.policy.on_hit(f, touch);
         } else {
-            self.fault(touch);
+            self.fault(touch, idx);
         }
         if self.check {
             self.validate()
@@ -231,10 +272,11 @@ impl<P: Policy> Machine<P> {
         *self.remap.entry(id).or_insert(REMAP_BASE + n)
     }
 
-    fn fault(&mut self, touch: Touch) {
+    #[inline(never)]
+    fn fault(&mut self, touch: Touch, idx: PteIndex) {
         let vpn = touch.vpn;
         self.stats.faults += 1;
-        let old = *self.mm.pt.pte_mut(vpn);
+        let old = *self.mm.pt.at(idx);
         let anon = matches!(self.mm.vmas.kind(vpn), VmaKind::Anon);
         let dirty = if touch.write { PTE_DIRTY } else { 0 };
 
@@ -246,7 +288,8 @@ impl<P: Policy> Machine<P> {
                 self.stats.minor_faults += 1;
                 self.stats.swapcache_hits += 1;
                 self.stats.swap_ra_hit += 1;
-                *self.mm.pt.pte_mut(vpn) = make_present(cached) | PTE_ACCESSED | dirty;
+                self.ra.hits += 1;
+                *self.mm.pt.at(idx) = make_present(cached) | PTE_ACCESSED | dirty;
                 self.mm.frames.set_flags(cached, F_MAPPED);
                 if touch.write {
                     self.drop_swap_slot(cached);
@@ -258,13 +301,13 @@ impl<P: Policy> Machine<P> {
             self.stats.major_faults += 1;
             self.stats.workingset_refault_anon += 1;
             let shadow = self.mm.swap.shadow(slot);
-            let f = self.alloc_frame(touch, F_ANON);
+            let f = self.alloc_frame(touch, idx, F_ANON);
             self.mm.frames.set_flags(f, F_SWAPCACHE);
             self.mm.frames.set_slot(f, slot);
             self.mm.swap.set_cached_frame(slot, f);
             let n_read = 1 + self.swap_readahead(slot);
             self.stats.pswpin += n_read as u64;
-            *self.mm.pt.pte_mut(vpn) = make_present(f) | PTE_ACCESSED | dirty;
+            *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
             self.mm.frames.set_flags(f, F_MAPPED);
             // `do_swap_page` → `should_try_to_free_swap`: a write fault frees the slot.
             if touch.write {
@@ -277,8 +320,8 @@ impl<P: Policy> Machine<P> {
             self.stats.file_reads += 1;
             self.stats.workingset_refault_file += 1;
             let shadow = pte_payload(old) as u32;
-            let f = self.alloc_frame(touch, 0);
-            *self.mm.pt.pte_mut(vpn) = make_present(f) | PTE_ACCESSED | dirty;
+            let f = self.alloc_frame(touch, idx, 0);
+            *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
             self.mm.frames.set_flags(f, F_MAPPED);
             self.policy
                 .on_insert(&self.mm, f, touch, Insert::Refault { shadow });
@@ -290,8 +333,8 @@ impl<P: Policy> Machine<P> {
                 self.stats.major_faults += 1;
                 self.stats.file_reads += 1;
             }
-            let f = self.alloc_frame(touch, if anon { F_ANON } else { 0 });
-            *self.mm.pt.pte_mut(vpn) = make_present(f) | PTE_ACCESSED | dirty;
+            let f = self.alloc_frame(touch, idx, if anon { F_ANON } else { 0 });
+            *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
             self.mm.frames.set_flags(f, F_MAPPED);
             self.policy
                 .on_insert(&self.mm, f, touch, Insert::FirstTouch);
@@ -317,16 +360,19 @@ impl<P: Policy> Machine<P> {
         }
     }
 
-    /// Read the other slots of the aligned 2^page_cluster window into the swap cache
-    /// (`swap_cluster_readahead`). Only free frames are used: readahead never reclaims here.
+    /// Read the other slots of the swap readahead window into the swap cache
+    /// (`swap_cluster_readahead`): the aligned window of [`swapin_nr_pages`] slots around the
+    /// faulting one. Only free frames are used (above `min` for kernel policies): readahead
+    /// never reclaims here. Left out: the VMA-based variant (`swap_vma_readahead`) that 6.8
+    /// prefers on non-rotational devices; it sizes its window by the same rule.
     fn swap_readahead(&mut self, slot: u32) -> u32 {
-        if self.page_cluster == 0 {
+        let pages = swapin_nr_pages(&mut self.ra, slot, 1 << self.page_cluster);
+        if pages <= 1 {
             self.mm.swap.device.submit(SwapIo::Read { slot, n: 1 });
             return 0;
         }
-        let win = 1u32 << self.page_cluster;
-        let start = slot & !(win - 1);
-        let end = (start + win).min(self.mm.swap.n_slots());
+        let start = slot & !(pages - 1);
+        let end = (start + pages).min(self.mm.swap.n_slots());
         let reserve = if self.family == Family::Kernel {
             self.wmark.min
         } else {
@@ -343,7 +389,8 @@ impl<P: Policy> Machine<P> {
             if self.mm.swap.cached_frame(s) != NO_FRAME {
                 continue;
             }
-            let Some(f) = self.mm.frames.alloc(owner, F_ANON | F_SWAPCACHE) else {
+            let pidx = self.mm.pt.pte_index(owner);
+            let Some(f) = self.mm.frames.alloc(owner, pidx, F_ANON | F_SWAPCACHE) else {
                 break;
             };
             self.mm.frames.set_slot(f, s);
@@ -367,7 +414,7 @@ impl<P: Policy> Machine<P> {
 
     /// Take a free frame for the faulting page, reclaiming first as the policy's family requires.
     /// The policy hears of the miss ([`Policy::on_miss`]) before it may be asked for a victim.
-    fn alloc_frame(&mut self, touch: Touch, flags: u8) -> FrameId {
+    fn alloc_frame(&mut self, touch: Touch, idx: PteIndex, flags: u8) -> FrameId {
         let vpn = touch.vpn;
         self.policy.on_miss(touch);
         match self.family {
@@ -414,7 +461,7 @@ impl<P: Policy> Machine<P> {
         }
         self.mm
             .frames
-            .alloc(vpn, flags)
+            .alloc(vpn, idx, flags)
             .expect("a frame is free after reclaim")
     }
 
@@ -477,6 +524,7 @@ impl<P: Policy> Machine<P> {
         debug_assert!(self.mm.frames.in_use(f));
         let shadow = self.policy.shadow(&self.mm, f);
         let vpn = self.mm.frames.owner(f);
+        let pidx = self.mm.frames.pte(f);
         let dirty = self.mm.is_dirty(f);
         let mapped = self.mm.frames.is_mapped(f);
         self.stats.evictions += 1;
@@ -493,13 +541,13 @@ impl<P: Policy> Machine<P> {
             self.mm.swap.set_cached_frame(slot, NO_FRAME);
             self.mm.swap.set_shadow(slot, shadow);
             if mapped {
-                *self.mm.pt.pte_mut(vpn) = PTE_SWAP | ((slot as u64) << PTE_PAYLOAD_SHIFT);
+                *self.mm.pt.at(pidx) = PTE_SWAP | ((slot as u64) << PTE_PAYLOAD_SHIFT);
             }
         } else {
             if dirty {
                 self.stats.file_writebacks += 1;
             }
-            *self.mm.pt.pte_mut(vpn) = PTE_FILE_GONE | ((shadow as u64) << PTE_PAYLOAD_SHIFT);
+            *self.mm.pt.at(pidx) = PTE_FILE_GONE | ((shadow as u64) << PTE_PAYLOAD_SHIFT);
         }
         self.mm.frames.clear_flags(f, F_DIRTY);
         self.mm.frames.release(f);
@@ -510,5 +558,27 @@ impl<P: Policy> Machine<P> {
         self.mm.validate()?;
         self.policy.validate(&self.mm)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readahead_window_follows_swapin_nr_pages() {
+        // Worked by hand from `__swapin_nr_pages` with page-cluster 3 (max 8 pages).
+        let mut ra = ReadaheadState::default();
+        assert_eq!(swapin_nr_pages(&mut ra, 100, 8), 1); // no hits, not next to 0
+        assert_eq!(swapin_nr_pages(&mut ra, 101, 8), 2); // no hits, next to 100
+        ra.hits = 3; // 3 + 2 = 5, rounded up to 8
+        assert_eq!(swapin_nr_pages(&mut ra, 50, 8), 8);
+        assert_eq!(ra.prev_offset, 101); // kept: there were hits
+        assert_eq!(swapin_nr_pages(&mut ra, 300, 8), 4); // would be 1; halves from 8 at most
+        assert_eq!(swapin_nr_pages(&mut ra, 7, 8), 2);
+        assert_eq!(swapin_nr_pages(&mut ra, 9, 8), 1);
+        ra.hits = 1; // 3 → 4
+        assert_eq!(swapin_nr_pages(&mut ra, 9, 8), 4);
+        assert_eq!(swapin_nr_pages(&mut ra, 9, 1), 1); // page-cluster 0: off
     }
 }

@@ -177,7 +177,10 @@ impl FramesSpec {
             return Err(bad("must be at least 1"));
         }
         if v > crate::engine::MAX_FRAMES as i128 {
-            return Err(bad(&format!("too large to simulate (at most {} frames, 1 TiB)", crate::engine::MAX_FRAMES)));
+            return Err(bad(&format!(
+                "too large to simulate (at most {} frames, 1 TiB)",
+                crate::engine::MAX_FRAMES
+            )));
         }
         Ok(FramesSpec::Count(v as u32))
     }
@@ -187,7 +190,8 @@ impl FramesSpec {
         match self {
             FramesSpec::Count(n) => n,
             FramesSpec::Percent(p) => ((distinct as f64 * p / 100.0).round() as u64)
-                .clamp(1, crate::engine::MAX_FRAMES as u64) as u32,
+                .clamp(1, crate::engine::MAX_FRAMES as u64)
+                as u32,
         }
     }
 }

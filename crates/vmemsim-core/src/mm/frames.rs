@@ -21,6 +21,8 @@ pub struct Frames {
     owner: Vec<u64>,
     flags: Vec<u8>,
     slot: Vec<u32>,
+    /// Global index of the PTE that maps (or will map) the frame's page: the rmap.
+    pte: Vec<u32>,
     free: Vec<FrameId>,
 }
 
@@ -30,6 +32,7 @@ impl Frames {
             owner: vec![NO_OWNER; n as usize],
             flags: vec![0; n as usize],
             slot: vec![NO_SLOT; n as usize],
+            pte: vec![u32::MAX; n as usize],
             // Popped from the end: frame 0 first.
             free: (0..n).rev().collect(),
         }
@@ -45,10 +48,12 @@ impl Frames {
     pub fn n_free(&self) -> u32 {
         self.free.len() as u32
     }
+    /// Take a free frame for the page `vpn` whose PTE has global index `pte`.
     #[inline]
-    pub fn alloc(&mut self, vpn: u64, flags: u8) -> Option<FrameId> {
+    pub fn alloc(&mut self, vpn: u64, pte: u32, flags: u8) -> Option<FrameId> {
         let f = self.free.pop()?;
         self.owner[f as usize] = vpn;
+        self.pte[f as usize] = pte;
         self.flags[f as usize] = flags | F_IN_USE;
         Some(f)
     }
@@ -64,6 +69,11 @@ impl Frames {
     #[inline]
     pub fn owner(&self, f: FrameId) -> u64 {
         self.owner[f as usize]
+    }
+    /// Global index of the PTE of the frame's page (see `PageTable::at`).
+    #[inline]
+    pub fn pte(&self, f: FrameId) -> u32 {
+        self.pte[f as usize]
     }
     #[inline]
     pub fn flags(&self, f: FrameId) -> u8 {

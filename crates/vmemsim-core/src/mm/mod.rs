@@ -34,6 +34,13 @@ impl Mm {
         }
     }
 
+    /// Take a free frame for `vpn` with its rmap pointing at `vpn`'s PTE (tables allocated as
+    /// needed). The caller maps it.
+    pub fn alloc_frame(&mut self, vpn: u64, flags: u8) -> Option<FrameId> {
+        let idx = self.pt.pte_index(vpn);
+        self.frames.alloc(vpn, idx, flags)
+    }
+
     /// rmap check of one frame, as `folio_referenced` → `folio_referenced_one` →
     /// `ptep_clear_flush_young`: returns whether the mapping PTE was young, and clears it.
     /// An unmapped frame (swap cache, readahead) has no PTE and is never young.
@@ -42,7 +49,7 @@ impl Mm {
         if !self.frames.is_mapped(f) {
             return false;
         }
-        let pte = self.pt.pte_mut(self.frames.owner(f));
+        let pte = self.pt.at(self.frames.pte(f));
         let young = *pte & PTE_ACCESSED != 0;
         *pte &= !PTE_ACCESSED;
         young
@@ -51,7 +58,7 @@ impl Mm {
     /// Whether the frame's PTE is young, without clearing it.
     #[inline]
     pub fn is_young(&self, f: FrameId) -> bool {
-        self.frames.is_mapped(f) && self.pt.pte(self.frames.owner(f)) & PTE_ACCESSED != 0
+        self.frames.is_mapped(f) && self.pt.get(self.frames.pte(f)) & PTE_ACCESSED != 0
     }
 
     /// Whether the frame holds data not yet on its backing store (PTE dirty bit or `PG_dirty`).
@@ -59,7 +66,7 @@ impl Mm {
         if self.frames.flags(f) & frames::F_DIRTY != 0 {
             return true;
         }
-        self.frames.is_mapped(f) && self.pt.pte(self.frames.owner(f)) & PTE_DIRTY != 0
+        self.frames.is_mapped(f) && self.pt.get(self.frames.pte(f)) & PTE_DIRTY != 0
     }
 
     /// Recount every invariant of the frame table, page table and swap map.
@@ -73,6 +80,11 @@ impl Mm {
             used += 1;
             let vpn = self.frames.owner(f);
             let pte = self.pt.pte(vpn);
+            if self.pt.vpn_of(self.frames.pte(f)) != vpn {
+                return Err(format!(
+                    "frame {f}: rmap PTE index does not point at vpn {vpn:#x}"
+                ));
+            }
             if self.frames.is_mapped(f) {
                 if pte & PTE_PRESENT == 0 || pte_frame(pte) != f {
                     return Err(format!(

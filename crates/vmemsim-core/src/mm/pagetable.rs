@@ -43,22 +43,32 @@ const NONE: u32 = u32::MAX;
 
 /// Index of a PTE table (one PMD entry's worth of pages) inside a [`PageTable`].
 pub type LeafId = u32;
+/// Index of one PTE among all PTEs of a [`PageTable`] (`leaf * 512 + vpn % 512`): the reverse
+/// map keeps it per frame so rmap checks reach the PTE without a walk.
+pub type PteIndex = u32;
+
+/// Entries of the direct-mapped cache from PMD number (`vpn >> 9`) to leaf: the simulator's
+/// stand-in for the hardware page-walk cache, so the common walk costs one probe, not three
+/// upper-level loads. It changes speed only, never results.
+const PWC_ENTRIES: usize = 4096;
 
 /// A 4-level radix page table of one address space.
+///
+/// Tables are kept in two flat arenas (upper levels and PTE tables) of 512-entry tables.
 #[derive(Clone, Debug)]
 pub struct PageTable {
-    /// PGD, PUD and PMD tables; entries index `upper` (PGD/PUD) or `leaves` (PMD).
-    upper: Vec<Box<[u32; ENTRIES]>>,
-    /// PTE tables.
-    leaves: Vec<Box<[u64; ENTRIES]>>,
+    /// PGD, PUD and PMD tables, 512 entries each; entries index tables of the next level
+    /// (`upper` for PGD/PUD, `leaves` for PMD); table 0 is the PGD.
+    upper: Vec<u32>,
+    /// PTE tables, 512 entries each.
+    leaves: Vec<u64>,
     /// First virtual page number covered by each leaf.
     leaf_base: Vec<u64>,
     /// The PMD entry's accessed bit, set by the hardware walker on every walk through it
     /// (used by MG-LRU's 0x4 "non-leaf PMD A-bit" mode).
     pmd_young: Vec<bool>,
-    /// One-entry walk cache of the last leaf (like a page-walk cache hit on the PMD level).
-    last_key: u64,
-    last_leaf: u32,
+    /// Direct-mapped walk cache: (PMD number + 1, leaf); 0 = empty.
+    pwc: Box<[(u64, u32)]>,
 }
 
 impl Default for PageTable {
@@ -70,24 +80,24 @@ impl Default for PageTable {
 impl PageTable {
     pub fn new() -> Self {
         PageTable {
-            upper: vec![Box::new([NONE; ENTRIES])],
+            upper: vec![NONE; ENTRIES],
             leaves: Vec::new(),
             leaf_base: Vec::new(),
             pmd_young: Vec::new(),
-            last_key: u64::MAX,
-            last_leaf: 0,
+            pwc: vec![(0u64, 0u32); PWC_ENTRIES].into_boxed_slice(),
         }
     }
 
     #[inline]
     fn child(&mut self, table: u32, idx: usize) -> u32 {
-        let c = self.upper[table as usize][idx];
+        let at = table as usize * ENTRIES + idx;
+        let c = self.upper[at];
         if c != NONE {
             return c;
         }
-        let n = self.upper.len() as u32;
-        self.upper.push(Box::new([NONE; ENTRIES]));
-        self.upper[table as usize][idx] = n;
+        let n = (self.upper.len() / ENTRIES) as u32;
+        self.upper.resize(self.upper.len() + ENTRIES, NONE);
+        self.upper[at] = n;
         n
     }
 
@@ -96,24 +106,33 @@ impl PageTable {
     pub fn leaf_for(&mut self, vpn: u64) -> LeafId {
         debug_assert!(vpn < VPN_LIMIT);
         let key = vpn >> LEVEL_BITS;
-        if key == self.last_key {
-            return self.last_leaf;
+        let slot = (key as usize) & (PWC_ENTRIES - 1);
+        let (k, leaf) = self.pwc[slot];
+        if k == key + 1 {
+            return leaf;
         }
+        let leaf = self.leaf_slow(vpn);
+        self.pwc[slot] = (key + 1, leaf);
+        leaf
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn leaf_slow(&mut self, vpn: u64) -> LeafId {
         let i4 = ((vpn >> 27) & 511) as usize;
         let i3 = ((vpn >> 18) & 511) as usize;
         let i2 = ((vpn >> 9) & 511) as usize;
         let pud = self.child(0, i4);
         let pmd = self.child(pud, i3);
-        let mut leaf = self.upper[pmd as usize][i2];
+        let at = pmd as usize * ENTRIES + i2;
+        let mut leaf = self.upper[at];
         if leaf == NONE {
-            leaf = self.leaves.len() as u32;
-            self.leaves.push(Box::new([0; ENTRIES]));
-            self.leaf_base.push(key << LEVEL_BITS);
+            leaf = self.leaf_base.len() as u32;
+            self.leaves.resize(self.leaves.len() + ENTRIES, 0);
+            self.leaf_base.push((vpn >> LEVEL_BITS) << LEVEL_BITS);
             self.pmd_young.push(false);
-            self.upper[pmd as usize][i2] = leaf;
+            self.upper[at] = leaf;
         }
-        self.last_key = key;
-        self.last_leaf = leaf;
         leaf
     }
 
@@ -123,51 +142,86 @@ impl PageTable {
             return None;
         }
         let mut t = 0u32;
-        for shift in [27u32, 18] {
-            t = self.upper[t as usize][((vpn >> shift) & 511) as usize];
+        for shift in [27u32, 18, 9] {
+            t = self.upper[t as usize * ENTRIES + ((vpn >> shift) & 511) as usize];
             if t == NONE {
                 return None;
             }
         }
-        let leaf = self.upper[t as usize][((vpn >> 9) & 511) as usize];
-        (leaf != NONE).then_some(leaf)
+        Some(t)
     }
 
-    /// A hardware walk to `vpn`'s PTE: sets the PMD's accessed bit on the way.
+    /// The global index of `vpn`'s PTE, allocating tables if needed (no accessed bits set).
+    #[inline]
+    pub fn pte_index(&mut self, vpn: u64) -> PteIndex {
+        self.leaf_for(vpn) * ENTRIES as u32 + (vpn & 511) as u32
+    }
+
+    /// A hardware walk to `vpn`'s PTE: sets the PMD's accessed bit on the way. Returns the
+    /// PTE's global index, for [`PageTable::at`].
+    #[inline]
+    pub fn walk_index(&mut self, vpn: u64) -> PteIndex {
+        let leaf = self.leaf_for(vpn);
+        self.pmd_young[leaf as usize] = true;
+        leaf * ENTRIES as u32 + (vpn & 511) as u32
+    }
+
+    /// A hardware walk to `vpn`'s PTE (see [`PageTable::walk_index`]).
     #[inline]
     pub fn walk(&mut self, vpn: u64) -> &mut u64 {
-        let leaf = self.leaf_for(vpn) as usize;
-        // SAFETY-free: indices come from leaf_for.
-        self.pmd_young[leaf] = true;
-        &mut self.leaves[leaf][(vpn & 511) as usize]
+        let i = self.walk_index(vpn);
+        &mut self.leaves[i as usize]
     }
 
-    /// The PTE of `vpn` without touching accessed bits (a software lookup, e.g. rmap).
+    /// The PTE at a global index.
+    #[inline]
+    pub fn at(&mut self, idx: PteIndex) -> &mut u64 {
+        &mut self.leaves[idx as usize]
+    }
+
+    /// The PTE at a global index, read only.
+    #[inline]
+    pub fn get(&self, idx: PteIndex) -> u64 {
+        self.leaves[idx as usize]
+    }
+
+    /// The PTE of `vpn` without touching accessed bits (a software lookup).
     #[inline]
     pub fn pte_mut(&mut self, vpn: u64) -> &mut u64 {
-        let leaf = self.leaf_for(vpn) as usize;
-        &mut self.leaves[leaf][(vpn & 511) as usize]
+        let i = self.pte_index(vpn);
+        &mut self.leaves[i as usize]
     }
 
     pub fn pte(&self, vpn: u64) -> u64 {
         match self.find_leaf(vpn) {
-            Some(l) => self.leaves[l as usize][(vpn & 511) as usize],
+            Some(l) => self.leaves[l as usize * ENTRIES + (vpn & 511) as usize],
             None => 0,
         }
     }
 
     pub fn n_leaves(&self) -> usize {
-        self.leaves.len()
+        self.leaf_base.len()
     }
     pub fn leaf(&self, id: LeafId) -> &[u64; ENTRIES] {
-        &self.leaves[id as usize]
+        let s = id as usize * ENTRIES;
+        (&self.leaves[s..s + ENTRIES])
+            .try_into()
+            .expect("leaf is 512 entries")
     }
     pub fn leaf_mut(&mut self, id: LeafId) -> &mut [u64; ENTRIES] {
-        &mut self.leaves[id as usize]
+        let s = id as usize * ENTRIES;
+        (&mut self.leaves[s..s + ENTRIES])
+            .try_into()
+            .expect("leaf is 512 entries")
     }
     /// First virtual page number of a leaf; the leaf's PMD entry is `leaf_base >> 9`.
     pub fn leaf_base(&self, id: LeafId) -> u64 {
         self.leaf_base[id as usize]
+    }
+    /// Virtual page number of the PTE at a global index.
+    #[inline]
+    pub fn vpn_of(&self, idx: PteIndex) -> u64 {
+        self.leaf_base[idx as usize / ENTRIES] + (idx as u64 & 511)
     }
     /// Test and clear the non-leaf PMD accessed bit of a leaf.
     pub fn test_clear_pmd_young(&mut self, id: LeafId) -> bool {
@@ -179,21 +233,17 @@ impl PageTable {
 
     /// Leaves in ascending virtual-address order, as `walk_page_range` visits them.
     pub fn leaves_in_order(&self) -> Vec<LeafId> {
-        let mut out = Vec::with_capacity(self.leaves.len());
-        let pgd = &self.upper[0];
-        for &pud in pgd.iter() {
+        let mut out = Vec::with_capacity(self.leaf_base.len());
+        let table = |t: u32| &self.upper[t as usize * ENTRIES..(t as usize + 1) * ENTRIES];
+        for &pud in table(0) {
             if pud == NONE {
                 continue;
             }
-            for &pmd in self.upper[pud as usize].iter() {
+            for &pmd in table(pud) {
                 if pmd == NONE {
                     continue;
                 }
-                for &leaf in self.upper[pmd as usize].iter() {
-                    if leaf != NONE {
-                        out.push(leaf);
-                    }
-                }
+                out.extend(table(pmd).iter().copied().filter(|&l| l != NONE));
             }
         }
         out
@@ -201,7 +251,7 @@ impl PageTable {
 
     /// Bytes held by the tables (each table is a 4 KiB page, as in the kernel).
     pub fn table_bytes(&self) -> usize {
-        (self.upper.len() + self.leaves.len()) * 4096
+        (self.upper.len() / ENTRIES + self.leaf_base.len()) * 4096
     }
 }
 
@@ -212,7 +262,9 @@ mod tests {
     #[test]
     fn walk_sets_bits_and_levels() {
         let mut pt = PageTable::new();
-        *pt.walk(0x1234_5678) = make_present(7) | PTE_ACCESSED;
+        let i = pt.walk_index(0x1234_5678);
+        *pt.at(i) = make_present(7) | PTE_ACCESSED;
+        assert_eq!(pt.vpn_of(i), 0x1234_5678);
         assert_eq!(pte_frame(pt.pte(0x1234_5678)), 7);
         assert_eq!(pt.pte(0x1234_5679), 0);
         // One path: PGD + PUD + PMD tables, one leaf.

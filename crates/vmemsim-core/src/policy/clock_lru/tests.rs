@@ -26,8 +26,7 @@ impl Rig {
     fn fault(&mut self, vpn: u64, file: bool) -> FrameId {
         let f = self
             .mm
-            .frames
-            .alloc(vpn, if file { 0 } else { F_ANON })
+            .alloc_frame(vpn, if file { 0 } else { F_ANON })
             .unwrap();
         *self.mm.pt.pte_mut(vpn) = make_present(f) | PTE_ACCESSED;
         self.mm.frames.set_flags(f, F_MAPPED);
@@ -88,7 +87,7 @@ impl Rig {
     }
 
     fn refault(&mut self, vpn: u64, shadow: u32) -> FrameId {
-        let f = self.mm.frames.alloc(vpn, F_ANON).unwrap();
+        let f = self.mm.alloc_frame(vpn, F_ANON).unwrap();
         *self.mm.pt.pte_mut(vpn) = make_present(f) | PTE_ACCESSED;
         self.mm.frames.set_flags(f, F_MAPPED);
         let t = Touch {
@@ -315,7 +314,7 @@ fn readahead_page_checks_its_slot_shadow() {
     for (vpn, shadow) in [(50u64, SHADOW_VALID), (51, 0)] {
         let slot = r.mm.swap.alloc(vpn);
         r.mm.swap.set_shadow(slot, shadow);
-        let f = r.mm.frames.alloc(vpn, F_ANON | F_SWAPCACHE).unwrap();
+        let f = r.mm.alloc_frame(vpn, F_ANON | F_SWAPCACHE).unwrap();
         r.mm.frames.set_slot(f, slot);
         r.mm.swap.set_cached_frame(slot, f);
         let t = Touch {
