@@ -266,6 +266,31 @@ impl<P: Policy> Machine<P> {
         }
     }
 
+    /// Serve a slice of accesses, prefetching the PTEs (`PTE_AHEAD` accesses ahead) and the
+    /// policy's per-frame data (`POLICY_AHEAD` ahead) of what follows, so the memory-bound
+    /// walk and list updates overlap. Same results as calling [`Machine::access`] in order.
+    pub fn access_all(&mut self, accesses: &[Access]) {
+        const PTE_AHEAD: usize = 16;
+        const POLICY_AHEAD: usize = 6;
+        let n = accesses.len();
+        for i in 0..n {
+            if i + PTE_AHEAD < n {
+                if let Some(idx) = self.mm.pt.peek_index(accesses[i + PTE_AHEAD].page) {
+                    self.mm.pt.prefetch(idx);
+                }
+            }
+            if i + POLICY_AHEAD < n {
+                if let Some(idx) = self.mm.pt.peek_index(accesses[i + POLICY_AHEAD].page) {
+                    let pte = self.mm.pt.get(idx);
+                    if pte & PTE_PRESENT != 0 {
+                        self.policy.prefetch(pte_frame(pte));
+                    }
+                }
+            }
+            self.access(accesses[i], u64::MAX);
+        }
+    }
+
     #[cold]
     fn remap_id(&mut self, id: u64) -> u64 {
         let n = self.remap.len() as u64;

@@ -8,6 +8,7 @@
 pub mod access;
 pub mod engine;
 pub mod error;
+pub mod hint;
 pub mod mm;
 pub mod policy;
 pub mod replay;

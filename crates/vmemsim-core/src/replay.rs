@@ -74,9 +74,7 @@ impl PolicyVisitor for Run<'_, '_> {
                 if buf.is_empty() {
                     break;
                 }
-                for a in &buf {
-                    m.access(*a, u64::MAX);
-                }
+                m.access_all(&buf);
                 if let Some(cb) = progress.as_mut() {
                     cb(m.stats.accesses);
                 }

@@ -55,6 +55,23 @@ impl Mm {
         young
     }
 
+    /// rmap checks of a batch of frames (`folio_referenced` on each), writing whether each was
+    /// young into `young`. Same result as [`Mm::test_and_clear_young`] on each in order; the
+    /// loads of the batch are prefetched first so their cache misses overlap.
+    pub fn test_and_clear_young_batch(&mut self, batch: &[FrameId], young: &mut [bool]) {
+        for &f in batch {
+            self.frames.prefetch(f);
+        }
+        for &f in batch {
+            if self.frames.is_mapped(f) {
+                self.pt.prefetch(self.frames.pte(f));
+            }
+        }
+        for (y, &f) in young.iter_mut().zip(batch) {
+            *y = self.test_and_clear_young(f);
+        }
+    }
+
     /// Whether the frame's PTE is young, without clearing it.
     #[inline]
     pub fn is_young(&self, f: FrameId) -> bool {

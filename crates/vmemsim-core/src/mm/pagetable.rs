@@ -151,6 +151,21 @@ impl PageTable {
         Some(t)
     }
 
+    /// The global index of `vpn`'s PTE if the walk cache knows its leaf (no allocation, no
+    /// state change): used to prefetch PTEs of accesses further down the trace.
+    #[inline]
+    pub fn peek_index(&self, vpn: u64) -> Option<PteIndex> {
+        let key = vpn >> LEVEL_BITS;
+        let (k, leaf) = self.pwc[(key as usize) & (PWC_ENTRIES - 1)];
+        (k == key + 1).then(|| leaf * ENTRIES as u32 + (vpn & 511) as u32)
+    }
+
+    /// Ask the CPU to bring the PTE at `idx` into cache (simulator speed only).
+    #[inline]
+    pub fn prefetch(&self, idx: PteIndex) {
+        crate::hint::prefetch(self.leaves.as_ptr().wrapping_add(idx as usize));
+    }
+
     /// The global index of `vpn`'s PTE, allocating tables if needed (no accessed bits set).
     #[inline]
     pub fn pte_index(&mut self, vpn: u64) -> PteIndex {

@@ -55,6 +55,10 @@ impl Policy for Clock {
         Family::Demand
     }
     #[inline]
+    fn prefetch(&self, f: FrameId) {
+        crate::hint::prefetch(self.counter.as_ptr().wrapping_add(f as usize));
+    }
+    #[inline]
     fn on_hit(&mut self, f: FrameId, _t: Touch) {
         let c = &mut self.counter[f as usize];
         if *c < self.max {

@@ -28,6 +28,10 @@ impl Policy for Lru {
         Family::Demand
     }
     #[inline]
+    fn prefetch(&self, f: FrameId) {
+        self.links.prefetch(f);
+    }
+    #[inline]
     fn on_hit(&mut self, f: FrameId, _t: Touch) {
         self.queue.move_to_head(&mut self.links, f);
     }

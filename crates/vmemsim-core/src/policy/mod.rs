@@ -100,6 +100,10 @@ pub trait Policy {
     /// policies must leave it empty (they learn only from accessed bits and faults).
     /// Fires on the hot path: no allocation, O(1).
     fn on_hit(&mut self, f: FrameId, touch: Touch);
+    /// A hint that frame `f` will probably be hit soon: a policy may prefetch the per-frame
+    /// data its `on_hit` touches. Simulator speed only; must not change any state.
+    #[inline]
+    fn prefetch(&self, _f: FrameId) {}
     /// The page of `touch` missed and a frame is about to be allocated for it: called before
     /// any [`Policy::evict`] / [`Policy::shrink`] this miss causes, then [`Policy::on_insert`]
     /// follows for the same page. Policies whose victim depends on the incoming page (ARC's

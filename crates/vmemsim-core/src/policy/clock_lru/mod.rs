@@ -504,9 +504,7 @@ impl ClockLru {
 #[inline]
 fn rmap_young(mm: &mut Mm, batch: &[FrameId]) -> [bool; SWAP_CLUSTER_MAX as usize] {
     let mut young = [false; SWAP_CLUSTER_MAX as usize];
-    for (y, &f) in young.iter_mut().zip(batch) {
-        *y = mm.test_and_clear_young(f);
-    }
+    mm.test_and_clear_young_batch(batch, &mut young);
     young
 }
 
