@@ -17,6 +17,7 @@
 pub mod fifo;
 pub mod list;
 pub mod lru;
+pub mod mglru;
 pub mod registry;
 
 pub use registry::{PolicyKind, PolicyOptions};

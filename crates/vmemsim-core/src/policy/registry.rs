@@ -12,6 +12,8 @@ use crate::mm::Mm;
 pub enum PolicyKind {
     Fifo,
     Lru,
+    /// Linux 6.8 Multi-Gen LRU, with the characterization paper's presets.
+    MgLru(super::mglru::Preset),
 }
 
 impl PolicyKind {
@@ -26,6 +28,31 @@ impl PolicyKind {
             PolicyKind::Lru,
             "lru",
             "exact least-recently-used, every hit reorders (demand)",
+        ),
+        (
+            PolicyKind::MgLru(super::mglru::Preset::Default),
+            "mglru",
+            "Linux 6.8 Multi-Gen LRU: generations, page-table walks with Bloom filters, look-around, PID tiers (kernel)",
+        ),
+        (
+            PolicyKind::MgLru(super::mglru::Preset::Gen14),
+            "mglru-gen14",
+            "mglru with max_gens = 2^14 (paper variant Gen-14) (kernel)",
+        ),
+        (
+            PolicyKind::MgLru(super::mglru::Preset::ScanAll),
+            "mglru-scan-all",
+            "mglru whose aging walks every PMD, no Bloom filter (paper variant Scan-All) (kernel)",
+        ),
+        (
+            PolicyKind::MgLru(super::mglru::Preset::ScanNone),
+            "mglru-scan-none",
+            "mglru whose aging never walks page tables; recency from rmap + look-around (paper variant Scan-None) (kernel)",
+        ),
+        (
+            PolicyKind::MgLru(super::mglru::Preset::ScanRand),
+            "mglru-scan-rand",
+            "mglru whose aging walks each PMD with probability scan_rand_p = 0.5 (paper variant Scan-Rand) (kernel)",
         ),
     ];
 
@@ -64,6 +91,7 @@ impl PolicyKind {
         let out = match self {
             PolicyKind::Fifo => v.visit(fifo::Fifo::new(frames)),
             PolicyKind::Lru => v.visit(lru::Lru::new(frames)),
+            PolicyKind::MgLru(p) => v.visit(mglru::MgLru::new(frames, opts, p)?),
         };
         opts.check_all_used()?;
         Ok(out)
