@@ -795,7 +795,6 @@ mod props {
         #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
         #[test]
         fn invariants_hold_on_random_traces(
-            preset in 0usize..5,
             frames in 8u32..160,
             span in 16u64..1500,
             swappiness in prop::sample::select(vec![1u32, 60, 140, 200]),
@@ -804,30 +803,33 @@ mod props {
             seed in any::<u64>(),
             raw in prop::collection::vec((any::<u64>(), any::<bool>()), 50..400),
         ) {
-            let p = MgLru::new(frames, &PolicyOptions::new(seed), preset_of(preset)).unwrap();
-            let cfg = MachineConfig {
-                check_invariants: true,
-                swappiness,
-                ..MachineConfig::new(frames)
-            };
-            let mut m = Machine::new(&cfg, p).unwrap();
-            if file_vma {
-                m.mm.vmas.add(Vma { start: span / 2, end: span, kind: VmaKind::File { file: 1 }, seq_or_rand_hint: false }).unwrap();
-            }
-            if hint {
-                m.mm.vmas.add(Vma { start: span + 100, end: span + 700, kind: VmaKind::Anon, seq_or_rand_hint: true }).unwrap();
-            }
-            for (x, w) in raw {
-                // Mix of dense and sparse pages across several PMDs.
-                let page = if x & 1 == 0 { (x >> 1) % span } else { span + 100 + (x >> 1) % 600 };
-                m.access(Access { page, write: w }, u64::MAX);
-            }
-            let c: std::collections::HashMap<_, _> = m.policy.counters().into_iter().collect();
-            let evicted: u64 = (0..4).map(|t| c[["evicted_tier0", "evicted_tier1", "evicted_tier2", "evicted_tier3"][t]]).sum();
-            prop_assert_eq!(evicted, m.stats.evictions);
-            prop_assert!(m.policy.nr_gens(ANON) <= m.policy.config().max_gens as u64);
-            if preset_of(preset) == Preset::ScanNone {
-                prop_assert_eq!(c["aging_walks"], 0);
+            // Every preset on the same trace.
+            for preset in 0..5 {
+                let p = MgLru::new(frames, &PolicyOptions::new(seed), preset_of(preset)).unwrap();
+                let cfg = MachineConfig {
+                    check_invariants: true,
+                    swappiness,
+                    ..MachineConfig::new(frames)
+                };
+                let mut m = Machine::new(&cfg, p).unwrap();
+                if file_vma {
+                    m.mm.vmas.add(Vma { start: span / 2, end: span, kind: VmaKind::File { file: 1 }, seq_or_rand_hint: false }).unwrap();
+                }
+                if hint {
+                    m.mm.vmas.add(Vma { start: span + 100, end: span + 700, kind: VmaKind::Anon, seq_or_rand_hint: true }).unwrap();
+                }
+                for &(x, w) in &raw {
+                    // Mix of dense and sparse pages across several PMDs.
+                    let page = if x & 1 == 0 { (x >> 1) % span } else { span + 100 + (x >> 1) % 600 };
+                    m.access(Access { page, write: w }, u64::MAX);
+                }
+                let c: std::collections::HashMap<_, _> = m.policy.counters().into_iter().collect();
+                let evicted: u64 = ["evicted_tier0", "evicted_tier1", "evicted_tier2", "evicted_tier3"].iter().map(|k| c[k]).sum();
+                prop_assert_eq!(evicted, m.stats.evictions);
+                prop_assert!(m.policy.nr_gens(ANON) <= m.policy.config().max_gens as u64);
+                if preset_of(preset) == Preset::ScanNone {
+                    prop_assert_eq!(c["aging_walks"], 0);
+                }
             }
         }
     }
