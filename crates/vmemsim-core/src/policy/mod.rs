@@ -22,6 +22,7 @@ pub mod ghost;
 pub mod lfu;
 pub mod list;
 pub mod lru;
+pub mod mglru;
 pub mod opt;
 pub mod random;
 pub mod registry;

@@ -19,6 +19,8 @@ pub enum PolicyKind {
     Lfu,
     Random,
     ClockLru,
+    /// Linux 6.8 Multi-Gen LRU, with the characterization paper's presets.
+    MgLru(super::mglru::Preset),
 }
 
 impl PolicyKind {
@@ -69,6 +71,31 @@ impl PolicyKind {
             "clock-lru",
             "Linux 6.8 classic active/inactive LRU, MG-LRU off: A-bit sampling by rmap (kernel)",
         ),
+        (
+            PolicyKind::MgLru(super::mglru::Preset::Default),
+            "mglru",
+            "Linux 6.8 Multi-Gen LRU: generations, page-table walks with Bloom filters, look-around, PID tiers (kernel)",
+        ),
+        (
+            PolicyKind::MgLru(super::mglru::Preset::Gen14),
+            "mglru-gen14",
+            "mglru with max_gens = 2^14 (paper variant Gen-14) (kernel)",
+        ),
+        (
+            PolicyKind::MgLru(super::mglru::Preset::ScanAll),
+            "mglru-scan-all",
+            "mglru whose aging walks every PMD, no Bloom filter (paper variant Scan-All) (kernel)",
+        ),
+        (
+            PolicyKind::MgLru(super::mglru::Preset::ScanNone),
+            "mglru-scan-none",
+            "mglru whose aging never walks page tables; recency from rmap + look-around (paper variant Scan-None) (kernel)",
+        ),
+        (
+            PolicyKind::MgLru(super::mglru::Preset::ScanRand),
+            "mglru-scan-rand",
+            "mglru whose aging walks each PMD with probability scan_rand_p = 0.5 (paper variant Scan-Rand) (kernel)",
+        ),
     ];
 
     pub fn name(self) -> &'static str {
@@ -103,19 +130,23 @@ impl PolicyKind {
         v: V,
     ) -> Result<V::Out> {
         use super::*;
-        let out = match self {
-            PolicyKind::ClockLru => v.visit(clock_lru::ClockLru::new(frames)),
-            PolicyKind::Fifo => v.visit(fifo::Fifo::new(frames)),
-            PolicyKind::Lru => v.visit(lru::Lru::new(frames)),
-            PolicyKind::Opt => v.visit(opt::Opt::new(frames)),
-            PolicyKind::Clock => v.visit(clock::Clock::new(frames, opts)?),
-            PolicyKind::Arc => v.visit(arc::Arc::new(frames)),
-            PolicyKind::S3Fifo => v.visit(s3fifo::S3Fifo::new(frames, opts)?),
-            PolicyKind::Lfu => v.visit(lfu::Lfu::new(frames)),
-            PolicyKind::Random => v.visit(random::Random::new(frames, opts)),
-        };
-        opts.check_all_used()?;
-        Ok(out)
+        // Options are checked once the policy has read its own, before the run starts.
+        fn go<V: PolicyVisitor, P: Policy>(v: V, opts: &PolicyOptions, p: P) -> Result<V::Out> {
+            opts.check_all_used()?;
+            Ok(v.visit(p))
+        }
+        match self {
+            PolicyKind::ClockLru => go(v, opts, clock_lru::ClockLru::new(frames)),
+            PolicyKind::Fifo => go(v, opts, fifo::Fifo::new(frames)),
+            PolicyKind::Lru => go(v, opts, lru::Lru::new(frames)),
+            PolicyKind::Opt => go(v, opts, opt::Opt::new(frames)),
+            PolicyKind::Clock => go(v, opts, clock::Clock::new(frames, opts)?),
+            PolicyKind::Arc => go(v, opts, arc::Arc::new(frames)),
+            PolicyKind::S3Fifo => go(v, opts, s3fifo::S3Fifo::new(frames, opts)?),
+            PolicyKind::Lfu => go(v, opts, lfu::Lfu::new(frames)),
+            PolicyKind::Random => go(v, opts, random::Random::new(frames, opts)),
+            PolicyKind::MgLru(p) => go(v, opts, mglru::MgLru::new(frames, opts, p)?),
+        }
     }
 }
 

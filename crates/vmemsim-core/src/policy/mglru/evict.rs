@@ -1,0 +1,333 @@
+//! MG-LRU eviction (mm/vmscan.c "the eviction"): `lru_gen_shrink_node` → `shrink_one` →
+//! `try_to_shrink_lruvec` → `get_nr_to_scan` / `evict_folios` → `isolate_folios` →
+//! `scan_folios` → `sort_folio` / `isolate_folio`; then the MG-LRU path through
+//! `shrink_folio_list`: `folio_check_references` (rmap, `folio_referenced_one`) with
+//! `lru_gen_look_around`, and `lru_gen_eviction` for the folios reclaimed.
+//!
+//! A folio found young by rmap is rejected and put back active, i.e. into the youngest
+//! generation (`evict_folios` sets PG_active on every rejected mapped folio). Look-around
+//! clears and promotes up to 64 neighbouring young PTEs in the same PMD and VMA: kswapd
+//! promotes them through the flag only (`folio_update_gen`, it owns an `mm_walk`), direct
+//! reclaim moves them at once (`folio_activate`). A neighbour isolated in the same batch only
+//! gets PG_referenced, which `folio_check_references` ignores for it (its PTE is no longer
+//! young), so it is reclaimed — the kernel's behaviour, kept.
+//!
+//! Departures: victims are whole `evict_folios` batches (up to `MIN_LRU_BATCH` = 64), so a
+//! pass can return more than `sc.nr_to_reclaim`, as the kernel reclaims; kswapd's
+//! `should_abort_scan` watermark test is replaced by `nr_reclaimed >= nr_to_reclaim` (the
+//! engine sets `nr_to_reclaim` from the watermark); writeback, zones and memcg protection are
+//! not modelled.
+
+use super::aging::suitable_to_scan;
+use super::pid::MIN_LRU_BATCH;
+use super::{
+    lidx, MgLru, ScanMode, ANON, FILE, F_ALL_REFS, F_REFERENCED, MAX_LRU_BATCH, MIN_NR_GENS,
+};
+use crate::engine::DEF_PRIORITY;
+use crate::mm::{pte_frame, FrameId, Mm, PTE_ACCESSED, PTE_PRESENT};
+use crate::policy::{ReclaimReason, ScanControl};
+
+/// `fls_long`: 1-based index of the highest set bit, 0 for 0.
+fn fls(x: u64) -> i64 {
+    64 - x.leading_zeros() as i64
+}
+
+impl MgLru {
+    /// `lru_gen_shrink_node` + `shrink_one` + `try_to_shrink_lruvec` for the single lruvec.
+    pub(crate) fn shrink_lruvec(
+        &mut self,
+        mm: &mut Mm,
+        sc: &mut ScanControl,
+        victims: &mut Vec<FrameId>,
+    ) {
+        // get_swappiness: 0 when swapping is not allowed (swap space is unbounded here).
+        let swappiness = if sc.may_swap {
+            sc.swappiness.min(200)
+        } else {
+            0
+        };
+        sc.priority = self.initial_priority(sc, swappiness);
+        let kswapd = sc.reason == ReclaimReason::Kswapd;
+        let start = victims.len();
+        let mut scanned = 0u64;
+        loop {
+            let nr_to_scan = self.get_nr_to_scan(mm, sc.priority, swappiness != 0);
+            if nr_to_scan <= 0 {
+                break;
+            }
+            let delta = self.evict_folios(mm, sc, swappiness, kswapd, victims);
+            if delta == 0 {
+                break;
+            }
+            scanned += delta;
+            if scanned >= nr_to_scan as u64 {
+                break;
+            }
+            // should_abort_scan
+            if (victims.len() - start) as u64 >= sc.nr_to_reclaim as u64 {
+                break;
+            }
+        }
+    }
+
+    /// `set_initial_priority`: at `DEF_PRIORITY` with at least `MIN_LRU_BATCH` to reclaim,
+    /// start at the priority where (inactive >> priority) ≈ nr_to_reclaim.
+    fn initial_priority(&self, sc: &ScanControl, swappiness: u32) -> u8 {
+        if sc.priority != DEF_PRIORITY || (sc.nr_to_reclaim as u64) < MIN_LRU_BATCH {
+            return sc.priority;
+        }
+        // Inactive = every generation but the two youngest (lru_gen_is_active).
+        let mut reclaimable = 0u64;
+        for ty in [FILE, ANON] {
+            if ty == ANON && swappiness == 0 {
+                continue;
+            }
+            let mut seq = self.min_seq[ty];
+            while seq + 1 < self.max_seq {
+                reclaimable += self.nr_pages[lidx(self.gen_of_seq(seq), ty)];
+                seq += 1;
+            }
+        }
+        let p = fls(reclaimable) - 1 - fls(sc.nr_to_reclaim as u64 - 1);
+        p.clamp(0, DEF_PRIORITY as i64) as u8
+    }
+
+    /// `get_nr_to_scan`: pages to scan, or ≤ 0 to stop (aging ran, or nothing to do).
+    pub(crate) fn get_nr_to_scan(&mut self, mm: &mut Mm, priority: u8, can_swap: bool) -> i64 {
+        let (need_aging, nr_to_scan) = self.should_run_aging(can_swap, priority);
+        if !need_aging {
+            return nr_to_scan as i64;
+        }
+        // Skip the aging path at the default priority.
+        if priority == DEF_PRIORITY {
+            return nr_to_scan as i64;
+        }
+        if self.try_to_inc_max_seq(mm, can_swap) {
+            -1
+        } else {
+            0
+        }
+    }
+
+    /// `evict_folios`: isolate one batch from the oldest generation, check each folio's
+    /// references, reclaim the rest. Returns the pages scanned (0 = no progress possible).
+    pub(crate) fn evict_folios(
+        &mut self,
+        mm: &mut Mm,
+        sc: &mut ScanControl,
+        swappiness: u32,
+        kswapd: bool,
+        victims: &mut Vec<FrameId>,
+    ) -> u64 {
+        let can_swap = swappiness != 0;
+        let mut iso = std::mem::take(&mut self.isolated);
+        iso.clear();
+        let mut scanned = self.isolate_folios(swappiness, &mut iso);
+        if self.try_to_inc_min_seq(can_swap) {
+            scanned += 1;
+        }
+        if self.nr_gens((swappiness == 0) as usize) == MIN_NR_GENS {
+            scanned = 0;
+        }
+        // shrink_folio_list, in isolation order.
+        sc.nr_scanned += iso.len() as u64;
+        for &f in &iso {
+            self.check_references(mm, f, kswapd, victims);
+        }
+        self.isolated = iso;
+        scanned
+    }
+
+    /// `isolate_folios`: choose the type (swappiness extremes first, then the PI controller)
+    /// and scan it, falling back to the other type.
+    fn isolate_folios(&mut self, swappiness: u32, iso: &mut Vec<FrameId>) -> u64 {
+        let mut tier: Option<usize> = None;
+        let mut ty = if swappiness == 0 {
+            FILE
+        } else if self.min_seq[ANON] < self.min_seq[FILE] {
+            ANON
+        } else if swappiness == 1 {
+            FILE
+        } else if swappiness == 200 {
+            ANON
+        } else {
+            let (t, idx) = self.pid.type_to_scan(swappiness);
+            tier = Some(idx);
+            t
+        };
+        let mut scanned = 0;
+        for _ in (swappiness == 0) as usize..2 {
+            let t = tier.unwrap_or_else(|| self.pid.tier_idx(ty));
+            scanned = self.scan_folios(ty, t, iso);
+            if scanned != 0 {
+                break;
+            }
+            ty = 1 - ty;
+            tier = None;
+        }
+        scanned
+    }
+
+    /// `scan_folios`: walk the oldest list of `ty` from the tail, sorting or isolating, until
+    /// `MAX_LRU_BATCH` scanned or `MIN_LRU_BATCH` isolated. Nothing when only `MIN_NR_GENS`
+    /// generations exist.
+    fn scan_folios(&mut self, ty: usize, tier_idx: usize, iso: &mut Vec<FrameId>) -> u64 {
+        if self.nr_gens(ty) == MIN_NR_GENS {
+            return 0;
+        }
+        let gen = self.gen_of_seq(self.min_seq[ty]);
+        let mut remaining = MAX_LRU_BATCH;
+        let (mut scanned, mut isolated) = (0u64, 0u64);
+        loop {
+            let f = self.lists[lidx(gen, ty)].tail;
+            if f == crate::policy::list::NIL {
+                break;
+            }
+            scanned += 1;
+            if !self.sort_folio(f, ty, tier_idx) {
+                self.isolate_folio(f);
+                iso.push(f);
+                isolated += 1;
+            }
+            remaining -= 1;
+            if remaining == 0 || isolated >= MIN_LRU_BATCH {
+                break;
+            }
+        }
+        if isolated > 0 || remaining == 0 {
+            scanned
+        } else {
+            0
+        }
+    }
+
+    /// `sort_folio`: true if the folio was moved instead of being a candidate.
+    fn sort_folio(&mut self, f: FrameId, ty: usize, tier_idx: usize) -> bool {
+        let i = f as usize;
+        let gen = self.fs[i].gen1 as usize - 1;
+        let refs = self.refs(f);
+        let tier = super::pid::tier_from_refs(refs);
+        // promoted (by a walk or look-around under kswapd)
+        if gen != self.gen_of_seq(self.min_seq[ty]) {
+            self.lists[lidx(self.fs[i].phys as usize, ty)].remove(&mut self.links, f);
+            self.lists[lidx(gen, ty)].push_head(&mut self.links, f);
+            self.fs[i].phys = gen as u16;
+            self.stats.sorted_promoted += 1;
+            return true;
+        }
+        // protected
+        if tier > tier_idx || refs == 1 << super::pid::LRU_REFS_WIDTH {
+            let new_gen = self.folio_inc_gen(f, ty);
+            self.lists[lidx(gen, ty)].remove(&mut self.links, f);
+            self.lists[lidx(new_gen, ty)].push_tail(&mut self.links, f);
+            self.fs[i].phys = new_gen as u16;
+            self.pid.protected[ty][tier - 1] += 1;
+            self.stats.protected_tier[tier] += 1;
+            return true;
+        }
+        false
+    }
+
+    /// `isolate_folio`: take it off its list; its tier is kept only if PG_referenced.
+    fn isolate_folio(&mut self, f: FrameId) {
+        let i = f as usize;
+        if self.fs[i].fl & F_REFERENCED == 0 {
+            self.fs[i].fl &= !F_ALL_REFS;
+        }
+        self.fs[i].fl &= !F_REFERENCED;
+        self.del_folio(f);
+    }
+
+    /// The MG-LRU part of `shrink_folio_list` for one isolated folio: rmap reference check
+    /// (with look-around), then either back to the youngest generation or reclaimed.
+    fn check_references(
+        &mut self,
+        mm: &mut Mm,
+        f: FrameId,
+        kswapd: bool,
+        victims: &mut Vec<FrameId>,
+    ) {
+        let vpn = mm.frames.owner(f);
+        // folio_referenced skips mappings without recency (invalid_folio_referenced_vma).
+        let young = mm.frames.is_mapped(f) && Self::has_recency(mm, vpn) && mm.is_young(f);
+        if young {
+            if self.cfg.lookaround {
+                self.look_around(mm, f, kswapd);
+            }
+            mm.test_and_clear_young(f);
+            // FOLIOREF_ACTIVATE / KEEP → evict_folios: PG_active, refs cleared → youngest.
+            self.fs[f as usize].fl &= !F_ALL_REFS;
+            let gen = self.gen_of_seq(self.max_seq);
+            self.add_folio(f, gen, false);
+            self.stats.promoted_rmap += 1;
+        } else {
+            self.fs[f as usize].shadow = self.eviction(f);
+            victims.push(f);
+        }
+    }
+
+    /// `lru_gen_look_around`: scan up to `MIN_LRU_BATCH` PTEs around the young PTE of `f`
+    /// within its PMD and VMA, clear and promote young neighbours, and feed the PMD to the
+    /// current Bloom filter when at least one PTE per cache line was young.
+    pub(crate) fn look_around(&mut self, mm: &mut Mm, f: FrameId, kswapd: bool) {
+        let addr = mm.frames.owner(f);
+        let Some(leaf) = mm.pt.find_leaf(addr) else {
+            return;
+        };
+        let (vs, ve, _) = Self::vma_span(mm, addr);
+        let mut start = (addr & !511).max(vs);
+        let mut end = (addr | 511).min(ve - 1) + 1;
+        let batch = MIN_LRU_BATCH;
+        if end - start > batch {
+            if addr - start < batch / 2 {
+                end = start + batch;
+            } else if end - addr < batch / 2 {
+                start = end - batch;
+            } else {
+                start = addr - batch / 2;
+                end = addr + batch / 2;
+            }
+        }
+        // can_swap = the rmap'd folio is anon: a file folio's look-around skips anon neighbours.
+        let can_swap = self.ty(f) == ANON;
+        let new_gen = self.gen_of_seq(self.max_seq);
+        let base = mm.pt.leaf_base(leaf);
+        let table = mm.pt.leaf_mut(leaf);
+        let mut young = 0u64;
+        for vpn in start..end {
+            let i = (vpn - base) as usize;
+            let pte = table[i];
+            if pte & (PTE_PRESENT | PTE_ACCESSED) != PTE_PRESENT | PTE_ACCESSED {
+                continue;
+            }
+            let g = pte_frame(pte);
+            if !can_swap && self.ty(g) == ANON {
+                continue;
+            }
+            table[i] = pte & !PTE_ACCESSED;
+            young += 1;
+            let promoted = if kswapd {
+                self.update_gen(g, new_gen)
+            } else if self.fs[g as usize].gen1 == 0 {
+                self.fs[g as usize].fl |= F_REFERENCED;
+                false
+            } else if self.fs[g as usize].gen1 as usize - 1 != new_gen {
+                // folio_activate → lru_gen_add_folio(active): head of the youngest list.
+                self.move_folio(g, new_gen, false);
+                true
+            } else {
+                false
+            };
+            if promoted {
+                self.stats.promoted_lookaround += 1;
+            }
+        }
+        let n = end - start;
+        self.stats.lookarounds += 1;
+        self.stats.lookaround_ptes += n;
+        self.stats.lookaround_young += young;
+        if self.cfg.scan == ScanMode::Bloom && suitable_to_scan(n, young) {
+            self.bloom.update(self.max_seq, base >> 9);
+        }
+    }
+}
