@@ -284,6 +284,8 @@ impl<P: Policy> Machine<P> {
                     let pte = self.mm.pt.get(idx);
                     if pte & PTE_PRESENT != 0 {
                         self.policy.prefetch(pte_frame(pte));
+                    } else if pte & PTE_SWAP != 0 {
+                        self.mm.swap.prefetch(pte_payload(pte) as u32);
                     }
                 }
             }

@@ -59,6 +59,14 @@ impl Mm {
     /// young into `young`. Same result as [`Mm::test_and_clear_young`] on each in order; the
     /// loads of the batch are prefetched first so their cache misses overlap.
     pub fn test_and_clear_young_batch(&mut self, batch: &[FrameId], young: &mut [bool]) {
+        self.prefetch_rmap(batch);
+        for (y, &f) in young.iter_mut().zip(batch) {
+            *y = self.test_and_clear_young(f);
+        }
+    }
+
+    /// Prefetch the frame records and PTEs of a batch about to get rmap checks (speed only).
+    pub fn prefetch_rmap(&self, batch: &[FrameId]) {
         for &f in batch {
             self.frames.prefetch(f);
         }
@@ -66,9 +74,6 @@ impl Mm {
             if self.frames.is_mapped(f) {
                 self.pt.prefetch(self.frames.pte(f));
             }
-        }
-        for (y, &f) in young.iter_mut().zip(batch) {
-            *y = self.test_and_clear_young(f);
         }
     }
 

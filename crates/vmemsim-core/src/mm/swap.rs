@@ -45,14 +45,26 @@ impl SwapDevice for CountingDevice {
     }
 }
 
+/// One swap slot's record (owner, swap-cache frame, workingset shadow) in one place.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// Virtual page whose data the slot holds, `NO_OWNER` when free.
+    owner: u64,
+    /// Frame holding the slot's page in the swap cache, if any.
+    cache: FrameId,
+    /// Workingset shadow stored at eviction (`workingset_eviction`), read on refault.
+    shadow: u32,
+}
+
+const FREE: Slot = Slot {
+    owner: NO_OWNER,
+    cache: NO_FRAME,
+    shadow: 0,
+};
+
 #[derive(Debug, Default)]
 pub struct Swap {
-    /// Virtual page whose data a slot holds.
-    owner: Vec<u64>,
-    /// Frame holding the slot's page in the swap cache, if any.
-    cache: Vec<FrameId>,
-    /// Workingset shadow stored at eviction (`workingset_eviction`), read on refault.
-    shadow: Vec<u32>,
+    slots: Vec<Slot>,
     cursor: u32,
     n_used: u32,
     pub device: CountingDevice,
@@ -61,16 +73,14 @@ pub struct Swap {
 impl Swap {
     /// Take a free slot for `vpn`.
     pub fn alloc(&mut self, vpn: u64) -> u32 {
-        if self.n_used as usize == self.owner.len() {
-            let s = self.owner.len() as u32;
-            let grow = (self.owner.len() / 2).max(1024);
-            self.owner.resize(self.owner.len() + grow, NO_OWNER);
-            self.cache.resize(self.owner.len(), NO_FRAME);
-            self.shadow.resize(self.owner.len(), 0);
+        if self.n_used as usize == self.slots.len() {
+            let s = self.slots.len() as u32;
+            let grow = (self.slots.len() / 2).max(1024);
+            self.slots.resize(self.slots.len() + grow, FREE);
             self.cursor = s;
         }
-        let n = self.owner.len() as u32;
-        while self.owner[self.cursor as usize] != NO_OWNER {
+        let n = self.slots.len() as u32;
+        while self.slots[self.cursor as usize].owner != NO_OWNER {
             self.cursor = if self.cursor + 1 == n {
                 0
             } else {
@@ -78,57 +88,60 @@ impl Swap {
             };
         }
         let s = self.cursor;
-        self.owner[s as usize] = vpn;
+        self.slots[s as usize].owner = vpn;
         self.n_used += 1;
         s
     }
     pub fn free(&mut self, slot: u32) {
-        debug_assert_ne!(self.owner[slot as usize], NO_OWNER);
-        self.owner[slot as usize] = NO_OWNER;
-        self.cache[slot as usize] = NO_FRAME;
-        self.shadow[slot as usize] = 0;
+        debug_assert_ne!(self.slots[slot as usize].owner, NO_OWNER);
+        self.slots[slot as usize] = FREE;
         self.n_used -= 1;
+    }
+    /// Prefetch a slot's record (simulator speed only).
+    #[inline]
+    pub fn prefetch(&self, slot: u32) {
+        crate::hint::prefetch(self.slots.as_ptr().wrapping_add(slot as usize));
     }
     #[inline]
     pub fn owner(&self, slot: u32) -> Option<u64> {
-        self.owner
+        self.slots
             .get(slot as usize)
-            .copied()
+            .map(|s| s.owner)
             .filter(|&o| o != NO_OWNER)
     }
     #[inline]
     pub fn cached_frame(&self, slot: u32) -> FrameId {
-        self.cache.get(slot as usize).copied().unwrap_or(NO_FRAME)
+        self.slots.get(slot as usize).map_or(NO_FRAME, |s| s.cache)
     }
     #[inline]
     pub fn set_cached_frame(&mut self, slot: u32, f: FrameId) {
-        self.cache[slot as usize] = f;
+        self.slots[slot as usize].cache = f;
     }
     #[inline]
     pub fn shadow(&self, slot: u32) -> u32 {
-        self.shadow[slot as usize]
+        self.slots[slot as usize].shadow
     }
     #[inline]
     pub fn set_shadow(&mut self, slot: u32, s: u32) {
-        self.shadow[slot as usize] = s;
+        self.slots[slot as usize].shadow = s;
     }
     pub fn n_slots(&self) -> u32 {
-        self.owner.len() as u32
+        self.slots.len() as u32
     }
     pub fn n_used(&self) -> u32 {
         self.n_used
     }
     pub(crate) fn validate(&self) -> Result<(), String> {
-        let used = self.owner.iter().filter(|&&o| o != NO_OWNER).count() as u32;
+        let used = self.slots.iter().filter(|s| s.owner != NO_OWNER).count() as u32;
         if used != self.n_used {
             return Err(format!(
                 "swap map: {used} slots owned but n_used = {}",
                 self.n_used
             ));
         }
-        for (s, &f) in self.cache.iter().enumerate() {
-            if f != NO_FRAME && self.owner[s] == NO_OWNER {
-                return Err(format!("free slot {s} has swap-cache frame {f}"));
+        for (i, s) in self.slots.iter().enumerate() {
+            if s.cache != NO_FRAME && s.owner == NO_OWNER {
+                return Err(format!("free slot {i} has swap-cache frame {}", s.cache));
             }
         }
         Ok(())

@@ -131,6 +131,7 @@ impl MgLru {
         }
         // shrink_folio_list, in isolation order.
         sc.nr_scanned += iso.len() as u64;
+        mm.prefetch_rmap(&iso);
         for &f in &iso {
             self.check_references(mm, f, kswapd, victims);
         }
@@ -184,6 +185,12 @@ impl MgLru {
                 break;
             }
             scanned += 1;
+            // The next folio to look at: fetch its state while this one is sorted (speed only).
+            let p = self.links.prev(f);
+            if p != crate::policy::list::NIL {
+                crate::hint::prefetch(self.fs.as_ptr().wrapping_add(p as usize));
+                self.links.prefetch(p);
+            }
             if !self.sort_folio(f, ty, tier_idx) {
                 self.isolate_folio(f);
                 iso.push(f);
@@ -293,6 +300,13 @@ impl MgLru {
         let new_gen = self.gen_of_seq(self.max_seq);
         let base = mm.pt.leaf_base(leaf);
         let table = mm.pt.leaf_mut(leaf);
+        // Fetch the state of every young neighbour before deciding on any (speed only).
+        for vpn in start..end {
+            let pte = table[(vpn - base) as usize];
+            if pte & (PTE_PRESENT | PTE_ACCESSED) == PTE_PRESENT | PTE_ACCESSED {
+                crate::hint::prefetch(self.fs.as_ptr().wrapping_add(pte_frame(pte) as usize));
+            }
+        }
         let mut young = 0u64;
         for vpn in start..end {
             let i = (vpn - base) as usize;
