@@ -44,7 +44,7 @@ pub struct Frames {
 impl Frames {
     pub fn new(n: u32) -> Self {
         Frames {
-            frames: vec![FREE; n as usize],
+            frames: crate::hint::huge_vec(n as usize, FREE),
             // Popped from the end: frame 0 first.
             free: (0..n).rev().collect(),
         }

@@ -128,7 +128,7 @@ impl PageTable {
         let mut leaf = self.upper[at];
         if leaf == NONE {
             leaf = self.leaf_base.len() as u32;
-            self.leaves.resize(self.leaves.len() + ENTRIES, 0);
+            crate::hint::huge_extend(&mut self.leaves, ENTRIES, 0);
             self.leaf_base.push((vpn >> LEVEL_BITS) << LEVEL_BITS);
             self.pmd_young.push(false);
             self.upper[at] = leaf;

@@ -76,7 +76,7 @@ impl Swap {
         if self.n_used as usize == self.slots.len() {
             let s = self.slots.len() as u32;
             let grow = (self.slots.len() / 2).max(1024);
-            self.slots.resize(self.slots.len() + grow, FREE);
+            crate::hint::huge_extend(&mut self.slots, grow, FREE);
             self.cursor = s;
         }
         let n = self.slots.len() as u32;

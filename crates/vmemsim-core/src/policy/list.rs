@@ -15,7 +15,7 @@ pub struct Links {
 impl Links {
     pub fn new(n: usize) -> Self {
         Links {
-            link: vec![[NIL; 2]; n],
+            link: crate::hint::huge_vec(n, [NIL; 2]),
         }
     }
     pub fn len(&self) -> usize {

@@ -350,7 +350,7 @@ impl MgLru {
         let g = cfg.max_gens as usize;
         MgLru {
             preset,
-            fs: vec![FrameState::default(); n],
+            fs: crate::hint::huge_vec(n, FrameState::default()),
             links: Links::new(n),
             lists: vec![List::default(); g * 2],
             nr_pages: vec![0; g * 2],
