@@ -123,6 +123,7 @@ pub struct Machine<P: Policy> {
     /// Ids at or above `VPN_LIMIT` (object ids, not addresses) mapped to dense page numbers.
     remap: HashMap<u64, u64>,
     ra: ReadaheadState,
+    oom_at: Option<u64>,
 }
 
 /// State of `swapin_nr_pages` (mm/swap_state.c): readahead hits since the last fault, the
@@ -220,6 +221,7 @@ impl<P: Policy> Machine<P> {
             victims: Vec::with_capacity(SWAP_CLUSTER_MAX as usize * 4),
             remap: HashMap::new(),
             ra: ReadaheadState::default(),
+            oom_at: None,
         })
     }
 
@@ -328,7 +330,9 @@ impl<P: Policy> Machine<P> {
             self.stats.major_faults += 1;
             self.stats.workingset_refault_anon += 1;
             let shadow = self.mm.swap.shadow(slot);
-            let f = self.alloc_frame(touch, idx, F_ANON);
+            let Some(f) = self.alloc_frame(touch, idx, F_ANON) else {
+                return;
+            };
             self.mm.frames.set_flags(f, F_SWAPCACHE);
             self.mm.frames.set_slot(f, slot);
             self.mm.swap.set_cached_frame(slot, f);
@@ -347,7 +351,9 @@ impl<P: Policy> Machine<P> {
             self.stats.file_reads += 1;
             self.stats.workingset_refault_file += 1;
             let shadow = pte_payload(old) as u32;
-            let f = self.alloc_frame(touch, idx, 0);
+            let Some(f) = self.alloc_frame(touch, idx, 0) else {
+                return;
+            };
             *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
             self.mm.frames.set_flags(f, F_MAPPED);
             self.policy
@@ -360,7 +366,9 @@ impl<P: Policy> Machine<P> {
                 self.stats.major_faults += 1;
                 self.stats.file_reads += 1;
             }
-            let f = self.alloc_frame(touch, idx, if anon { F_ANON } else { 0 });
+            let Some(f) = self.alloc_frame(touch, idx, if anon { F_ANON } else { 0 }) else {
+                return;
+            };
             *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
             self.mm.frames.set_flags(f, F_MAPPED);
             self.policy
@@ -441,16 +449,18 @@ impl<P: Policy> Machine<P> {
 
     /// Take a free frame for the faulting page, reclaiming first as the policy's family requires.
     /// The policy hears of the miss ([`Policy::on_miss`]) before it may be asked for a victim.
-    fn alloc_frame(&mut self, touch: Touch, idx: PteIndex, flags: u8) -> FrameId {
+    /// `None` when nothing can be reclaimed (where the kernel would OOM-kill): the run stops
+    /// with an error (see [`Machine::out_of_memory`]).
+    fn alloc_frame(&mut self, touch: Touch, idx: PteIndex, flags: u8) -> Option<FrameId> {
         let vpn = touch.vpn;
         self.policy.on_miss(touch);
         match self.family {
             Family::Demand => {
                 if self.mm.frames.n_free() == 0 {
-                    let v = self
-                        .policy
-                        .evict(&mut self.mm)
-                        .expect("demand policy holds no frame to evict");
+                    let Some(v) = self.policy.evict(&mut self.mm) else {
+                        self.oom_at = Some(touch.t);
+                        return None;
+                    };
                     self.reclaim_frame(v);
                 }
             }
@@ -477,19 +487,22 @@ impl<P: Policy> Machine<P> {
                             break; // below min but nothing reclaimable: use the reserve (no OOM kill here)
                         }
                         retries += 1;
-                        assert!(
-                            retries < MAX_RECLAIM_RETRIES,
-                            "kernel policy reclaims nothing with memory full"
-                        );
+                        if retries >= MAX_RECLAIM_RETRIES {
+                            self.oom_at = Some(touch.t);
+                            return None;
+                        }
                         tries = 0;
                     }
                 }
             }
         }
-        self.mm
-            .frames
-            .alloc(vpn, idx, flags)
-            .expect("a frame is free after reclaim")
+        self.mm.frames.alloc(vpn, idx, flags)
+    }
+
+    /// The access at which memory ran out with nothing reclaimable, if it did. Accesses after
+    /// it are not meaningful; the replay driver turns this into an error.
+    pub fn out_of_memory(&self) -> Option<u64> {
+        self.oom_at
     }
 
     /// kswapd's `balance_pgdat`: passes until free ≥ high. Each pass asks for

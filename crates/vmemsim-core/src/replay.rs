@@ -62,6 +62,7 @@ impl PolicyVisitor for Run<'_, '_> {
             for (i, a) in all.iter().enumerate() {
                 m.access(*a, next[i]);
                 if i % CHUNK == CHUNK - 1 {
+                    oom_error(&m, &machine)?;
                     if let Some(cb) = progress.as_mut() {
                         cb(i as u64 + 1);
                     }
@@ -75,17 +76,34 @@ impl PolicyVisitor for Run<'_, '_> {
                     break;
                 }
                 m.access_all(&buf);
+                oom_error(&m, &machine)?;
                 if let Some(cb) = progress.as_mut() {
                     cb(m.stats.accesses);
                 }
             }
         }
+        oom_error(&m, &machine)?;
         Ok((
             m.stats.clone(),
             m.page_cluster(),
             m.watermarks(),
             m.policy.counters(),
         ))
+    }
+}
+
+/// The error of a run that ran out of reclaimable memory (where Linux would OOM-kill).
+fn oom_error<P: Policy>(m: &Machine<P>, machine: &MachineConfig) -> Result<()> {
+    match m.out_of_memory() {
+        None => Ok(()),
+        Some(t) => Err(Error::config(
+            "frames",
+            format!(
+                "out of memory at access {t}: {} could reclaim nothing with {} frames (Linux would OOM-kill here); give more frames or lower watermarks",
+                m.policy.name(),
+                machine.frames
+            ),
+        )),
     }
 }
 
@@ -262,5 +280,39 @@ mod tests {
             e.starts_with("policy: unknown policy 'nope'; valid: fifo, lru"),
             "{e}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tiny_memory {
+    use super::*;
+    use crate::trace::VecSource;
+
+    /// Every policy on machines of 1..=12 frames: a result or a clear error, never a panic.
+    #[test]
+    fn tiny_machines_never_panic() {
+        let pages: Vec<u64> = (0..1200u64).map(|i| (i * 7919 + i / 3) % 40).collect();
+        for (kind, name, _) in PolicyKind::ALL {
+            for frames in 1..=12 {
+                let spec = ReplaySpec {
+                    policy: *kind,
+                    machine: MachineConfig {
+                        check_invariants: true,
+                        ..MachineConfig::new(frames)
+                    },
+                    options: PolicyOptions::new(3),
+                };
+                match replay(&mut VecSource::from_pages(&pages), &spec, None) {
+                    Ok(r) => assert!(r.stats.faults >= 40, "{name} at {frames} frames"),
+                    Err(e) => {
+                        let msg = e.to_string();
+                        assert!(
+                            msg.starts_with("frames: out of memory at access"),
+                            "{name}/{frames}: {msg}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }
