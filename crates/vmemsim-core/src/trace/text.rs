@@ -1,11 +1,14 @@
 //! Plain text traces: one access per line, `PAGE [R|W]`, the page as decimal or 0x-hex.
 //! Blank lines and lines starting with `#` are skipped. With `addresses = true`, values are
 //! byte addresses and are shifted by the page size.
+//!
+//! [`TextWriter`] writes the same format, the trace metadata in a leading `# vmemsim trace:`
+//! comment (JSON) that the reader skips.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, BufWriter, Write};
 
-use super::{TraceSource, CHUNK};
+use super::{TraceMeta, TraceSource, TraceWriter, CHUNK};
 use crate::access::Access;
 use crate::error::{Error, Result};
 
@@ -41,13 +44,7 @@ impl TextReader {
     }
 
     pub fn from_reader(path: &str, rd: Box<dyn BufRead + Send>, opts: TextOptions) -> Result<Self> {
-        if !opts.page_size.is_power_of_two() {
-            return Err(Error::config(
-                "page_size",
-                format!("{} is not a power of two", opts.page_size),
-            ));
-        }
-        let shift = opts.page_size.trailing_zeros();
+        let shift = super::page_shift(opts.page_size)?;
         Ok(TextReader {
             path: path.to_string(),
             rd,
@@ -133,6 +130,55 @@ impl TraceSource for TextReader {
     }
     fn name(&self) -> String {
         self.path.clone()
+    }
+}
+
+/// Writes `PAGE` or `PAGE W` lines (decimal).
+pub struct TextWriter {
+    path: String,
+    out: Option<BufWriter<File>>,
+    records: u64,
+}
+
+impl TextWriter {
+    pub fn create(path: &str, meta: &TraceMeta) -> Result<Self> {
+        let f = File::create(path).map_err(|e| Error::io(path, &e))?;
+        let mut out = BufWriter::with_capacity(1 << 20, f);
+        let json = serde_json::to_string(meta)
+            .map_err(|e| Error::config("meta", format!("cannot encode trace metadata: {e}")))?;
+        writeln!(out, "# vmemsim trace: {json}").map_err(|e| Error::io(path, &e))?;
+        Ok(TextWriter {
+            path: path.to_string(),
+            out: Some(out),
+            records: 0,
+        })
+    }
+}
+
+impl TraceWriter for TextWriter {
+    fn write(&mut self, accesses: &[Access]) -> Result<()> {
+        let out = self
+            .out
+            .as_mut()
+            .ok_or_else(|| Error::config("writer", "trace writer already finished"))?;
+        for a in accesses {
+            if a.write {
+                writeln!(out, "{} W", a.page)
+            } else {
+                writeln!(out, "{}", a.page)
+            }
+            .map_err(|e| Error::io(&self.path, &e))?;
+        }
+        self.records += accesses.len() as u64;
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<u64> {
+        let mut out = self
+            .out
+            .take()
+            .ok_or_else(|| Error::config("writer", "trace writer already finished"))?;
+        out.flush().map_err(|e| Error::io(&self.path, &e))?;
+        Ok(self.records)
     }
 }
 
