@@ -74,7 +74,7 @@ pub const KINDS: &[(&str, &str)] = &[
 #[derive(Clone, Debug, PartialEq)]
 pub struct GenSpec {
     pub kind: GenKind,
-    /// Accesses; `None` = the kind's default (see [`GenSpec::len`]).
+    /// Accesses; `None` = the kind's default (see [`GenSpec::accesses`]).
     pub n: Option<u64>,
     pub seed: Option<u64>,
     /// Probability that an access is a write.
@@ -295,7 +295,6 @@ impl<'a> Parser<'a> {
                 return Err(self.err(format!("key '{k}' has no value")));
             }
             kv.push((k, v));
-            // A ',' followed by '(' cannot start a key: let the caller see it.
             if self.peek() == Some(',') {
                 self.pos += 1;
                 continue;
@@ -474,7 +473,7 @@ fn build_spec(mut kind: GenKind, kv: Vec<(String, String)>, ctx: Ctx) -> Result<
                 "not allowed in a mix part (the mix's n counts all accesses)",
             ))
         }
-        Ctx::Top | Ctx::SeqPhase if spec.len().is_none() => {
+        Ctx::Top | Ctx::SeqPhase if spec.accesses().is_none() => {
             return Err(Error::config(
                 format!("{name}.n"),
                 "required: the number of accesses",
@@ -501,7 +500,7 @@ impl GenSpec {
 
     /// Accesses this spec yields: `n`, else one sweep for `scan`, the sum of the phases for
     /// `seq`; `None` for an endless stream.
-    pub fn len(&self) -> Option<u64> {
+    pub fn accesses(&self) -> Option<u64> {
         if let Some(n) = self.n {
             return Some(n);
         }
@@ -509,14 +508,14 @@ impl GenSpec {
             GenKind::Scan { pages } => Some(*pages),
             GenKind::Seq(phases) => phases
                 .iter()
-                .try_fold(0u64, |acc, p| acc.checked_add(p.len()?)),
+                .try_fold(0u64, |acc, p| acc.checked_add(p.accesses()?)),
             _ => None,
         }
     }
 
     /// Build the generator; `seed` is used where the spec gives none.
     pub fn build(&self, seed: u64) -> Result<Generator> {
-        let total = self.len().ok_or_else(|| {
+        let total = self.accesses().ok_or_else(|| {
             Error::config(
                 format!("{}.n", self.kind.name()),
                 "required: the number of accesses",
@@ -674,12 +673,18 @@ impl Zipf {
     }
 }
 
-/// A seeded permutation of `0..n`: a balanced 4-round Feistel network on the smallest
-/// even-bit-width domain ≥ n, cycle-walked back into range (at most 4× the range, so under
-/// 4 rounds of walking on average).
+/// Ranges up to this many pages are shuffled with a table (fast); larger ones with a
+/// Feistel network (no memory).
+const TABLE_PERMUTATION_MAX: u64 = 1 << 22;
+
+/// A seeded permutation of `0..n`. Up to [`TABLE_PERMUTATION_MAX`] pages, a table shuffled
+/// by Fisher-Yates (Durstenfeld's in-place form); above, a balanced 4-round Feistel network on
+/// the smallest even-bit-width domain ≥ n, cycle-walked back into range (the domain is under
+/// 4n, so under 4 walks on average).
 #[derive(Clone, Debug)]
 struct Permutation {
     n: u64,
+    table: Vec<u32>,
     half: u32,
     mask: u64,
     keys: [u64; 4],
@@ -698,14 +703,31 @@ impl Permutation {
         for (i, k) in keys.iter_mut().enumerate() {
             *k = mix64(seed ^ mix64(0xF0E1_D2C3 + i as u64));
         }
+        let mut table = Vec::new();
+        if n <= TABLE_PERMUTATION_MAX {
+            table = (0..n as u32).collect();
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+            for i in (1..table.len()).rev() {
+                let j = rng.gen_range(0..=i);
+                table.swap(i, j);
+            }
+        }
         Permutation {
             n,
+            table,
             half,
             mask,
             keys,
         }
     }
-    fn apply(&self, mut x: u64) -> u64 {
+    #[inline]
+    fn apply(&self, x: u64) -> u64 {
+        match self.table.get(x as usize) {
+            Some(&y) => y as u64,
+            None => self.feistel(x),
+        }
+    }
+    fn feistel(&self, mut x: u64) -> u64 {
         loop {
             let (mut l, mut r) = (
                 if self.half == 0 { 0 } else { x >> self.half },
@@ -847,7 +869,7 @@ impl Node {
                     .map(|(i, p)| {
                         (
                             Node::build(p, child_seed(seed, i)),
-                            p.len().unwrap_or(1).max(1),
+                            p.accesses().unwrap_or(1).max(1),
                         )
                     })
                     .collect();
@@ -1062,12 +1084,23 @@ mod tests {
         for n in [1u64, 2, 3, 17, 1000, 4097] {
             let p = Permutation::new(n, 42);
             let mut seen = vec![false; n as usize];
+            let mut seen_feistel = vec![false; n as usize];
             for x in 0..n {
                 let y = p.apply(x);
                 assert!(y < n && !seen[y as usize], "n {n} x {x} → {y}");
                 seen[y as usize] = true;
+                let y = p.feistel(x);
+                assert!(
+                    y < n && !seen_feistel[y as usize],
+                    "feistel n {n} x {x} → {y}"
+                );
+                seen_feistel[y as usize] = true;
             }
         }
+        // Beyond the table limit the Feistel network is used.
+        let big = Permutation::new(TABLE_PERMUTATION_MAX + 5, 1);
+        assert!(big.table.is_empty());
+        assert!(big.apply(TABLE_PERMUTATION_MAX + 4) < TABLE_PERMUTATION_MAX + 5);
     }
 
     #[test]
@@ -1171,7 +1204,7 @@ mod tests {
         assert_eq!(
             GenSpec::parse("seq:(scan:pages=3)+(loop:pages=2,n=5)")
                 .unwrap()
-                .len(),
+                .accesses(),
             Some(8)
         );
     }

@@ -119,21 +119,22 @@ impl CsvOptions {
                     }
                 }
                 "delimiter" | "delim" | "sep" => {
-                    o.delimiter =
-                        match v.to_ascii_lowercase().as_str() {
-                            "comma" => b',',
-                            "tab" | "\\t" => b'\t',
-                            "semicolon" => b';',
-                            "space" => b' ',
-                            "pipe" => b'|',
-                            _ if v.len() == 1 && v.as_bytes()[0] != b'"' => v.as_bytes()[0],
-                            _ => return Err(Error::config(
+                    o.delimiter = match v.to_ascii_lowercase().as_str() {
+                        "comma" => b',',
+                        "tab" | "\\t" => b'\t',
+                        "semicolon" => b';',
+                        "space" => b' ',
+                        "pipe" => b'|',
+                        _ if v.len() == 1 && v.as_bytes()[0] != b'"' => v.as_bytes()[0],
+                        _ => {
+                            return Err(Error::config(
                                 key,
                                 format!(
                                     "'{v}' is not one character or comma/tab/semicolon/space/pipe"
                                 ),
-                            )),
+                            ))
                         }
+                    }
                 }
                 _ => {
                     return Err(Error::config(
@@ -289,9 +290,10 @@ impl CsvReader {
             CsvHeader::Auto => {
                 named
                     || match &c.column {
-                        Column::Index(i) => {
-                            fields.get(*i).map_or(true, |f| parse_number(f).is_none())
-                        }
+                        Column::Index(i) => match fields.get(*i) {
+                            Some(f) => parse_number(f).is_none(),
+                            None => true,
+                        },
                         Column::Name(_) => true,
                     }
             }

@@ -202,6 +202,32 @@ mod tests {
     }
 
     #[test]
+    fn addresses_shift_by_page_size() {
+        let mut r = TextReader::from_reader(
+            "t.txt",
+            Box::new(std::io::Cursor::new("4095\n0x1000 W\n8192,r\n".to_string())),
+            TextOptions {
+                addresses: true,
+                page_size: 4096,
+            },
+        )
+        .unwrap();
+        let v = crate::trace::collect(&mut r).unwrap();
+        assert_eq!(v, vec![Access::read(0), Access::write(1), Access::read(2)]);
+        let e = TextReader::from_reader(
+            "t.txt",
+            Box::new(std::io::Cursor::new(String::new())),
+            TextOptions {
+                addresses: true,
+                page_size: 1000,
+            },
+        )
+        .err()
+        .unwrap();
+        assert_eq!(e.to_string(), "page_size: 1000 is not a power of two of at least 2");
+    }
+
+    #[test]
     fn bad_line_names_line() {
         let e = read("1\n2\nabc\n").unwrap_err();
         assert_eq!(
