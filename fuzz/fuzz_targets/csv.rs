@@ -15,8 +15,12 @@ const MAPPINGS: [&str; 6] = [
 ];
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&pick, rest)) = data.split_first() else { return };
-    let Ok(csv) = CsvOptions::parse(MAPPINGS[pick as usize % MAPPINGS.len()]) else { return };
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let Ok(csv) = CsvOptions::parse(MAPPINGS[pick as usize % MAPPINGS.len()]) else {
+        return;
+    };
     let opts = ReaderOptions {
         csv,
         addresses: pick & 0x80 != 0,

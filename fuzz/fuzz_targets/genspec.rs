@@ -6,7 +6,9 @@ use vmemsim_core::generate::GenSpec;
 use vmemsim_core::trace::{CsvOptions, TraceSource};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(s) = std::str::from_utf8(data) else { return };
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
     let _ = CsvOptions::parse(s);
     if let Ok(spec) = GenSpec::parse(s) {
         assert_eq!(GenSpec::parse(&spec.to_string()).ok(), Some(spec.clone()));

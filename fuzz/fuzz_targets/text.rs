@@ -11,7 +11,9 @@ fuzz_target!(|data: &[u8]| {
             addresses,
             page_size: 4096,
         };
-        if let Ok(mut r) = TextReader::from_reader("fuzz", Box::new(Cursor::new(data.to_vec())), opts) {
+        if let Ok(mut r) =
+            TextReader::from_reader("fuzz", Box::new(Cursor::new(data.to_vec())), opts)
+        {
             let _ = collect(&mut r);
         }
     }

@@ -224,7 +224,10 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert_eq!(e.to_string(), "page_size: 1000 is not a power of two of at least 2");
+        assert_eq!(
+            e.to_string(),
+            "page_size: 1000 is not a power of two of at least 2"
+        );
     }
 
     #[test]
