@@ -8,11 +8,14 @@
 pub mod access;
 pub mod engine;
 pub mod error;
+pub mod generate;
 pub mod hint;
 pub mod mm;
+pub mod mrc;
 pub mod policy;
 pub mod replay;
 pub mod trace;
+pub mod util;
 pub mod watermarks;
 
 pub use access::Access;

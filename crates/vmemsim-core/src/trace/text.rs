@@ -1,11 +1,14 @@
 //! Plain text traces: one access per line, `PAGE [R|W]`, the page as decimal or 0x-hex.
 //! Blank lines and lines starting with `#` are skipped. With `addresses = true`, values are
 //! byte addresses and are shifted by the page size.
+//!
+//! [`TextWriter`] writes the same format, the trace metadata in a leading `# vmemsim trace:`
+//! comment (JSON) that the reader skips.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, BufWriter, Write};
 
-use super::{TraceSource, CHUNK};
+use super::{TraceMeta, TraceSource, TraceWriter, CHUNK};
 use crate::access::Access;
 use crate::error::{Error, Result};
 
@@ -41,13 +44,7 @@ impl TextReader {
     }
 
     pub fn from_reader(path: &str, rd: Box<dyn BufRead + Send>, opts: TextOptions) -> Result<Self> {
-        if !opts.page_size.is_power_of_two() {
-            return Err(Error::config(
-                "page_size",
-                format!("{} is not a power of two", opts.page_size),
-            ));
-        }
-        let shift = opts.page_size.trailing_zeros();
+        let shift = super::page_shift(opts.page_size)?;
         Ok(TextReader {
             path: path.to_string(),
             rd,
@@ -136,6 +133,55 @@ impl TraceSource for TextReader {
     }
 }
 
+/// Writes `PAGE` or `PAGE W` lines (decimal).
+pub struct TextWriter {
+    path: String,
+    out: Option<BufWriter<File>>,
+    records: u64,
+}
+
+impl TextWriter {
+    pub fn create(path: &str, meta: &TraceMeta) -> Result<Self> {
+        let f = File::create(path).map_err(|e| Error::io(path, &e))?;
+        let mut out = BufWriter::with_capacity(1 << 20, f);
+        let json = serde_json::to_string(meta)
+            .map_err(|e| Error::config("meta", format!("cannot encode trace metadata: {e}")))?;
+        writeln!(out, "# vmemsim trace: {json}").map_err(|e| Error::io(path, &e))?;
+        Ok(TextWriter {
+            path: path.to_string(),
+            out: Some(out),
+            records: 0,
+        })
+    }
+}
+
+impl TraceWriter for TextWriter {
+    fn write(&mut self, accesses: &[Access]) -> Result<()> {
+        let out = self
+            .out
+            .as_mut()
+            .ok_or_else(|| Error::config("writer", "trace writer already finished"))?;
+        for a in accesses {
+            if a.write {
+                writeln!(out, "{} W", a.page)
+            } else {
+                writeln!(out, "{}", a.page)
+            }
+            .map_err(|e| Error::io(&self.path, &e))?;
+        }
+        self.records += accesses.len() as u64;
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<u64> {
+        let mut out = self
+            .out
+            .take()
+            .ok_or_else(|| Error::config("writer", "trace writer already finished"))?;
+        out.flush().map_err(|e| Error::io(&self.path, &e))?;
+        Ok(self.records)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +199,35 @@ mod tests {
     fn parses_dec_hex_rw() {
         let v = read("# c\n1\n0x10 W\n\n7 r\n").unwrap();
         assert_eq!(v, vec![Access::read(1), Access::write(16), Access::read(7)]);
+    }
+
+    #[test]
+    fn addresses_shift_by_page_size() {
+        let mut r = TextReader::from_reader(
+            "t.txt",
+            Box::new(std::io::Cursor::new("4095\n0x1000 W\n8192,r\n".to_string())),
+            TextOptions {
+                addresses: true,
+                page_size: 4096,
+            },
+        )
+        .unwrap();
+        let v = crate::trace::collect(&mut r).unwrap();
+        assert_eq!(v, vec![Access::read(0), Access::write(1), Access::read(2)]);
+        let e = TextReader::from_reader(
+            "t.txt",
+            Box::new(std::io::Cursor::new(String::new())),
+            TextOptions {
+                addresses: true,
+                page_size: 1000,
+            },
+        )
+        .err()
+        .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "page_size: 1000 is not a power of two of at least 2"
+        );
     }
 
     #[test]
