@@ -418,13 +418,13 @@ impl<P: Policy> Machine<P> {
             if s == slot || self.mm.frames.n_free() <= reserve {
                 continue;
             }
-            let Some(owner) = self.mm.swap.owner(s) else {
+            let Some(pidx) = self.mm.swap.owner(s) else {
                 continue;
             };
             if self.mm.swap.cached_frame(s) != NO_FRAME {
                 continue;
             }
-            let pidx = self.mm.pt.pte_index(owner);
+            let owner = self.mm.pt.vpn_of(pidx);
             let Some(f) = self.mm.frames.alloc(owner, pidx, F_ANON | F_SWAPCACHE) else {
                 break;
             };
@@ -571,7 +571,7 @@ impl<P: Policy> Machine<P> {
         if self.mm.frames.is_anon(f) {
             let mut slot = self.mm.frames.slot(f);
             if slot == NO_SLOT {
-                slot = self.mm.swap.alloc(vpn);
+                slot = self.mm.swap.alloc(pidx);
                 self.mm.swap.device.submit(SwapIo::Write { slot });
                 self.stats.pswpout += 1;
             } else if dirty {

@@ -41,6 +41,12 @@ impl Mm {
         self.frames.alloc(vpn, idx, flags)
     }
 
+    /// Take a swap slot for the page `vpn`.
+    pub fn alloc_swap_slot(&mut self, vpn: u64) -> u32 {
+        let idx = self.pt.pte_index(vpn);
+        self.swap.alloc(idx)
+    }
+
     /// rmap check of one frame, as `folio_referenced` → `folio_referenced_one` →
     /// `ptep_clear_flush_young`: returns whether the mapping PTE was young, and clears it.
     /// An unmapped frame (swap cache, readahead) has no PTE and is never young.

@@ -8,7 +8,7 @@
 use super::frames::{FrameId, NO_FRAME};
 
 pub const NO_SLOT: u32 = u32::MAX;
-const NO_OWNER: u64 = u64::MAX;
+const NO_OWNER: u32 = u32::MAX;
 
 /// One I/O the memory model asks a swap device to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,8 +48,9 @@ impl SwapDevice for CountingDevice {
 /// One swap slot's record (owner, swap-cache frame, workingset shadow) in one place.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
-    /// Virtual page whose data the slot holds, `NO_OWNER` when free.
-    owner: u64,
+    /// Global PTE index of the page whose data the slot holds (see `PageTable::vpn_of`),
+    /// `NO_OWNER` when free.
+    owner: u32,
     /// Frame holding the slot's page in the swap cache, if any.
     cache: FrameId,
     /// Workingset shadow stored at eviction (`workingset_eviction`), read on refault.
@@ -71,11 +72,11 @@ pub struct Swap {
 }
 
 impl Swap {
-    /// Take a free slot for `vpn`.
-    pub fn alloc(&mut self, vpn: u64) -> u32 {
+    /// Take a free slot for the page whose PTE has global index `owner`.
+    pub fn alloc(&mut self, owner: u32) -> u32 {
         if self.n_used as usize == self.slots.len() {
             let s = self.slots.len() as u32;
-            let grow = (self.slots.len() / 2).max(1024);
+            let grow = (self.slots.len() / 4).max(1024);
             crate::hint::huge_extend(&mut self.slots, grow, FREE);
             self.cursor = s;
         }
@@ -88,7 +89,7 @@ impl Swap {
             };
         }
         let s = self.cursor;
-        self.slots[s as usize].owner = vpn;
+        self.slots[s as usize].owner = owner;
         self.n_used += 1;
         s
     }
@@ -103,7 +104,8 @@ impl Swap {
         crate::hint::prefetch(self.slots.as_ptr().wrapping_add(slot as usize));
     }
     #[inline]
-    pub fn owner(&self, slot: u32) -> Option<u64> {
+    /// Global PTE index of the slot's page, if the slot is in use.
+    pub fn owner(&self, slot: u32) -> Option<u32> {
         self.slots
             .get(slot as usize)
             .map(|s| s.owner)

@@ -312,7 +312,7 @@ fn readahead_page_checks_its_slot_shadow() {
     // Two swapped-out pages read ahead into the swap cache (unmapped): one evicted at clock 0
     // (distance 0 <= 1 active anon page: activated), one with no shadow (inactive).
     for (vpn, shadow) in [(50u64, SHADOW_VALID), (51, 0)] {
-        let slot = r.mm.swap.alloc(vpn);
+        let slot = r.mm.alloc_swap_slot(vpn);
         r.mm.swap.set_shadow(slot, shadow);
         let f = r.mm.alloc_frame(vpn, F_ANON | F_SWAPCACHE).unwrap();
         r.mm.frames.set_slot(f, slot);

@@ -55,7 +55,7 @@ fn free_victims(m: &mut Machine<MgLru>, victims: &[FrameId]) {
         let s = m.policy.shadow(&m.mm, f);
         let vpn = m.mm.frames.owner(f);
         if m.mm.frames.is_anon(f) {
-            let slot = m.mm.swap.alloc(vpn);
+            let slot = m.mm.alloc_swap_slot(vpn);
             m.mm.swap.set_shadow(slot, s);
             *m.mm.pt.pte_mut(vpn) =
                 crate::mm::PTE_SWAP | ((slot as u64) << crate::mm::PTE_PAYLOAD_SHIFT);
@@ -140,7 +140,7 @@ fn placement_without_recency_follows_lru_gen_add_folio() {
 /// Put an anon page into the swap cache by hand, as swap readahead does.
 fn readahead_frame(mm: &mut Mm, vpn: u64, shadow: u32) -> FrameId {
     let f = mm.alloc_frame(vpn, F_ANON | F_SWAPCACHE).unwrap();
-    let slot = mm.swap.alloc(vpn);
+    let slot = mm.alloc_swap_slot(vpn);
     mm.frames.set_slot(f, slot);
     mm.swap.set_cached_frame(slot, f);
     mm.swap.set_shadow(slot, shadow);
