@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -46,15 +45,14 @@ print(mr)
 
 
 def timed(cmd: list[str]) -> tuple[float, int, str]:
-    """Wall time, peak RSS (KiB) of the child, stdout."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """Wall time, peak RSS (KiB, from GNU time's %M) of the command, its stdout."""
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True)
     dt = time.perf_counter() - t0
     if p.returncode != 0:
         sys.exit(f"command failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return dt, max(rss, before), p.stdout
+    rss = int(p.stderr.strip().splitlines()[-1])
+    return dt, rss, p.stdout
 
 
 def main() -> None:
@@ -68,6 +66,8 @@ def main() -> None:
     ap.add_argument("--keep", help="directory for the generated traces (default: a temp dir)")
     args = ap.parse_args()
 
+    if not os.path.exists("/usr/bin/time"):
+        sys.exit("needs GNU time for peak memory: apt-get install time")
     vm = [sys.executable, "-m", "vmemsim"]
     d = args.keep or tempfile.mkdtemp(prefix="vmemsim-bench-")
     os.makedirs(d, exist_ok=True)
@@ -85,14 +85,15 @@ def main() -> None:
     print(f"trace: {n} accesses, {distinct} distinct pages, frames = {frames} ({args.frames_pct}%)")
 
     rows = []
-    read_times = [timed(vm + ["trace", "read", native])[0] for _ in range(args.repeat)]
-    rows.append(("(read native trace)", statistics.median(read_times), None, None, None))
+    reads = [timed(vm + ["trace", "read", native]) for _ in range(args.repeat)]
+    base_rss = max(r[1] for r in reads)
+    rows.append(("(read native trace)", statistics.median(r[0] for r in reads), None, None, None))
     for pol in args.policies.split(","):
         vt, lt, rss = [], [], 0
         for _ in range(args.repeat):
             t, r, out = timed(vm + ["replay", "--trace", native, "--policy", pol, "--frames", str(frames), "--json"])
             vt.append(t)
-            rss = max(rss, r)
+            rss = max(rss, r - base_rss)
             faults = json.loads(out)["faults"]
             if pol in LCS:
                 t, _, out = timed([sys.executable, "-c", LCS_SCRIPT, oracle, LCS[pol], str(frames)])
