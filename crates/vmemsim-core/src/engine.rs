@@ -22,7 +22,6 @@
 //! Left out here: timing, the page cache of unmapped file I/O, THP, mlock, OOM kill.
 
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 use crate::access::Access;
 use crate::mm::frames::{F_ANON, F_DIRTY, F_MAPPED, F_SWAPCACHE};
@@ -121,7 +120,7 @@ pub struct Machine<P: Policy> {
     t: u64,
     victims: Vec<FrameId>,
     /// Ids at or above `VPN_LIMIT` (object ids, not addresses) mapped to dense page numbers.
-    remap: HashMap<u64, u64>,
+    remap: crate::util::PageMap<u64>,
     ra: ReadaheadState,
     oom_at: Option<u64>,
 }
@@ -219,7 +218,7 @@ impl<P: Policy> Machine<P> {
             check: cfg.check_invariants,
             t: 0,
             victims: Vec::with_capacity(SWAP_CLUSTER_MAX as usize * 4),
-            remap: HashMap::new(),
+            remap: Default::default(),
             ra: ReadaheadState::default(),
             oom_at: None,
         })
@@ -563,7 +562,6 @@ impl<P: Policy> Machine<P> {
     fn reclaim_frame(&mut self, f: FrameId) {
         debug_assert!(self.mm.frames.in_use(f));
         let shadow = self.policy.shadow(&self.mm, f);
-        let vpn = self.mm.frames.owner(f);
         let pidx = self.mm.frames.pte(f);
         let dirty = self.mm.is_dirty(f);
         let mapped = self.mm.frames.is_mapped(f);

@@ -1,7 +1,7 @@
 //! Replaying a trace through one policy on one machine: the smallest useful run.
 
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use crate::access::Access;
 use crate::engine::{Machine, MachineConfig, Stats};
@@ -109,7 +109,8 @@ fn oom_error<P: Policy>(m: &Machine<P>, machine: &MachineConfig) -> Result<()> {
 
 /// Index of the next access to the same page for every access (`u64::MAX` = never again).
 pub fn next_use(trace: &[Access]) -> Vec<u64> {
-    let mut last: HashMap<u64, u64> = HashMap::with_capacity(trace.len() / 4);
+    let mut last: crate::util::PageMap<u64> = Default::default();
+    last.reserve(trace.len() / 4);
     let mut next = vec![u64::MAX; trace.len()];
     for (i, a) in trace.iter().enumerate().rev() {
         if let Some(j) = last.insert(a.page, i as u64) {
@@ -157,7 +158,10 @@ pub fn replay(
 
 /// Number of distinct pages in a source (for `--frames 25%`).
 pub fn count_distinct(src: &mut dyn TraceSource) -> Result<u64> {
-    let mut seen: std::collections::HashSet<u64> = std::collections::HashSet::new();
+    let mut seen: std::collections::HashSet<
+        u64,
+        std::hash::BuildHasherDefault<crate::util::PageHasher>,
+    > = Default::default();
     let mut buf = Vec::with_capacity(CHUNK);
     loop {
         src.next_chunk(&mut buf)?;

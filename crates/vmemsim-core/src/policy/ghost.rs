@@ -6,37 +6,9 @@
 //! ghost), so the hit path never hashes. The table is sized up front; ids are recycled through
 //! a free list, so a steady state allocates nothing.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use super::list::{Links, List};
 
-/// A multiplicative hash for page numbers (Fibonacci hashing, as the kernel's `hash_64`):
-/// page numbers are not adversarial input, and SipHash would cost more than the rest of a miss.
-#[derive(Default, Clone, Copy)]
-pub struct PageHasher(u64);
-
-impl Hasher for PageHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, x: u64) {
-        // GOLDEN_RATIO_64 of include/linux/hash.h; the high bits are the well-mixed ones,
-        // hashbrown uses the top 7 for its tags and the low bits for the bucket, so fold.
-        let h = (self.0 ^ x).wrapping_mul(0x61C8_8646_80B5_83EB);
-        self.0 = h ^ (h >> 32);
-    }
-}
-
-pub type PageMap<V> = HashMap<u64, V, BuildHasherDefault<PageHasher>>;
+pub use crate::util::PageMap;
 
 const NO_LIST: u8 = u8::MAX;
 
