@@ -152,11 +152,11 @@ def test_native_rejects_wrong_arrays() -> None:
     from vmemsim import _native
 
     with pytest.raises(VmemsimError, match="uint64 or int64"):
-        _native.replay_array(np.array([1.0]), None, "lru", "3")
+        _native.replay({"pages": np.array([1.0])}, "lru", "3")
     with pytest.raises(VmemsimError, match="negative page number -1"):
-        _native.replay_array(np.array([-1], dtype=np.int64), None, "lru", "3")
+        _native.replay({"pages": np.array([-1], dtype=np.int64)}, "lru", "3")
     with pytest.raises(VmemsimError, match="machine: unknown key 'nope'"):
-        _native.replay_array(np.array([1], dtype=np.uint64), None, "lru", "3", 0, None, {"nope": 1})
+        _native.replay({"pages": np.array([1], dtype=np.uint64)}, "lru", "3", 0, None, {"nope": 1})
 
 
 def test_malformed_file(tmp_path: Path) -> None:

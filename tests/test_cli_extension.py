@@ -1,5 +1,5 @@
 """The subcommand registry: commands added with `register` (including grouped ones such as
-`trace info`) parse, run, and report bad input as one line with status 2."""
+`trace example`) parse, run, and report bad input as one line with status 2."""
 
 from __future__ import annotations
 
@@ -28,29 +28,29 @@ def registered(monkeypatch):
         return 0
 
     cli.register_group("trace", "work on trace files")
-    cli.register("trace info", "describe a trace", configure, run)
+    cli.register("trace example", "describe a trace", configure, run)
     return seen
 
 
 def test_grouped_command_runs(registered, capsys) -> None:
-    assert cli.main(["trace", "info", "--trace", "t.vmt", "--format", "text"]) == 0
+    assert cli.main(["trace", "example", "--trace", "t.vmt", "--format", "text"]) == 0
     assert registered == {"trace": "t.vmt", "format": "text"}
 
 
 def test_grouped_command_error_is_one_line(registered, capsys) -> None:
-    assert cli.main(["trace", "info", "--trace", "t.vmt", "--fail"]) == 2
+    assert cli.main(["trace", "example", "--trace", "t.vmt", "--fail"]) == 2
     err = capsys.readouterr().err
     assert err == "vmemsim: error: t.vmt: byte 12: truncated second line\n"
 
 
 def test_group_without_command_prints_help(registered, capsys) -> None:
     assert cli.main(["trace"]) == 2
-    assert "info" in capsys.readouterr().err
+    assert "example" in capsys.readouterr().err
 
 
 def test_duplicate_registration_is_refused(registered) -> None:
     with pytest.raises(ValueError, match="twice"):
-        cli.register("trace info", "again", lambda p: None, lambda a: 0)
+        cli.register("trace example", "again", lambda p: None, lambda a: 0)
 
 
 def test_policy_arguments_round_trip(registered) -> None:
@@ -65,4 +65,5 @@ def test_policy_arguments_round_trip(registered) -> None:
     assert kw == dict(
         policy="lru", frames="25%", seed=0, options={"a": "1"}, page_cluster=2,
         watermarks=[1, 2, 3], swappiness=60, check_invariants=False, format=None,
+        page_size=4096, addresses=False, csv=None,
     )

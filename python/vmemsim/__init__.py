@@ -6,6 +6,12 @@ The simulation lives in a Rust core; this package is its Python face::
     r = vmemsim.replay("trace.txt", policy="lru", frames="25%")
     print(r.faults, r.major_faults, r.miss_ratio)
 
+    g = vmemsim.generate("zipf:pages=1000,alpha=0.9,n=10000", seed=1)
+    curve = vmemsim.mrc(g, policy="lru", points=10)       # exact, one pass
+    print(vmemsim.trace_info(g).distinct_pages, curve.misses)
+
+A trace is a path (``format``, ``page_size``, ``addresses`` and ``csv`` say how to read it),
+a generator (:func:`generate`, or a ``"gen:SPEC"`` string) or page numbers in memory.
 ``vmemsim.policies()`` lists the registered policies. Every bad input raises
 ``vmemsim.VmemsimError`` (a ``ValueError``) with a one-line message naming the file and line
 or the configuration key.
@@ -13,23 +19,53 @@ or the configuration key.
 
 from ._native import VmemsimError, version as _version
 from .api import (
+    CurvePoint,
+    Generated,
+    MissRatioCurve,
     PolicyInfo,
+    ReadStats,
     ReplayResult,
+    ReuseDistance,
+    TraceInfo,
+    convert,
+    generate,
+    generator_kinds,
+    load_trace,
+    mrc,
+    output_format,
     policies,
     policy_names,
+    read_trace,
     replay,
     trace_formats,
+    trace_info,
+    write_trace,
 )
 
 __version__: str = _version()
 
 __all__ = [
+    "CurvePoint",
+    "Generated",
+    "MissRatioCurve",
     "PolicyInfo",
+    "ReadStats",
     "ReplayResult",
+    "ReuseDistance",
+    "TraceInfo",
     "VmemsimError",
     "__version__",
+    "convert",
+    "generate",
+    "generator_kinds",
+    "load_trace",
+    "mrc",
+    "output_format",
     "policies",
     "policy_names",
+    "read_trace",
     "replay",
     "trace_formats",
+    "trace_info",
+    "write_trace",
 ]

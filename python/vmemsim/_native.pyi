@@ -1,11 +1,20 @@
-"""Typed stubs of the compiled core binding (``crates/vmemsim-py``). Private: use ``vmemsim``."""
+"""Typed stubs of the compiled core binding (``crates/vmemsim-py``). Private: use ``vmemsim``.
 
-from typing import Any, Callable, Mapping, Optional
+A ``source`` is one of (built by ``vmemsim.api``):
+
+- ``{"path": str, "format": str | None, "page_size": int, "addresses": bool, "csv": str | None}``
+- ``{"gen": str, "seed": int}``
+- ``{"pages": uint64 or int64 array, "writes": bool array | None}``
+"""
+
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 __version__: str
+
+ProgressFn = Callable[[int, Optional[int]], Any]
 
 class VmemsimError(ValueError):
     """Bad input: the message is one line naming the file and line, or the configuration key."""
@@ -15,26 +24,57 @@ def policies() -> list[tuple[str, str, str]]:
     """Every registered policy as ``(name, description, family)``."""
 
 def trace_formats() -> list[str]: ...
-def replay_path(
-    path: str,
-    format: Optional[str],
-    policy: str,
-    frames: str,
-    seed: int = 0,
-    options: Optional[Mapping[str, str]] = None,
-    machine: Optional[Mapping[str, Any]] = None,
-    progress: Optional[Callable[[int, Optional[int]], Any]] = None,
-) -> str:
-    """Replay a trace file; returns the JSON of the core's ``ReplayResult``."""
+def trace_format_descriptions() -> list[tuple[str, str]]:
+    """Every trace format as ``(name, description)``."""
 
-def replay_array(
-    pages: npt.NDArray[np.uint64] | npt.NDArray[np.int64],
-    writes: Optional[npt.NDArray[np.bool_]],
+def generator_kinds() -> list[tuple[str, str]]:
+    """Every generator kind as ``(name, description)``."""
+
+def check_generator(spec: str, seed: int) -> tuple[str, int]:
+    """Parse and build a generator spec; returns ``(name, accesses)``."""
+
+def replay(
+    source: Mapping[str, Any],
     policy: str,
     frames: str,
     seed: int = 0,
     options: Optional[Mapping[str, str]] = None,
     machine: Optional[Mapping[str, Any]] = None,
-    progress: Optional[Callable[[int, Optional[int]], Any]] = None,
+    progress: Optional[ProgressFn] = None,
 ) -> str:
-    """Replay page numbers in memory; returns the JSON of the core's ``ReplayResult``."""
+    """Replay a source; returns the JSON of the core's ``ReplayResult``."""
+
+def miss_ratio_curve(
+    source: Mapping[str, Any],
+    policy: str = "lru",
+    sizes: Optional[Sequence[int]] = None,
+    points: Optional[int] = None,
+    shards: Optional[float] = None,
+    seed: int = 0,
+    options: Optional[Mapping[str, str]] = None,
+    machine: Optional[Mapping[str, Any]] = None,
+    workers: Optional[int] = None,
+    progress: Optional[ProgressFn] = None,
+) -> str:
+    """The miss-ratio curve as JSON: the core's ``MissCurve`` plus ``policy``, ``method``,
+    ``seed``, ``version``, ``distinct_pages`` and ``workers``."""
+
+def trace_info(
+    source: Mapping[str, Any], reuse: bool = True, progress: Optional[ProgressFn] = None
+) -> str:
+    """The JSON of the core's ``TraceInfo``."""
+
+def read_trace(
+    source: Mapping[str, Any], progress: Optional[ProgressFn] = None
+) -> tuple[int, float]:
+    """Read a whole source: ``(accesses, seconds)``."""
+
+def load_trace(
+    source: Mapping[str, Any], progress: Optional[ProgressFn] = None
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """Every access as ``(pages, writes)``."""
+
+def write_trace(
+    source: Mapping[str, Any], out: str, format: str, progress: Optional[ProgressFn] = None
+) -> int:
+    """Copy a source into a new trace file; returns the accesses written."""

@@ -1,4 +1,5 @@
-"""The Python API: replay a trace through one policy and get a typed result.
+"""The Python API: replay a trace through one policy, miss-ratio curves, trace files and
+generators, all with typed results.
 
 All simulation happens in the Rust core (``vmemsim._native``); this module converts
 arguments, calls it and wraps the JSON it returns. Policy and trace-format names come from
@@ -7,10 +8,11 @@ the core's registries, never from lists kept here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -18,17 +20,30 @@ from . import _native
 from ._native import VmemsimError
 
 __all__ = [
+    "CurvePoint",
+    "Generated",
+    "MissRatioCurve",
     "PolicyInfo",
+    "ReadStats",
     "ReplayResult",
+    "ReuseDistance",
+    "TraceInfo",
     "VmemsimError",
+    "convert",
+    "generate",
+    "generator_kinds",
+    "load_trace",
+    "mrc",
+    "output_format",
     "policies",
     "policy_names",
+    "read_trace",
     "replay",
     "trace_formats",
+    "trace_info",
+    "write_trace",
 ]
 
-#: What ``replay`` accepts as a trace: a path, or page numbers in memory.
-Trace = Union[str, "os.PathLike[str]", np.ndarray, Sequence[int]]
 #: ``progress(done, total)``: accesses replayed so far, and the total when known (arrays).
 ProgressFn = Callable[[int, Optional[int]], Any]
 
@@ -229,6 +244,122 @@ def _machine_arg(
     return m
 
 
+# ---------------------------------------------------------------- trace sources
+
+#: A string trace starting with this prefix is a generator spec, not a path.
+GEN_PREFIX = "gen:"
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A seeded synthetic trace from the core's generators (see :func:`generate`); usable
+    wherever a trace is accepted. Nothing is generated until it is used: each use replays the
+    same accesses (a pure function of spec and seed)."""
+
+    #: The spec as given, without the ``gen:`` prefix.
+    spec: str
+    #: Seed for the parts of the spec that give none.
+    seed: int
+    #: ``gen:<canonical spec with its seed>``: the ``trace`` name in results; passing it
+    #: back as a trace gives the same accesses.
+    name: str
+    #: Number of accesses it yields.
+    accesses: int
+
+    def __len__(self) -> int:
+        return self.accesses
+
+    def to_numpy(self) -> np.ndarray:
+        """The page numbers, as a ``uint64`` array."""
+        return load_trace(self)[0]
+
+    def to_arrays(self) -> Tuple[np.ndarray, np.ndarray]:
+        """``(pages, writes)``: ``uint64`` page numbers and a ``bool`` write mask."""
+        return load_trace(self)
+
+
+def generate(spec: str, seed: int = 0) -> Generated:
+    """A generator trace from a spec such as ``"zipf:pages=1000,alpha=0.9,n=10000"`` (a
+    leading ``gen:`` is accepted). The grammar and kinds: ``vmemsim generate --help`` or
+    :func:`generator_kinds`. ``seed`` seeds every part whose spec gives no ``seed=``.
+    Raises ``VmemsimError`` naming the key (``zipf.alpha``) for a bad spec."""
+    if not isinstance(spec, str):
+        raise VmemsimError(f"generator: expected a spec string, got {spec!r}")
+    seed_i = _seed_arg(seed)
+    body = spec.strip()
+    if body.startswith(GEN_PREFIX):
+        body = body[len(GEN_PREFIX):]
+    name, n = _native.check_generator(body, seed_i)
+    return Generated(spec=body, seed=seed_i, name=name, accesses=n)
+
+
+def generator_kinds() -> List[Tuple[str, str]]:
+    """Every generator kind as ``(name, description of its keys)``."""
+    return list(_native.generator_kinds())
+
+
+#: What the functions of this module accept as a trace: a path, a ``"gen:SPEC"`` string, a
+#: :class:`Generated`, or page numbers in memory.
+Trace = Union[str, "os.PathLike[str]", np.ndarray, Sequence[int], Generated]
+
+
+def _source_arg(
+    trace: Any,
+    *,
+    format: Optional[str] = None,
+    page_size: int = 4096,
+    addresses: bool = False,
+    csv: Optional[str] = None,
+    seed: int = 0,
+    writes: Any = None,
+) -> Dict[str, Any]:
+    """The source dict of the binding (see ``crates/vmemsim-py``)."""
+    is_file = isinstance(trace, os.PathLike) or (
+        isinstance(trace, str) and not trace.startswith(GEN_PREFIX)
+    )
+    if not is_file:
+        for key, val, default in (
+            ("format", format, None),
+            ("page_size", page_size, 4096),
+            ("addresses", addresses, False),
+            ("csv", csv, None),
+        ):
+            if val != default:
+                raise VmemsimError(f"{key}: only for trace files, not generators or arrays")
+    if isinstance(trace, Generated):
+        if writes is not None:
+            raise VmemsimError("writes: only for in-memory traces (a generator has its own)")
+        return {"gen": trace.spec, "seed": trace.seed}
+    if isinstance(trace, str) and trace.startswith(GEN_PREFIX):
+        if writes is not None:
+            raise VmemsimError("writes: only for in-memory traces (a generator has its own)")
+        return {"gen": trace[len(GEN_PREFIX):], "seed": _seed_arg(seed)}
+    if is_file:
+        if writes is not None:
+            raise VmemsimError("writes: only for in-memory traces (a file says R/W itself)")
+        if isinstance(page_size, bool) or not isinstance(page_size, (int, np.integer)):
+            raise VmemsimError(f"page_size: expected an integer, got {page_size!r}")
+        if csv is not None and not isinstance(csv, str):
+            if isinstance(csv, Mapping):
+                csv = ",".join(f"{k}={v}" for k, v in csv.items())
+            else:
+                raise VmemsimError(f"csv: expected 'column=...,op=...' or a dict, got {csv!r}")
+        return {
+            "path": os.fsdecode(os.fspath(trace)),
+            "format": format,
+            "page_size": int(page_size),
+            "addresses": bool(addresses),
+            "csv": csv,
+        }
+    src: Dict[str, Any] = {"pages": _pages_arg(trace)}
+    if writes is not None:
+        src["writes"] = np.ascontiguousarray(np.asarray(writes), dtype=np.bool_)
+    return src
+
+
+# ---------------------------------------------------------------- replay
+
+
 def replay(
     trace: Trace,
     policy: str = "lru",
@@ -242,16 +373,23 @@ def replay(
     check_invariants: bool = False,
     progress: Optional[ProgressFn] = None,
     writes: Optional[Union[np.ndarray, Sequence[bool]]] = None,
+    page_size: int = 4096,
+    addresses: bool = False,
+    csv: Optional[Union[str, Mapping[str, str]]] = None,
 ) -> ReplayResult:
     """Replay ``trace`` through ``policy`` on a machine of ``frames`` 4 KiB frames.
 
-    ``trace`` is a path to a trace file (``format`` names its format, ``None`` detects it) or
-    page numbers in memory (a numpy array or a sequence of ints; ``writes`` optionally marks
-    writes). ``frames`` is a count or a percentage of the trace's distinct pages (``"25%"``).
-    ``options`` are the policy's ``key=value`` knobs; an unknown key is an error.
-    ``page_cluster`` (``vm.page-cluster``), ``watermarks`` ``(min, low, high)`` and
-    ``swappiness`` configure the machine (``None`` = the kernel's defaults for kernel policies,
-    none for demand policies). ``progress(done, total)`` is called a few times a second.
+    ``trace`` is a path to a trace file, a generator (``vmemsim.generate(spec)`` or a
+    ``"gen:SPEC"`` string, seeded by ``seed``) or page numbers in memory (a numpy array or a
+    sequence of ints; ``writes`` optionally marks writes). For files, ``format`` names the
+    format (``None`` detects it), ``page_size`` and ``addresses`` say how to read values (byte
+    addresses are divided by the page size) and ``csv`` maps CSV columns
+    (``"column=addr,op=type"``). ``frames`` is a count or a percentage of the trace's distinct
+    pages (``"25%"``). ``options`` are the policy's ``key=value`` knobs; an unknown key is an
+    error. ``page_cluster`` (``vm.page-cluster``), ``watermarks`` ``(min, low, high)`` and
+    ``swappiness`` configure the machine (``None`` = the kernel's defaults for kernel
+    policies, none for demand policies). ``progress(done, total)`` is called a few times a
+    second.
 
     Raises ``VmemsimError`` (a ``ValueError``) with a one-line message on any bad input.
     """
@@ -261,19 +399,371 @@ def replay(
     machine = _machine_arg(page_cluster, watermarks, swappiness, check_invariants)
     if not isinstance(policy, str):
         raise VmemsimError(f"policy: expected a policy name, got {policy!r}")
-    if isinstance(trace, (str, os.PathLike)):
-        if writes is not None:
-            raise VmemsimError("writes: only for in-memory traces (a file says R/W itself)")
-        path = os.fsdecode(os.fspath(trace))
-        out = _native.replay_path(
-            path, format, policy, frames_s, seed_i, opts, machine, progress
-        )
-    else:
-        if format is not None:
-            raise VmemsimError("format: only for trace files, not in-memory page numbers")
-        pages = _pages_arg(trace)
-        w = None
-        if writes is not None:
-            w = np.ascontiguousarray(np.asarray(writes), dtype=np.bool_)
-        out = _native.replay_array(pages, w, policy, frames_s, seed_i, opts, machine, progress)
+    src = _source_arg(
+        trace, format=format, page_size=page_size, addresses=addresses, csv=csv, seed=seed_i,
+        writes=writes,
+    )
+    out = _native.replay(src, policy, frames_s, seed_i, opts, machine, progress)
     return ReplayResult.from_json(out)
+
+
+# ---------------------------------------------------------------- miss-ratio curves
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """Misses (cold misses included) with ``frames`` frames of memory."""
+
+    frames: int
+    misses: int
+    miss_ratio: float
+
+
+@dataclass(frozen=True)
+class MissRatioCurve:
+    """Misses against memory size for one policy on one trace.
+
+    ``method`` says how it was computed: ``exact-lru`` (one pass of LRU stack distances;
+    equal to replaying ``lru`` at each size), ``shards-lru`` (SHARDS spatial sampling at
+    ``sampling_rate``, an approximation) or ``replay`` (one full replay per size).
+    ``distinct_pages`` is exact when the method counted them, else ``None``.
+    """
+
+    policy: str
+    method: str
+    trace: str
+    seed: int
+    version: str
+    accesses: int
+    sampling_rate: float
+    distinct_pages: Optional[int]
+    workers: int
+    points: Tuple[CurvePoint, ...]
+
+    @property
+    def frames(self) -> List[int]:
+        return [p.frames for p in self.points]
+
+    @property
+    def misses(self) -> List[int]:
+        return [p.misses for p in self.points]
+
+    @property
+    def miss_ratios(self) -> List[float]:
+        return [p.miss_ratio for p in self.points]
+
+    @classmethod
+    def from_json(cls, text: str) -> "MissRatioCurve":
+        raw = json.loads(text)
+        return cls(
+            policy=raw["policy"],
+            method=raw["method"],
+            trace=raw["trace"],
+            seed=int(raw["seed"]),
+            version=raw["version"],
+            accesses=int(raw["accesses"]),
+            sampling_rate=float(raw["sampling_rate"]),
+            distinct_pages=None if raw["distinct_pages"] is None else int(raw["distinct_pages"]),
+            workers=int(raw["workers"]),
+            points=tuple(
+                CurvePoint(int(p["frames"]), int(p["misses"]), float(p["miss_ratio"]))
+                for p in raw["points"]
+            ),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The CLI's JSON: the configuration, then ``points`` as a list of dicts."""
+        return {
+            "policy": self.policy,
+            "method": self.method,
+            "trace": self.trace,
+            "seed": self.seed,
+            "version": self.version,
+            "accesses": self.accesses,
+            "distinct_pages": self.distinct_pages,
+            "sampling_rate": self.sampling_rate,
+            "workers": self.workers,
+            "points": [dataclasses.asdict(p) for p in self.points],
+        }
+
+    def to_pandas(self) -> "Any":
+        """A ``pandas.DataFrame``, one row per size: ``frames``, ``misses``, ``miss_ratio``,
+        then ``policy``, ``method``, ``trace``, ``seed``."""
+        pd = _pandas("MissRatioCurve")
+        return pd.DataFrame(
+            {
+                "frames": self.frames,
+                "misses": self.misses,
+                "miss_ratio": self.miss_ratios,
+                "policy": [self.policy] * len(self.points),
+                "method": [self.method] * len(self.points),
+                "trace": [self.trace] * len(self.points),
+                "seed": [self.seed] * len(self.points),
+            }
+        )
+
+
+def _pandas(what: str) -> Any:
+    try:
+        import pandas as pd
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(f"{what}.to_pandas() needs pandas: pip install 'vmemsim[pandas]'") from e
+    return pd
+
+
+def _count_arg(key: str, v: Any, lo: int = 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or int(v) < lo:
+        raise VmemsimError(f"{key}: expected a whole number of at least {lo}, got {v!r}")
+    return int(v)
+
+
+def mrc(
+    trace: Trace,
+    policy: str = "lru",
+    sizes: Optional[Sequence[int]] = None,
+    points: Optional[int] = None,
+    shards: Optional[float] = None,
+    seed: int = 0,
+    format: Optional[str] = None,
+    page_size: int = 4096,
+    addresses: bool = False,
+    csv: Optional[Union[str, Mapping[str, str]]] = None,
+    options: Optional[Mapping[str, Any]] = None,
+    page_cluster: Optional[int] = None,
+    watermarks: Optional[Sequence[int]] = None,
+    swappiness: int = 60,
+    workers: Optional[int] = None,
+    progress: Optional[ProgressFn] = None,
+    writes: Optional[Union[np.ndarray, Sequence[bool]]] = None,
+    check_invariants: bool = False,
+) -> MissRatioCurve:
+    """The miss-ratio curve of ``policy`` on ``trace`` (any trace :func:`replay` accepts).
+
+    Sizes: ``sizes`` (frames), or ``points`` sizes spaced on a log scale from 1 to the
+    trace's distinct pages (default 20). For ``lru`` without options or swap readahead the
+    curve is exact from one pass of stack distances (Mattson et al. 1970), or approximated by
+    SHARDS sampling at rate ``shards`` (Waldspurger et al., FAST'15); any other policy is
+    replayed once per size, in parallel on ``workers`` threads (default: one per core).
+    """
+    if not isinstance(policy, str):
+        raise VmemsimError(f"policy: expected a policy name, got {policy!r}")
+    seed_i = _seed_arg(seed)
+    sizes_l: Optional[List[int]] = None
+    if sizes is not None:
+        if isinstance(sizes, (str, bytes)):
+            raise VmemsimError(f"sizes: expected a sequence of frame counts, got {sizes!r}")
+        sizes_l = [_count_arg("sizes", s) for s in sizes]
+    points_i = None if points is None else _count_arg("points", points)
+    workers_i = None if workers is None else _count_arg("workers", workers)
+    shards_f = None
+    if shards is not None:
+        if isinstance(shards, bool) or not isinstance(shards, (int, float, np.floating)):
+            raise VmemsimError(f"shards: expected a sampling rate in (0, 1], got {shards!r}")
+        shards_f = float(shards)
+    src = _source_arg(
+        trace, format=format, page_size=page_size, addresses=addresses, csv=csv, seed=seed_i,
+        writes=writes,
+    )
+    out = _native.miss_ratio_curve(
+        src, policy, sizes_l, points_i, shards_f, seed_i, _options_arg(options),
+        _machine_arg(page_cluster, watermarks, swappiness, check_invariants), workers_i, progress,
+    )
+    return MissRatioCurve.from_json(out)
+
+
+# ---------------------------------------------------------------- trace files
+
+
+@dataclass(frozen=True)
+class ReuseDistance:
+    """Percentiles (nearest rank) of LRU stack distances of re-references, in pages: ``p90``
+    frames of LRU memory would serve 90% of the re-references."""
+
+    p50: int
+    p90: int
+    p99: int
+    max: int
+    mean: float
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    """A one-pass summary of a trace (``vmemsim trace info``)."""
+
+    trace: str
+    page_size: int
+    accesses: int
+    reads: int
+    writes: int
+    write_fraction: float
+    distinct_pages: int
+    footprint_bytes: int
+    min_page: Optional[int]
+    max_page: Optional[int]
+    #: First touches / accesses.
+    cold_fraction: float
+    #: ``None`` when no page is accessed twice or when not computed (``reuse=False``).
+    reuse_distance: Optional[ReuseDistance]
+
+    @classmethod
+    def from_json(cls, text: str) -> "TraceInfo":
+        raw = json.loads(text)
+        rd = raw.pop("reuse_distance")
+        return cls(
+            reuse_distance=None if rd is None else ReuseDistance(**rd),
+            **{f.name: raw[f.name] for f in dataclasses.fields(cls) if f.name in raw},
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def trace_info(
+    trace: Trace,
+    reuse: bool = True,
+    format: Optional[str] = None,
+    page_size: int = 4096,
+    addresses: bool = False,
+    csv: Optional[Union[str, Mapping[str, str]]] = None,
+    seed: int = 0,
+    progress: Optional[ProgressFn] = None,
+    writes: Optional[Union[np.ndarray, Sequence[bool]]] = None,
+) -> TraceInfo:
+    """Summarise a trace in one pass: accesses, reads/writes, distinct pages, footprint, page
+    range and (unless ``reuse=False``, which is faster) LRU reuse-distance percentiles."""
+    src = _source_arg(
+        trace, format=format, page_size=page_size, addresses=addresses, csv=csv,
+        seed=_seed_arg(seed), writes=writes,
+    )
+    return TraceInfo.from_json(_native.trace_info(src, bool(reuse), progress))
+
+
+@dataclass(frozen=True)
+class ReadStats:
+    """What reading a whole trace cost (``vmemsim trace read``)."""
+
+    accesses: int
+    seconds: float
+
+    @property
+    def accesses_per_second(self) -> float:
+        return self.accesses / self.seconds if self.seconds > 0 else float("inf")
+
+
+def read_trace(
+    trace: Trace,
+    format: Optional[str] = None,
+    page_size: int = 4096,
+    addresses: bool = False,
+    csv: Optional[Union[str, Mapping[str, str]]] = None,
+    seed: int = 0,
+    progress: Optional[ProgressFn] = None,
+) -> ReadStats:
+    """Read every access of ``trace`` and drop it: the cost of reading alone."""
+    src = _source_arg(
+        trace, format=format, page_size=page_size, addresses=addresses, csv=csv,
+        seed=_seed_arg(seed),
+    )
+    n, secs = _native.read_trace(src, progress)
+    return ReadStats(int(n), float(secs))
+
+
+def load_trace(
+    trace: Trace,
+    format: Optional[str] = None,
+    page_size: int = 4096,
+    addresses: bool = False,
+    csv: Optional[Union[str, Mapping[str, str]]] = None,
+    seed: int = 0,
+    progress: Optional[ProgressFn] = None,
+) -> Tuple[np.ndarray, np.ndarray]:
+    """Every access of ``trace`` in memory: ``(pages, writes)`` as ``uint64`` and ``bool``
+    numpy arrays."""
+    src = _source_arg(
+        trace, format=format, page_size=page_size, addresses=addresses, csv=csv,
+        seed=_seed_arg(seed),
+    )
+    return _native.load_trace(src, progress)
+
+
+#: Output format by file-name ending (lower case), for :func:`output_format`.
+_EXTENSIONS = (
+    (".vmt", "native"),
+    (".oraclegeneral", "oracle-general"),
+    (".oraclegeneral.bin", "oracle-general"),
+    (".bin", "oracle-general"),
+    (".csv", "csv"),
+    (".txt", "text"),
+)
+
+
+def output_format(path: Union[str, "os.PathLike[str]"], default: str = "text") -> str:
+    """The format a trace written to ``path`` gets when none is named: ``.vmt`` native,
+    ``.oracleGeneral`` (or ``.bin``) oracle-general, ``.csv`` csv, ``.txt`` text, anything
+    else ``default``. The same endings are what format detection reads back."""
+    name = os.path.basename(os.fsdecode(os.fspath(path))).lower()
+    for ext, fmt in _EXTENSIONS:
+        if name.endswith(ext):
+            return fmt
+    return default
+
+
+def _write(src: Dict[str, Any], out: str, fmt: str, progress: Optional[ProgressFn]) -> int:
+    """Write ``src`` to ``out``; a failed write removes what it created."""
+    existed = os.path.lexists(out)
+    if src.get("path") is not None and existed:
+        try:
+            if os.path.samefile(src["path"], out):
+                raise VmemsimError(f"{out}: the output is the input trace; give another path")
+        except OSError:
+            pass
+    try:
+        return int(_native.write_trace(src, out, fmt, progress))
+    except BaseException:
+        if not existed:
+            try:
+                os.remove(out)
+            except OSError:
+                pass
+        raise
+
+
+def convert(
+    src: Trace,
+    dst: Union[str, "os.PathLike[str]"],
+    from_format: Optional[str] = None,
+    to_format: Optional[str] = None,
+    page_size: int = 4096,
+    addresses: bool = False,
+    csv: Optional[Union[str, Mapping[str, str]]] = None,
+    seed: int = 0,
+    progress: Optional[ProgressFn] = None,
+) -> int:
+    """Copy the trace ``src`` (any trace: a file read with ``from_format`` and the reader
+    options, a generator, page numbers) into a new file ``dst`` of ``to_format`` (default: by
+    ``dst``'s ending, see :func:`output_format`). Returns the accesses written.
+    oracle-general has no operation field: writes become reads."""
+    source = _source_arg(
+        src, format=from_format, page_size=page_size, addresses=addresses, csv=csv,
+        seed=_seed_arg(seed),
+    )
+    out = os.fsdecode(os.fspath(dst))
+    return _write(source, out, to_format or output_format(out), progress)
+
+
+def write_trace(
+    trace: Union[np.ndarray, Sequence[int], Generated],
+    path: Union[str, "os.PathLike[str]"],
+    format: Optional[str] = None,
+    writes: Optional[Union[np.ndarray, Sequence[bool]]] = None,
+    progress: Optional[ProgressFn] = None,
+) -> int:
+    """Write page numbers in memory (``writes`` marks writes) or a generator to a trace file
+    of ``format`` (default: by ``path``'s ending, see :func:`output_format`). Returns the
+    accesses written."""
+    if isinstance(trace, (str, os.PathLike)) and not (
+        isinstance(trace, str) and trace.startswith(GEN_PREFIX)
+    ):
+        raise VmemsimError("trace: write_trace takes arrays or generators; use convert for files")
+    out = os.fsdecode(os.fspath(path))
+    return _write(_source_arg(trace, writes=writes), out, format or output_format(out), progress)

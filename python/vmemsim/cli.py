@@ -2,13 +2,32 @@
 
 Contract (scripts and tests rely on it):
 
-- ``vmemsim replay --trace PATH --policy NAME --frames N|P% [--format F] [--seed S] [--json]
+- Every command that reads a trace takes TRACE as a path, with ``--format F`` (text, csv,
+  oracle-general, native; detected when omitted), ``--page-size N`` (default 4096),
+  ``--addresses`` (values are byte addresses) and ``--csv "column=...,op=..."`` (CSV column
+  mapping); or as ``gen:SPEC``, a seeded generator (``vmemsim generate --help`` gives the
+  grammar), seeded by ``--seed``.
+- ``vmemsim replay --trace TRACE --policy NAME --frames N|P% [--seed S] [--json]
   [--opt KEY=VALUE ...] [--page-cluster N] [--swappiness N] [--watermarks MIN,LOW,HIGH]
   [--progress/--no-progress]``; ``--json`` prints one JSON object whose top level has at least
   ``accesses``, ``faults`` (every miss, cold included), ``major_faults``, ``policy``,
   ``frames``, ``seed`` and ``version``.
+- ``vmemsim mrc --trace TRACE [--policy lru] [--sizes 10,100 | --points N] [--shards RATE]
+  [--workers N] [--json] [--csv-out OUT]``: misses at each size; JSON with ``policy``,
+  ``method``, ``trace``, ``seed``, ``version``, ``accesses`` and ``points`` (a list of
+  ``frames``, ``misses``, ``miss_ratio``).
+- ``vmemsim trace info TRACE [--json] [--no-reuse]``; JSON with at least ``accesses``,
+  ``distinct_pages``, ``reads``, ``writes``, ``footprint_bytes``, ``min_page``, ``max_page``
+  and ``reuse_distance`` (``p50``, ``p90``, ``p99``, ``max``, ``mean``; null without reuse).
+- ``vmemsim trace convert IN OUT [--from F] [--to F]``: ``--to`` defaults by OUT's ending
+  (``.vmt`` native, ``.oracleGeneral`` oracle-general, ``.csv``, anything else text).
+- ``vmemsim trace read TRACE [--json]``: reads the whole trace; prints the accesses and
+  M accesses/s (the cost of reading alone).
+- ``vmemsim generate SPEC --out PATH [--to F] [--seed S]``: writes a generated trace
+  (native unless ``--to`` or OUT's ending says otherwise).
 - ``vmemsim policies`` prints one line per registered policy: name, family, description.
 - ``vmemsim demo`` runs a small real comparison of every policy.
+- Long runs print a progress line on stderr when it is a terminal, or with ``--progress``.
 - Any bad input prints exactly one line ``vmemsim: error: <message>`` on stderr and exits
   with status 2; never a traceback.
 
@@ -17,24 +36,38 @@ Adding a subcommand: write ``configure(parser)`` and ``run(args) -> int`` and ca
 :func:`register_group` gives the group its help line). ``configure`` can reuse
 :func:`add_trace_arguments`, :func:`add_policy_arguments` and :func:`add_progress_argument`,
 and ``run`` can turn them back into :func:`vmemsim.replay` arguments with
-:func:`replay_kwargs` and a progress line with :func:`make_progress`. ``run`` raises
-``VmemsimError`` or :class:`CliError` for bad input. The ``trace convert``, ``trace info``,
-``mrc`` and ``generate`` commands are meant to plug in this way, next to ``replay``.
+:func:`replay_kwargs` (:func:`trace_kwargs` for the trace alone) and a progress line with
+:func:`make_progress`. ``run`` raises ``VmemsimError`` or :class:`CliError` for bad input.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
-import signal
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, NoReturn, Optional, Sequence, TextIO
+from typing import Callable, Dict, List, NoReturn, Optional, Sequence, TextIO, TypeVar
 
 from . import _native
-from .api import ReplayResult, VmemsimError, policies, replay
+from .api import (
+    GEN_PREFIX,
+    MissRatioCurve,
+    ReplayResult,
+    TraceInfo,
+    VmemsimError,
+    convert,
+    mrc,
+    output_format,
+    policies,
+    read_trace,
+    replay,
+    trace_info,
+)
+
+T = TypeVar("T")
 
 PROG = "vmemsim"
 
@@ -203,32 +236,134 @@ class Progress:
         self.shown = False
 
 
-# ---------------------------------------------------------------- replay
+# ---------------------------------------------------------------- trace and policy arguments
 
 
-def add_trace_arguments(p: argparse.ArgumentParser) -> None:
-    """``--trace PATH`` and ``--format F`` (for every command that reads a trace)."""
-    p.add_argument("--trace", required=True, metavar="PATH", help="trace file")
+def _page_size(text: str) -> int:
+    v = _int(text)
+    if v < 2 or v & (v - 1):
+        raise argparse.ArgumentTypeError(f"{v} is not a power of two of at least 2")
+    return v
+
+
+def _positive(text: str) -> int:
+    v = _int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def _sizes(text: str) -> List[int]:
+    parts = [t.strip() for t in text.split(",") if t.strip()]
+    try:
+        vals = [int(t, 0) for t in parts]
+    except ValueError:
+        vals = []
+    if not vals or any(v < 1 for v in vals):
+        raise argparse.ArgumentTypeError(
+            f"expected frame counts of at least 1 separated by commas, got '{text}'"
+        )
+    return vals
+
+
+def _rate(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not 0.0 < v <= 1.0:
+        raise argparse.ArgumentTypeError(f"a sampling rate is in (0, 1], got {text}")
+    return v
+
+
+TRACE_HELP = (
+    "trace file, or gen:SPEC for a seeded generator (e.g. gen:zipf:pages=1000,alpha=0.9,"
+    "n=10000; grammar: 'vmemsim generate --help')"
+)
+
+
+def add_trace_arguments(
+    p: argparse.ArgumentParser,
+    positional: bool = False,
+    seed: bool = False,
+    format_flags: Sequence[str] = ("--format",),
+    trace: bool = True,
+) -> None:
+    """The trace to read: ``--trace TRACE`` (or a positional ``TRACE``; none when ``trace``
+    is false), ``--format F`` (or other spellings given by ``format_flags``), ``--page-size``,
+    ``--addresses``, ``--csv``, and ``--seed`` when ``seed`` (for commands without
+    :func:`add_policy_arguments`). Read them back with :func:`trace_kwargs`."""
+    if trace and positional:
+        p.add_argument("trace", metavar="TRACE", help=TRACE_HELP)
+    elif trace:
+        p.add_argument("--trace", required=True, metavar="TRACE", help=TRACE_HELP)
     p.add_argument(
-        "--format",
+        *format_flags,
+        dest="format",
         metavar="F",
         default=None,
         help="trace format (%s); detected when omitted" % ", ".join(_native.trace_formats()),
     )
-
-
-def add_policy_arguments(p: argparse.ArgumentParser, frames_required: bool = True) -> None:
-    """``--policy``, ``--frames``, ``--seed``, ``--opt`` and the machine knobs; read them back
-    with :func:`replay_kwargs`."""
     p.add_argument(
-        "--policy", required=True, metavar="NAME", help="policy name (see 'vmemsim policies')"
-    )
-    p.add_argument(
-        "--frames",
-        required=frames_required,
+        "--page-size",
+        type=_page_size,
+        default=4096,
         metavar="N",
-        help="memory size in 4 KiB frames, or a percentage of the trace's distinct pages (25%%)",
+        help="bytes per page, a power of two (default 4096; a native trace records its own)",
     )
+    p.add_argument(
+        "--addresses",
+        action="store_true",
+        help="the trace holds byte addresses, not page numbers (divided by the page size)",
+    )
+    p.add_argument(
+        "--csv",
+        metavar="MAP",
+        default=None,
+        help="CSV column mapping, e.g. 'column=addr,op=type' (keys: column, op, header, "
+        "delimiter; columns by header name or 1-based index)",
+    )
+    if seed:
+        p.add_argument(
+            "--seed", type=_seed, default=0, metavar="S", help="generator seed (default 0)"
+        )
+
+
+def trace_kwargs(args: argparse.Namespace) -> Dict[str, object]:
+    """The reader keyword arguments (``format``, ``page_size``, ``addresses``, ``csv``) given
+    by :func:`add_trace_arguments`."""
+    return dict(
+        format=args.format, page_size=args.page_size, addresses=args.addresses, csv=args.csv
+    )
+
+
+def add_policy_arguments(
+    p: argparse.ArgumentParser,
+    frames_required: bool = True,
+    frames: bool = True,
+    policy_default: Optional[str] = None,
+) -> None:
+    """``--policy``, ``--frames`` (unless ``frames`` is false), ``--seed``, ``--opt`` and the
+    machine knobs; read them back with :func:`replay_kwargs`."""
+    if policy_default is None:
+        p.add_argument(
+            "--policy", required=True, metavar="NAME", help="policy name (see 'vmemsim policies')"
+        )
+    else:
+        p.add_argument(
+            "--policy",
+            default=policy_default,
+            metavar="NAME",
+            help=f"policy name (see 'vmemsim policies'; default {policy_default})",
+        )
+    if frames:
+        p.add_argument(
+            "--frames",
+            required=frames_required,
+            metavar="N",
+            help="memory size in 4 KiB frames, or a percentage of the trace's distinct pages "
+            "(25%%)",
+        )
     p.add_argument("--seed", type=_seed, default=0, metavar="S", help="random seed (default 0)")
     p.add_argument(
         "--opt",
@@ -279,7 +414,6 @@ def replay_kwargs(args: argparse.Namespace) -> Dict[str, object]:
     (and :func:`add_trace_arguments` when present)."""
     kw: Dict[str, object] = dict(
         policy=args.policy,
-        frames=args.frames,
         seed=args.seed,
         options=_key_values(args.opt),
         page_cluster=args.page_cluster,
@@ -287,16 +421,13 @@ def replay_kwargs(args: argparse.Namespace) -> Dict[str, object]:
         swappiness=args.swappiness,
         check_invariants=args.check_invariants,
     )
-    if hasattr(args, "format"):
+    if hasattr(args, "frames"):
+        kw["frames"] = args.frames
+    if hasattr(args, "page_size"):
+        kw.update(trace_kwargs(args))
+    elif hasattr(args, "format"):
         kw["format"] = args.format
     return kw
-
-
-def _configure_replay(p: argparse.ArgumentParser) -> None:
-    add_trace_arguments(p)
-    add_policy_arguments(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    add_progress_argument(p)
 
 
 def _want_progress(flag: Optional[bool]) -> bool:
@@ -313,14 +444,40 @@ def make_progress(args: argparse.Namespace, label: str) -> Optional[Progress]:
     return Progress(sys.stderr, label) if _want_progress(args.progress) else None
 
 
-def _run_replay(args: argparse.Namespace) -> int:
-    kwargs = replay_kwargs(args)
-    progress = make_progress(args, "replay")
+def _with_progress(args: argparse.Namespace, label: str, fn: Callable[..., T]) -> T:
+    """``fn(progress=...)`` with a progress line that is cleared afterwards."""
+    progress = make_progress(args, label)
     try:
-        result = replay(args.trace, progress=progress, **kwargs)  # type: ignore[arg-type]
+        return fn(progress=progress)
     finally:
         if progress is not None:
             progress.clear()
+
+
+def _fmt_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+# ---------------------------------------------------------------- replay
+
+
+def _configure_replay(p: argparse.ArgumentParser) -> None:
+    add_trace_arguments(p)
+    add_policy_arguments(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_progress_argument(p)
+
+
+def _run_replay(args: argparse.Namespace) -> int:
+    kwargs = replay_kwargs(args)
+    result = _with_progress(
+        args, "replay", lambda progress: replay(args.trace, progress=progress, **kwargs)
+    )
     if args.json:
         print(json.dumps(result.to_dict()))
     else:
@@ -356,6 +513,266 @@ def format_result(r: ReplayResult) -> str:
         for k, v in r.policy_counters.items():
             lines.append(f"  {k:<{width}} {v:>14,}")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- mrc
+
+
+def _configure_mrc(p: argparse.ArgumentParser) -> None:
+    add_trace_arguments(p)
+    add_policy_arguments(p, frames=False, policy_default="lru")
+    sizes = p.add_mutually_exclusive_group()
+    sizes.add_argument(
+        "--sizes", type=_sizes, metavar="N,N,..", help="memory sizes in frames, e.g. 10,100,1000"
+    )
+    sizes.add_argument(
+        "--points",
+        type=_positive,
+        metavar="N",
+        help="N sizes log-spaced from 1 frame to the trace's distinct pages (default 20)",
+    )
+    p.add_argument(
+        "--shards",
+        type=_rate,
+        metavar="RATE",
+        help="lru only: approximate by SHARDS spatial sampling at RATE (e.g. 0.01) in "
+        "bounded memory",
+    )
+    p.add_argument(
+        "--workers",
+        type=_positive,
+        metavar="N",
+        help="threads for the per-size replays of non-lru policies (default: one per core)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--csv-out", metavar="OUT", help="also write the points to OUT as CSV"
+    )
+    add_progress_argument(p)
+
+
+def _run_mrc(args: argparse.Namespace) -> int:
+    kw = replay_kwargs(args)
+    curve = _with_progress(
+        args,
+        "mrc",
+        lambda progress: mrc(
+            args.trace,
+            sizes=args.sizes,
+            points=args.points,
+            shards=args.shards,
+            workers=args.workers,
+            progress=progress,
+            **kw,  # type: ignore[arg-type]
+        ),
+    )
+    if args.csv_out:
+        try:
+            with open(args.csv_out, "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(["policy", "method", "frames", "misses", "miss_ratio"])
+                for pt in curve.points:
+                    w.writerow([curve.policy, curve.method, pt.frames, pt.misses, pt.miss_ratio])
+        except OSError as e:
+            raise CliError(f"{args.csv_out}: {e.strerror or e}") from None
+    if args.json:
+        print(json.dumps(curve.to_dict()))
+    else:
+        print(format_curve(curve))
+    return 0
+
+
+def format_curve(c: MissRatioCurve) -> str:
+    """The readable table of ``vmemsim mrc``."""
+    method = c.method
+    if c.method == "shards-lru":
+        method += f", sampling rate {c.sampling_rate:.4g}"
+    elif c.method == "replay":
+        method += f" at each size, {c.workers} worker(s)"
+    distinct = f"{c.distinct_pages:,}" if c.distinct_pages is not None else "-"
+    lines = [
+        f"{PROG} mrc",
+        f"  {'trace':<14} {c.trace}",
+        f"  {'policy':<14} {c.policy} ({method})",
+        f"  {'accesses':<14} {c.accesses:,}",
+        f"  {'distinct pages':<14} {distinct}",
+        f"  {'seed':<14} {c.seed}",
+        f"  {'version':<14} {c.version}",
+        "",
+        f"  {'frames':>12}  {'misses':>14}  {'miss ratio':>10}",
+    ]
+    for pt in c.points:
+        lines.append(f"  {pt.frames:>12,}  {pt.misses:>14,}  {pt.miss_ratio:>10.4f}")
+    lines.append("")
+    lines.append("misses count every fault, cold (first-touch) misses included")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- trace info / convert / read
+
+
+def _configure_trace_info(p: argparse.ArgumentParser) -> None:
+    add_trace_arguments(p, positional=True, seed=True)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--no-reuse",
+        dest="reuse",
+        action="store_false",
+        help="skip the reuse-distance percentiles (a faster pass that only counts)",
+    )
+    add_progress_argument(p)
+
+
+def _run_trace_info(args: argparse.Namespace) -> int:
+    info = _with_progress(
+        args,
+        "trace info",
+        lambda progress: trace_info(
+            args.trace, reuse=args.reuse, seed=args.seed, progress=progress, **trace_kwargs(args)
+        ),
+    )
+    if args.json:
+        print(json.dumps(info.to_dict()))
+    else:
+        print(format_info(info, args.reuse))
+    return 0
+
+
+def format_info(i: TraceInfo, reuse: bool = True) -> str:
+    """The readable table of ``vmemsim trace info``."""
+    pct = lambda x: f"{100.0 * x:.1f}%"  # noqa: E731
+    rows = [
+        ("trace", i.trace),
+        ("accesses", f"{i.accesses:,}"),
+        ("reads", f"{i.reads:,}"),
+        ("writes", f"{i.writes:,} ({pct(i.write_fraction)})"),
+        ("distinct pages", f"{i.distinct_pages:,}"),
+        ("footprint", f"{_fmt_bytes(i.footprint_bytes)} (pages of {i.page_size:,} bytes)"),
+        (
+            "pages",
+            "-" if i.min_page is None else f"{i.min_page:,} .. {i.max_page:,}",
+        ),
+        ("cold fraction", pct(i.cold_fraction)),
+    ]
+    rd = i.reuse_distance
+    if not reuse:
+        rows.append(("reuse distance", "not computed (--no-reuse)"))
+    elif rd is None:
+        rows.append(("reuse distance", "- (no page is accessed twice)"))
+    else:
+        rows.append(
+            (
+                "reuse distance",
+                f"p50 {rd.p50:,}, p90 {rd.p90:,}, p99 {rd.p99:,}, max {rd.max:,}, "
+                f"mean {rd.mean:,.1f} (LRU stack distance in pages)",
+            )
+        )
+    return "\n".join(f"{k:<15} {v}" for k, v in rows)
+
+
+def _configure_trace_convert(p: argparse.ArgumentParser) -> None:
+    p.add_argument("input", metavar="IN", help=TRACE_HELP)
+    p.add_argument("output", metavar="OUT", help="trace file to create")
+    add_trace_arguments(p, trace=False, seed=True, format_flags=("--from", "--format"))
+    p.add_argument(
+        "--to",
+        metavar="F",
+        default=None,
+        help="format of OUT; by its ending when omitted (.vmt native, .oracleGeneral "
+        "oracle-general, .csv csv, anything else text)",
+    )
+    add_progress_argument(p)
+
+
+def _run_trace_convert(args: argparse.Namespace) -> int:
+    fmt = args.to or output_format(args.output)
+    kw = trace_kwargs(args)
+    kw["from_format"] = kw.pop("format")
+    n = _with_progress(
+        args,
+        "convert",
+        lambda progress: convert(
+            args.input, args.output, to_format=fmt, seed=args.seed, progress=progress, **kw
+        ),
+    )
+    print(f"wrote {n:,} accesses to {args.output} ({fmt})")
+    return 0
+
+
+def _configure_trace_read(p: argparse.ArgumentParser) -> None:
+    add_trace_arguments(p, positional=True, seed=True)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_progress_argument(p)
+
+
+def _run_trace_read(args: argparse.Namespace) -> int:
+    r = _with_progress(
+        args,
+        "read",
+        lambda progress: read_trace(
+            args.trace, seed=args.seed, progress=progress, **trace_kwargs(args)
+        ),
+    )
+    rate = r.accesses_per_second / 1e6
+    if args.json:
+        print(json.dumps({"trace": args.trace, "accesses": r.accesses, "seconds": r.seconds,
+                          "maccesses_per_second": rate}))
+    else:
+        print(f"{r.accesses:,} accesses in {r.seconds:.3f} s: {rate:.1f} M accesses/s")
+    return 0
+
+
+# ---------------------------------------------------------------- generate
+
+
+def _generate_epilog() -> str:
+    kinds = "\n".join(f"  {k:<9} {d}" for k, d in _native.generator_kinds())
+    return f"""spec grammar:
+  kind:key=value,...                      a simple generator
+  mix:(spec)*w+(spec)*w,n=N               each access from part i with probability w_i
+  seq:(spec)+(spec)                       phases one after the other
+
+kinds:
+{kinds}
+
+Every simple kind also takes n (accesses), seed, start (first page, default 0) and write
+(probability that an access is a write, default 0). n is required at the top level (not for
+scan and seq) and on seq phases, and refused on mix parts. Numbers may use 1e6 or 1_000_000.
+Anywhere a trace is accepted (replay, mrc, trace ...), '{GEN_PREFIX}SPEC' uses a generator
+directly, seeded by --seed where the spec has no seed=.
+
+examples:
+  vmemsim generate zipf:pages=100000,alpha=0.99,n=1e6 --out zipf.vmt --seed 1
+  vmemsim replay --trace 'gen:mix:(zipf:pages=1e4,alpha=0.9)*0.8+(scan:pages=2e3,start=1e4)*0.2,n=1e5' --policy lru --frames 25%
+"""
+
+
+def _configure_generate(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = _generate_epilog()
+    p.add_argument("spec", metavar="SPEC", help="generator spec (a leading 'gen:' is allowed)")
+    p.add_argument("--out", required=True, metavar="PATH", help="trace file to create")
+    p.add_argument(
+        "--to",
+        metavar="F",
+        default=None,
+        help="format of the file; by its ending when omitted (.oracleGeneral, .csv, .txt), "
+        "else native",
+    )
+    p.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed (default 0)")
+    add_progress_argument(p)
+
+
+def _run_generate(args: argparse.Namespace) -> int:
+    from .api import generate
+
+    g = generate(args.spec, seed=args.seed)
+    fmt = args.to or output_format(args.out, default="native")
+    n = _with_progress(
+        args, "generate", lambda progress: convert(g, args.out, to_format=fmt, progress=progress)
+    )
+    print(f"wrote {n:,} accesses to {args.out} ({fmt}): {g.name}")
+    return 0
 
 
 # ---------------------------------------------------------------- policies
@@ -404,6 +821,46 @@ register(
     _run_replay,
     description="Replay a page trace through one replacement policy and print its counters.",
 )
+register(
+    "mrc",
+    "miss-ratio curve: misses at several memory sizes",
+    _configure_mrc,
+    _run_mrc,
+    description="Misses of one policy at several memory sizes. For lru the curve is exact "
+    "from one pass of LRU stack distances (Mattson et al. 1970), or approximated with "
+    "--shards (SHARDS, Waldspurger et al. FAST'15); other policies (or lru with options or "
+    "--page-cluster) are replayed once per size, in parallel.",
+)
+register_group("trace", "inspect, convert and read trace files")
+register(
+    "trace info",
+    "summarise a trace: accesses, footprint, reads/writes, reuse distances",
+    _configure_trace_info,
+    _run_trace_info,
+)
+register(
+    "trace convert",
+    "convert a trace between formats",
+    _configure_trace_convert,
+    _run_trace_convert,
+    description="Copy the accesses of IN into a new trace file OUT. oracle-general has no "
+    "operation field: writes become reads.",
+)
+register(
+    "trace read",
+    "read a whole trace and report the reading speed",
+    _configure_trace_read,
+    _run_trace_read,
+    description="Read every access of a trace and drop it: the cost of reading alone "
+    "(for benchmarks).",
+)
+register(
+    "generate",
+    "write a synthetic trace from a generator spec",
+    _configure_generate,
+    _run_generate,
+    description="Write the accesses of a seeded generator to a trace file.",
+)
 register("policies", "list the registered policies", _configure_policies, _run_policies)
 register(
     "demo",
@@ -427,13 +884,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         group = getattr(args, "_group_parser", None)
         (group or parser).print_help(sys.stderr)
         return EXIT_USAGE
-    # Ctrl-C while the core runs (GIL released) would only be seen when it returns; let the
-    # default action end the process at once instead.
-    old_sigint = None
-    try:
-        old_sigint = signal.signal(signal.SIGINT, signal.SIG_DFL)
-    except (ValueError, OSError):  # not the main thread
-        pass
+    # Ctrl-C: the binding lets Python see it every 200 ms while the core runs, and stops the
+    # core at its next chunk; a half-written output file is removed on the way out.
     try:
         return run(args)
     except (VmemsimError, CliError) as e:
@@ -458,9 +910,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             f"{type(e).__name__}: {e}"
         )
         return EXIT_INTERNAL
-    finally:
-        if old_sigint is not None:
-            signal.signal(signal.SIGINT, old_sigint)
 
 
 if __name__ == "__main__":

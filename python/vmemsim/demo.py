@@ -1,13 +1,10 @@
-"""``vmemsim demo``: a real, small simulation on an embedded workload.
+"""``vmemsim demo``: a real, small simulation on a generated workload.
 
-The workload is generated here with numpy from a seed, so the demo needs no file: a hot set
-whose popularity follows a bounded Zipf law (the shape of most page and object traces),
-interrupted by sequential scans of cold pages (a backup, a table scan, a ``grep -r``), which
-is the classic case where recency-only policies lose their hot set. It is replayed through
-every policy the core registers at a few memory sizes.
-
-Kept apart from the CLI so that it can switch to the core's own generators once they exist:
-only :func:`demo_trace` would change.
+The workload comes from the core's generators (``vmemsim.generate``), so the demo needs no
+file: a hot set whose popularity follows a bounded Zipf law (the shape of most page and object
+traces), mixed with sequential scans of cold pages (a backup, a table scan, a ``grep -r``),
+which is the classic case where recency-only policies lose their hot set. It is replayed
+through every policy the core registers at a few memory sizes.
 """
 
 from __future__ import annotations
@@ -16,57 +13,52 @@ import time
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
-import numpy as np
-
-from .api import ReplayResult, policies, replay
+from .api import Generated, ReplayResult, generate, policies, replay, trace_info
 
 #: Distinct pages of the hot set and of the scanned region.
 HOT_PAGES = 16_000
 SCAN_PAGES = 4_000
 #: Zipf exponent of the hot set (probability of rank r proportional to 1 / r**ALPHA).
 ALPHA = 0.9
-#: Accesses drawn from the hot set, and how many full scans interrupt them.
-HOT_ACCESSES = 160_000
-SCANS = 10
+#: Accesses in all, and the share of them that belong to the scans (SCAN_SHARE * ACCESSES /
+#: SCAN_PAGES = 10 full sweeps of the cold region).
+ACCESSES = 200_000
+SCAN_SHARE = 0.2
 #: Share of hot-set accesses that are writes (they dirty pages: evictions cost swap writes).
 WRITE_SHARE = 0.25
 #: Memory sizes, as shares of the distinct pages.
 SIZES = (0.10, 0.25, 0.50)
 
 
+def demo_spec() -> str:
+    """The demo workload as a generator spec: each access comes from the Zipf hot set with
+    probability ``1 - SCAN_SHARE``, else it is the next page of a sequential sweep over the
+    ``SCAN_PAGES`` cold pages placed after the hot set."""
+    hot = f"zipf:pages={HOT_PAGES},alpha={ALPHA},write={WRITE_SHARE}"
+    scan = f"scan:pages={SCAN_PAGES},start={HOT_PAGES}"
+    return f"mix:({hot})*{1 - SCAN_SHARE:g}+({scan})*{SCAN_SHARE:g},n={ACCESSES}"
+
+
 @dataclass(frozen=True)
 class DemoTrace:
-    pages: np.ndarray
-    writes: np.ndarray
+    trace: Generated
+    distinct: int
     description: str
 
     @property
-    def distinct(self) -> int:
-        return int(np.unique(self.pages).size)
+    def accesses(self) -> int:
+        return self.trace.accesses
 
 
 def demo_trace(seed: int = 0) -> DemoTrace:
-    """The demo workload: ``HOT_ACCESSES`` Zipf accesses over ``HOT_PAGES`` pages, cut into
-    ``SCANS`` blocks, each followed by one sequential scan of the ``SCAN_PAGES`` cold pages."""
-    rng = np.random.default_rng(seed)
-    ranks = np.arange(1, HOT_PAGES + 1, dtype=np.float64)
-    p = ranks**-ALPHA
-    p /= p.sum()
-    # Popularity rank -> page: hot pages are scattered over the region, as in a real heap.
-    rank_to_page = rng.permutation(HOT_PAGES).astype(np.uint64)
-    hot = rank_to_page[rng.choice(HOT_PAGES, size=HOT_ACCESSES, p=p)]
-    hot_writes = rng.random(HOT_ACCESSES) < WRITE_SHARE
-    scan = np.arange(HOT_PAGES, HOT_PAGES + SCAN_PAGES, dtype=np.uint64)
-    pages: List[np.ndarray] = []
-    writes: List[np.ndarray] = []
-    for block, wblock in zip(np.array_split(hot, SCANS), np.array_split(hot_writes, SCANS)):
-        pages += [block, scan]
-        writes += [wblock, np.zeros(SCAN_PAGES, dtype=np.bool_)]
+    g = generate(demo_spec(), seed=seed)
+    distinct = trace_info(g, reuse=False).distinct_pages
     desc = (
         f"Zipf({ALPHA}) hot set of {HOT_PAGES:,} pages, {WRITE_SHARE:.0%} writes, "
-        f"cut by {SCANS} sequential scans of {SCAN_PAGES:,} cold pages (seed {seed})"
+        f"mixed with sequential scans ({SCAN_SHARE:.0%} of the accesses) of {SCAN_PAGES:,} "
+        f"cold pages (seed {seed}); {g.name}"
     )
-    return DemoTrace(np.concatenate(pages), np.concatenate(writes), desc)
+    return DemoTrace(g, distinct, desc)
 
 
 @dataclass(frozen=True)
@@ -79,13 +71,12 @@ def run_demo(seed: int = 0, sizes: Sequence[float] = SIZES) -> Tuple[DemoTrace, 
     """Replay the demo trace through every registered policy at every size.
     Returns the trace, one row per (size, policy), and the seconds it took."""
     t = demo_trace(seed)
-    distinct = t.distinct
     rows: List[DemoRow] = []
     start = time.perf_counter()
     for share in sizes:
-        frames = max(1, round(distinct * share))
+        frames = max(1, round(t.distinct * share))
         for p in policies():
-            r = replay(t.pages, policy=p.name, frames=frames, seed=seed, writes=t.writes)
+            r = replay(t.trace, policy=p.name, frames=frames, seed=seed)
             rows.append(DemoRow(p.family, r))
     return t, rows, time.perf_counter() - start
 
@@ -95,7 +86,7 @@ def format_table(t: DemoTrace, rows: Sequence[DemoRow], seconds: float) -> str:
     marked with ``*``."""
     distinct = t.distinct
     lines = [
-        f"vmemsim demo: {t.pages.size:,} accesses over {distinct:,} pages",
+        f"vmemsim demo: {t.accesses:,} accesses over {distinct:,} pages",
         f"  workload: {t.description}",
         "",
     ]

@@ -1,20 +1,43 @@
 //! Thin PyO3 binding: converts arguments, calls vmemsim-core, returns plain Python data.
 //! No simulation logic lives here.
 //!
-//! Everything the user can name (policies, trace formats, option keys) comes from the core's
-//! registries ([`PolicyKind::ALL`], [`TraceFormat::ALL`]), so a policy or format added to the
-//! core shows up here and in the CLI without touching this crate.
+//! Everything the user can name (policies, trace formats, generator kinds, option keys) comes
+//! from the core's registries ([`PolicyKind::ALL`], [`TraceFormat::ALL`], [`generate::KINDS`]),
+//! so a policy, format or generator added to the core shows up here and in the CLI without
+//! touching this crate.
 //!
-//! Results cross the boundary as the JSON of [`ReplayResult`]; the Python side
-//! (`vmemsim.api.ReplayResult`) turns it into a typed object. Every core error becomes a
+//! # Trace sources
+//!
+//! Every function that reads a trace takes a *source*: a dict built by `vmemsim.api`, one of
+//!
+//! - `{"path": str, "format": str | None, "page_size": int, "addresses": bool,
+//!   "csv": str | None}`: a trace file ([`trace::open`] with [`ReaderOptions`]; `format`
+//!   `None` detects it);
+//! - `{"gen": spec, "seed": int}`: a generator ([`generate::GenSpec`]; `seed` is used where
+//!   the spec gives none), named `gen:<canonical spec>` in results so it can be re-run;
+//! - `{"pages": ndarray, "writes": ndarray | None}`: page numbers in memory.
+//!
+//! A source is checked when it is converted (file exists and its format is known, reader
+//! options parse, the generator spec parses and builds), so bad input is reported before any
+//! long run.
+//!
+//! # Results, errors, progress
+//!
+//! Results cross the boundary as JSON of the core's types (`ReplayResult`, [`MissCurve`],
+//! [`TraceInfo`]); the Python side turns them into typed objects. Every core error becomes a
 //! `vmemsim.VmemsimError` (a `ValueError`) carrying the one-line `Display` of
-//! [`vmemsim_core::Error`]. The simulation runs with the GIL released; a progress callback,
-//! if given, is called with the GIL re-acquired at most [`PROGRESS_EVERY`] apart.
+//! [`vmemsim_core::Error`]. Work runs on a worker thread with the GIL released while the
+//! calling thread waits; every [`PROGRESS_EVERY`] the calling thread takes the GIL, lets
+//! Python handle pending signals (Ctrl-C in a notebook) and calls the progress callback with
+//! `(accesses done, total or None)`. An exception from either stops the work at its next chunk
+//! and is re-raised.
 
 // pyo3 0.22's `#[pyfunction]` expansion trips this lint on every `PyResult` return.
 #![allow(clippy::useless_conversion)]
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use numpy::{PyArray1, PyArrayMethods};
@@ -23,11 +46,17 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use vmemsim_core::engine::MachineConfig;
+use vmemsim_core::engine::{MachineConfig, MAX_FRAMES};
+use vmemsim_core::generate::{self, GenSpec};
+use vmemsim_core::mrc::{self, MissCurve, ShardsConfig};
 use vmemsim_core::policy::registry::PolicyVisitor;
 use vmemsim_core::policy::{Policy, PolicyKind, PolicyOptions};
-use vmemsim_core::replay::{self, FramesSpec, ReplayResult, ReplaySpec};
-use vmemsim_core::trace::{self, TraceFormat, TraceSource, VecSource};
+use vmemsim_core::replay::{self, FramesSpec, ReplaySpec};
+use vmemsim_core::trace::info::{self, TraceInfo};
+use vmemsim_core::trace::{
+    self, CsvOptions, ReaderOptions, TraceFormat, TraceMeta, TraceSource, VecSource, CHUNK,
+};
+use vmemsim_core::util::PageMap;
 use vmemsim_core::watermarks::Watermarks;
 use vmemsim_core::{Access, Error};
 
@@ -88,21 +117,418 @@ fn trace_formats() -> Vec<String> {
     TraceFormat::ALL.iter().map(|e| e.1.to_string()).collect()
 }
 
-/// Checks a policy's options before any trace is read: building the policy reads its option
-/// keys and values, so an unknown key or a malformed value is reported at once, not after a
-/// long run. The probe is built with at most [`PROBE_FRAMES`] frames so that a huge machine is
-/// not allocated twice; the machine itself (frames, watermarks, swappiness, page_cluster) is
-/// checked by the engine before the run reads the trace.
-struct OptionsProbe;
-
-const PROBE_FRAMES: u32 = 4096;
-
-impl PolicyVisitor for OptionsProbe {
-    type Out = ();
-    fn visit<P: Policy>(self, _p: P) {}
+/// Every trace format as `(name, description)`.
+#[pyfunction]
+fn trace_format_descriptions() -> Vec<(String, String)> {
+    TraceFormat::ALL
+        .iter()
+        .map(|e| (e.1.to_string(), e.0.description().to_string()))
+        .collect()
 }
 
+/// Every generator kind as `(name, description)`.
+#[pyfunction]
+fn generator_kinds() -> Vec<(String, String)> {
+    generate::KINDS
+        .iter()
+        .map(|(k, d)| (k.to_string(), d.to_string()))
+        .collect()
+}
+
+/// Parse and build a generator spec: returns `(name, accesses)`, the name being
+/// `gen:<canonical spec with its seed>`.
+#[pyfunction]
+fn check_generator(spec: &str, seed: u64) -> PyResult<(String, u64)> {
+    let src = Source::generator(spec, seed)?;
+    let g = src.open().map_err(py_err)?;
+    Ok((g.name(), g.len_hint().unwrap_or(0)))
+}
+
+// ---------------------------------------------------------------------------------- sources
+
+/// Where accesses come from (see the module docs).
+enum Source {
+    File {
+        path: String,
+        format: TraceFormat,
+        opts: ReaderOptions,
+    },
+    Gen {
+        spec: GenSpec,
+        seed: u64,
+    },
+    Memory(VecSource),
+}
+
+/// A generator under the name `gen:<canonical spec>`, so that a result's `trace` field can be
+/// given back to `--trace`.
+struct NamedGen {
+    inner: generate::Generator,
+    name: String,
+}
+
+impl TraceSource for NamedGen {
+    fn next_chunk(&mut self, buf: &mut Vec<Access>) -> vmemsim_core::Result<()> {
+        self.inner.next_chunk(buf)
+    }
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+    fn len_hint(&self) -> Option<u64> {
+        self.inner.len_hint()
+    }
+}
+
+const SOURCE_KEYS: &str = "path, format, page_size, addresses, csv | gen, seed | pages, writes";
+
+impl Source {
+    fn generator(spec: &str, seed: u64) -> PyResult<Source> {
+        let spec = spec.trim();
+        let spec = spec.strip_prefix("gen:").unwrap_or(spec);
+        let parsed = GenSpec::parse(spec).map_err(py_err)?;
+        // Building checks what parsing cannot (a missing `n`); it is cheap (no table).
+        parsed.build(seed).map_err(py_err)?;
+        Ok(Source::Gen { spec: parsed, seed })
+    }
+
+    fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<Source> {
+        let mut path: Option<String> = None;
+        let mut format: Option<String> = None;
+        let mut opts = ReaderOptions::default();
+        let mut csv: Option<String> = None;
+        let mut gen: Option<String> = None;
+        let mut seed: u64 = 0;
+        let mut pages: Option<Bound<'_, PyAny>> = None;
+        let mut writes: Option<Bound<'_, PyAny>> = None;
+        for (k, v) in d.iter() {
+            let key: String = k.extract().map_err(|_| {
+                config_err("trace", format!("keys must be strings, got {}", repr(&k)))
+            })?;
+            match key.as_str() {
+                "path" => path = Some(v.extract().map_err(|_| expected("trace", "a path", &v))?),
+                "format" => {
+                    if !v.is_none() {
+                        format = Some(v.extract().map_err(|_| expected("format", "a name", &v))?)
+                    }
+                }
+                "page_size" => {
+                    opts.page_size =
+                        int_in("page_size", &v, 0, u64::MAX as i128, "positive")? as u64
+                }
+                "addresses" => opts.addresses = v.is_truthy()?,
+                "csv" => {
+                    if !v.is_none() {
+                        csv = Some(v.extract().map_err(|_| expected("csv", "a string", &v))?)
+                    }
+                }
+                "gen" => gen = Some(v.extract().map_err(|_| expected("trace", "a spec", &v))?),
+                "seed" => seed = int_in("seed", &v, 0, u64::MAX as i128, "0..2^64-1")? as u64,
+                "pages" => pages = Some(v),
+                "writes" => {
+                    if !v.is_none() {
+                        writes = Some(v)
+                    }
+                }
+                _ => {
+                    return Err(config_err(
+                        "trace",
+                        format!("unknown source key '{key}'; valid: {SOURCE_KEYS}"),
+                    ))
+                }
+            }
+        }
+        match (path, gen, pages) {
+            (Some(path), None, None) => {
+                opts.page_shift().map_err(py_err)?;
+                let format = match format.as_deref() {
+                    None | Some("") | Some("auto") => TraceFormat::detect(&path).map_err(py_err)?,
+                    Some(f) => TraceFormat::from_name(f).map_err(py_err)?,
+                };
+                if let Some(spec) = csv {
+                    if format != TraceFormat::Csv {
+                        return Err(config_err(
+                            "csv",
+                            format!(
+                                "a column mapping is for CSV traces; {path} is read as {}",
+                                format.name()
+                            ),
+                        ));
+                    }
+                    opts.csv = CsvOptions::parse(&spec).map_err(py_err)?;
+                }
+                Ok(Source::File { path, format, opts })
+            }
+            (None, Some(spec), None) => Source::generator(&spec, seed),
+            (None, None, Some(pages)) => {
+                let mut accesses = pages_from(&pages)?;
+                if let Some(w) = writes {
+                    set_writes(&mut accesses, &w)?;
+                }
+                Ok(Source::Memory(VecSource::new(accesses)))
+            }
+            _ => Err(config_err(
+                "trace",
+                "give exactly one of a path, a generator spec or page numbers",
+            )),
+        }
+    }
+
+    fn open(&self) -> vmemsim_core::Result<Box<dyn TraceSource>> {
+        Ok(match self {
+            Source::File { path, format, opts } => trace::open(path, Some(*format), opts)?,
+            Source::Gen { spec, seed } => {
+                let inner = spec.build(*seed)?;
+                let name = format!("gen:{}", inner.spec());
+                Box::new(NamedGen { inner, name })
+            }
+            Source::Memory(v) => Box::new(v.clone()),
+        })
+    }
+
+    /// Bytes per page of the source's page numbers when it does not record its own.
+    fn page_size(&self) -> u64 {
+        match self {
+            Source::File { opts, .. } => opts.page_size,
+            _ => ReaderOptions::default().page_size,
+        }
+    }
+}
+
+fn expected(key: &str, what: &str, v: &Bound<'_, PyAny>) -> PyErr {
+    config_err(key, format!("expected {what}, got {}", repr(v)))
+}
+
+fn pages_from(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Access>> {
+    if let Ok(a) = obj.downcast::<PyArray1<u64>>() {
+        let ro = a.readonly();
+        return Ok(ro.as_array().iter().map(|&p| Access::read(p)).collect());
+    }
+    if let Ok(a) = obj.downcast::<PyArray1<i64>>() {
+        let ro = a.readonly();
+        let view = ro.as_array();
+        let mut out = Vec::with_capacity(view.len());
+        for (i, &p) in view.iter().enumerate() {
+            if p < 0 {
+                return Err(config_err(
+                    "trace",
+                    format!("negative page number {p} at index {i}"),
+                ));
+            }
+            out.push(Access::read(p as u64));
+        }
+        return Ok(out);
+    }
+    Err(config_err(
+        "trace",
+        format!(
+            "expected a 1-D numpy array of uint64 or int64 page numbers, got {}",
+            describe(obj)
+        ),
+    ))
+}
+
+fn set_writes(accesses: &mut [Access], w: &Bound<'_, PyAny>) -> PyResult<()> {
+    let a = w.downcast::<PyArray1<bool>>().map_err(|_| {
+        config_err(
+            "writes",
+            format!("expected a 1-D numpy bool array, got {}", describe(w)),
+        )
+    })?;
+    let ro = a.readonly();
+    let view = ro.as_array();
+    if view.len() != accesses.len() {
+        return Err(config_err(
+            "writes",
+            format!(
+                "has {} entries but the trace has {} accesses",
+                view.len(),
+                accesses.len()
+            ),
+        ));
+    }
+    for (a, &w) in accesses.iter_mut().zip(view.iter()) {
+        a.write = w;
+    }
+    Ok(())
+}
+
+fn describe(obj: &Bound<'_, PyAny>) -> String {
+    let ty = obj
+        .get_type()
+        .name()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| "?".into());
+    match (obj.getattr("dtype"), obj.getattr("ndim")) {
+        (Ok(d), Ok(n)) => format!("{ty} of dtype {} with {} dimension(s)", repr(&d), repr(&n)),
+        _ => ty,
+    }
+}
+
+// --------------------------------------------------------------------------------- progress
+
+/// Shared between the worker and the waiting thread: accesses done, the total when known
+/// (`u64::MAX` = unknown), and the request to stop.
+struct Meter {
+    done: AtomicU64,
+    total: AtomicU64,
+    cancel: AtomicBool,
+}
+
+impl Meter {
+    fn new() -> Self {
+        Meter {
+            done: AtomicU64::new(0),
+            total: AtomicU64::new(u64::MAX),
+            cancel: AtomicBool::new(false),
+        }
+    }
+    fn set_total(&self, t: Option<u64>) {
+        self.total.store(t.unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+    /// The error a source returns once stopping was asked for (replaced by the Python
+    /// exception that asked for it before it reaches the caller).
+    fn stop_error(&self) -> Error {
+        Error::config("progress", "stopped")
+    }
+}
+
+/// A source that adds what it yields to a [`Meter`] (unless `count` is false: a preliminary
+/// pass that progress should not report) and stops when asked.
+struct Metered {
+    inner: Box<dyn TraceSource>,
+    meter: Arc<Meter>,
+    count: bool,
+}
+
+impl TraceSource for Metered {
+    fn next_chunk(&mut self, buf: &mut Vec<Access>) -> vmemsim_core::Result<()> {
+        if self.meter.cancelled() {
+            return Err(self.meter.stop_error());
+        }
+        self.inner.next_chunk(buf)?;
+        if !self.count {
+            return Ok(());
+        }
+        self.meter
+            .done
+            .fetch_add(buf.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn page_size(&self) -> Option<u64> {
+        self.inner.page_size()
+    }
+    fn len_hint(&self) -> Option<u64> {
+        self.inner.len_hint()
+    }
+}
+
+fn metered(src: &Source, meter: &Arc<Meter>) -> vmemsim_core::Result<Box<dyn TraceSource>> {
+    Ok(Box::new(Metered {
+        inner: src.open()?,
+        meter: meter.clone(),
+        count: true,
+    }))
+}
+
+/// Distinct pages of a source, in a pass that can be stopped but is not reported.
+fn count_distinct(src: &Source, meter: &Arc<Meter>) -> PyResult<u64> {
+    let mut s = Metered {
+        inner: src.open().map_err(py_err)?,
+        meter: meter.clone(),
+        count: false,
+    };
+    replay::count_distinct(&mut s).map_err(py_err)
+}
+
+/// Unwind payload that stops a replay between two chunks once the meter is cancelled (the
+/// core's replay loop has no other exit). `resume_unwind` does not call the panic hook, so
+/// nothing is printed; the core's state is dropped on the way out and never reused.
+struct Cancelled;
+
+/// Run `work` on a worker thread with the GIL released, reporting progress from this thread
+/// (see the module docs). A panic in the core becomes an "internal error".
+fn with_progress<T, W>(py: Python<'_>, progress: Option<PyObject>, work: W) -> PyResult<T>
+where
+    T: Send,
+    W: FnOnce(&Arc<Meter>) -> PyResult<T> + Send,
+{
+    let meter = Arc::new(Meter::new());
+    let (out, stopped) = py.allow_threads(|| {
+        std::thread::scope(|s| {
+            let (tx, rx) = mpsc::channel::<()>();
+            let m = meter.clone();
+            let worker = s.spawn(move || {
+                let r = catch_unwind(AssertUnwindSafe(|| work(&m)));
+                let _ = tx.send(());
+                r
+            });
+            let mut stopped: Option<PyErr> = None;
+            let mut last = Instant::now();
+            loop {
+                let wait = PROGRESS_EVERY.saturating_sub(last.elapsed());
+                match rx.recv_timeout(wait) {
+                    Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        last = Instant::now();
+                        if stopped.is_some() {
+                            continue;
+                        }
+                        let done = meter.done.load(Ordering::Relaxed);
+                        let total = match meter.total.load(Ordering::Relaxed) {
+                            u64::MAX => None,
+                            t => Some(t),
+                        };
+                        let r = Python::with_gil(|py| -> PyResult<()> {
+                            py.check_signals()?;
+                            if let Some(cb) = &progress {
+                                cb.call1(py, (done, total))?;
+                            }
+                            Ok(())
+                        });
+                        if let Err(e) = r {
+                            meter.cancel.store(true, Ordering::Relaxed);
+                            stopped = Some(e);
+                        }
+                    }
+                }
+            }
+            let out = worker.join().unwrap_or_else(Err);
+            (out, stopped)
+        })
+    });
+    if let Some(e) = stopped {
+        return Err(e);
+    }
+    match out {
+        Ok(r) => r,
+        Err(p) => Err(internal(p)),
+    }
+}
+
+fn internal(payload: Box<dyn std::any::Any + Send>) -> PyErr {
+    let msg = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into());
+    VmemsimError::new_err(format!("internal error (a bug, please report): {msg}"))
+}
+
+// ---------------------------------------------------------------------------------- machine
+
 fn int_in(key: &str, v: &Bound<'_, PyAny>, lo: i128, hi: i128, what: &str) -> PyResult<i128> {
+    if v.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(config_err(
+            key,
+            format!("expected an integer, got {}", repr(v)),
+        ));
+    }
     let n: i128 = v
         .extract()
         .map_err(|_| config_err(key, format!("expected an integer, got {}", repr(v))))?;
@@ -200,36 +626,18 @@ fn policy_options(seed: u64, d: Option<&Bound<'_, PyDict>>) -> PyResult<PolicyOp
     Ok(o)
 }
 
-/// Everything a replay needs besides the trace, checked before the trace is read.
-struct Prepared {
-    kind: PolicyKind,
-    frames: FramesSpec,
-    machine: MachineConfig,
-    options: PolicyOptions,
-}
+/// Checks a policy's options before any trace is read: building the policy reads its option
+/// keys and values, so an unknown key or a malformed value is reported at once, not after a
+/// long run. The probe is built with at most [`PROBE_FRAMES`] frames so that a huge machine is
+/// not allocated twice; the machine itself (frames, watermarks, swappiness, page_cluster) is
+/// checked by the engine before the run reads the trace.
+struct OptionsProbe;
 
-fn prepare(
-    policy: &str,
-    frames: &str,
-    seed: u64,
-    options: Option<&Bound<'_, PyDict>>,
-    machine: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Prepared> {
-    let kind = PolicyKind::from_name(policy).map_err(py_err)?;
-    let frames = FramesSpec::parse(frames).map_err(py_err)?;
-    let probe_frames = match frames {
-        FramesSpec::Count(n) => n.min(PROBE_FRAMES),
-        FramesSpec::Percent(_) => PROBE_FRAMES,
-    };
-    let machine = machine_config(0, machine)?;
-    let options = policy_options(seed, options)?;
-    check_options(kind, probe_frames, &options)?;
-    Ok(Prepared {
-        kind,
-        frames,
-        machine,
-        options,
-    })
+const PROBE_FRAMES: u32 = 4096;
+
+impl PolicyVisitor for OptionsProbe {
+    type Out = ();
+    fn visit<P: Policy>(self, _p: P) {}
 }
 
 fn check_options(kind: PolicyKind, frames: u32, options: &PolicyOptions) -> PyResult<()> {
@@ -241,205 +649,427 @@ fn check_options(kind: PolicyKind, frames: u32, options: &PolicyOptions) -> PyRe
     }
 }
 
-fn internal(payload: Box<dyn std::any::Any + Send>) -> PyErr {
-    let msg = payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "unknown panic".into());
-    VmemsimError::new_err(format!("internal error (a bug, please report): {msg}"))
+// ----------------------------------------------------------------------------------- replay
+
+/// Replay a source through one policy. `frames` is a count or a percentage of the trace's
+/// distinct pages ("25%"). Returns the JSON of the core's `ReplayResult`.
+#[pyfunction]
+#[pyo3(name = "replay", signature = (source, policy, frames, seed=0, options=None, machine=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn replay_source(
+    py: Python<'_>,
+    source: &Bound<'_, PyDict>,
+    policy: &str,
+    frames: &str,
+    seed: u64,
+    options: Option<&Bound<'_, PyDict>>,
+    machine: Option<&Bound<'_, PyDict>>,
+    progress: Option<PyObject>,
+) -> PyResult<String> {
+    let kind = PolicyKind::from_name(policy).map_err(py_err)?;
+    let frames = FramesSpec::parse(frames).map_err(py_err)?;
+    let probe_frames = match frames {
+        FramesSpec::Count(n) => n.min(PROBE_FRAMES),
+        FramesSpec::Percent(_) => PROBE_FRAMES,
+    };
+    let mut machine = machine_config(0, machine)?;
+    let options = policy_options(seed, options)?;
+    check_options(kind, probe_frames, &options)?;
+    let src = Source::from_dict(source)?;
+    let result = with_progress(py, progress, move |meter| {
+        machine.frames = match frames {
+            FramesSpec::Count(n) => n,
+            FramesSpec::Percent(_) => {
+                let distinct = count_distinct(&src, meter)?;
+                if distinct == 0 {
+                    return Err(config_err(
+                        "frames",
+                        "a percentage needs a trace with at least one access",
+                    ));
+                }
+                frames.resolve(distinct)
+            }
+        };
+        let spec = ReplaySpec {
+            policy: kind,
+            machine,
+            options,
+        };
+        let mut s = src.open().map_err(py_err)?;
+        meter.set_total(s.len_hint());
+        // The replay reports after each chunk; stopping unwinds out of the core.
+        let mut report = |done: u64| {
+            meter.done.store(done, Ordering::Relaxed);
+            if meter.cancelled() {
+                std::panic::resume_unwind(Box::new(Cancelled));
+            }
+        };
+        replay::replay(s.as_mut(), &spec, Some(&mut report)).map_err(py_err)
+    })?;
+    to_json(&result)
 }
 
-/// Unwind payload that stops a run early with a Python exception (raised by the progress
-/// callback or a signal handler). `resume_unwind` does not call the panic hook, so nothing is
-/// printed; the core's state is dropped on the way out and never reused.
-struct Cancelled(PyErr);
-
-/// Runs one replay with the GIL released. `make_src` is called once per pass over the trace
-/// (twice when frames is a percentage: once to count distinct pages, once to replay).
-fn run<F>(
-    py: Python<'_>,
-    prep: Prepared,
-    make_src: F,
-    total: Option<u64>,
-    progress: Option<PyObject>,
-) -> PyResult<String>
-where
-    F: Fn() -> vmemsim_core::Result<Box<dyn TraceSource>> + Send,
-{
-    let Prepared {
-        kind,
-        frames,
-        mut machine,
-        options,
-    } = prep;
-    let outcome = py.allow_threads(move || {
-        catch_unwind(AssertUnwindSafe(move || -> PyResult<ReplayResult> {
-            machine.frames = match frames {
-                FramesSpec::Count(n) => n,
-                FramesSpec::Percent(_) => {
-                    let mut src = make_src().map_err(py_err)?;
-                    let distinct = replay::count_distinct(src.as_mut()).map_err(py_err)?;
-                    if distinct == 0 {
-                        return Err(config_err(
-                            "frames",
-                            "a percentage needs a trace with at least one access",
-                        ));
-                    }
-                    frames.resolve(distinct)
-                }
-            };
-            let spec = ReplaySpec {
-                policy: kind,
-                machine,
-                options,
-            };
-            let mut src = make_src().map_err(py_err)?;
-            // Every PROGRESS_EVERY: take the GIL, let Python handle pending signals (Ctrl-C
-            // in a notebook), call the user's callback. An exception from either ends the run
-            // at once by unwinding out of the core with the error as payload.
-            let mut last = Instant::now();
-            let mut report = |done: u64| {
-                if last.elapsed() < PROGRESS_EVERY {
-                    return;
-                }
-                last = Instant::now();
-                let r = Python::with_gil(|py| {
-                    py.check_signals()?;
-                    match &progress {
-                        Some(cb) => cb.call1(py, (done, total)).map(|_| ()),
-                        None => Ok(()),
-                    }
-                });
-                if let Err(e) = r {
-                    std::panic::resume_unwind(Box::new(Cancelled(e)));
-                }
-            };
-            replay::replay(src.as_mut(), &spec, Some(&mut report)).map_err(py_err)
-        }))
-    });
-    let result = match outcome {
-        Ok(r) => r?,
-        Err(p) => match p.downcast::<Cancelled>() {
-            Ok(c) => return Err(c.0),
-            Err(p) => return Err(internal(p)),
-        },
-    };
-    serde_json::to_string(&result)
+fn to_json<T: serde::Serialize>(v: &T) -> PyResult<String> {
+    serde_json::to_string(v)
         .map_err(|e| VmemsimError::new_err(format!("internal error: result not serialisable: {e}")))
 }
 
-/// Replay a trace file. `format` `None` detects it. `frames` is a count or a percentage of
-/// the trace's distinct pages ("25%"). Returns the JSON of the core's `ReplayResult`.
+// -------------------------------------------------------------------------------------- mrc
+
+/// `n` sizes spaced evenly on a log scale from 1 to `top` frames (rounded, without repeats).
+fn log_sizes(top: u64, n: u32) -> Vec<u64> {
+    let top = top.max(1);
+    if n <= 1 {
+        return vec![top];
+    }
+    let step = (top as f64).ln() / (n - 1) as f64;
+    let mut out: Vec<u64> = (0..n)
+        .map(|i| ((step * i as f64).exp().round() as u64).clamp(1, top))
+        .collect();
+    out.dedup();
+    out
+}
+
+/// The miss-ratio curve of `policy` on a source, at `sizes` frames or at `points` sizes
+/// log-spaced up to the trace's distinct pages. Method: `exact-lru` (one pass of stack
+/// distances) for `lru` with no options and no swap readahead; `shards-lru` when `shards`
+/// (a sampling rate) is given; otherwise `replay`, one replay per size in parallel on
+/// `workers` threads (default: one per core). Returns JSON: the core's `MissCurve` plus
+/// `policy`, `method`, `seed`, `version`, `distinct_pages` (exact when known, else None;
+/// SHARDS estimates it) and `workers`.
 #[pyfunction]
-#[pyo3(signature = (path, format, policy, frames, seed=0, options=None, machine=None, progress=None))]
+#[pyo3(signature = (source, policy="lru", sizes=None, points=None, shards=None, seed=0,
+                    options=None, machine=None, workers=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
-fn replay_path(
+fn miss_ratio_curve(
     py: Python<'_>,
-    path: String,
-    format: Option<String>,
+    source: &Bound<'_, PyDict>,
     policy: &str,
-    frames: &str,
+    sizes: Option<Vec<u64>>,
+    points: Option<u32>,
+    shards: Option<f64>,
     seed: u64,
     options: Option<&Bound<'_, PyDict>>,
     machine: Option<&Bound<'_, PyDict>>,
+    workers: Option<usize>,
     progress: Option<PyObject>,
 ) -> PyResult<String> {
-    let format = match format.as_deref() {
-        None | Some("") | Some("auto") => None,
-        Some(f) => Some(TraceFormat::from_name(f).map_err(py_err)?),
-    };
-    let prep = prepare(policy, frames, seed, options, machine)?;
-    let make = move || trace::open(&path, format);
-    run(py, prep, make, None, progress)
-}
-
-fn pages_from(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Access>> {
-    if let Ok(a) = obj.downcast::<PyArray1<u64>>() {
-        let ro = a.readonly();
-        return Ok(ro.as_array().iter().map(|&p| Access::read(p)).collect());
-    }
-    if let Ok(a) = obj.downcast::<PyArray1<i64>>() {
-        let ro = a.readonly();
-        let view = ro.as_array();
-        let mut out = Vec::with_capacity(view.len());
-        for (i, &p) in view.iter().enumerate() {
-            if p < 0 {
+    let kind = PolicyKind::from_name(policy).map_err(py_err)?;
+    let machine = machine_config(0, machine)?;
+    let options = policy_options(seed, options)?;
+    check_options(kind, PROBE_FRAMES, &options)?;
+    match (&sizes, points) {
+        (Some(_), Some(_)) => {
+            return Err(config_err("points", "give sizes or points, not both"));
+        }
+        (Some(s), None) => {
+            if s.is_empty() {
+                return Err(config_err("sizes", "needs at least one size"));
+            }
+            if let Some(&bad) = s.iter().find(|&&c| c == 0) {
                 return Err(config_err(
-                    "trace",
-                    format!("negative page number {p} at index {i}"),
+                    "sizes",
+                    format!("sizes must be at least 1, got {bad}"),
                 ));
             }
-            out.push(Access::read(p as u64));
         }
-        return Ok(out);
+        (None, Some(0)) => return Err(config_err("points", "must be at least 1")),
+        _ => {}
     }
-    Err(config_err(
-        "trace",
-        format!(
-            "expected a 1-D numpy array of uint64 or int64 page numbers, got {}",
-            describe(obj)
+    let points = points.unwrap_or(20);
+    let is_lru = kind.name() == "lru";
+    let plain = options.keys().next().is_none() && machine.page_cluster.unwrap_or(0) == 0;
+    if let Some(rate) = shards {
+        if !is_lru || !plain {
+            return Err(config_err(
+                "shards",
+                "SHARDS samples LRU stack distances: only for policy lru, without options or \
+                 page_cluster",
+            ));
+        }
+        if !(rate > 0.0 && rate <= 1.0) {
+            return Err(config_err(
+                "shards",
+                format!("sampling rate must be in (0, 1], got {rate}"),
+            ));
+        }
+    }
+    if workers == Some(0) {
+        return Err(config_err("workers", "must be at least 1"));
+    }
+    let method = match (shards, is_lru && plain) {
+        (Some(_), _) => "shards-lru",
+        (None, true) => "exact-lru",
+        (None, false) => "replay",
+    };
+    if method == "replay" {
+        if let Some(s) = &sizes {
+            if let Some(&bad) = s.iter().find(|&&c| c > MAX_FRAMES as u64) {
+                return Err(config_err(
+                    "sizes",
+                    format!("{bad} frames is too large to simulate (at most {MAX_FRAMES})"),
+                ));
+            }
+        }
+    }
+    let src = Source::from_dict(source)?;
+    let pool = match workers {
+        Some(n) if method == "replay" => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .map_err(|e| config_err("workers", e.to_string()))?,
         ),
+        _ => None,
+    };
+    let used_workers = match &pool {
+        Some(p) => p.current_num_threads(),
+        None if method == "replay" => rayon::current_num_threads(),
+        None => 1,
+    };
+    let (curve, distinct) = with_progress(py, progress, move |meter| {
+        let open = || metered(&src, meter);
+        match method {
+            "exact-lru" => {
+                let mut s = open().map_err(py_err)?;
+                meter.set_total(s.len_hint());
+                let name = s.name();
+                let h = mrc::lru_histogram(s.as_mut()).map_err(py_err)?;
+                let sizes = sizes.unwrap_or_else(|| log_sizes(h.cold, points));
+                Ok((h.curve(&name, Some(&sizes)), Some(h.cold)))
+            }
+            "shards-lru" => {
+                let cfg = ShardsConfig {
+                    rate: shards.unwrap_or(1.0),
+                    ..ShardsConfig::default()
+                };
+                let mut s = open().map_err(py_err)?;
+                let runs = if sizes.is_some() { 1 } else { 2 };
+                meter.set_total(s.len_hint().map(|n| n * runs));
+                let sizes = match sizes {
+                    Some(s) => s,
+                    None => {
+                        // Misses at the largest size are the cold misses, an estimate of the
+                        // distinct pages; a second pass evaluates the log-spaced sizes.
+                        let full = mrc::shards_lru(s.as_mut(), &cfg, None).map_err(py_err)?;
+                        let top = full.points.last().map_or(1, |p| p.misses);
+                        s = open().map_err(py_err)?;
+                        log_sizes(top, points)
+                    }
+                };
+                let c = mrc::shards_lru(s.as_mut(), &cfg, Some(&sizes)).map_err(py_err)?;
+                Ok((c, None))
+            }
+            _ => {
+                let (sizes, distinct) = match sizes {
+                    Some(s) => (s, None),
+                    None => {
+                        let d = count_distinct(&src, meter)?;
+                        (log_sizes(d, points), Some(d))
+                    }
+                };
+                let frames: Vec<u32> = sizes
+                    .iter()
+                    .map(|&c| c.min(MAX_FRAMES as u64) as u32)
+                    .collect();
+                let hint = src.open().map_err(py_err)?.len_hint();
+                meter.set_total(hint.map(|n| n * frames.len() as u64));
+                let spec = ReplaySpec {
+                    policy: kind,
+                    machine,
+                    options,
+                };
+                // ReplaySpec is Send, not Sync: it moves into the pool.
+                let run = move || mrc::policy_curve(open, &spec, &frames);
+                let c = match &pool {
+                    Some(p) => p.install(run),
+                    None => run(),
+                };
+                match c {
+                    Ok(c) => Ok((c, distinct)),
+                    Err(_) if meter.cancelled() => Err(py_err(meter.stop_error())),
+                    Err(e) => Err(py_err(e)),
+                }
+            }
+        }
+    })?;
+    curve_json(&curve, policy, method, seed, distinct, used_workers)
+}
+
+fn curve_json(
+    c: &MissCurve,
+    policy: &str,
+    method: &str,
+    seed: u64,
+    distinct: Option<u64>,
+    workers: usize,
+) -> PyResult<String> {
+    let mut v = serde_json::to_value(c)
+        .map_err(|e| VmemsimError::new_err(format!("internal error: {e}")))?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("policy".into(), policy.into());
+        o.insert("method".into(), method.into());
+        o.insert("seed".into(), seed.into());
+        o.insert("version".into(), replay::VERSION.into());
+        o.insert("distinct_pages".into(), distinct.into());
+        o.insert("workers".into(), workers.into());
+    }
+    to_json(&v)
+}
+
+// ---------------------------------------------------------------------------- trace commands
+
+/// Summarise a source in one pass. With `reuse`, LRU reuse-distance percentiles too
+/// ([`info::info`]); without, a cheaper pass that only counts (one hash-set entry per page)
+/// and leaves `reuse_distance` `None`. Returns the JSON of the core's `TraceInfo`.
+#[pyfunction]
+#[pyo3(signature = (source, reuse=true, progress=None))]
+fn trace_info(
+    py: Python<'_>,
+    source: &Bound<'_, PyDict>,
+    reuse: bool,
+    progress: Option<PyObject>,
+) -> PyResult<String> {
+    let src = Source::from_dict(source)?;
+    let page_size = src.page_size();
+    let info = with_progress(py, progress, move |meter| {
+        let mut s = metered(&src, meter).map_err(py_err)?;
+        meter.set_total(s.len_hint());
+        if reuse {
+            info::info(s.as_mut(), page_size).map_err(py_err)
+        } else {
+            counts_only(s.as_mut(), page_size).map_err(py_err)
+        }
+    })?;
+    to_json(&info)
+}
+
+/// [`info::info`] without the stack distances: counts, footprint and page range only.
+fn counts_only(src: &mut dyn TraceSource, page_size: u64) -> vmemsim_core::Result<TraceInfo> {
+    let page_size = src.page_size().unwrap_or(page_size);
+    let mut seen: PageMap<()> = PageMap::default();
+    let (mut n, mut writes, mut min, mut max) = (0u64, 0u64, u64::MAX, 0u64);
+    let mut buf = Vec::with_capacity(CHUNK);
+    loop {
+        src.next_chunk(&mut buf)?;
+        if buf.is_empty() {
+            break;
+        }
+        n += buf.len() as u64;
+        for a in &buf {
+            writes += a.write as u64;
+            min = min.min(a.page);
+            max = max.max(a.page);
+            seen.insert(a.page, ());
+        }
+    }
+    let distinct = seen.len() as u64;
+    let frac = |x: u64| if n == 0 { 0.0 } else { x as f64 / n as f64 };
+    Ok(TraceInfo {
+        trace: src.name(),
+        page_size,
+        accesses: n,
+        reads: n - writes,
+        writes,
+        write_fraction: frac(writes),
+        distinct_pages: distinct,
+        footprint_bytes: distinct.saturating_mul(page_size),
+        min_page: (n > 0).then_some(min),
+        max_page: (n > 0).then_some(max),
+        cold_fraction: frac(distinct),
+        reuse_distance: None,
+    })
+}
+
+/// Read a whole source and drop it: returns `(accesses, seconds)` (the cost of reading alone).
+#[pyfunction]
+#[pyo3(signature = (source, progress=None))]
+fn read_trace(
+    py: Python<'_>,
+    source: &Bound<'_, PyDict>,
+    progress: Option<PyObject>,
+) -> PyResult<(u64, f64)> {
+    let src = Source::from_dict(source)?;
+    with_progress(py, progress, move |meter| {
+        let t0 = Instant::now();
+        let mut s = metered(&src, meter).map_err(py_err)?;
+        meter.set_total(s.len_hint());
+        let mut buf = Vec::with_capacity(CHUNK);
+        let mut n = 0u64;
+        loop {
+            s.next_chunk(&mut buf).map_err(py_err)?;
+            if buf.is_empty() {
+                break;
+            }
+            n += buf.len() as u64;
+        }
+        Ok((n, t0.elapsed().as_secs_f64()))
+    })
+}
+
+/// `(pages, writes)` as numpy arrays.
+type Arrays<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<bool>>);
+
+/// Every access of a source as numpy arrays `(pages: uint64, writes: bool)`.
+#[pyfunction]
+#[pyo3(signature = (source, progress=None))]
+fn load_trace<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyDict>,
+    progress: Option<PyObject>,
+) -> PyResult<Arrays<'py>> {
+    let src = Source::from_dict(source)?;
+    let (pages, writes) = with_progress(py, progress, move |meter| {
+        let mut s = metered(&src, meter).map_err(py_err)?;
+        let hint = s.len_hint();
+        meter.set_total(hint);
+        let cap = hint.unwrap_or(0).min(1 << 24) as usize;
+        let (mut pages, mut writes) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
+        let mut buf = Vec::with_capacity(CHUNK);
+        loop {
+            s.next_chunk(&mut buf).map_err(py_err)?;
+            if buf.is_empty() {
+                break;
+            }
+            pages.extend(buf.iter().map(|a| a.page));
+            writes.extend(buf.iter().map(|a| a.write));
+        }
+        Ok((pages, writes))
+    })?;
+    Ok((
+        PyArray1::from_vec_bound(py, pages),
+        PyArray1::from_vec_bound(py, writes),
     ))
 }
 
-fn describe(obj: &Bound<'_, PyAny>) -> String {
-    let ty = obj
-        .get_type()
-        .name()
-        .map(|s| s.to_string())
-        .unwrap_or_else(|_| "?".into());
-    match (obj.getattr("dtype"), obj.getattr("ndim")) {
-        (Ok(d), Ok(n)) => format!("{ty} of dtype {} with {} dimension(s)", repr(&d), repr(&n)),
-        _ => ty,
-    }
-}
-
-/// Replay an in-memory trace: `pages` a 1-D uint64/int64 numpy array, `writes` an optional
-/// bool array of the same length (true = write). Other parameters as [`replay_path`].
+/// Copy a source into a new trace file `out` of format `format`; returns the accesses
+/// written. The file's metadata (native header, text comment) records the source's name as
+/// its origin and its page size (the source's own, else its reader's `page_size`). A failed
+/// copy leaves a partial file, which the caller removes.
 #[pyfunction]
-#[pyo3(signature = (pages, writes, policy, frames, seed=0, options=None, machine=None, progress=None))]
-#[allow(clippy::too_many_arguments)]
-fn replay_array(
+#[pyo3(signature = (source, out, format, progress=None))]
+fn write_trace(
     py: Python<'_>,
-    pages: &Bound<'_, PyAny>,
-    writes: Option<&Bound<'_, PyAny>>,
-    policy: &str,
-    frames: &str,
-    seed: u64,
-    options: Option<&Bound<'_, PyDict>>,
-    machine: Option<&Bound<'_, PyDict>>,
+    source: &Bound<'_, PyDict>,
+    out: String,
+    format: &str,
     progress: Option<PyObject>,
-) -> PyResult<String> {
-    let prep = prepare(policy, frames, seed, options, machine)?;
-    let mut accesses = pages_from(pages)?;
-    if let Some(w) = writes.filter(|w| !w.is_none()) {
-        let a = w.downcast::<PyArray1<bool>>().map_err(|_| {
-            config_err(
-                "writes",
-                format!("expected a 1-D numpy bool array, got {}", describe(w)),
-            )
-        })?;
-        let ro = a.readonly();
-        let view = ro.as_array();
-        if view.len() != accesses.len() {
-            return Err(config_err(
-                "writes",
-                format!(
-                    "has {} entries but the trace has {} accesses",
-                    view.len(),
-                    accesses.len()
-                ),
-            ));
-        }
-        for (a, &w) in accesses.iter_mut().zip(view.iter()) {
-            a.write = w;
-        }
-    }
-    let total = accesses.len() as u64;
-    let src = VecSource::new(accesses);
-    let make = move || Ok(Box::new(src.clone()) as Box<dyn TraceSource>);
-    run(py, prep, make, Some(total), progress)
+) -> PyResult<u64> {
+    let format = TraceFormat::from_name(format).map_err(py_err)?;
+    let src = Source::from_dict(source)?;
+    let default_page_size = src.page_size();
+    with_progress(py, progress, move |meter| {
+        let mut s = metered(&src, meter).map_err(py_err)?;
+        meter.set_total(s.len_hint());
+        let meta = TraceMeta {
+            page_size: s.page_size().unwrap_or(default_page_size),
+            origin: Some(s.name()),
+            records: s.len_hint(),
+            ..TraceMeta::default()
+        };
+        let mut w = trace::create(&out, format, &meta).map_err(py_err)?;
+        trace::convert(s.as_mut(), w.as_mut()).map_err(py_err)
+    })
 }
 
 #[pymodule]
@@ -447,8 +1077,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
     m.add_function(wrap_pyfunction!(trace_formats, m)?)?;
-    m.add_function(wrap_pyfunction!(replay_path, m)?)?;
-    m.add_function(wrap_pyfunction!(replay_array, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_format_descriptions, m)?)?;
+    m.add_function(wrap_pyfunction!(generator_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(check_generator, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_source, m)?)?;
+    m.add_function(wrap_pyfunction!(miss_ratio_curve, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(read_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(load_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(write_trace, m)?)?;
     m.add("VmemsimError", m.py().get_type_bound::<VmemsimError>())?;
     m.add("__version__", replay::VERSION)?;
     Ok(())
