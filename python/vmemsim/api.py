@@ -10,14 +10,31 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import numbers
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._native import VmemsimError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class _Numpy:
+    """numpy, imported on first use: the CLI replaying a file never needs it, and importing
+    it costs more than a small simulation."""
+
+    def __getattr__(self, name: str) -> Any:
+        import numpy
+
+        globals()["np"] = numpy
+        return getattr(numpy, name)
+
+
+if not TYPE_CHECKING:
+    np = _Numpy()
 
 __all__ = [
     "CurvePoint",
@@ -181,7 +198,7 @@ def _frames_arg(frames: Union[int, str, None]) -> str:
             "frames: required: a number of frames such as 1024, or a percentage of the "
             "trace's distinct pages such as '25%'"
         )
-    if isinstance(frames, bool) or not isinstance(frames, (int, np.integer, str)):
+    if isinstance(frames, bool) or not isinstance(frames, (numbers.Integral, str)):
         raise VmemsimError(
             f"frames: expected a whole number or a percentage string like '25%', got {frames!r}"
         )
@@ -189,7 +206,7 @@ def _frames_arg(frames: Union[int, str, None]) -> str:
 
 
 def _seed_arg(seed: int) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise VmemsimError(f"seed: expected an integer, got {seed!r}")
     if not 0 <= int(seed) < 2**64:
         raise VmemsimError(f"seed: must be 0..2^64-1, got {seed}")
@@ -300,7 +317,7 @@ def generator_kinds() -> List[Tuple[str, str]]:
 
 #: What the functions of this module accept as a trace: a path, a ``"gen:SPEC"`` string, a
 #: :class:`Generated`, or page numbers in memory.
-Trace = Union[str, "os.PathLike[str]", np.ndarray, Sequence[int], Generated]
+Trace = Union[str, "os.PathLike[str]", "np.ndarray", Sequence[int], "Generated"]
 
 
 def _source_arg(
@@ -337,7 +354,7 @@ def _source_arg(
     if is_file:
         if writes is not None:
             raise VmemsimError("writes: only for in-memory traces (a file says R/W itself)")
-        if isinstance(page_size, bool) or not isinstance(page_size, (int, np.integer)):
+        if isinstance(page_size, bool) or not isinstance(page_size, numbers.Integral):
             raise VmemsimError(f"page_size: expected an integer, got {page_size!r}")
         if csv is not None and not isinstance(csv, str):
             if isinstance(csv, Mapping):
@@ -512,7 +529,7 @@ def _pandas(what: str) -> Any:
 
 
 def _count_arg(key: str, v: Any, lo: int = 1) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or int(v) < lo:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < lo:
         raise VmemsimError(f"{key}: expected a whole number of at least {lo}, got {v!r}")
     return int(v)
 
@@ -557,7 +574,7 @@ def mrc(
     workers_i = None if workers is None else _count_arg("workers", workers)
     shards_f = None
     if shards is not None:
-        if isinstance(shards, bool) or not isinstance(shards, (int, float, np.floating)):
+        if isinstance(shards, bool) or not isinstance(shards, numbers.Real):
             raise VmemsimError(f"shards: expected a sampling rate in (0, 1], got {shards!r}")
         shards_f = float(shards)
     src = _source_arg(
