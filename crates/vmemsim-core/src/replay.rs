@@ -69,18 +69,37 @@ impl PolicyVisitor for Run<'_, '_> {
                 }
             }
         } else {
-            let mut buf = Vec::with_capacity(CHUNK);
-            loop {
-                src.next_chunk(&mut buf)?;
-                if buf.is_empty() {
-                    break;
+            // The trace is read (decoded, generated) on a second thread, a few chunks ahead
+            // of the simulation; chunks arrive in order, so results are the same.
+            std::thread::scope(|scope| -> Result<()> {
+                let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Vec<Access>>>(2);
+                let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<Access>>();
+                for _ in 0..3 {
+                    let _ = empty_tx.send(Vec::with_capacity(CHUNK));
                 }
-                m.access_all(&buf);
-                oom_error(&m, &machine)?;
-                if let Some(cb) = progress.as_mut() {
-                    cb(m.stats.accesses);
+                scope.spawn(move || {
+                    while let Ok(mut buf) = empty_rx.recv() {
+                        let r = src.next_chunk(&mut buf);
+                        let last = r.is_err() || buf.is_empty();
+                        if full_tx.send(r.map(|()| buf)).is_err() || last {
+                            break;
+                        }
+                    }
+                });
+                for chunk in full_rx.iter() {
+                    let buf = chunk?;
+                    if buf.is_empty() {
+                        break;
+                    }
+                    m.access_all(&buf);
+                    oom_error(&m, &machine)?;
+                    if let Some(cb) = progress.as_mut() {
+                        cb(m.stats.accesses);
+                    }
+                    let _ = empty_tx.send(buf);
                 }
-            }
+                Ok(())
+            })?;
         }
         oom_error(&m, &machine)?;
         Ok((

@@ -69,6 +69,10 @@ impl Policy for Clock {
         self.counter[f as usize] = 0;
         self.queue.push_head(&mut self.links, f);
     }
+    #[inline]
+    fn next_victim_hint(&self) -> Option<FrameId> {
+        (self.queue.tail != super::list::NIL).then_some(self.queue.tail)
+    }
     fn evict(&mut self, _mm: &mut Mm) -> Option<FrameId> {
         // Terminates: every pass over a page lowers its counter, so within `max` laps one is 0.
         loop {

@@ -31,6 +31,14 @@ impl Policy for Fifo {
     fn on_insert(&mut self, _mm: &Mm, f: FrameId, _t: Touch, _how: Insert) {
         self.queue.push_head(&mut self.links, f);
     }
+    #[inline]
+    fn prefetch_victim(&self, f: FrameId) {
+        self.links.prefetch(f);
+    }
+    #[inline]
+    fn next_victim_hint(&self) -> Option<FrameId> {
+        (self.queue.tail != super::list::NIL).then_some(self.queue.tail)
+    }
     fn evict(&mut self, _mm: &mut Mm) -> Option<FrameId> {
         self.queue.pop_tail(&mut self.links)
     }

@@ -38,6 +38,10 @@ impl Policy for Lru {
     fn on_insert(&mut self, _mm: &Mm, f: FrameId, _t: Touch, _how: Insert) {
         self.queue.push_head(&mut self.links, f);
     }
+    #[inline]
+    fn next_victim_hint(&self) -> Option<FrameId> {
+        (self.queue.tail != super::list::NIL).then_some(self.queue.tail)
+    }
     fn evict(&mut self, _mm: &mut Mm) -> Option<FrameId> {
         self.queue.pop_tail(&mut self.links)
     }

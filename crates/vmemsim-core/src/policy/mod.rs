@@ -105,6 +105,18 @@ pub trait Policy {
     /// data its `on_hit` touches. Simulator speed only; must not change any state.
     #[inline]
     fn prefetch(&self, _f: FrameId) {}
+    /// The frame [`Policy::evict`] would most likely choose next, without changing anything
+    /// (libCacheSim's `to_evict`). The engine prefetches its data between misses; a wrong or
+    /// missing hint costs speed only.
+    #[inline]
+    fn next_victim_hint(&self) -> Option<FrameId> {
+        None
+    }
+    /// Prefetch what evicting `f` will touch (speed only); by default what a hit would.
+    #[inline]
+    fn prefetch_victim(&self, f: FrameId) {
+        self.prefetch(f);
+    }
     /// The page of `touch` missed and a frame is about to be allocated for it: called before
     /// any [`Policy::evict`] / [`Policy::shrink`] this miss causes, then [`Policy::on_insert`]
     /// follows for the same page. Policies whose victim depends on the incoming page (ARC's
