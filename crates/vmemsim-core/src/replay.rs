@@ -72,9 +72,10 @@ impl PolicyVisitor for Run<'_, '_> {
             // The trace is read (decoded, generated) on a second thread, a few chunks ahead
             // of the simulation; chunks arrive in order, so results are the same.
             std::thread::scope(|scope| -> Result<()> {
-                let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Vec<Access>>>(2);
+                // Two buffers: one simulated while the other is filled.
+                let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Vec<Access>>>(1);
                 let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<Access>>();
-                for _ in 0..3 {
+                for _ in 0..2 {
                     let _ = empty_tx.send(Vec::with_capacity(CHUNK));
                 }
                 scope.spawn(move || {
