@@ -106,13 +106,12 @@ def format_table(t: DemoTrace, rows: Sequence[DemoRow], seconds: float) -> str:
         share = frames / distinct if distinct else 0.0
         for i, r in enumerate(group):
             res = r.result
-            label = f"{frames:,}" if i == 0 else ""
+            label = f"{frames:,}" if i == 0 else (f"({share:.0%})" if i == 1 else "")
             mark = " *" if res.faults == best else ""
             lines.append(
                 f"{label:>8}  {res.policy:<{name_w}}  {r.family:<{fam_w}}  "
                 f"{res.faults:>9,}  {res.major_faults:>9,}  {res.miss_ratio:>10.4f}{mark}"
             )
-        lines.append(f"{'':>8}  ({share:.0%} of the distinct pages)")
         lines.append("")
     lines.append(
         f"{len(rows)} replays in {seconds:.2f} s. faults = every miss, cold included; "
