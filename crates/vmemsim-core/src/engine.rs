@@ -123,8 +123,6 @@ pub struct Machine<P: Policy> {
     remap: crate::util::PageMap<u64>,
     ra: ReadaheadState,
     oom_at: Option<u64>,
-    /// The frame the policy expects to evict next (speed only).
-    victim_hint: FrameId,
 }
 
 /// State of `swapin_nr_pages` (mm/swap_state.c): readahead hits since the last fault, the
@@ -223,7 +221,6 @@ impl<P: Policy> Machine<P> {
             remap: Default::default(),
             ra: ReadaheadState::default(),
             oom_at: None,
-            victim_hint: NO_FRAME,
         })
     }
 
@@ -307,10 +304,6 @@ impl<P: Policy> Machine<P> {
     fn fault(&mut self, touch: Touch, idx: PteIndex) {
         let vpn = touch.vpn;
         self.stats.faults += 1;
-        if self.victim_hint != NO_FRAME {
-            // Its record was prefetched at the previous eviction; now its PTE.
-            self.mm.pt.prefetch(self.mm.frames.pte(self.victim_hint));
-        }
         let old = *self.mm.pt.at(idx);
         let anon = matches!(self.mm.vmas.kind(vpn), VmaKind::Anon);
         let dirty = if touch.write { PTE_DIRTY } else { 0 };
@@ -468,12 +461,15 @@ impl<P: Policy> Machine<P> {
                         return None;
                     };
                     self.reclaim_frame(v);
-                    // Speed only: fetch the next victim's record and PTE while the program runs
-                    // on to its next miss.
-                    if let Some(next) = self.policy.next_victim_hint() {
-                        self.mm.frames.prefetch(next);
-                        self.policy.prefetch_victim(next);
-                        self.victim_hint = next;
+                    // Speed only, while the program runs on to its next misses: the PTE of
+                    // the next victim (its record was fetched one eviction ago) and the
+                    // record and links of the one after.
+                    if let Some(next) = self.policy.victim_hint(0) {
+                        self.mm.pt.prefetch(self.mm.frames.pte(next));
+                    }
+                    if let Some(after) = self.policy.victim_hint(1) {
+                        self.mm.frames.prefetch(after);
+                        self.policy.prefetch_victim(after);
                     }
                 }
             }

@@ -70,8 +70,15 @@ impl Policy for Clock {
         self.queue.push_head(&mut self.links, f);
     }
     #[inline]
-    fn next_victim_hint(&self) -> Option<FrameId> {
-        (self.queue.tail != super::list::NIL).then_some(self.queue.tail)
+    fn victim_hint(&self, k: usize) -> Option<FrameId> {
+        let mut f = self.queue.tail;
+        for _ in 0..k {
+            if f == super::list::NIL {
+                break;
+            }
+            f = self.links.prev(f);
+        }
+        (f != super::list::NIL).then_some(f)
     }
     fn evict(&mut self, _mm: &mut Mm) -> Option<FrameId> {
         // Terminates: every pass over a page lowers its counter, so within `max` laps one is 0.

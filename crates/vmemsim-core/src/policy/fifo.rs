@@ -36,8 +36,15 @@ impl Policy for Fifo {
         self.links.prefetch(f);
     }
     #[inline]
-    fn next_victim_hint(&self) -> Option<FrameId> {
-        (self.queue.tail != super::list::NIL).then_some(self.queue.tail)
+    fn victim_hint(&self, k: usize) -> Option<FrameId> {
+        let mut f = self.queue.tail;
+        for _ in 0..k {
+            if f == super::list::NIL {
+                break;
+            }
+            f = self.links.prev(f);
+        }
+        (f != super::list::NIL).then_some(f)
     }
     fn evict(&mut self, _mm: &mut Mm) -> Option<FrameId> {
         self.queue.pop_tail(&mut self.links)

@@ -105,11 +105,11 @@ pub trait Policy {
     /// data its `on_hit` touches. Simulator speed only; must not change any state.
     #[inline]
     fn prefetch(&self, _f: FrameId) {}
-    /// The frame [`Policy::evict`] would most likely choose next, without changing anything
-    /// (libCacheSim's `to_evict`). The engine prefetches its data between misses; a wrong or
-    /// missing hint costs speed only.
+    /// The frame [`Policy::evict`] would most likely choose `k` evictions from now (`k` = 0:
+    /// the next one), without changing anything (libCacheSim's `to_evict`). The engine
+    /// prefetches victims' data between misses; a wrong or missing hint costs speed only.
     #[inline]
-    fn next_victim_hint(&self) -> Option<FrameId> {
+    fn victim_hint(&self, _k: usize) -> Option<FrameId> {
         None
     }
     /// Prefetch what evicting `f` will touch (speed only); by default what a hit would.
