@@ -108,7 +108,8 @@ def main() -> None:
         fcol = f"{faults:>11}" if faults is not None else f"{'-':>11}"
         print(f"{pol:<22}{v:>10.3f}{n / v / 1e6:>9.2f}{lcol}{fcol}{bpp}")
     print("\nratio = libCacheSim time / vmemsim time (higher is faster for vmemsim); medians of",
-          args.repeat, "alternating whole-process runs; B/page = peak RSS of vmemsim / distinct pages")
+          args.repeat, "alternating whole-process runs; B/page = (peak RSS of the replay - peak RSS of",
+          "reading the trace alone) / distinct pages")
     if not args.keep:
         shutil.rmtree(d, ignore_errors=True)
 
