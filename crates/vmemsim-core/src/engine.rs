@@ -424,7 +424,7 @@ impl<P: Policy> Machine<P> {
                 continue;
             }
             let owner = self.mm.pt.vpn_of(pidx);
-            let Some(f) = self.mm.frames.alloc(owner, pidx, F_ANON | F_SWAPCACHE) else {
+            let Some(f) = self.mm.frames.alloc(pidx, F_ANON | F_SWAPCACHE) else {
                 break;
             };
             self.mm.frames.set_slot(f, s);
@@ -451,7 +451,6 @@ impl<P: Policy> Machine<P> {
     /// `None` when nothing can be reclaimed (where the kernel would OOM-kill): the run stops
     /// with an error (see [`Machine::out_of_memory`]).
     fn alloc_frame(&mut self, touch: Touch, idx: PteIndex, flags: u8) -> Option<FrameId> {
-        let vpn = touch.vpn;
         self.policy.on_miss(touch);
         match self.family {
             Family::Demand => {
@@ -505,7 +504,7 @@ impl<P: Policy> Machine<P> {
                 }
             }
         }
-        self.mm.frames.alloc(vpn, idx, flags)
+        self.mm.frames.alloc(idx, flags)
     }
 
     /// The access at which memory ran out with nothing reclaimable, if it did. Accesses after

@@ -4,7 +4,6 @@ use super::swap::NO_SLOT;
 
 pub type FrameId = u32;
 pub const NO_FRAME: FrameId = u32::MAX;
-const NO_OWNER: u64 = u64::MAX;
 
 /// Frame holds an anonymous page (else a file page).
 pub const F_ANON: u8 = 1 << 0;
@@ -19,9 +18,8 @@ pub const F_IN_USE: u8 = 1 << 7;
 /// One frame's record, kept together so a reclaim decision touches one cache line.
 #[derive(Clone, Copy, Debug)]
 struct Frame {
-    /// Virtual page the frame holds (its rmap), `NO_OWNER` when free.
-    owner: u64,
-    /// Global index of the PTE that maps (or will map) the frame's page.
+    /// Global index of the PTE that maps (or will map) the frame's page: the rmap (the
+    /// virtual page is `PageTable::vpn_of(pte)`, see `Mm::owner`).
     pte: u32,
     /// Swap slot while in the swap cache.
     slot: u32,
@@ -29,7 +27,6 @@ struct Frame {
 }
 
 const FREE: Frame = Frame {
-    owner: NO_OWNER,
     pte: u32::MAX,
     slot: NO_SLOT,
     flags: 0,
@@ -60,12 +57,11 @@ impl Frames {
     pub fn n_free(&self) -> u32 {
         self.free.len() as u32
     }
-    /// Take a free frame for the page `vpn` whose PTE has global index `pte`.
+    /// Take a free frame for the page whose PTE has global index `pte`.
     #[inline]
-    pub fn alloc(&mut self, vpn: u64, pte: u32, flags: u8) -> Option<FrameId> {
+    pub fn alloc(&mut self, pte: u32, flags: u8) -> Option<FrameId> {
         let f = self.free.pop()?;
         self.frames[f as usize] = Frame {
-            owner: vpn,
             pte,
             slot: NO_SLOT,
             flags: flags | F_IN_USE,
@@ -82,11 +78,6 @@ impl Frames {
     #[inline]
     pub fn prefetch(&self, f: FrameId) {
         crate::hint::prefetch(self.frames.as_ptr().wrapping_add(f as usize));
-    }
-    /// Virtual page the frame holds (its rmap).
-    #[inline]
-    pub fn owner(&self, f: FrameId) -> u64 {
-        self.frames[f as usize].owner
     }
     /// Global index of the PTE of the frame's page (see `PageTable::at`).
     #[inline]

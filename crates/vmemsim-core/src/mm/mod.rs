@@ -38,7 +38,13 @@ impl Mm {
     /// needed). The caller maps it.
     pub fn alloc_frame(&mut self, vpn: u64, flags: u8) -> Option<FrameId> {
         let idx = self.pt.pte_index(vpn);
-        self.frames.alloc(vpn, idx, flags)
+        self.frames.alloc(idx, flags)
+    }
+
+    /// Virtual page held by frame `f` (its rmap).
+    #[inline]
+    pub fn owner(&self, f: FrameId) -> u64 {
+        self.pt.vpn_of(self.frames.pte(f))
     }
 
     /// Take a swap slot for the page `vpn`.
@@ -106,7 +112,7 @@ impl Mm {
                 continue;
             }
             used += 1;
-            let vpn = self.frames.owner(f);
+            let vpn = self.owner(f);
             let pte = self.pt.pte(vpn);
             if self.pt.vpn_of(self.frames.pte(f)) != vpn {
                 return Err(format!(

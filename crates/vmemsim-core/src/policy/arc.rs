@@ -97,7 +97,7 @@ impl Arc {
         };
         let f = list.pop_tail(&mut self.links)?;
         self.list_of[f as usize] = NOWHERE;
-        self.ghosts.push_head(ghost, mm.frames.owner(f));
+        self.ghosts.push_head(ghost, mm.owner(f));
         Some(f)
     }
 }

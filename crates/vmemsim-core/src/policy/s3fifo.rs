@@ -126,7 +126,7 @@ impl S3Fifo {
                 self.promoted += 1;
             } else {
                 self.list_of[f as usize] = 0;
-                self.remember(mm.frames.owner(f));
+                self.remember(mm.owner(f));
                 return Some(f);
             }
         }

@@ -51,7 +51,7 @@ impl Rig {
         let mut out = Vec::new();
         for &f in victims {
             let s = self.p.shadow(&self.mm, f);
-            let vpn = self.mm.frames.owner(f);
+            let vpn = self.mm.owner(f);
             *self.mm.pt.pte_mut(vpn) = 0;
             self.mm.frames.release(f);
             out.push((vpn, s));
@@ -77,7 +77,7 @@ impl Rig {
     fn list(&self, lru: usize) -> Vec<u64> {
         self.p.lists[lru]
             .iter(&self.p.links)
-            .map(|f| self.mm.frames.owner(f))
+            .map(|f| self.mm.owner(f))
             .collect()
     }
 
@@ -113,7 +113,7 @@ impl ClockLru {
     fn list_vpns_for_test(&self, mm: &Mm) -> Vec<u64> {
         self.lists[LRU_INACTIVE_ANON]
             .iter(&self.links)
-            .map(|f| mm.frames.owner(f))
+            .map(|f| mm.owner(f))
             .collect()
     }
 }

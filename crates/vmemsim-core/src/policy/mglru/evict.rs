@@ -254,7 +254,7 @@ impl MgLru {
         kswapd: bool,
         victims: &mut Vec<FrameId>,
     ) {
-        let vpn = mm.frames.owner(f);
+        let vpn = mm.owner(f);
         // folio_referenced skips mappings without recency (invalid_folio_referenced_vma).
         let young = mm.frames.is_mapped(f) && Self::has_recency(mm, vpn) && mm.is_young(f);
         if young {
@@ -277,7 +277,7 @@ impl MgLru {
     /// within its PMD and VMA, clear and promote young neighbours, and feed the PMD to the
     /// current Bloom filter when at least one PTE per cache line was young.
     pub(crate) fn look_around(&mut self, mm: &mut Mm, f: FrameId, kswapd: bool) {
-        let addr = mm.frames.owner(f);
+        let addr = mm.owner(f);
         let Some(leaf) = mm.pt.find_leaf(addr) else {
             return;
         };

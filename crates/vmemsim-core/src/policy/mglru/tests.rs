@@ -53,7 +53,7 @@ fn age(m: &mut Machine<MgLru>) {
 fn free_victims(m: &mut Machine<MgLru>, victims: &[FrameId]) {
     for &f in victims {
         let s = m.policy.shadow(&m.mm, f);
-        let vpn = m.mm.frames.owner(f);
+        let vpn = m.mm.owner(f);
         if m.mm.frames.is_anon(f) {
             let slot = m.mm.alloc_swap_slot(vpn);
             m.mm.swap.set_shadow(slot, s);
