@@ -37,14 +37,7 @@ impl Policy for Fifo {
     }
     #[inline]
     fn victim_hint(&self, k: usize) -> Option<FrameId> {
-        let mut f = self.queue.tail;
-        for _ in 0..k {
-            if f == super::list::NIL {
-                break;
-            }
-            f = self.links.prev(f);
-        }
-        (f != super::list::NIL).then_some(f)
+        self.queue.nth_from_tail(&self.links, k)
     }
     fn evict(&mut self, _mm: &mut Mm) -> Option<FrameId> {
         self.queue.pop_tail(&mut self.links)

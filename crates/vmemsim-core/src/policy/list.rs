@@ -132,6 +132,19 @@ impl List {
         self.push_head(l, x);
     }
 
+    /// The `k`-th id from the tail (0 = the tail), if the list is that long.
+    #[inline]
+    pub fn nth_from_tail(&self, l: &Links, k: usize) -> Option<u32> {
+        let mut x = self.tail;
+        for _ in 0..k {
+            if x == NIL {
+                break;
+            }
+            x = l.prev(x);
+        }
+        (x != NIL).then_some(x)
+    }
+
     /// Ids from head to tail (for validation and tests).
     pub fn iter<'a>(&self, l: &'a Links) -> impl Iterator<Item = u32> + 'a {
         let mut cur = self.head;
@@ -168,5 +181,24 @@ impl List {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod nth_tests {
+    use super::*;
+
+    #[test]
+    fn nth_from_tail_walks_towards_head() {
+        let mut l = Links::new(8);
+        let mut q = List::default();
+        for x in [5, 2, 7] {
+            q.push_head(&mut l, x); // head 7, 2, 5 tail
+        }
+        assert_eq!(q.nth_from_tail(&l, 0), Some(5));
+        assert_eq!(q.nth_from_tail(&l, 1), Some(2));
+        assert_eq!(q.nth_from_tail(&l, 2), Some(7));
+        assert_eq!(q.nth_from_tail(&l, 3), None);
+        assert_eq!(List::default().nth_from_tail(&l, 0), None);
     }
 }
