@@ -10,7 +10,7 @@
 //!
 //! Frames come from the free list. Demand policies give one victim when it is empty.
 //! Kernel policies are driven by watermarks as `__alloc_pages` does: an allocation that finds
-//! free ≤ low wakes kswapd, which reclaims in `SWAP_CLUSTER_MAX` batches until free ≥ high
+//! free ≤ low wakes kswapd, which reclaims in `SWAP_CLUSTER_MAX` batches until free > high
 //! (`balance_pgdat`); an allocation at free ≤ min does direct reclaim first
 //! (`__alloc_pages_direct_reclaim`). This untimed engine runs kswapd to completion when woken;
 //! with the timing engine it becomes a thread competing for CPUs.
@@ -513,7 +513,7 @@ impl<P: Policy> Machine<P> {
         self.oom_at
     }
 
-    /// kswapd's `balance_pgdat`: passes until free ≥ high. Each pass asks for
+    /// kswapd's `balance_pgdat`: passes until free > high (`pgdat_balanced` → `__zone_watermark_ok`). Each pass asks for
     /// max(high, `SWAP_CLUSTER_MAX`) pages (`kswapd_shrink_node`); the priority rises (its value
     /// falls) after a pass that scanned fewer pages than that or freed none, and kswapd gives
     /// up after a pass at priority 1: it never scans at priority 0 (`while (sc.priority >= 1)`),
@@ -522,7 +522,7 @@ impl<P: Policy> Machine<P> {
         self.stats.kswapd_wakeups += 1;
         let nr = self.wmark.high.max(SWAP_CLUSTER_MAX);
         let mut priority = DEF_PRIORITY;
-        while self.mm.frames.n_free() < self.wmark.high {
+        while self.mm.frames.n_free() <= self.wmark.high {
             let (got, scanned) = self.shrink(ReclaimReason::Kswapd, nr, priority);
             if got == 0 || scanned < nr as u64 {
                 if priority == 1 {

@@ -481,13 +481,15 @@ fn referenced_dirty_file_page_is_kept_once() {
     r.check();
 }
 
+/// kswapd runs while free <= high (`pgdat_balanced` wants free > high), so with high 0 it
+/// stops as soon as one frame is free.
 fn tiny_machine() -> MachineConfig {
     MachineConfig {
         page_cluster: Some(0),
         watermarks: Some(Watermarks {
             min: 0,
             low: 0,
-            high: 1,
+            high: 0,
         }),
         check_invariants: true,
         ..MachineConfig::new(6)
@@ -601,7 +603,8 @@ fn replay_hot_set_survives_a_scan() {
     assert!(hot_active(&m));
 }
 
-/// swappiness 0 on 8 frames, no watermarks: 7 anon pages, 1 file page, then anon 8 and 9.
+/// swappiness 0 on 8 frames, watermarks 0/0/0: 7 anon pages, 1 file page, then anon 8 and 9.
+/// Each fault at free 0 wakes kswapd (free <= low) before direct reclaim (free <= min).
 #[test]
 fn swappiness_zero_takes_file_then_anon_once_file_is_tiny() {
     let cfg = MachineConfig {
@@ -620,20 +623,28 @@ fn swappiness_zero_takes_file_then_anon_once_file_is_tiny() {
     for p in [1, 2, 3, 4, 5, 6, 7, 100, 8] {
         m.access(Access::read(p), u64::MAX);
     }
-    // Page 8: direct reclaim. SCAN_FRACT with swappiness 0 gives anon nothing; file is
-    // 1 >> p = 0 until priority 0, where cache-trim mode scans it: young, kept. The retried
-    // cascade reaches it again at priority 0: referenced, not young, clean → reclaimed.
+    // Page 8: kswapd (priorities 12..1) scans nothing: SCAN_FRACT with swappiness 0 gives
+    // anon nothing and file is 1 >> p = 0. Direct reclaim: file 1 >> p = 0 until priority 0,
+    // where cache-trim mode scans it: young, kept. The retried cascade reaches it again at
+    // priority 0: referenced, not young, clean → reclaimed.
     assert_eq!(m.stats.evictions, 1);
+    assert_eq!(m.stats.pgscan_kswapd, 0);
     assert_eq!(counter(&m.policy, "pgsteal_file"), 1);
     assert_eq!(counter(&m.policy, "nr_ref_keep"), 1);
     m.access(Access::read(9), u64::MAX);
-    // Page 9: no file left, so file + free (0) <= high (0): file is tiny and SCAN_ANON runs
-    // once 8 >> p > 0. p=3 keeps 1, p=2 keeps 2 and 3, p=1 keeps 4..7; p=0 (still not
-    // SCAN_EQUAL: swappiness is 0) scans all 8: 8 is young and kept, 1..7 are reclaimed.
-    assert_eq!((m.stats.evictions, m.stats.pswpout), (8, 7));
-    assert_eq!(counter(&m.policy, "pgsteal_anon"), 7);
-    assert_eq!(counter(&m.policy, "nr_ref_keep"), 1 + 8);
-    assert_eq!(m.policy.list_vpns_for_test(&m.mm), vec![9, 8]);
+    // Page 9: no file left, so file + free (0) <= high (0): file is tiny, SCAN_ANON once
+    // 8 >> p > 0. kswapd: p=3 keeps 1, p=2 keeps 2 and 3, p=1 keeps 4..7 (all young from
+    // their faults), then gives up; inactive anon is now, head first, 7 6 5 4 3 2 1 8.
+    // Direct reclaim: p=3 scans 8 (young: kept, to the head); p=2 scans 1 and 2, referenced
+    // but no longer young: reclaimed (written to swap), and free 2 > min ends it.
+    assert_eq!((m.stats.evictions, m.stats.pswpout), (3, 2));
+    assert_eq!((m.stats.pgscan_kswapd, m.stats.pgsteal_kswapd), (7, 0));
+    assert_eq!(counter(&m.policy, "pgsteal_anon"), 2);
+    assert_eq!(counter(&m.policy, "nr_ref_keep"), 1 + 7 + 1);
+    assert_eq!(
+        m.policy.list_vpns_for_test(&m.mm),
+        vec![9, 8, 7, 6, 5, 4, 3]
+    );
 }
 
 #[test]
