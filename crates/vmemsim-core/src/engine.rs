@@ -513,8 +513,8 @@ impl<P: Policy> Machine<P> {
         self.oom_at
     }
 
-    /// kswapd's `balance_pgdat`: passes until free > high (`pgdat_balanced` → `__zone_watermark_ok`). Each pass asks for
-    /// max(high, `SWAP_CLUSTER_MAX`) pages (`kswapd_shrink_node`); the priority rises (its value
+    /// kswapd's `balance_pgdat`: passes until free > high (`pgdat_balanced` →
+    /// `__zone_watermark_ok`). Each pass asks for max(high, `SWAP_CLUSTER_MAX`) pages (`kswapd_shrink_node`); the priority rises (its value
     /// falls) after a pass that scanned fewer pages than that or freed none, and kswapd gives
     /// up after a pass at priority 1: it never scans at priority 0 (`while (sc.priority >= 1)`),
     /// which is left to direct reclaim.
