@@ -258,7 +258,7 @@ impl<'a> Parser<'a> {
                 } else {
                     Vec::new()
                 };
-                let placeholder = match kind.as_str() {
+                let defaults = match kind.as_str() {
                     "uniform" => GenKind::Uniform { pages: 0 },
                     "zipf" => GenKind::Zipf {
                         pages: 0,
@@ -273,7 +273,7 @@ impl<'a> Parser<'a> {
                         hot_accesses: 0.8,
                     },
                 };
-                build_spec(placeholder, kv, ctx)
+                build_spec(defaults, kv, ctx)
             }
             _ => {
                 let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
@@ -326,7 +326,7 @@ fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
-/// Apply `kv` to a kind (whose numeric fields are placeholders) and check it for `ctx`.
+/// Apply `kv` to a kind (its defaults; `pages` must be given) and check it for `ctx`.
 fn build_spec(mut kind: GenKind, kv: Vec<(String, String)>, ctx: Ctx) -> Result<GenSpec> {
     let name = kind.name();
     let allowed: &[&str] = match kind {
