@@ -872,6 +872,9 @@ register(
 )
 
 
+# Commands of other modules register themselves on import.
+from .sweep import cli as _sweep_cli  # noqa: E402,F401
+
 # ---------------------------------------------------------------- entry point
 
 
