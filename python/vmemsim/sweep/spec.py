@@ -423,7 +423,7 @@ def parse_experiment(text: str, file: str = "<experiment>", base_dir: str = ".")
     sweep = dict(raw.get("sweep", {}))
     zips = sweep.pop("zip", [])
     cases = sweep.pop("cases", [])
-    for path, vals in _sweep_paths(sweep, "sweep").items():
+    for path, vals in _sweep_paths(sweep, _loc(file, "sweep")).items():
         where = _loc(file, f"sweep.{path}")
         claim(path, f"sweep.{path}")
         values = [{path: check_value(path, v, where)} for v in _axis_values(vals, where)]
@@ -432,7 +432,7 @@ def parse_experiment(text: str, file: str = "<experiment>", base_dir: str = ".")
         raise VmemsimError(f"{file}: sweep.zip: expected [[sweep.zip]] tables")
     for i, z in enumerate(zips):
         zname = f"sweep.zip[{i}]"
-        flat = _sweep_paths(z, zname)
+        flat = _sweep_paths(z, _loc(file, zname))
         if not flat:
             raise VmemsimError(f"{file}: {zname}: empty")
         lengths = {p: len(_axis_values(v, _loc(file, f"{zname}.{p}"))) for p, v in flat.items()}
@@ -454,7 +454,7 @@ def parse_experiment(text: str, file: str = "<experiment>", base_dir: str = ".")
         paths: set = set()
         for i, c in enumerate(cases):
             cname = f"sweep.cases[{i}]"
-            flat = _sweep_paths(c, cname)
+            flat = _sweep_paths(c, _loc(file, cname))
             values.append({p: check_value(p, v, _loc(file, f"{cname}.{p}"))
                            for p, v in flat.items()})
             paths.update(flat)

@@ -1,0 +1,403 @@
+"""Experiment files, their expansion, the local executor and the results store."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import vmemsim
+from vmemsim import VmemsimError
+from vmemsim.sweep import (
+    LocalExecutor,
+    WorkerDied,
+    load_experiment,
+    open_results,
+    parse_experiment,
+    run_sweep,
+)
+
+import sweep_fns
+
+TRACE = "gen:zipf:pages=500,alpha=0.9,n=5000"
+
+
+def exp(body: str, name: str = "t"):
+    return parse_experiment(f'[experiment]\nname = "{name}"\n' + textwrap.dedent(body), "e.toml")
+
+
+def write(tmp_path, body: str, name: str = "t", file: str = "e.toml"):
+    p = tmp_path / file
+    p.write_text(f'[experiment]\nname = "{name}"\n' + textwrap.dedent(body))
+    return p
+
+
+BASE = f"""
+[machine]
+frames = "25%"
+[workload]
+trace = "{TRACE}"
+"""
+
+# ---------------------------------------------------------------- expansion
+
+
+def test_cartesian_count_and_order():
+    e = exp("seeds = 3\n" + BASE + """
+    [sweep]
+    "machine.policy" = ["lru", "fifo", "clock"]
+    machine.frames = ["10%", "50%"]
+    """)
+    assert e.total == 3 * 2 * 3 and len(list(e.runs())) == 18
+    e = exp(BASE + """
+    [sweep]
+    "machine.policy" = ["lru", "fifo", "clock"]
+    machine.frames = ["10%", "50%"]
+    """)
+    runs = list(e.runs())
+    assert len(runs) == 6
+    # First axis outermost, as written.
+    assert [(r.config["machine.policy"], r.config["machine.frames"]) for r in runs] == [
+        ("lru", "10%"), ("lru", "50%"), ("fifo", "10%"), ("fifo", "50%"),
+        ("clock", "10%"), ("clock", "50%"),
+    ]
+
+
+def test_seeds_are_innermost_and_counted():
+    e = parse_experiment('[experiment]\nname="s"\nseeds = 4\n' + BASE
+                         + '[sweep]\n"machine.policy" = ["lru", "fifo"]\n', "e.toml")
+    runs = list(e.runs())
+    assert e.total == 8 and len(runs) == 8
+    assert [r.seed for r in runs] == [0, 1, 2, 3, 0, 1, 2, 3]
+    e = parse_experiment('[experiment]\nname="s"\nseeds = [7, 42]\n' + BASE, "e.toml")
+    assert [r.seed for r in e.runs()] == [7, 42]
+
+
+def test_zip_moves_together_and_cases_are_one_axis():
+    e = exp(BASE + """
+    [sweep]
+    "machine.policy" = ["lru", "fifo"]
+    [[sweep.zip]]
+    "workload.name" = ["a", "b", "c"]
+    "machine.frames" = [10, 20, 30]
+    [[sweep.cases]]
+    "machine.swappiness" = 10
+    [[sweep.cases]]
+    "machine.swappiness" = 100
+    "machine.page_cluster" = 0
+    """)
+    runs = list(e.runs())
+    assert len(runs) == 2 * 3 * 2
+    pairs = {(r.config["workload.name"], r.config["machine.frames"]) for r in runs}
+    assert pairs == {("a", 10), ("b", 20), ("c", 30)}
+    cases = {(r.config["machine.swappiness"], r.config["machine.page_cluster"]) for r in runs}
+    # The first case leaves page_cluster at the base (unset = model default).
+    assert cases == {(10, None), (100, 0)}
+
+
+def test_dotted_paths_nested_and_quoted_are_the_same():
+    a = exp(BASE + '[sweep]\n"machine.options.scan_rand_p" = [0.2, 0.8]\n'
+            '"machine.policy" = ["mglru"]\n')
+    b = exp(BASE + '[sweep.machine]\npolicy = ["mglru"]\n[sweep.machine.options]\n'
+            'scan_rand_p = [0.2, 0.8]\n')
+    ra, rb = list(a.runs()), list(b.runs())
+    assert [r.run_id for r in sorted(ra, key=lambda r: r.run_id)] == [
+        r.run_id for r in sorted(rb, key=lambda r: r.run_id)]
+    assert {r.config["machine.options.scan_rand_p"] for r in ra} == {0.2, 0.8}
+
+
+def test_overrides_and_defaults_fill_every_key():
+    e = exp(BASE + "[sweep]\n\"machine.swappiness\" = [0, 200]\n")
+    r = next(e.runs())
+    assert r.config["machine.swappiness"] == 0
+    assert r.config["machine.policy"] == "lru"  # schema default
+    assert r.config["workload.page_size"] == 4096
+    assert r.config["machine.frames"] == "25%"
+    assert r.axes == {"machine.swappiness": 0}
+
+
+def test_run_id_is_a_hash_of_config_and_seed():
+    e = exp(BASE + "[sweep]\n\"machine.policy\" = [\"lru\", \"fifo\"]\n")
+    r = next(e.runs())
+    canon = json.dumps({"config": r.config, "seed": r.seed}, sort_keys=True,
+                       separators=(",", ":"))
+    assert r.run_id == hashlib.sha256(canon.encode()).hexdigest()[:16]
+    # The same run reached through another layout of axes has the same id.
+    e2 = exp(BASE.replace('frames = "25%"', 'frames = "25%"\npolicy = "fifo"'))
+    fifo = [x for x in e.runs() if x.config["machine.policy"] == "fifo"][0]
+    assert next(e2.runs()).run_id == fifo.run_id
+    ids = {x.run_id for x in parse_experiment('[experiment]\nname="s"\nseeds=5\n' + BASE,
+                                              "e").runs()}
+    assert len(ids) == 5
+
+
+# ---------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        ('[machine]\npolcy = "lru"\nframes = 10\n[workload]\ntrace = "gen:seq:n=5"\n',
+         "unknown key 'machine.polcy' (did you mean 'machine.policy'?)"),
+        (BASE + '[sweep]\n"machine.framez" = [1, 2]\n', "sweep.machine.framez"),
+        (BASE + "[machin]\nx = 1\n", "unknown section 'machin'"),
+        (BASE + '[sweep]\nseed = [1, 2]\n', "seeds are set by experiment.seeds"),
+        (BASE + '[[sweep.zip]]\n"machine.policy" = ["lru"]\n"machine.frames" = [1, 2]\n',
+         "lists must have the same length"),
+        (BASE + '[sweep]\n"machine.policy" = ["lru"]\n[[sweep.zip]]\n'
+         '"machine.policy" = ["fifo"]\n', "machine.policy is swept twice"),
+        (BASE + '[sweep]\n"machine.swappiness" = [10, "high"]\n',
+         "sweep.machine.swappiness: expected an integer"),
+        (BASE + '[sweep]\n"machine.swappiness" = 10\n', "a sweep axis is a list of values"),
+        (BASE + '[sweep]\n"machine.policy" = ["lru", "lruu"]\n', "unknown policy 'lruu'"),
+        ('[workload]\ntrace = "gen:seq:n=5"\n', "machine.frames: required"),
+        (BASE.replace('"25%"', '"250x"'), "machine.frames"),
+        (BASE + "[report]\nfigure = []\n", "unknown key 'report.figure'"),
+    ],
+)
+def test_bad_files_name_the_key(body, needle):
+    with pytest.raises(VmemsimError) as ei:
+        exp(body)
+    msg = str(ei.value)
+    assert needle in msg and "e.toml" in msg and "\n" not in msg
+
+
+def test_missing_name_and_bad_toml():
+    with pytest.raises(VmemsimError, match="experiment.name: required"):
+        parse_experiment(BASE, "x.toml")
+    with pytest.raises(VmemsimError, match="x.toml: not valid TOML"):
+        parse_experiment("[experiment\nname=1", "x.toml")
+
+
+def test_check_runs_catches_bad_options_and_missing_files(tmp_path):
+    p = write(tmp_path, BASE + '[machine.options]\nno_such_knob = 3\n')
+    with pytest.raises(VmemsimError, match="no_such_knob"):
+        run_sweep(load_experiment(p), tmp_path / "out", progress="quiet")
+    p = write(tmp_path, BASE.replace(TRACE, "missing.txt"))
+    with pytest.raises(VmemsimError, match="no such trace file"):
+        run_sweep(load_experiment(p), tmp_path / "out2", progress="quiet")
+
+
+# ---------------------------------------------------------------- runs and the store
+
+
+def test_sweep_results_match_direct_replays(tmp_path):
+    p = write(tmp_path, "seeds = 2\n" + BASE + """
+    [sweep]
+    "machine.policy" = ["lru", "clock-lru"]
+    "machine.frames" = ["10%", 120]
+    """)
+    s = run_sweep(load_experiment(p), tmp_path / "res", workers=2, progress="quiet")
+    assert (s.total, s.ok, s.failed, s.skipped) == (8, 8, 0, 0)
+    df = open_results(tmp_path / "res").table()
+    assert len(df) == 8 and df["run_id"].is_unique
+    assert set(df["status"]) == {"ok"}
+    assert set(df["version"]) == {vmemsim.__version__}
+    # Mixed int/str values of one key share a string column.
+    assert set(df["machine.frames"]) == {"10%", "120"}
+    for _, row in df.iterrows():
+        direct = vmemsim.replay(TRACE, policy=row["machine.policy"],
+                                frames=row["machine.frames"], seed=int(row["seed"]))
+        assert row["faults"] == direct.faults
+        assert row["major_faults"] == direct.major_faults
+        assert row["frames"] == direct.frames
+        assert row["workload.name"] == TRACE  # the label defaults to the trace
+
+
+def test_parquet_is_readable_by_polars(tmp_path):
+    pl = pytest.importorskip("polars")
+    p = write(tmp_path, BASE)
+    run_sweep(load_experiment(p), tmp_path / "res", workers=1, progress="quiet")
+    t = pl.read_parquet(tmp_path / "res" / "results.parquet")
+    assert t.height == 1 and t["faults"][0] == vmemsim.replay(TRACE, frames="25%").faults
+
+
+def test_a_failing_run_is_recorded_and_the_sweep_goes_on(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1\n2\nnot-a-page\n")
+    p = write(tmp_path, BASE + f'[sweep]\n"workload.trace" = ["{TRACE}", "bad.txt"]\n')
+    s = run_sweep(load_experiment(p), tmp_path / "res", workers=2, progress="quiet")
+    assert (s.ok, s.failed) == (1, 1)
+    df = open_results(tmp_path / "res").table()
+    err = df[df["status"] == "error"].iloc[0]
+    assert "bad.txt" in err["error"] and "line 3" in err["error"]
+    assert df[df["status"] == "ok"].iloc[0]["faults"] > 0
+
+
+def test_existing_results_need_resume_or_force(tmp_path):
+    p = write(tmp_path, BASE)
+    e = load_experiment(p)
+    run_sweep(e, tmp_path / "res", progress="quiet")
+    with pytest.raises(VmemsimError, match="--resume"):
+        run_sweep(e, tmp_path / "res", progress="quiet")
+    s = run_sweep(e, tmp_path / "res", progress="quiet", resume=True)
+    assert (s.skipped, s.ok) == (1, 0)
+    s = run_sweep(e, tmp_path / "res", progress="quiet", force=True)
+    assert (s.skipped, s.ok) == (0, 1)
+    other = write(tmp_path, BASE, name="other", file="o.toml")
+    with pytest.raises(VmemsimError, match="holds experiment 't'"):
+        run_sweep(load_experiment(other), tmp_path / "res", progress="quiet", resume=True)
+
+
+def test_time_series_side_files(tmp_path):
+    if "sample_every" not in vmemsim.replay.__code__.co_varnames:
+        pytest.skip("this build's replay has no time series")
+    p = write(tmp_path, BASE + "[run]\nsample_every = 1000\n")
+    run_sweep(load_experiment(p), tmp_path / "res", progress="quiet")
+    res = open_results(tmp_path / "res")
+    df = res.table()
+    ser = res.series(df["run_id"][0])
+    assert list(ser["accesses"]) == [1000, 2000, 3000, 4000, 5000]
+    assert ser["faults"].iloc[-1] == df["faults"][0]
+
+
+# ---------------------------------------------------------------- kill and resume
+
+
+def test_kill_mid_sweep_then_resume_loses_and_duplicates_nothing(tmp_path):
+    p = write(tmp_path, "seeds = 40\n" + """
+    [machine]
+    frames = "25%"
+    [workload]
+    trace = "gen:zipf:pages=20000,alpha=0.9,n=200000"
+    [sweep]
+    "machine.policy" = ["lru", "fifo", "clock"]
+    """)
+    out = tmp_path / "res"
+    runs_dir = out / "runs"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vmemsim", "sweep", "run", str(p), "--out", str(out),
+         "--workers", "2", "--quiet"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if runs_dir.is_dir() and len([n for n in os.listdir(runs_dir) if n.endswith(".json")]) >= 15:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)  # no chance to clean up
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the sweep finished before it was killed"
+    before = {n: (runs_dir / n).stat().st_mtime_ns for n in os.listdir(runs_dir)
+              if n.endswith(".json")}
+    assert 15 <= len(before) < 120
+    for n in before:  # every record on disk is whole
+        json.loads((runs_dir / n).read_text())
+    r = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "sweep", "run", str(p), "--out", str(out),
+         "--workers", "2", "--quiet", "--resume"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert f"({len(before)} already done" in r.stdout
+    after = {n: (runs_dir / n).stat().st_mtime_ns for n in os.listdir(runs_dir)
+             if n.endswith(".json")}
+    assert len(after) == 120
+    assert all(after[n] == t for n, t in before.items()), "a finished run was recomputed"
+    assert not [n for n in os.listdir(runs_dir) if n.startswith(".tmp-")]
+    df = open_results(out).table()
+    assert len(df) == 120 and df["run_id"].is_unique and set(df["status"]) == {"ok"}
+    e = load_experiment(p)
+    assert set(df["run_id"]) == {x.run_id for x in e.runs()}
+
+
+# ---------------------------------------------------------------- the local executor
+
+
+def _payloads(n):
+    return ({"run_id": str(i), "x": i} for i in range(n))
+
+
+def test_local_executor_runs_everything_once():
+    with LocalExecutor(2) as ex:
+        got = {p["x"]: r["value"] for p, r in ex.map_unordered(sweep_fns.square, _payloads(30))}
+    assert got == {i: i * i for i in range(30)}
+
+
+def test_local_executor_survives_errors_and_dead_workers():
+    with LocalExecutor(2) as ex:
+        out = {p["x"]: r for p, r in ex.map_unordered(sweep_fns.maybe_fail, _payloads(10))}
+    assert set(out) == set(range(10))
+    assert isinstance(out[3], RuntimeError) and "three is not allowed" in str(out[3])
+    assert isinstance(out[5], WorkerDied) and "signal 9" in str(out[5])
+    assert all(out[i]["value"] == i * i for i in range(10) if i not in (3, 5))
+
+
+def test_local_executor_pulls_payloads_lazily():
+    pulled = []
+
+    def gen():
+        for i in range(50):
+            pulled.append(i)
+            yield {"run_id": str(i), "x": i}
+
+    with LocalExecutor(2) as ex:
+        it = ex.map_unordered(sweep_fns.slow, gen())
+        next(it)
+        # Two workers: two payloads out, then one more after the first result.
+        assert len(pulled) <= 3
+        it.close()
+    assert len(pulled) <= 3
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "vmemsim", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=120)
+
+
+def test_cli_plan_prints_count_and_samples(tmp_path):
+    p = write(tmp_path, "seeds = 10\n" + BASE + """
+    [sweep]
+    "machine.policy" = ["lru", "fifo", "clock", "arc"]
+    "machine.frames" = ["5%", "10%", "25%", "50%", "75%", "100%"]
+    """)
+    r = _cli("sweep", "plan", str(p), "--samples", "2")
+    assert r.returncode == 0, r.stderr
+    assert "240 runs" in r.stdout
+    assert "machine.policy (4) x machine.frames (6) x seeds (10)" in r.stdout
+    assert r.stdout.count("\nrun ") == 2
+    j = json.loads(_cli("sweep", "plan", str(p), "--json").stdout)
+    assert j["total"] == 240 and len(j["runs"]) == 240
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    p = write(tmp_path, BASE + "[machine.extra]\nx = 1\n")
+    r = _cli("sweep", "plan", str(p))
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("vmemsim: error: ")
+    assert "machine.extra.x" in r.stderr
+    r = _cli("sweep", "run", str(tmp_path / "nope.toml"))
+    assert r.returncode == 2 and "cannot read" in r.stderr
+
+
+def test_cli_run_status_and_exit_codes(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("oops\n")
+    p = write(tmp_path, "seeds = 2\n" + BASE + f'[sweep]\n"workload.trace" = ["{TRACE}", "bad.txt"]\n')
+    r = _cli("sweep", "run", str(p), "--out", str(tmp_path / "res"), "--progress", "plain")
+    assert r.returncode == 1, r.stderr  # some runs failed
+    assert "4/4 runs done" in r.stdout and "2 failed" in r.stdout
+    assert "t: 4/4 runs, 2 failed" in r.stderr  # the plain progress line
+    assert r.stderr.count("failed: workload.trace=bad.txt") == 2
+    r = _cli("sweep", "status", str(tmp_path / "res"))
+    assert "4/4 runs done, 2 ok, 2 failed, 0 to run" in r.stdout
+    # Retrying the failures runs them (and they fail again); the good ones are kept.
+    r = _cli("sweep", "run", str(p), "--out", str(tmp_path / "res"), "-q", "--resume",
+             "--retry-failed")
+    assert "(2 already done, 0 ok, 2 failed)" in r.stdout and r.stderr.count("failed:") == 2
+
+
+def test_cli_keys_lists_the_schema():
+    r = _cli("sweep", "keys")
+    assert r.returncode == 0
+    assert "machine.policy" in r.stdout and "machine.options.KEY" in r.stdout
