@@ -202,7 +202,7 @@ def run_sweep(
             if isinstance(res, BaseException):
                 res = {"run_id": run.run_id, "seed": run.seed, "status": "error",
                        "error": f"{type(res).__name__}: {res}", "metrics": None,
-                       "series": None, "wall_seconds": None}
+                       "side": None, "wall_seconds": None}
             rec = dict(res)
             rec.update(index=run.index, config=run.config, axes=run.axes,
                        executor=ex.name)

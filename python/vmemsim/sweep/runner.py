@@ -83,7 +83,7 @@ def metrics(result: Any) -> Dict[str, Any]:
 def run_one(p: Dict[str, Any]) -> Dict[str, Any]:
     """Run the payload ``p`` (see :func:`payload`); returns the record of the run:
     ``run_id``, ``status`` (``ok`` or ``error``), ``error``, ``wall_seconds``, ``metrics``
-    and ``series`` (a column table, or ``None``)."""
+    and ``side`` (``{kind: column table}`` for the side files, e.g. the time series)."""
     from .. import api
     from .._native import version
 
@@ -95,7 +95,7 @@ def run_one(p: Dict[str, Any]) -> Dict[str, Any]:
         "status": "ok",
         "error": None,
         "metrics": None,
-        "series": None,
+        "side": None,
         "host": os.uname().nodename if hasattr(os, "uname") else "",
     }
     try:
@@ -105,7 +105,7 @@ def run_one(p: Dict[str, Any]) -> Dict[str, Any]:
         series = getattr(result, "series", ())
         if series:
             cols = list(series[0])
-            rec["series"] = {c: [s[c] for s in series] for c in cols}
+            rec["side"] = {"series": {c: [s[c] for s in series] for c in cols}}
     except VmemsimError as e:
         rec["status"], rec["error"] = "error", str(e)
     except Exception as e:  # a bug in a model: recorded, the sweep goes on
@@ -121,7 +121,7 @@ def noop(p: Dict[str, Any]) -> Dict[str, Any]:
     from .._native import version
 
     return {"run_id": p["run_id"], "seed": p["seed"], "version": version(), "status": "ok",
-            "error": None, "metrics": {"frames": 0}, "series": None, "host": "",
+            "error": None, "metrics": {"frames": 0}, "side": None, "host": "",
             "wall_seconds": 0.0}
 
 

@@ -6,6 +6,7 @@ Layout of a results directory::
     manifest.json          experiment name, vmemsim version, the ids of the planned runs
     runs/<run_id>.json     one record per finished run (ok or error), written atomically
     series/<run_id>.parquet  the run's counters over time (when run.sample_every > 0)
+    <kind>/<run_id>.parquet  other side files of later models (latency histograms, ...)
     results.parquet        the table: one row per run (rebuilt from runs/ when stale)
 
 Every file is written to a temporary name and renamed into place, and a run's side files are
@@ -79,6 +80,15 @@ def _write_table(path: str, table: Any) -> None:
         except OSError:
             pass
         raise
+
+
+def _is_side_dir(d: str) -> bool:
+    """A directory of side files: only ``<run_id>.parquet`` files (16 hex digits)."""
+    names = os.listdir(d)
+    return bool(names) and all(
+        n.endswith(".parquet") and len(n) == 24 and all(c in "0123456789abcdef" for c in n[:16])
+        for n in names
+    )
 
 
 def _now() -> str:
@@ -175,8 +185,10 @@ class ResultsStore:
                 raise VmemsimError(
                     f"{self.path}: already holds results; pass --resume to continue that "
                     "sweep, or --force to delete them and start again")
-            for sub in (RUNS_DIR, SERIES_DIR):
-                shutil.rmtree(os.path.join(self.path, sub), ignore_errors=True)
+            for sub in os.listdir(self.path):  # runs/ and every side-file directory
+                d = os.path.join(self.path, sub)
+                if sub == RUNS_DIR or (os.path.isdir(d) and _is_side_dir(d)):
+                    shutil.rmtree(d, ignore_errors=True)
             for f in (RESULTS_FILE, MANIFEST):
                 try:
                     os.unlink(os.path.join(self.path, f))
@@ -189,7 +201,6 @@ class ResultsStore:
                     f"{self.path}: holds experiment {old.get('experiment')!r}, not "
                     f"{exp.name!r}; give another --out directory")
         os.makedirs(self.runs_dir, exist_ok=True)
-        os.makedirs(self.series_dir, exist_ok=True)
         self._clean_tmp()
         atomic_write(os.path.join(self.path, EXPERIMENT_FILE), exp.source.encode())
         from .._native import version
@@ -209,7 +220,7 @@ class ResultsStore:
                      json.dumps(manifest, indent=1).encode())
 
     def _clean_tmp(self) -> None:
-        for d in (self.path, self.runs_dir, self.series_dir):
+        for d in [self.path] + [os.path.join(self.path, n) for n in os.listdir(self.path)]:
             if os.path.isdir(d):
                 for n in os.listdir(d):
                     if n.startswith(".tmp-"):
@@ -255,14 +266,27 @@ class ResultsStore:
         return out
 
     def write(self, rec: Dict[str, Any]) -> None:
-        """Store a finished run: its side files first, then its record."""
+        """Store a finished run: its side files first, then its record.
+
+        ``rec["side"]`` maps a kind (``series``; later ``latency``, ...) to a column table
+        ``{name: [values]}``; each becomes ``DIR/<kind>/<run_id>.parquet`` and the record
+        keeps only the paths, under ``side_files``."""
         rid = rec["run_id"]
-        series = rec.pop("series", None)
-        if series:
+        side = rec.pop("side", None) or {}
+        files: Dict[str, str] = {}
+        for kind, cols in side.items():
+            if not cols:
+                continue
+            if not kind.isidentifier():
+                raise VmemsimError(f"side file kind {kind!r}: must be a plain name")
+            d = os.path.join(self.path, kind)
+            os.makedirs(d, exist_ok=True)
             pa = _pa()
-            table = pa.table({k: _column(list(v)) for k, v in series.items()})
-            _write_table(os.path.join(self.series_dir, f"{rid}.parquet"), table)
-            rec["series_file"] = f"{SERIES_DIR}/{rid}.parquet"
+            table = pa.table({k: _column(list(v)) for k, v in cols.items()})
+            _write_table(os.path.join(d, f"{rid}.parquet"), table)
+            files[kind] = f"{kind}/{rid}.parquet"
+        if files:
+            rec["side_files"] = files
         rec.setdefault("finished_at", _now())
         atomic_write(os.path.join(self.runs_dir, f"{rid}.json"),
                      json.dumps(rec, sort_keys=False).encode())
@@ -319,12 +343,18 @@ class Results:
         """The results as a ``pandas.DataFrame`` (one row per run)."""
         return self.arrow().to_pandas()
 
-    def series(self, run_id: str) -> Any:
-        """The run's time series as a ``pandas.DataFrame``, or ``None`` if it has none."""
-        p = os.path.join(self.store.series_dir, f"{run_id}.parquet")
-        if not os.path.exists(p):
+    def side(self, run_id: str, kind: str) -> Any:
+        """A side file of the run (``series``, ...) as a ``pandas.DataFrame``, or ``None``
+        if the run has none of that kind."""
+        p = os.path.join(self.path, kind, f"{run_id}.parquet")
+        if not kind.isidentifier() or not os.path.exists(p):
             return None
         return _pa().parquet.read_table(p).to_pandas()
+
+    def series(self, run_id: str) -> Any:
+        """The run's time series (one row per sample: ``accesses`` and the cumulative
+        counters), or ``None`` if it has none."""
+        return self.side(run_id, SERIES_DIR)
 
     def experiment(self) -> "_spec.Experiment":
         p = os.path.join(self.path, EXPERIMENT_FILE)
