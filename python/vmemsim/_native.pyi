@@ -41,8 +41,10 @@ def replay(
     options: Optional[Mapping[str, str]] = None,
     machine: Optional[Mapping[str, Any]] = None,
     progress: Optional[ProgressFn] = None,
+    sample_every: int = 0,
 ) -> str:
-    """Replay a source; returns the JSON of the core's ``ReplayResult``."""
+    """Replay a source; returns the JSON of the core's ``ReplayResult`` (with ``series``, the
+    cumulative ``Stats`` every ``sample_every`` accesses, when that is above 0)."""
 
 def miss_ratio_curve(
     source: Mapping[str, Any],

@@ -95,7 +95,10 @@ class ReplayResult:
     ``faults`` counts every miss, cold (first-touch) misses included; ``major_faults`` those
     that read from swap or a file; ``minor_faults`` those served without I/O. ``stats`` holds
     every counter of the run (named as in ``/proc/vmstat`` where one exists) and
-    ``policy_counters`` the policy's own.
+    ``policy_counters`` the policy's own. ``series`` (when the replay was given
+    ``sample_every``) holds the cumulative counters after every ``sample_every`` accesses and
+    at the end of the trace: one dict per sample with the same keys as ``stats``, the last
+    equal to ``stats``; an empty tuple otherwise.
     """
 
     accesses: int
@@ -112,6 +115,7 @@ class ReplayResult:
     stats: Dict[str, int] = field(default_factory=dict)
     policy_counters: Dict[str, int] = field(default_factory=dict)
     options: Dict[str, str] = field(default_factory=dict)
+    series: Tuple[Dict[str, int], ...] = ()
 
     @property
     def miss_ratio(self) -> float:
@@ -139,11 +143,13 @@ class ReplayResult:
             stats=stats,
             policy_counters=dict(raw["policy_counters"]),
             options=dict(raw["options"]),
+            series=tuple(dict(x) for x in raw.get("series", ())),
         )
 
     def to_dict(self) -> Dict[str, Any]:
-        """Plain JSON-ready data: the headline numbers at top level, everything else nested."""
-        return {
+        """Plain JSON-ready data: the headline numbers at top level, everything else nested
+        (``series``, a list of dicts, only when there is one)."""
+        out: Dict[str, Any] = {
             "accesses": self.accesses,
             "faults": self.faults,
             "major_faults": self.major_faults,
@@ -164,6 +170,16 @@ class ReplayResult:
             "stats": dict(self.stats),
             "policy_counters": dict(self.policy_counters),
         }
+        if self.series:
+            out["series"] = [dict(x) for x in self.series]
+        return out
+
+    def series_frame(self) -> "Any":
+        """The time series as a ``pandas.DataFrame``: one row per sample, one column per
+        counter (``accesses`` first; cumulative values). No rows without a series."""
+        pd = _pandas("ReplayResult.series_frame()")
+        columns = list(self.series[0] if self.series else self.stats)
+        return pd.DataFrame([dict(x) for x in self.series], columns=columns)
 
     def to_pandas(self) -> "Any":
         """A one-row ``pandas.DataFrame``: configuration columns, then every counter
@@ -211,6 +227,17 @@ def _seed_arg(seed: int) -> int:
     if not 0 <= int(seed) < 2**64:
         raise VmemsimError(f"seed: must be 0..2^64-1, got {seed}")
     return int(seed)
+
+
+def _sample_every_arg(v: Any) -> int:
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= int(v) < 2**64:
+        raise VmemsimError(
+            f"sample_every: expected a whole number of accesses, at least 0 (0 = no series), "
+            f"got {v!r}"
+        )
+    return int(v)
 
 
 def _options_arg(options: Optional[Mapping[str, Any]]) -> Dict[str, str]:
@@ -393,6 +420,7 @@ def replay(
     page_size: int = 4096,
     addresses: bool = False,
     csv: Optional[Union[str, Mapping[str, str]]] = None,
+    sample_every: Optional[int] = None,
 ) -> ReplayResult:
     """Replay ``trace`` through ``policy`` on a machine of ``frames`` 4 KiB frames.
 
@@ -406,12 +434,14 @@ def replay(
     error. ``page_cluster`` (``vm.page-cluster``), ``watermarks`` ``(min, low, high)`` and
     ``swappiness`` configure the machine (``None`` = the kernel's defaults for kernel
     policies, none for demand policies). ``progress(done, total)`` is called a few times a
-    second.
+    second. ``sample_every`` (accesses; ``None`` or 0 = none) records the counters along the
+    run into ``ReplayResult.series``; a run may record at most a million samples.
 
     Raises ``VmemsimError`` (a ``ValueError``) with a one-line message on any bad input.
     """
     frames_s = _frames_arg(frames)
     seed_i = _seed_arg(seed)
+    every = _sample_every_arg(sample_every)
     opts = _options_arg(options)
     machine = _machine_arg(page_cluster, watermarks, swappiness, check_invariants)
     if not isinstance(policy, str):
@@ -420,7 +450,7 @@ def replay(
         trace, format=format, page_size=page_size, addresses=addresses, csv=csv, seed=seed_i,
         writes=writes,
     )
-    out = _native.replay(src, policy, frames_s, seed_i, opts, machine, progress)
+    out = _native.replay(src, policy, frames_s, seed_i, opts, machine, progress, every)
     return ReplayResult.from_json(out)
 
 
@@ -506,7 +536,7 @@ class MissRatioCurve:
     def to_pandas(self) -> "Any":
         """A ``pandas.DataFrame``, one row per size: ``frames``, ``misses``, ``miss_ratio``,
         then ``policy``, ``method``, ``trace``, ``seed``."""
-        pd = _pandas("MissRatioCurve")
+        pd = _pandas("MissRatioCurve.to_pandas()")
         return pd.DataFrame(
             {
                 "frames": self.frames,
@@ -521,10 +551,11 @@ class MissRatioCurve:
 
 
 def _pandas(what: str) -> Any:
+    """pandas, or an ImportError saying that ``what`` (a method) needs it."""
     try:
         import pandas as pd
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError(f"{what}.to_pandas() needs pandas: pip install 'vmemsim[pandas]'") from e
+        raise ImportError(f"{what} needs pandas: pip install 'vmemsim[pandas]'") from e
     return pd
 
 

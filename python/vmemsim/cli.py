@@ -9,9 +9,11 @@ Contract (scripts and tests rely on it):
   grammar), seeded by ``--seed``.
 - ``vmemsim replay --trace TRACE --policy NAME --frames N|P% [--seed S] [--json]
   [--opt KEY=VALUE ...] [--page-cluster N] [--swappiness N] [--watermarks MIN,LOW,HIGH]
-  [--progress/--no-progress]``; ``--json`` prints one JSON object whose top level has at least
-  ``accesses``, ``faults`` (every miss, cold included), ``major_faults``, ``policy``,
-  ``frames``, ``seed`` and ``version``.
+  [--progress/--no-progress] [--sample-every N [--series-out OUT.csv]]``; ``--json`` prints one
+  JSON object whose top level has at least ``accesses``, ``faults`` (every miss, cold
+  included), ``major_faults``, ``policy``, ``frames``, ``seed`` and ``version`` (and
+  ``series``, a list of counter dicts, with ``--sample-every``); ``--series-out`` writes the
+  series as CSV, one row per sample, the header the counter names (``accesses`` first).
 - ``vmemsim mrc --trace TRACE [--policy lru] [--sizes 10,100 | --points N] [--shards RATE]
   [--workers N] [--json] [--csv-out OUT]``: misses at each size; JSON with ``policy``,
   ``method``, ``trace``, ``seed``, ``version``, ``accesses`` and ``points`` (a list of
@@ -470,19 +472,53 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
     add_trace_arguments(p)
     add_policy_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--sample-every",
+        type=_int,
+        default=0,
+        metavar="N",
+        help="record the cumulative counters every N accesses and at the end (0 = off; "
+        "at most a million samples)",
+    )
+    p.add_argument(
+        "--series-out",
+        metavar="OUT",
+        help="write the samples of --sample-every to OUT as CSV (header: counter names)",
+    )
     add_progress_argument(p)
 
 
 def _run_replay(args: argparse.Namespace) -> int:
     kwargs = replay_kwargs(args)
+    if args.series_out and args.sample_every <= 0:
+        raise CliError("--series-out: needs --sample-every N with N at least 1")
     result = _with_progress(
-        args, "replay", lambda progress: replay(args.trace, progress=progress, **kwargs)
+        args,
+        "replay",
+        lambda progress: replay(
+            args.trace, progress=progress, sample_every=args.sample_every, **kwargs
+        ),
     )
+    if args.series_out:
+        write_series_csv(result, args.series_out)
     if args.json:
         print(json.dumps(result.to_dict()))
     else:
         print(format_result(result))
     return 0
+
+
+def write_series_csv(r: ReplayResult, out: str) -> None:
+    """The samples of ``r`` as CSV: a header of counter names, then one row per sample."""
+    columns = list(r.series[0] if r.series else r.stats)
+    try:
+        with open(out, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(columns)
+            for sample in r.series:
+                w.writerow([sample[c] for c in columns])
+    except OSError as e:
+        raise CliError(f"{out}: {e.strerror or e}") from None
 
 
 def format_result(r: ReplayResult) -> str:

@@ -22,6 +22,7 @@ fn main() {
         policy: PolicyKind::from_name(&args[2]).expect("policy"),
         machine: MachineConfig::new(args[3].parse().expect("frames")),
         options: PolicyOptions::new(1),
+        sample_every: 0,
     };
     let t = Instant::now();
     let r = replay(&mut VecSource::new(trace), &spec, None).expect("replay");

@@ -597,6 +597,7 @@ mod tests {
             policy: PolicyKind::from_name("lru").unwrap(),
             machine: MachineConfig::new(frames),
             options: PolicyOptions::new(1),
+            sample_every: 0,
         };
         replay(&mut VecSource::from_pages(pages), &spec, None)
             .unwrap()
@@ -718,6 +719,7 @@ mod tests {
             policy: PolicyKind::from_name("lru").unwrap(),
             machine: MachineConfig::new(1),
             options: PolicyOptions::new(1),
+            sample_every: 0,
         };
         let data: Vec<Access> = pages.iter().map(|&p| Access::read(p)).collect();
         let open =

@@ -19,7 +19,29 @@ pub struct ReplaySpec {
     pub policy: PolicyKind,
     pub machine: MachineConfig,
     pub options: PolicyOptions,
+    /// Record the cumulative [`Stats`] every `sample_every` accesses (and once more at the end
+    /// of the trace when it does not end on a boundary) into [`ReplayResult::series`];
+    /// 0 = no series. A run may record at most [`MAX_SAMPLES`] samples.
+    pub sample_every: u64,
 }
+
+impl ReplaySpec {
+    /// A spec without a time series.
+    pub fn new(policy: PolicyKind, machine: MachineConfig, options: PolicyOptions) -> Self {
+        ReplaySpec {
+            policy,
+            machine,
+            options,
+            sample_every: 0,
+        }
+    }
+}
+
+/// Most samples one run may record (each is a full [`Stats`], 192 bytes; a million is 192 MB
+/// in memory and several hundred MB of JSON across the binding, far more points than any plot
+/// needs). A run that would record more is an error naming `sample_every`, raised before the
+/// run when the source knows its length, else when the limit is passed.
+pub const MAX_SAMPLES: u64 = 1_000_000;
 
 /// What a run produced, with everything needed to re-run it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -35,6 +57,11 @@ pub struct ReplayResult {
     pub options: BTreeMap<String, String>,
     pub stats: Stats,
     pub policy_counters: BTreeMap<String, u64>,
+    /// Cumulative counters after every `sample_every` accesses, then at the end of the trace
+    /// if it did not end on a boundary (so the last sample equals `stats`); empty without
+    /// sampling or for an empty trace. Omitted from JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<Stats>,
 }
 
 /// Called after each chunk with the number of accesses replayed so far.
@@ -43,28 +70,124 @@ pub type Progress<'a> = &'a mut (dyn FnMut(u64) + 'a);
 struct Run<'a, 'b> {
     src: &'a mut dyn TraceSource,
     machine: MachineConfig,
+    sample_every: u64,
     progress: Option<&'b mut dyn FnMut(u64)>,
 }
 
+/// What a run hands back to [`replay`].
+struct Outcome {
+    stats: Stats,
+    page_cluster: u8,
+    watermarks: Watermarks,
+    counters: Vec<(&'static str, u64)>,
+    series: Vec<Stats>,
+}
+
+/// The time series of a run: a snapshot of the cumulative counters each time the access
+/// count reaches the next multiple of `every`. Callers split their batches of accesses at
+/// [`Series::room`], so the per-access loop carries no check.
+struct Series {
+    every: u64,
+    /// Access count of the next sample (`u64::MAX` when not sampling).
+    next: u64,
+    samples: Vec<Stats>,
+}
+
+impl Series {
+    fn new(every: u64) -> Self {
+        Series {
+            every,
+            next: if every == 0 { u64::MAX } else { every },
+            samples: Vec::new(),
+        }
+    }
+
+    /// Accesses that can be served before the next sample is due, `done` having been served.
+    #[inline]
+    fn room(&self, done: u64) -> u64 {
+        self.next - done
+    }
+
+    /// Record a sample if `stats` is on the boundary.
+    #[inline]
+    fn on_boundary(&mut self, stats: &Stats) -> Result<()> {
+        if stats.accesses == self.next {
+            self.push(stats)?;
+            self.next = self.next.saturating_add(self.every);
+        }
+        Ok(())
+    }
+
+    /// The end of the trace: a last sample unless the last access was on a boundary.
+    fn finish(&mut self, stats: &Stats) -> Result<()> {
+        let last = self.samples.last().map_or(0, |s| s.accesses);
+        if self.every != 0 && stats.accesses != last {
+            self.push(stats)?;
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, stats: &Stats) -> Result<()> {
+        if self.samples.len() as u64 >= MAX_SAMPLES {
+            return Err(too_many_samples(self.every, None));
+        }
+        self.samples.push(stats.clone());
+        Ok(())
+    }
+}
+
+fn too_many_samples(every: u64, accesses: Option<u64>) -> Error {
+    let n = match accesses {
+        Some(n) => format!("{n} accesses"),
+        None => "this trace".to_string(),
+    };
+    Error::config(
+        "sample_every",
+        format!(
+            "{every} gives more than {MAX_SAMPLES} samples on {n}; sample less often (0 = no series)"
+        ),
+    )
+}
+
 impl PolicyVisitor for Run<'_, '_> {
-    type Out = Result<(Stats, u8, Watermarks, Vec<(&'static str, u64)>)>;
+    type Out = Result<Outcome>;
     fn visit<P: Policy>(self, p: P) -> Self::Out {
         let Run {
             src,
             machine,
+            sample_every,
             mut progress,
         } = self;
+        if sample_every != 0 {
+            if let Some(n) = src.len_hint() {
+                if n.div_ceil(sample_every) > MAX_SAMPLES {
+                    return Err(too_many_samples(sample_every, Some(n)));
+                }
+            }
+        }
+        let mut series = Series::new(sample_every);
         let needs_future = p.needs_future();
         let mut m = Machine::new(&machine, p)?;
         if needs_future {
             let all = collect(src)?;
             let next = next_use(&all);
-            for (i, a) in all.iter().enumerate() {
-                m.access(*a, next[i]);
-                if i % CHUNK == CHUNK - 1 {
+            let n = all.len();
+            let mut i = 0;
+            // Runs of accesses that end at a chunk boundary (OOM check, progress) or at a
+            // sample boundary, whichever comes first.
+            while i < n {
+                let to_chunk = CHUNK - i % CHUNK;
+                let room = series.room(i as u64).min(to_chunk as u64) as usize;
+                let end = (i + room).min(n);
+                for j in i..end {
+                    m.access(all[j], next[j]);
+                }
+                i = end;
+                series.on_boundary(&m.stats)?;
+                if i % CHUNK == 0 {
                     oom_error(&m, &machine)?;
                     if let Some(cb) = progress.as_mut() {
-                        cb(i as u64 + 1);
+                        cb(i as u64);
                     }
                 }
             }
@@ -92,7 +215,18 @@ impl PolicyVisitor for Run<'_, '_> {
                     if buf.is_empty() {
                         break;
                     }
-                    m.access_all(&buf);
+                    if sample_every == 0 {
+                        m.access_all(&buf);
+                    } else {
+                        // Split the chunk at each sample boundary.
+                        let mut rest = &buf[..];
+                        while !rest.is_empty() {
+                            let k = series.room(m.stats.accesses).min(rest.len() as u64) as usize;
+                            m.access_all(&rest[..k]);
+                            rest = &rest[k..];
+                            series.on_boundary(&m.stats)?;
+                        }
+                    }
                     oom_error(&m, &machine)?;
                     if let Some(cb) = progress.as_mut() {
                         cb(m.stats.accesses);
@@ -103,12 +237,14 @@ impl PolicyVisitor for Run<'_, '_> {
             })?;
         }
         oom_error(&m, &machine)?;
-        Ok((
-            m.stats.clone(),
-            m.page_cluster(),
-            m.watermarks(),
-            m.policy.counters(),
-        ))
+        series.finish(&m.stats)?;
+        Ok(Outcome {
+            stats: m.stats.clone(),
+            page_cluster: m.page_cluster(),
+            watermarks: m.watermarks(),
+            counters: m.policy.counters(),
+            series: series.samples,
+        })
     }
 }
 
@@ -150,11 +286,18 @@ pub fn replay(
     let run = Run {
         src,
         machine: spec.machine.clone(),
+        sample_every: spec.sample_every,
         progress,
     };
-    let (stats, page_cluster, watermarks, counters) =
-        spec.policy
-            .build(spec.machine.frames, &spec.options, run)??;
+    let Outcome {
+        stats,
+        page_cluster,
+        watermarks,
+        counters,
+        series,
+    } = spec
+        .policy
+        .build(spec.machine.frames, &spec.options, run)??;
     Ok(ReplayResult {
         version: VERSION.to_string(),
         policy: spec.policy.name().to_string(),
@@ -173,6 +316,7 @@ pub fn replay(
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
+        series,
     })
 }
 
@@ -249,6 +393,7 @@ mod tests {
                 ..MachineConfig::new(frames)
             },
             options: PolicyOptions::new(1),
+            sample_every: 0,
         };
         replay(&mut VecSource::from_pages(pages), &spec, None).unwrap()
     }
@@ -325,6 +470,7 @@ mod tiny_memory {
                         ..MachineConfig::new(frames)
                     },
                     options: PolicyOptions::new(3),
+                    sample_every: 0,
                 };
                 match replay(&mut VecSource::from_pages(&pages), &spec, None) {
                     Ok(r) => assert!(r.stats.faults >= 40, "{name} at {frames} frames"),
@@ -338,5 +484,149 @@ mod tiny_memory {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod series {
+    use super::*;
+    use crate::trace::VecSource;
+
+    fn run(policy: &str, pages: &[u64], frames: u32, every: u64) -> Result<ReplayResult> {
+        let spec = ReplaySpec {
+            policy: PolicyKind::from_name(policy).unwrap(),
+            machine: MachineConfig {
+                check_invariants: true,
+                ..MachineConfig::new(frames)
+            },
+            options: PolicyOptions::new(1),
+            sample_every: every,
+        };
+        replay(&mut VecSource::from_pages(pages), &spec, None)
+    }
+
+    /// `(accesses, faults)` of every sample.
+    fn faults(r: &ReplayResult) -> Vec<(u64, u64)> {
+        r.series.iter().map(|s| (s.accesses, s.faults)).collect()
+    }
+
+    const BELADY: [u64; 12] = [1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5];
+
+    #[test]
+    fn fifo_by_hand() {
+        // FIFO, 3 frames, Belady's string: misses at accesses 1-7, 10, 11; hits at 8, 9, 12.
+        // Cumulative faults after each access: 1 2 3 4 5 6 7 7 7 8 9 9.
+        let r = run("fifo", &BELADY, 3, 5).unwrap();
+        // Samples at 5 and 10, and a last one at 12 (not a multiple of 5).
+        assert_eq!(faults(&r), [(5, 5), (10, 8), (12, 9)]);
+        // Refaults (major) at accesses 5, 6, 10, 11; first touches of pages 1-4 by access 4,
+        // of page 5 at access 7.
+        let major: Vec<u64> = r.series.iter().map(|s| s.major_faults).collect();
+        let cold: Vec<u64> = r.series.iter().map(|s| s.first_touch).collect();
+        assert_eq!((major, cold), (vec![1, 3, 4], vec![4, 5, 5]));
+        assert_eq!(r.series.last(), Some(&r.stats));
+    }
+
+    #[test]
+    fn lru_ending_on_a_boundary() {
+        // LRU, 3 frames, Belady's string: hits only at accesses 8 and 9; cumulative faults
+        // 1 2 3 4 5 6 7 7 7 8 9 10. 12 accesses end on a boundary of 3: no extra sample.
+        let r = run("lru", &BELADY, 3, 3).unwrap();
+        assert_eq!(faults(&r), [(3, 3), (6, 6), (9, 7), (12, 10)]);
+        assert_eq!(r.series.last(), Some(&r.stats));
+    }
+
+    #[test]
+    fn opt_path_samples_too() {
+        // OPT (the path that reads the whole trace first), 3 frames: access 4 evicts 3 (next
+        // used last), access 7 evicts 4; hits at 5, 6, 8, 9, 12. Cumulative faults
+        // 1 2 3 4 4 4 5 5 5 6 7 7.
+        let r = run("opt", &BELADY, 3, 4).unwrap();
+        assert_eq!(faults(&r), [(4, 4), (8, 5), (12, 7)]);
+        assert_eq!(r.series.last(), Some(&r.stats));
+    }
+
+    #[test]
+    fn fewer_accesses_than_the_period_give_one_sample() {
+        let r = run("fifo", &BELADY, 3, 100).unwrap();
+        assert_eq!(faults(&r), [(12, 9)]);
+    }
+
+    #[test]
+    fn no_sampling_no_series() {
+        assert!(run("fifo", &BELADY, 3, 0).unwrap().series.is_empty());
+        // An empty trace has nothing to sample.
+        assert!(run("fifo", &[], 3, 5).unwrap().series.is_empty());
+        // And the JSON of a result without a series has no "series" key.
+        let json = serde_json::to_string(&run("fifo", &BELADY, 3, 0).unwrap()).unwrap();
+        assert!(!json.contains("series"), "{json}");
+        let back: ReplayResult = serde_json::from_str(&json).unwrap();
+        assert!(back.series.is_empty());
+    }
+
+    /// Over several chunks, with a period that does not divide the chunk size: each sample
+    /// equals the final counters of a separate replay of the trace cut at that access (for
+    /// the causal policies; OPT's choices depend on what follows the cut), and sampling
+    /// changes nothing else in the result.
+    #[test]
+    fn samples_equal_replays_of_prefixes() {
+        let pages: Vec<u64> = (0..3 * CHUNK as u64 + 1234)
+            .map(|i| (i * 2654435761) % 5000 + (i / 7000) * 300)
+            .collect();
+        let every = 70_001;
+        for policy in ["lru", "fifo", "clock-lru", "mglru", "opt"] {
+            let spec = |every| ReplaySpec {
+                sample_every: every,
+                ..ReplaySpec::new(
+                    PolicyKind::from_name(policy).unwrap(),
+                    MachineConfig::new(1500),
+                    PolicyOptions::new(1),
+                )
+            };
+            let go = |pages: &[u64], every| {
+                replay(&mut VecSource::from_pages(pages), &spec(every), None).unwrap()
+            };
+            let full = go(&pages, every);
+            let n = pages.len() as u64;
+            let expect: Vec<u64> = (1..=n / every)
+                .map(|k| k * every)
+                .chain(std::iter::once(n))
+                .collect();
+            let at: Vec<u64> = full.series.iter().map(|s| s.accesses).collect();
+            assert_eq!(at, expect, "{policy}");
+            assert_eq!(full.series.last(), Some(&full.stats), "{policy}");
+            for s in full.series.iter().filter(|_| policy != "opt") {
+                let cut = go(&pages[..s.accesses as usize], 0);
+                assert_eq!(*s, cut.stats, "{policy} at {}", s.accesses);
+            }
+            let mut plain = full.clone();
+            plain.series.clear();
+            assert_eq!(plain, go(&pages, 0), "{policy}");
+        }
+    }
+
+    #[test]
+    fn too_many_samples_is_an_error() {
+        // A source that knows its length is refused before the run.
+        let pages = vec![0u64; MAX_SAMPLES as usize + 1];
+        let e = run("fifo", &pages, 3, 1).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "sample_every: 1 gives more than 1000000 samples on 1000001 accesses; \
+             sample less often (0 = no series)"
+        );
+        // One that does not is refused when the limit is passed.
+        let mut s = Series::new(1);
+        s.samples = vec![Stats::default(); MAX_SAMPLES as usize];
+        let st = Stats {
+            accesses: MAX_SAMPLES + 1,
+            ..Stats::default()
+        };
+        s.next = st.accesses;
+        assert!(s
+            .on_boundary(&st)
+            .unwrap_err()
+            .to_string()
+            .starts_with("sample_every: 1 gives more than 1000000 samples on this trace"));
     }
 }

@@ -49,6 +49,7 @@ fn faults(policy: &str, pages: &[u64], frames: u32) -> u64 {
         policy: PolicyKind::from_name(policy).unwrap(),
         machine: MachineConfig::new(frames),
         options: PolicyOptions::new(0),
+        sample_every: 0,
     };
     replay(&mut VecSource::from_pages(pages), &spec, None)
         .unwrap()

@@ -652,9 +652,10 @@ fn check_options(kind: PolicyKind, frames: u32, options: &PolicyOptions) -> PyRe
 // ----------------------------------------------------------------------------------- replay
 
 /// Replay a source through one policy. `frames` is a count or a percentage of the trace's
-/// distinct pages ("25%"). Returns the JSON of the core's `ReplayResult`.
+/// distinct pages ("25%"). `sample_every` > 0 records the cumulative counters every that many
+/// accesses (the result's `series`). Returns the JSON of the core's `ReplayResult`.
 #[pyfunction]
-#[pyo3(name = "replay", signature = (source, policy, frames, seed=0, options=None, machine=None, progress=None))]
+#[pyo3(name = "replay", signature = (source, policy, frames, seed=0, options=None, machine=None, progress=None, sample_every=0))]
 #[allow(clippy::too_many_arguments)]
 fn replay_source(
     py: Python<'_>,
@@ -665,6 +666,7 @@ fn replay_source(
     options: Option<&Bound<'_, PyDict>>,
     machine: Option<&Bound<'_, PyDict>>,
     progress: Option<PyObject>,
+    sample_every: u64,
 ) -> PyResult<String> {
     let kind = PolicyKind::from_name(policy).map_err(py_err)?;
     let frames = FramesSpec::parse(frames).map_err(py_err)?;
@@ -694,6 +696,7 @@ fn replay_source(
             policy: kind,
             machine,
             options,
+            sample_every,
         };
         let mut s = src.open().map_err(py_err)?;
         meter.set_total(s.len_hint());
@@ -874,11 +877,7 @@ fn miss_ratio_curve(
                     .collect();
                 let hint = src.open().map_err(py_err)?.len_hint();
                 meter.set_total(hint.map(|n| n * frames.len() as u64));
-                let spec = ReplaySpec {
-                    policy: kind,
-                    machine,
-                    options,
-                };
+                let spec = ReplaySpec::new(kind, machine, options);
                 // ReplaySpec is Send, not Sync: it moves into the pool.
                 let run = move || mrc::policy_curve(open, &spec, &frames);
                 let c = match &pool {

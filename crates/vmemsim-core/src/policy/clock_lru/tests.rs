@@ -510,6 +510,7 @@ fn replay_tiny_hand_trace() {
         policy: PolicyKind::ClockLru,
         machine: tiny_machine(),
         options: PolicyOptions::new(1),
+        sample_every: 0,
     };
     let res = replay(&mut VecSource::from_pages(&trace), &spec, None).unwrap();
     let mut m = Machine::new(&tiny_machine(), ClockLru::new(6)).unwrap();
@@ -741,6 +742,7 @@ fn clock_lru_speed() {
                 ..MachineConfig::new(100_000)
             },
             options: PolicyOptions::new(1),
+            sample_every: 0,
         };
         let t = std::time::Instant::now();
         let r = replay(&mut VecSource::new(trace.clone()), &spec, None).unwrap();

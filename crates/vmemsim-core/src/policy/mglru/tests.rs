@@ -655,6 +655,7 @@ fn run(
             ..MachineConfig::new(frames)
         },
         options: opts,
+        sample_every: 0,
     };
     replay(&mut VecSource::new(trace.to_vec()), &spec, None).unwrap()
 }
@@ -748,6 +749,7 @@ fn presets_and_options() {
         policy: PolicyKind::from_name("mglru").unwrap(),
         machine: MachineConfig::new(100),
         options: PolicyOptions::new(0).with("gens", "5"),
+        sample_every: 0,
     };
     let e = replay(&mut VecSource::from_pages(&[1]), &spec, None).unwrap_err();
     assert_eq!(e.to_string(), "option gens: unknown option for this policy");
