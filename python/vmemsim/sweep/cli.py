@@ -182,7 +182,8 @@ def _run_report(args: argparse.Namespace) -> int:
     out = args.out or os.path.join(res.path, "report")
     paths = report.write_report(
         res.table(), exp.figures, out, title=exp.name, description=exp.description,
-        series_loader=res.series, config=res.manifest,
+        series_loader=res.series,
+        config={k: v for k, v in res.manifest.items() if k != "run_ids"},
     )
     print(f"report: {len(paths)} files in {out} (open {os.path.join(out, 'index.html')})")
     return 0
