@@ -48,6 +48,7 @@ import difflib
 import html
 import json
 import math
+import textwrap
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -528,7 +529,10 @@ def _layout(fig: Figure, facets: List[Any]):
     height = _PANEL_HEIGHT_IN * nrows + (0.4 if n > 1 else 0.0)
     mfig = MplFigure(figsize=(_FIG_WIDTH_IN, height), dpi=_DPI, layout="constrained")
     sharex = fig.kind in ("line", "bar", "box", "violin", "timeseries")
-    axes = mfig.subplots(nrows, ncols, sharey=True, sharex=sharex, squeeze=False).ravel()
+    # Distributions of different panels can sit far apart (and a shared axis squashes each
+    # to a line): box and violin panels get their own y range.
+    sharey = fig.kind not in ("box", "violin")
+    axes = mfig.subplots(nrows, ncols, sharey=sharey, sharex=sharex, squeeze=False).ravel()
     for ax in axes[n:]:
         ax.set_visible(False)
     for k in range(max(0, n - ncols), n):
@@ -553,7 +557,11 @@ def _categorical_axis(ax: Any, xs: List[Any]) -> None:
     labels = [str(v) for v in xs]
     ax.set_xticks(range(len(xs)))
     longest = max((len(s) for s in labels), default=0)
-    rotate = len(labels) * (longest + 2) > 48
+    try:
+        ncols = ax.get_subplotspec().get_gridspec().ncols
+    except AttributeError:
+        ncols = 1
+    rotate = len(labels) * (longest + 2) > {1: 48, 2: 30}.get(ncols, 22)
     ax.set_xticklabels(labels, rotation=30 if rotate else 0, ha="right" if rotate else "center")
     ax.set_xlim(-0.6, len(xs) - 0.4)
 
@@ -623,21 +631,28 @@ def _plot(fig: Figure, prep: _Prepared, series_loader: Optional[SeriesLoader]):
                 ax.set_title(panel_title)
         xlabel, ylabel = _axis_labels(fig)
         for k, ax in enumerate(axes):
-            if k % ncols == 0:
-                ax.set_ylabel(ylabel)
-            if k >= len(axes) - ncols:
-                ax.set_xlabel(xlabel)
+            if k % ncols == 0 or fig.kind in ("box", "violin"):
+                ax.set_ylabel(ylabel if k % ncols == 0 else "")
+        # One x label, under the middle panel of the bottom row (one per panel would collide
+        # when long; a figure-level label collides with the legend below).
+        bottom = list(range(max(0, len(axes) - ncols), len(axes)))
+        axes[bottom[len(bottom) // 2]].set_xlabel(xlabel)
         title = fig.title or _default_title(fig)
         if fig.facet is None:
-            axes[0].set_title(title)
+            axes[0].set_title(textwrap.fill(title, 80))
         else:
-            mfig.suptitle(f"{title} (panels: {fig.facet})" if facet_in_title else title)
+            if facet_in_title:
+                title = f"{title} — panels: {fig.facet}"
+            mfig.suptitle(textwrap.fill(title, 80))
         if handles and (fig.group is not None or fig.kind == "scatter"):
+            # Below the panels: it never covers data or the title, and leaves the panels
+            # the full width.
             mfig.legend(
                 list(handles.values()),
                 list(handles.keys()),
                 title=fig.group if fig.group is not None else None,
-                loc="outside right upper",
+                loc="outside lower center",
+                ncols=min(len(handles), 4),
                 frameon=False,
             )
     return mfig

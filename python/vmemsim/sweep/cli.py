@@ -9,7 +9,7 @@ import sys
 from typing import Any, Dict
 
 from ..cli import CliError, EXIT_INTERRUPTED, _positive, register, register_group
-from .spec import axes_summary, describe_run, load_experiment, schema_rows
+from .spec import tomllib, axes_summary, describe_run, load_experiment, schema_rows
 
 
 def _default_out(exp_name: str) -> str:
@@ -182,8 +182,7 @@ def _run_report(args: argparse.Namespace) -> int:
     out = args.out or os.path.join(res.path, "report")
     paths = report.write_report(
         res.table(), exp.figures, out, title=exp.name, description=exp.description,
-        series_loader=res.series,
-        config={k: v for k, v in res.manifest.items() if k != "run_ids"},
+        series_loader=res.series, config=tomllib.loads(exp.source),
     )
     print(f"report: {len(paths)} files in {out} (open {os.path.join(out, 'index.html')})")
     return 0
