@@ -399,3 +399,49 @@ def test_cli_keys_lists_the_schema():
     r = _cli("sweep", "keys")
     assert r.returncode == 0
     assert "machine.policy" in r.stdout and "machine.options.KEY" in r.stdout
+
+
+def test_cli_report_writes_the_declared_figures(tmp_path):
+    p = write(tmp_path, "seeds = 3\n" + BASE + """
+    [run]
+    sample_every = 1000
+    [sweep]
+    "machine.policy" = ["lru", "fifo"]
+    "machine.frames" = ["10%", "50%"]
+    [[report.figures]]
+    name = "miss"
+    kind = "line"
+    metric = "miss_ratio"
+    x = "machine.frames"
+    group = "machine.policy"
+    [[report.figures]]
+    name = "over-time"
+    kind = "timeseries"
+    metric = "faults"
+    group = "machine.policy"
+    where = { "machine.frames" = "10%" }
+    """)
+    r = _cli("sweep", "run", str(p), "--out", str(tmp_path / "res"), "-q")
+    assert r.returncode == 0, r.stderr
+    r = _cli("report", str(tmp_path / "res"), "--out", str(tmp_path / "rep"))
+    assert r.returncode == 0, r.stderr
+    names = sorted(os.listdir(tmp_path / "rep"))
+    assert names == ["index.html", "miss.png", "miss.svg", "over-time.png", "over-time.svg"]
+    assert (tmp_path / "rep" / "miss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    html = (tmp_path / "rep" / "index.html").read_text()
+    df = open_results(tmp_path / "res").table()
+    mean = df[(df["machine.policy"] == "fifo") & (df["machine.frames"] == "50%")][
+        "miss_ratio"].mean()
+    assert f"{mean:.4g}" in html  # the summary table holds the mean across seeds
+    # No figures declared: a clear error.
+    q = write(tmp_path, BASE, file="nofig.toml")
+    _cli("sweep", "run", str(q), "--out", str(tmp_path / "res2"), "-q")
+    r = _cli("report", str(tmp_path / "res2"))
+    assert r.returncode == 2 and "declares no [[report.figures]]" in r.stderr
+
+
+def test_rich_progress_bar_renders(tmp_path):
+    p = write(tmp_path, "seeds = 4\n" + BASE)
+    r = _cli("sweep", "run", str(p), "--out", str(tmp_path / "res"), "--progress", "rich")
+    assert r.returncode == 0, r.stderr
+    assert "4/4" in r.stderr and "0 failed" in r.stderr and "ETA" in r.stderr
