@@ -273,3 +273,34 @@ def test_private_local_instance_with_runtime_env(ray_head):
         assert ray.is_initialized()
     _check_squares(results, range(5))
     assert not ray.is_initialized()  # the first one's close() shut its instance down
+
+
+def test_sweep_cli_on_the_ray_head_matches_local(ray_head, tmp_path):
+    # The whole path: `vmemsim sweep run --executor ray --address HOST:PORT` against the
+    # test's head gives the same table as the local executor (runs are pure functions).
+    exp = tmp_path / "e.toml"
+    exp.write_text(
+        '[experiment]\nname = "ray-sweep"\nseeds = 3\n'
+        '[machine]\nframes = "25%"\n'
+        '[workload]\ntrace = "gen:zipf:pages=500,alpha=0.9,n=5000"\n'
+        '[sweep]\n"machine.policy" = ["lru", "clock-lru"]\n'
+    )
+
+    def run(*extra):
+        r = subprocess.run(
+            [sys.executable, "-m", "vmemsim", "sweep", "run", str(exp), "-q", *extra],
+            capture_output=True, text=True, timeout=180, env=dict(os.environ),
+        )
+        assert r.returncode == 0, r.stderr
+        return r
+
+    r = run("--out", str(tmp_path / "ray"), "--executor", "ray", "--address", ray_head.gcs)
+    assert "6/6 runs done" in r.stdout and "ray worker" in r.stdout
+    run("--out", str(tmp_path / "local"), "--workers", "2")
+    from vmemsim.sweep import open_results
+
+    a = open_results(tmp_path / "ray").table().set_index("run_id").sort_index()
+    b = open_results(tmp_path / "local").table().set_index("run_id").sort_index()
+    assert list(a.index) == list(b.index)
+    for col in ("faults", "major_faults", "pswpout", "pgscan_kswapd"):
+        assert list(a[col]) == list(b[col])
