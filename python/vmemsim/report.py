@@ -29,7 +29,8 @@ the 95% confidence interval of the mean, "iqr" the **median** with the interquar
 (the mean may lie outside it), "minmax" mean with the range, "none".
 
 ``where = {column = value or [values]}`` keeps the runs whose column equals (one of) the
-value(s), before anything else; ``facet`` draws one panel per value, sharing the y axis.
+value(s), before anything else; ``facet`` draws one panel per value, sharing the y axis
+(box and violin panels each get their own y range).
 
 Categorical values (x, group, facet) keep their order of first appearance, except that
 values which are all numbers, or all percentages such as "10%", are sorted by their number.
