@@ -6,6 +6,7 @@
 //! the Python binding lives in `crates/vmemsim-py`.
 
 pub mod access;
+pub mod device;
 pub mod engine;
 pub mod error;
 pub mod generate;
