@@ -53,6 +53,10 @@ pub struct MachineConfig {
     pub swappiness: u32,
     /// Run every invariant checker after every access (slow; for tests).
     pub check_invariants: bool,
+    /// kswapd does not run inline when woken: the timing engine (`crate::timed`) runs it as a
+    /// thread, one [`Machine::kswapd_step`] at a time.
+    #[serde(default)]
+    pub defer_kswapd: bool,
 }
 
 impl MachineConfig {
@@ -63,6 +67,7 @@ impl MachineConfig {
             watermarks: None,
             swappiness: 60,
             check_invariants: false,
+            defer_kswapd: false,
         }
     }
 }
@@ -123,6 +128,11 @@ pub struct Machine<P: Policy> {
     remap: crate::util::PageMap<u64>,
     ra: ReadaheadState,
     oom_at: Option<u64>,
+    defer_kswapd: bool,
+    /// kswapd has been woken (free fell to `low`) and has not yet balanced the node.
+    kswapd_awake: bool,
+    /// The priority of kswapd's current `balance_pgdat` (deferred mode).
+    kswapd_priority: u8,
 }
 
 /// State of `swapin_nr_pages` (mm/swap_state.c): readahead hits since the last fault, the
@@ -221,6 +231,9 @@ impl<P: Policy> Machine<P> {
             remap: Default::default(),
             ra: ReadaheadState::default(),
             oom_at: None,
+            defer_kswapd: cfg.defer_kswapd,
+            kswapd_awake: false,
+            kswapd_priority: DEF_PRIORITY,
         })
     }
 
@@ -474,7 +487,14 @@ impl<P: Policy> Machine<P> {
             }
             Family::Kernel => {
                 if self.mm.frames.n_free() <= self.wmark.low {
-                    self.kswapd();
+                    if !self.defer_kswapd {
+                        self.kswapd();
+                    } else if !self.kswapd_awake {
+                        // `wakeup_kswapd`: the timing engine schedules the thread.
+                        self.stats.kswapd_wakeups += 1;
+                        self.kswapd_awake = true;
+                        self.kswapd_priority = DEF_PRIORITY;
+                    }
                 }
                 // `do_try_to_free_pages` walks the priorities down to 0; when a pass at 0 frees
                 // nothing, `__alloc_pages_slowpath` retries the whole cascade
@@ -482,7 +502,10 @@ impl<P: Policy> Machine<P> {
                 let mut tries = 0;
                 let mut retries = 0;
                 while self.mm.frames.n_free() <= self.wmark.min || self.mm.frames.n_free() == 0 {
-                    self.stats.allocstall += 1;
+                    if tries == 0 {
+                        // One `do_try_to_free_pages` call: a cascade down the priorities.
+                        self.stats.allocstall += 1;
+                    }
                     let (got, _) = self.shrink(
                         ReclaimReason::Direct,
                         SWAP_CLUSTER_MAX,
@@ -531,6 +554,57 @@ impl<P: Policy> Machine<P> {
                 priority -= 1;
             }
         }
+    }
+
+    /// Hold `n` frames back for the kernel (zram's compressed pool, counted against RAM as
+    /// zsmalloc's pages are). When that leaves free memory at or below `low`, kswapd is woken
+    /// (deferred mode) or run (inline mode). Returns the frames that did not fit: memory is
+    /// then briefly overcommitted until reclaim frees frames and the caller asks again.
+    pub fn set_kernel_pages(&mut self, n: u32) -> u32 {
+        let short = self.mm.frames.set_reserved(n);
+        if self.family == Family::Kernel && self.mm.frames.n_free() <= self.wmark.low {
+            if !self.defer_kswapd {
+                self.kswapd();
+            } else if !self.kswapd_awake {
+                self.stats.kswapd_wakeups += 1;
+                self.kswapd_awake = true;
+                self.kswapd_priority = DEF_PRIORITY;
+            }
+        }
+        short
+    }
+
+    /// Whether kswapd is awake (deferred mode): woken by an allocation at `low`, until a
+    /// [`Machine::kswapd_step`] finds the node balanced or gives up.
+    pub fn kswapd_awake(&self) -> bool {
+        self.kswapd_awake
+    }
+
+    /// One pass of kswapd's `balance_pgdat` loop (deferred mode): the same pass and priority
+    /// rules as the inline [`Machine::kswapd`], one `shrink` at a time so that the timing engine
+    /// can charge each pass's work to the kswapd thread. Returns true while kswapd has more to
+    /// do; false when free > high (balanced) or after a fruitless pass at priority 1 (kswapd
+    /// then sleeps until the next wakeup).
+    pub fn kswapd_step(&mut self) -> bool {
+        if !self.kswapd_awake {
+            return false;
+        }
+        if self.mm.frames.n_free() > self.wmark.high {
+            self.kswapd_awake = false;
+            return false;
+        }
+        let nr = self.wmark.high.max(SWAP_CLUSTER_MAX);
+        let (got, scanned) = self.shrink(ReclaimReason::Kswapd, nr, self.kswapd_priority);
+        if got == 0 || scanned < nr as u64 {
+            if self.kswapd_priority == 1 {
+                self.kswapd_awake = false;
+                return false;
+            }
+            self.kswapd_priority -= 1;
+        }
+        let more = self.mm.frames.n_free() <= self.wmark.high;
+        self.kswapd_awake = more;
+        more
     }
 
     /// One reclaim pass: ask the policy for victims and free them. Returns pages freed and

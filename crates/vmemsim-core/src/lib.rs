@@ -15,9 +15,11 @@ pub mod mm;
 pub mod mrc;
 pub mod policy;
 pub mod replay;
+pub mod timed;
 pub mod trace;
 pub mod util;
 pub mod watermarks;
+pub mod workload;
 
 pub use access::Access;
 pub use error::{Error, Result};

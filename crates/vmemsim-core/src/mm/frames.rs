@@ -36,6 +36,9 @@ const FREE: Frame = Frame {
 pub struct Frames {
     frames: Vec<Frame>,
     free: Vec<FrameId>,
+    /// Free frames held back for the kernel's own use (zram's compressed pool): they count
+    /// as used in [`Frames::n_free`] and are never handed out.
+    reserved: u32,
 }
 
 impl Frames {
@@ -44,6 +47,7 @@ impl Frames {
             frames: crate::hint::huge_vec(n as usize, FREE),
             // Popped from the end: frame 0 first.
             free: (0..n).rev().collect(),
+            reserved: 0,
         }
     }
     #[inline]
@@ -53,13 +57,32 @@ impl Frames {
     pub fn is_empty(&self) -> bool {
         self.frames.is_empty()
     }
+    /// Frames free for pages: the free list less the reserved ones.
     #[inline]
     pub fn n_free(&self) -> u32 {
+        (self.free.len() as u32).saturating_sub(self.reserved)
+    }
+    /// Frames on the free list, reserved ones included (for invariant checks).
+    pub fn n_unused(&self) -> u32 {
         self.free.len() as u32
+    }
+    /// Frames reserved now.
+    pub fn reserved(&self) -> u32 {
+        self.reserved
+    }
+    /// Hold `n` free frames back (at most the whole free list; what does not fit yet is
+    /// returned and can be asked for again once reclaim has freed frames).
+    pub fn set_reserved(&mut self, n: u32) -> u32 {
+        let fit = n.min(self.free.len() as u32);
+        self.reserved = fit;
+        n - fit
     }
     /// Take a free frame for the page whose PTE has global index `pte`.
     #[inline]
     pub fn alloc(&mut self, pte: u32, flags: u8) -> Option<FrameId> {
+        if self.free.len() as u32 <= self.reserved {
+            return None;
+        }
         let f = self.free.pop()?;
         self.frames[f as usize] = Frame {
             pte,

@@ -137,10 +137,10 @@ impl Mm {
                 ));
             }
         }
-        if used + self.frames.n_free() != n {
+        if used + self.frames.n_unused() != n {
             return Err(format!(
                 "frame accounting: {used} used + {} free != {n}",
-                self.frames.n_free()
+                self.frames.n_unused()
             ));
         }
         self.frames.validate_free_list()?;

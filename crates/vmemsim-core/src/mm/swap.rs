@@ -17,6 +17,9 @@ pub enum SwapIo {
     Read { slot: u32, n: u32 },
     /// Write one page out to `slot`.
     Write { slot: u32 },
+    /// The slot was freed (`swap_entry_free`): a device may drop what it stored there (zram
+    /// frees the compressed copy, `zram_slot_free_notify`).
+    Discard { slot: u32 },
 }
 
 /// A swap device: receives the I/O the memory model issues. Timing models implement it later;
@@ -26,11 +29,26 @@ pub trait SwapDevice: std::fmt::Debug {
 }
 
 /// Counts pages read and written (`pswpin` / `pswpout`) and the requests that carried them.
+/// With `log` on, it also keeps every I/O in order until [`CountingDevice::take_log`]: the
+/// timing engine hands them to a timed device model (`crate::device`) at the simulated time.
 #[derive(Clone, Debug, Default)]
 pub struct CountingDevice {
     pub pages_read: u64,
     pub pages_written: u64,
     pub read_requests: u64,
+    pub log_on: bool,
+    log: Vec<SwapIo>,
+}
+
+impl CountingDevice {
+    /// The I/Os submitted since the last call, oldest first (empty unless `log_on`).
+    pub fn take_log(&mut self, out: &mut Vec<SwapIo>) {
+        out.clear();
+        std::mem::swap(out, &mut self.log);
+    }
+    pub fn has_log(&self) -> bool {
+        !self.log.is_empty()
+    }
 }
 
 impl SwapDevice for CountingDevice {
@@ -41,6 +59,10 @@ impl SwapDevice for CountingDevice {
                 self.read_requests += 1;
             }
             SwapIo::Write { .. } => self.pages_written += 1,
+            SwapIo::Discard { .. } => {}
+        }
+        if self.log_on {
+            self.log.push(io);
         }
     }
 }
@@ -97,6 +119,7 @@ impl Swap {
         debug_assert_ne!(self.slots[slot as usize].owner, NO_OWNER);
         self.slots[slot as usize] = FREE;
         self.n_used -= 1;
+        self.device.submit(SwapIo::Discard { slot });
     }
     /// Prefetch a slot's record (simulator speed only).
     #[inline]

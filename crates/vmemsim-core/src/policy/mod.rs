@@ -155,4 +155,22 @@ pub trait Policy {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+    /// Page-table scanning done so far (cumulative), for the timing engine to charge as CPU
+    /// time: entries visited by aging walks and look-around. Pages scanned through the
+    /// reverse map are counted by the engine (`pgscan_*`), not here.
+    fn scan_work(&self) -> ScanWork {
+        ScanWork::default()
+    }
+}
+
+/// Cumulative page-table scanning of a policy ([`Policy::scan_work`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanWork {
+    /// PTEs read by aging walks (`walk_pte_range`).
+    pub walk_ptes: u64,
+    /// PMD entries visited by aging walks (`walk_pmd_range`), including those skipped by the
+    /// Bloom filter or the non-leaf accessed bit.
+    pub walk_pmds: u64,
+    /// PTEs read by look-around around an rmap hit (`lru_gen_look_around`).
+    pub lookaround_ptes: u64,
 }

@@ -256,7 +256,7 @@ pub fn check_holds_exactly(
         }
         n += 1;
     }
-    let in_use = mm.frames.len() - mm.frames.n_free();
+    let in_use = mm.frames.len() - mm.frames.n_unused();
     if n != in_use {
         return Err(format!("{name}: holds {n} frames but {in_use} are in use"));
     }

@@ -718,6 +718,14 @@ impl Policy for MgLru {
         super::registry::check_holds_exactly(mm, all, name)
     }
 
+    fn scan_work(&self) -> crate::policy::ScanWork {
+        crate::policy::ScanWork {
+            walk_ptes: self.stats.walk_ptes,
+            walk_pmds: self.stats.walk_pmds,
+            lookaround_ptes: self.stats.lookaround_ptes,
+        }
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let s = &self.stats;
         vec![

@@ -1,0 +1,861 @@
+//! The timing engine: a discrete-event clock in nanoseconds, application threads and kswapd
+//! competing for host CPUs, and swap devices with latency and queues.
+//!
+//! One [`Machine`] holds memory and the policy, as for a plain replay. Around it:
+//!
+//! - **Threads.** Each thread of the [`Workload`] runs its op stream; kswapd is a thread too,
+//!   woken when an allocation finds free memory at `low` (`wakeup_kswapd`) and running one
+//!   `balance_pgdat` pass per step ([`Machine::kswapd_step`]) until the node is balanced.
+//!   Direct reclaim runs inside the faulting thread, on its CPU time.
+//! - **CPUs.** `cpus` CPUs; a runnable thread waits in one FIFO run queue for a free CPU; a
+//!   thread that has run for a time slice while others wait goes to the back of the queue.
+//!   The slice follows EEVDF's base slice in 6.8 (`sysctl_sched_base_slice` = 0.75 ms scaled
+//!   by 1 + log2(min(cpus, 8)), `get_update_sysctl_factor`). Left out: weights and
+//!   vruntime, so kernel threads and application threads get equal turns (all run at nice 0
+//!   in the paper's set-up), wake-up preemption, migration costs, SMT.
+//! - **Costs.** Every event costs simulated CPU time, from [`Costs`]: an access to a mapped
+//!   page, a minor fault, a major fault's handling (plus blocking on the device until the
+//!   read completes), each page scanned by reclaim (isolation and the rmap walk of
+//!   `folio_referenced`), each page reclaimed (unmap, TLB flush, swap-cache add, free), each
+//!   PTE and PMD entry visited by MG-LRU's aging walks and look-around, and the device's own
+//!   CPU time (zram compresses on the reclaiming thread and decompresses on the faulting
+//!   one). The work is read from counter deltas around each step, so the policies need no
+//!   timing code.
+//! - **Devices.** Swap I/O goes to a [`crate::device`] model at the simulated time; a fault
+//!   waits for its read (the readahead window comes in the same request). Writes are
+//!   asynchronous: they occupy the device (delaying reads) but the frame is freed at once.
+//!   zram's compressed pool is held back from free memory ([`Machine::set_kernel_pages`]).
+//!
+//! Because scanning costs CPU time on the same CPUs, slower swap (threads blocked on I/O)
+//! leaves kswapd and aging more CPU relative to the application, and faster swap less: the
+//! effect the MG-LRU characterization (seed 001, §V-D) reports can emerge rather than be
+//! written in.
+//!
+//! Left out: the page lock (another thread touching a page whose read is in flight does not
+//! wait for it), writeback completion before a page can be freed, file I/O timing, CPU caches
+//! and TLBs (an access has one cost), interrupts.
+
+pub mod hist;
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::access::Access;
+use crate::device::{self, ContentClass, DeviceSpec, DeviceStats, IoKind, SwapDevice};
+use crate::engine::{Machine, MachineConfig, Stats};
+use crate::error::{Error, Result};
+use crate::mm::SwapIo;
+use crate::policy::registry::PolicyVisitor;
+use crate::policy::{Policy, PolicyKind, PolicyOptions, ScanWork};
+use crate::workload::{Op, Workload};
+use hist::{Histogram, Summary};
+
+/// CPU time of each event, in nanoseconds. Defaults are starting points, each with its
+/// source or marked as an estimate; every one is a configuration value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Costs {
+    /// An access to a mapped page (one `Access` op: a burst of references to one page; the
+    /// work inside the page is the workload's `Compute`). Estimate: a DRAM miss, ~100 ns.
+    pub access_ns: u64,
+    /// A minor fault (first touch of anonymous memory, swap-cache hit): ~1 µs
+    /// (KERNEL-FACTS.md, "minor fault ≈ 1 µs").
+    pub minor_fault_ns: u64,
+    /// A major fault's CPU work besides the device (`do_swap_page`: swap-cache lookup,
+    /// allocation, readahead set-up, mapping). Estimate: 3 µs.
+    pub major_fault_ns: u64,
+    /// Each page scanned by reclaim (`isolate_lru_folios` + `folio_referenced`'s rmap walk).
+    /// Estimate: 300 ns (an anon rmap walk touches the anon_vma, the VMA and the PTE: a few
+    /// cache misses).
+    pub scan_page_ns: u64,
+    /// Each page reclaimed (`shrink_folio_list`: unmap, TLB flush, add to swap cache,
+    /// `__remove_mapping`, free). Estimate: 2 µs.
+    pub reclaim_page_ns: u64,
+    /// Each PTE read by an MG-LRU aging walk (`walk_pte_range`): a sequential read and, when
+    /// young, a test-and-clear. Estimate: 5 ns.
+    pub walk_pte_ns: u64,
+    /// Each PMD entry visited by an aging walk (`walk_pmd_range`, Bloom filter test).
+    /// Estimate: 20 ns.
+    pub walk_pmd_ns: u64,
+    /// Each PTE read by look-around (`lru_gen_look_around`). Estimate: 5 ns.
+    pub lookaround_pte_ns: u64,
+    /// A context switch when a CPU changes thread. ~1.5 µs (a commonly measured Linux
+    /// figure with cache effects; estimate).
+    pub context_switch_ns: u64,
+    /// Waking kswapd (`wakeup_kswapd`, charged to the waker). Estimate: 1 µs.
+    pub wakeup_ns: u64,
+}
+
+impl Default for Costs {
+    fn default() -> Self {
+        Costs {
+            access_ns: 100,
+            minor_fault_ns: 1_000,
+            major_fault_ns: 3_000,
+            scan_page_ns: 300,
+            reclaim_page_ns: 2_000,
+            walk_pte_ns: 5,
+            walk_pmd_ns: 20,
+            lookaround_pte_ns: 5,
+            context_switch_ns: 1_500,
+            wakeup_ns: 1_000,
+        }
+    }
+}
+
+/// The timed part of a run's configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TimedConfig {
+    /// Host CPUs. Default 6: the paper's Intel Core i7-8700 has 6 cores (§IV).
+    pub cpus: u32,
+    /// Time slice; `None`: EEVDF's scaled base slice for `cpus` (see the module docs).
+    pub slice_ns: Option<u64>,
+    pub costs: Costs,
+    /// The swap device (`ssd`, `nvme`, `zram`, `remote` with their parameters).
+    pub device: DeviceSpec,
+    /// Simulated time between samples of the counters (0: no time series).
+    pub sample_every_ns: u64,
+    /// How much CPU time one scheduling step runs before other CPUs' events are looked at:
+    /// the interleaving granularity of threads on different CPUs (not a model parameter;
+    /// smaller is finer and slower). Default 2 µs.
+    pub step_ns: u64,
+}
+
+impl Default for TimedConfig {
+    fn default() -> Self {
+        TimedConfig {
+            cpus: 6,
+            slice_ns: None,
+            costs: Costs::default(),
+            device: DeviceSpec::defaults("ssd").expect("ssd is a device kind"),
+            sample_every_ns: 0,
+            step_ns: 2_000,
+        }
+    }
+}
+
+/// EEVDF's base slice in Linux 6.8: `sysctl_sched_base_slice` = 0.75 ms, scaled by
+/// `1 + ilog2(min(cpus, 8))` (`SCHED_TUNABLESCALING_LOG`, `get_update_sysctl_factor`).
+pub fn default_slice_ns(cpus: u32) -> u64 {
+    let n = cpus.clamp(1, 8);
+    750_000 * (1 + (31 - n.leading_zeros()) as u64)
+}
+
+/// What a timed run produced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimedResult {
+    pub version: String,
+    pub policy: String,
+    pub workload: String,
+    pub seed: u64,
+    pub frames: u32,
+    pub footprint_pages: u64,
+    pub cpus: u32,
+    pub slice_ns: u64,
+    pub device: String,
+    pub options: BTreeMap<String, String>,
+    /// When the last application thread finished.
+    pub runtime_ns: u64,
+    pub stats: Stats,
+    /// The counters under their `/proc/vmstat` names.
+    pub vmstat: BTreeMap<String, u64>,
+    pub cpu: CpuTimes,
+    pub threads: Vec<ThreadTimes>,
+    pub device_stats: DeviceStats,
+    /// Largest number of frames held by the swap device (zram's pool).
+    pub device_frames_peak: u64,
+    /// Request latency per kind (`read`, `update`, `insert`, `all`), when the workload has
+    /// requests.
+    pub latency: BTreeMap<String, Summary>,
+    /// `(highest equivalent value ns, count)` per kind: the histograms themselves.
+    pub latency_buckets: BTreeMap<String, Vec<(u64, u64)>>,
+    pub policy_counters: BTreeMap<String, u64>,
+    /// Samples every `sample_every_ns`: the simulated time and the counters then.
+    pub series: Vec<Sample>,
+}
+
+/// Where CPU time went, summed over threads (ns).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTimes {
+    /// Application threads' CPU time, everything included.
+    pub app_ns: u64,
+    /// Of which: direct reclaim (scanning and reclaiming in the faulting thread).
+    pub direct_reclaim_ns: u64,
+    /// Application threads blocked on swap reads.
+    pub io_wait_ns: u64,
+    /// Application threads runnable but waiting for a CPU.
+    pub runqueue_wait_ns: u64,
+    /// Application threads waiting at barriers.
+    pub barrier_wait_ns: u64,
+    /// kswapd's CPU time.
+    pub kswapd_ns: u64,
+    /// Of all reclaim (kswapd and direct): the MG-LRU aging walks and look-around.
+    pub aging_ns: u64,
+    /// Of all reclaim: the rmap scanning of pages (`pgscan_*` × scan cost).
+    pub rmap_scan_ns: u64,
+    /// The device's CPU time (zram compression and decompression), on whichever thread.
+    pub device_ns: u64,
+    /// Context switches.
+    pub context_switches: u64,
+    /// Times kswapd was scheduled to run.
+    pub kswapd_runs: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadTimes {
+    pub cpu_ns: u64,
+    pub io_wait_ns: u64,
+    pub finish_ns: u64,
+    pub accesses: u64,
+    pub major_faults: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub time_ns: u64,
+    pub stats: Stats,
+    pub kswapd_ns: u64,
+}
+
+/// The `/proc/vmstat` view of the counters.
+pub fn vmstat(s: &Stats) -> BTreeMap<String, u64> {
+    [
+        ("pgfault", s.faults),
+        ("pgmajfault", s.major_faults),
+        ("pswpin", s.pswpin),
+        ("pswpout", s.pswpout),
+        ("pgscan_kswapd", s.pgscan_kswapd),
+        ("pgscan_direct", s.pgscan_direct),
+        ("pgsteal_kswapd", s.pgsteal_kswapd),
+        ("pgsteal_direct", s.pgsteal_direct),
+        ("workingset_refault_anon", s.workingset_refault_anon),
+        ("workingset_refault_file", s.workingset_refault_file),
+        ("allocstall", s.allocstall),
+        ("pageoutrun", s.kswapd_wakeups),
+        ("swap_ra", s.swap_ra),
+        ("swap_ra_hit", s.swap_ra_hit),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// What to run.
+pub struct TimedSpec {
+    pub policy: PolicyKind,
+    pub machine: MachineConfig,
+    pub options: PolicyOptions,
+    pub timed: TimedConfig,
+}
+
+/// Run `workload` on the machine of `spec`. `progress(now_ns)` is called now and then.
+pub fn run(
+    spec: &TimedSpec,
+    workload: Box<dyn Workload>,
+    progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<TimedResult> {
+    if spec.timed.cpus == 0 || spec.timed.cpus > 4096 {
+        return Err(Error::config(
+            "cpus",
+            format!("must be 1..=4096, got {}", spec.timed.cpus),
+        ));
+    }
+    if spec.timed.step_ns == 0 {
+        return Err(Error::config("step_ns", "must be at least 1"));
+    }
+    if workload.threads() == 0 {
+        return Err(Error::config("workload", "has no threads"));
+    }
+    let device = device::build(&spec.timed.device)?;
+    let mut machine = spec.machine.clone();
+    machine.defer_kswapd = true;
+    let v = Visit {
+        machine,
+        timed: spec.timed.clone(),
+        workload,
+        device,
+        progress,
+    };
+    let out = spec.policy.build(spec.machine.frames, &spec.options, v)??;
+    Ok(TimedResult {
+        policy: spec.policy.name().to_string(),
+        seed: spec.options.seed,
+        options: spec
+            .options
+            .keys()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        ..out
+    })
+}
+
+struct Visit<'a> {
+    machine: MachineConfig,
+    timed: TimedConfig,
+    workload: Box<dyn Workload>,
+    device: Box<dyn SwapDevice>,
+    progress: Option<&'a mut dyn FnMut(u64)>,
+}
+
+impl PolicyVisitor for Visit<'_> {
+    type Out = Result<TimedResult>;
+    fn visit<P: Policy>(self, p: P) -> Self::Out {
+        let m = Machine::new(&self.machine, p)?;
+        let mut sim = Sim::new(m, self.timed, self.workload, self.device);
+        sim.run(self.progress)?;
+        Ok(sim.result())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Runnable,
+    Running,
+    Blocked,
+    Barrier,
+    Sleeping,
+    Done,
+}
+
+struct Thread {
+    /// `None`: kswapd.
+    tid: Option<usize>,
+    state: State,
+    buf: Vec<Op>,
+    pos: usize,
+    /// When it last became runnable / blocked / reached a barrier.
+    since: u64,
+    slice_used: u64,
+    req: Option<(u8, u64)>,
+    times: ThreadTimes,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// The CPU continues with its thread (or picks one).
+    Cpu(u32),
+    /// A blocked thread becomes runnable.
+    Wake(u32),
+}
+
+struct Sim<P: Policy> {
+    m: Machine<P>,
+    cfg: TimedConfig,
+    slice: u64,
+    wl: Box<dyn Workload>,
+    dev: Box<dyn SwapDevice>,
+    threads: Vec<Thread>,
+    kswapd: usize,
+    cpus: Vec<Option<usize>>,
+    runq: VecDeque<usize>,
+    events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    seq: u64,
+    live_app: usize,
+    at_barrier: usize,
+    io: Vec<SwapIo>,
+    classes: Vec<ContentClass>,
+    cpu: CpuTimes,
+    hist: BTreeMap<u8, Histogram>,
+    runtime: u64,
+    device_frames_peak: u64,
+    series: Vec<Sample>,
+    next_sample: u64,
+    /// The work counters after the last fault or kswapd step: hits change none of them, so
+    /// this is the "before" of the next fault without reading them on every access.
+    last: Work,
+}
+
+/// Counters whose deltas are charged as reclaim work.
+#[derive(Clone, Copy, Default)]
+struct Work {
+    scanned: u64,
+    stolen: u64,
+    scan: ScanWork,
+    minor: u64,
+    major: u64,
+}
+
+impl<P: Policy> Sim<P> {
+    fn new(
+        mut m: Machine<P>,
+        cfg: TimedConfig,
+        wl: Box<dyn Workload>,
+        dev: Box<dyn SwapDevice>,
+    ) -> Self {
+        m.mm.swap.device.log_on = true;
+        let n_app = wl.threads();
+        let mut threads: Vec<Thread> = (0..=n_app)
+            .map(|i| Thread {
+                tid: (i < n_app).then_some(i),
+                state: if i < n_app {
+                    State::Runnable
+                } else {
+                    State::Sleeping
+                },
+                buf: Vec::new(),
+                pos: 0,
+                since: 0,
+                slice_used: 0,
+                req: None,
+                times: ThreadTimes::default(),
+            })
+            .collect();
+        threads.shrink_to_fit();
+        let slice = cfg.slice_ns.unwrap_or_else(|| default_slice_ns(cfg.cpus));
+        let cpus = vec![None; cfg.cpus as usize];
+        let next_sample = if cfg.sample_every_ns > 0 {
+            cfg.sample_every_ns
+        } else {
+            u64::MAX
+        };
+        Sim {
+            m,
+            slice,
+            wl,
+            dev,
+            kswapd: n_app,
+            threads,
+            cpus,
+            runq: (0..n_app).collect(),
+            events: BinaryHeap::new(),
+            seq: 0,
+            live_app: n_app,
+            at_barrier: 0,
+            io: Vec::new(),
+            classes: Vec::new(),
+            cpu: CpuTimes::default(),
+            hist: BTreeMap::new(),
+            runtime: 0,
+            device_frames_peak: 0,
+            series: Vec::new(),
+            next_sample,
+            cfg,
+            last: Work::default(),
+        }
+    }
+
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Reverse((t, self.seq, ev)));
+    }
+
+    fn work(&self) -> Work {
+        let s = &self.m.stats;
+        Work {
+            scanned: s.pgscan_kswapd + s.pgscan_direct,
+            stolen: s.pgsteal_kswapd + s.pgsteal_direct,
+            scan: self.m.policy.scan_work(),
+            minor: s.minor_faults,
+            major: s.major_faults,
+        }
+    }
+
+    /// CPU time of the reclaim done between `a` and `b`, with its aging and rmap parts.
+    fn reclaim_cost(&self, a: &Work, b: &Work) -> (u64, u64, u64) {
+        let c = &self.cfg.costs;
+        let rmap = (b.scanned - a.scanned) * c.scan_page_ns;
+        let aging = (b.scan.walk_ptes - a.scan.walk_ptes) * c.walk_pte_ns
+            + (b.scan.walk_pmds - a.scan.walk_pmds) * c.walk_pmd_ns
+            + (b.scan.lookaround_ptes - a.scan.lookaround_ptes) * c.lookaround_pte_ns;
+        let steal = (b.stolen - a.stolen) * c.reclaim_page_ns;
+        (rmap + aging + steal, aging, rmap)
+    }
+
+    /// Hand the logged swap I/O to the device at time `now`. Returns the CPU time charged to
+    /// the submitting thread and the completion time of the last read (0 if none).
+    fn do_io(&mut self, now: u64) -> (u64, u64) {
+        if !self.m.mm.swap.device.has_log() {
+            return (0, 0);
+        }
+        let mut io = std::mem::take(&mut self.io);
+        self.m.mm.swap.device.take_log(&mut io);
+        let mut cpu = 0u64;
+        let mut read_done = 0u64;
+        for &x in &io {
+            let t = now + cpu;
+            match x {
+                SwapIo::Read { slot, n } => {
+                    self.classes.clear();
+                    for s in slot..slot + n {
+                        let c = self.slot_class(s);
+                        self.classes.push(c);
+                    }
+                    let c = self.dev.submit(t, IoKind::Read, slot as u64, &self.classes);
+                    cpu += c.cpu_ns;
+                    read_done = read_done.max(c.done_at);
+                }
+                SwapIo::Write { slot } => {
+                    self.classes.clear();
+                    let c = self.slot_class(slot);
+                    self.classes.push(c);
+                    let c = self
+                        .dev
+                        .submit(t, IoKind::Write, slot as u64, &self.classes);
+                    cpu += c.cpu_ns;
+                }
+                SwapIo::Discard { slot } => self.dev.discard(slot as u64, 1),
+            }
+        }
+        self.io = io;
+        self.cpu.device_ns += cpu;
+        // zram's pool is memory: hold that many frames back from the free list.
+        let pages = self.dev.ram_bytes().div_ceil(4096);
+        self.device_frames_peak = self.device_frames_peak.max(pages);
+        if pages > 0 || self.m.mm.frames.reserved() > 0 {
+            let pages = pages.min(u32::MAX as u64) as u32;
+            self.m.set_kernel_pages(pages);
+        }
+        (cpu, read_done)
+    }
+
+    fn slot_class(&self, slot: u32) -> ContentClass {
+        match self.m.mm.swap.owner(slot) {
+            Some(pte) => self.wl.content_class(self.m.mm.pt.vpn_of(pte)),
+            None => ContentClass::Random,
+        }
+    }
+
+    fn wake_kswapd(&mut self, now: u64) {
+        if self.m.kswapd_awake() && self.threads[self.kswapd].state == State::Sleeping {
+            self.threads[self.kswapd].state = State::Blocked;
+            self.push(now + self.cfg.costs.wakeup_ns, Ev::Wake(self.kswapd as u32));
+        }
+    }
+
+    fn make_runnable(&mut self, t: usize, now: u64) {
+        let th = &mut self.threads[t];
+        th.state = State::Runnable;
+        th.since = now;
+        self.runq.push_back(t);
+        self.dispatch(now);
+    }
+
+    /// Give idle CPUs the threads waiting for one.
+    fn dispatch(&mut self, now: u64) {
+        for c in 0..self.cpus.len() {
+            if self.runq.is_empty() {
+                return;
+            }
+            if self.cpus[c].is_none() {
+                let t = self.runq.pop_front().expect("non-empty");
+                self.start_on(c, t, now);
+            }
+        }
+    }
+
+    fn start_on(&mut self, c: usize, t: usize, now: u64) {
+        self.cpus[c] = Some(t);
+        let cs = self.cfg.costs.context_switch_ns;
+        self.cpu.context_switches += 1;
+        let th = &mut self.threads[t];
+        if th.tid.is_some() {
+            self.cpu.runqueue_wait_ns += now - th.since;
+        } else {
+            self.cpu.kswapd_runs += 1;
+        }
+        th.state = State::Running;
+        th.slice_used = 0;
+        th.times.cpu_ns += cs;
+        self.push(now + cs, Ev::Cpu(c as u32));
+    }
+
+    /// CPU `c` stops running its thread at `now` (it blocked, finished or was preempted):
+    /// the next waiting thread gets it.
+    fn release_cpu(&mut self, c: usize, now: u64) {
+        self.cpus[c] = None;
+        if let Some(t) = self.runq.pop_front() {
+            self.start_on(c, t, now);
+        }
+    }
+
+    fn run(&mut self, mut progress: Option<&mut dyn FnMut(u64)>) -> Result<()> {
+        self.dispatch(0);
+        let mut last_report = 0u64;
+        while let Some(Reverse((now, _, ev))) = self.events.pop() {
+            while now >= self.next_sample {
+                self.sample(self.next_sample);
+                self.next_sample += self.cfg.sample_every_ns;
+            }
+            match ev {
+                Ev::Wake(t) => {
+                    let t = t as usize;
+                    let th = &mut self.threads[t];
+                    if th.tid.is_some() {
+                        self.cpu.io_wait_ns += now - th.since;
+                        th.times.io_wait_ns += now - th.since;
+                    }
+                    self.make_runnable(t, now);
+                }
+                Ev::Cpu(c) => self.step_cpu(c as usize, now)?,
+            }
+            if let Some(oom) = self.m.out_of_memory() {
+                return Err(Error::config(
+                    "frames",
+                    format!(
+                        "out of memory at access {oom}: {} could reclaim nothing with {} frames (Linux would OOM-kill here); give more frames",
+                        self.m.policy.name(),
+                        self.m.mm.frames.len()
+                    ),
+                ));
+            }
+            if self.live_app == 0 {
+                break;
+            }
+            if let Some(cb) = progress.as_mut() {
+                if now - last_report >= 50_000_000 {
+                    last_report = now;
+                    cb(now);
+                }
+            }
+        }
+        if self.live_app > 0 {
+            return Err(Error::config(
+                "workload",
+                "threads stopped with nothing left to run (a barrier that not every thread reaches?)",
+            ));
+        }
+        if self.cfg.sample_every_ns > 0 {
+            self.sample(self.runtime);
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self, t: u64) {
+        self.series.push(Sample {
+            time_ns: t,
+            stats: self.m.stats.clone(),
+            kswapd_ns: self.cpu.kswapd_ns,
+        });
+    }
+
+    /// Run CPU `c`'s thread for up to one step from `now`.
+    fn step_cpu(&mut self, c: usize, now: u64) -> Result<()> {
+        let Some(t) = self.cpus[c] else {
+            return Ok(());
+        };
+        if t == self.kswapd {
+            return self.step_kswapd(c, now);
+        }
+        let end = now + self.cfg.step_ns;
+        let mut clock = now;
+        let costs = self.cfg.costs.clone();
+        loop {
+            if self.threads[t].pos == self.threads[t].buf.len() {
+                let mut buf = std::mem::take(&mut self.threads[t].buf);
+                buf.clear();
+                self.wl.next_ops(t, &mut buf)?;
+                let th = &mut self.threads[t];
+                th.buf = buf;
+                th.pos = 0;
+                if th.buf.is_empty() {
+                    th.state = State::Done;
+                    th.times.finish_ns = clock;
+                    self.charge(t, clock - now);
+                    self.live_app -= 1;
+                    self.runtime = self.runtime.max(clock);
+                    self.release_barrier_if_complete(clock);
+                    self.release_cpu(c, clock);
+                    return Ok(());
+                }
+            }
+            // (checked after the refill, so a thread that has just run out finishes now)
+            if clock >= end {
+                break;
+            }
+            let op = self.threads[t].buf[self.threads[t].pos];
+            self.threads[t].pos += 1;
+            match op {
+                Op::Access { page, write } => {
+                    let faults = self.m.stats.faults;
+                    self.m.access(Access { page, write }, u64::MAX);
+                    self.threads[t].times.accesses += 1;
+                    clock += costs.access_ns;
+                    if self.m.stats.faults != faults {
+                        let a = self.last;
+                        let b = self.work();
+                        self.last = b;
+                        clock += (b.minor - a.minor) * costs.minor_fault_ns;
+                        let majors = b.major - a.major;
+                        clock += majors * costs.major_fault_ns;
+                        self.threads[t].times.major_faults += majors;
+                        let (reclaim, aging, rmap) = self.reclaim_cost(&a, &b);
+                        clock += reclaim;
+                        self.cpu.direct_reclaim_ns += reclaim;
+                        self.cpu.aging_ns += aging;
+                        self.cpu.rmap_scan_ns += rmap;
+                        let (dev_cpu, read_done) = self.do_io(clock);
+                        clock += dev_cpu;
+                        if self.m.kswapd_awake()
+                            && self.threads[self.kswapd].state == State::Sleeping
+                        {
+                            clock += costs.wakeup_ns;
+                            self.wake_kswapd(clock);
+                        }
+                        if read_done > clock {
+                            // Block until the read is there; the CPU goes to the next thread.
+                            self.charge(t, clock - now);
+                            let th = &mut self.threads[t];
+                            th.state = State::Blocked;
+                            // The wait is counted now; the wake-up at `read_done` adds 0.
+                            self.cpu.io_wait_ns += read_done - clock;
+                            th.times.io_wait_ns += read_done - clock;
+                            th.since = read_done;
+                            self.push(read_done, Ev::Wake(t as u32));
+                            self.release_cpu(c, clock);
+                            return Ok(());
+                        }
+                    }
+                }
+                Op::Compute { ns } => clock += ns as u64,
+                Op::RequestBegin { kind } => self.threads[t].req = Some((kind, clock)),
+                Op::RequestEnd => {
+                    if let Some((k, start)) = self.threads[t].req.take() {
+                        self.hist
+                            .entry(k)
+                            .or_default()
+                            .record(clock - start);
+                    }
+                }
+                Op::Barrier => {
+                    self.charge(t, clock - now);
+                    let th = &mut self.threads[t];
+                    th.state = State::Barrier;
+                    th.since = clock;
+                    self.at_barrier += 1;
+                    self.release_cpu(c, clock);
+                    self.release_barrier_if_complete(clock);
+                    return Ok(());
+                }
+            }
+        }
+        self.charge(t, clock - now);
+        self.after_step(c, t, clock);
+        Ok(())
+    }
+
+    /// Count `ns` of CPU time to thread `t` (and its slice).
+    fn charge(&mut self, t: usize, ns: u64) {
+        let th = &mut self.threads[t];
+        th.times.cpu_ns += ns;
+        th.slice_used += ns;
+        if th.tid.is_some() {
+            self.cpu.app_ns += ns;
+        } else {
+            self.cpu.kswapd_ns += ns;
+        }
+    }
+
+    /// After a step that did not block: preempt at the end of the slice if others wait,
+    /// else continue.
+    fn after_step(&mut self, c: usize, t: usize, clock: u64) {
+        if self.threads[t].slice_used >= self.slice && !self.runq.is_empty() {
+            let th = &mut self.threads[t];
+            th.state = State::Runnable;
+            th.since = clock;
+            self.runq.push_back(t);
+            self.release_cpu(c, clock);
+        } else {
+            if self.threads[t].slice_used >= self.slice {
+                self.threads[t].slice_used = 0;
+            }
+            self.push(clock, Ev::Cpu(c as u32));
+        }
+    }
+
+    fn release_barrier_if_complete(&mut self, now: u64) {
+        if self.at_barrier == 0 || self.at_barrier < self.live_app {
+            return;
+        }
+        self.at_barrier = 0;
+        for t in 0..self.threads.len() {
+            if self.threads[t].state == State::Barrier {
+                self.cpu.barrier_wait_ns += now - self.threads[t].since;
+                self.make_runnable(t, now);
+            }
+        }
+    }
+
+    /// kswapd runs one `balance_pgdat` pass per step.
+    fn step_kswapd(&mut self, c: usize, now: u64) -> Result<()> {
+        let a = self.last;
+        let more = self.m.kswapd_step();
+        let b = self.work();
+        self.last = b;
+        let (reclaim, aging, rmap) = self.reclaim_cost(&a, &b);
+        self.cpu.aging_ns += aging;
+        self.cpu.rmap_scan_ns += rmap;
+        let mut clock = now + reclaim.max(1);
+        let (dev_cpu, _) = self.do_io(clock);
+        clock += dev_cpu;
+        self.charge(self.kswapd, clock - now);
+        if more || self.m.kswapd_awake() {
+            self.after_step(c, self.kswapd, clock);
+        } else {
+            self.threads[self.kswapd].state = State::Sleeping;
+            self.release_cpu(c, clock);
+        }
+        Ok(())
+    }
+
+    fn result(self) -> TimedResult {
+        let mut latency = BTreeMap::new();
+        let mut buckets = BTreeMap::new();
+        let mut all = Histogram::new();
+        for (k, h) in &self.hist {
+            let name = match *k {
+                crate::workload::REQ_READ => "read".to_string(),
+                crate::workload::REQ_UPDATE => "update".to_string(),
+                crate::workload::REQ_INSERT => "insert".to_string(),
+                other => format!("kind{other}"),
+            };
+            latency.insert(name.clone(), h.summary());
+            buckets.insert(name, h.buckets());
+            all.merge(h);
+        }
+        if all.count() > 0 {
+            latency.insert("all".into(), all.summary());
+            buckets.insert("all".into(), all.buckets());
+        }
+        let stats = self.m.stats.clone();
+        TimedResult {
+            version: crate::replay::VERSION.to_string(),
+            policy: String::new(),
+            workload: self.wl.name(),
+            seed: 0,
+            frames: self.m.mm.frames.len(),
+            footprint_pages: self.wl.footprint_pages(),
+            cpus: self.cfg.cpus,
+            slice_ns: self.slice,
+            device: self.cfg.device.to_string(),
+            options: BTreeMap::new(),
+            runtime_ns: self.runtime,
+            vmstat: vmstat(&stats),
+            stats,
+            cpu: self.cpu,
+            threads: self
+                .threads
+                .iter()
+                .filter(|t| t.tid.is_some())
+                .map(|t| t.times.clone())
+                .collect(),
+            device_stats: self.dev.stats(),
+            device_frames_peak: self.device_frames_peak,
+            latency,
+            latency_buckets: buckets,
+            policy_counters: self
+                .m
+                .policy
+                .counters()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            series: self.series,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

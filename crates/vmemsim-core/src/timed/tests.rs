@@ -1,0 +1,319 @@
+//! The timing engine on scripted workloads whose times are worked out by hand.
+
+use super::*;
+use crate::device::ContentClass;
+use crate::policy::PolicyOptions;
+use crate::workload::{Op, Workload, REQ_READ};
+
+/// Each thread's whole stream, given at once.
+struct Script {
+    threads: Vec<Vec<Op>>,
+    given: Vec<bool>,
+    class: ContentClass,
+}
+
+impl Script {
+    fn new(threads: Vec<Vec<Op>>) -> Box<Self> {
+        Self::with_class(threads, ContentClass::Random)
+    }
+    fn with_class(threads: Vec<Vec<Op>>, class: ContentClass) -> Box<Self> {
+        let n = threads.len();
+        Box::new(Script {
+            threads,
+            given: vec![false; n],
+            class,
+        })
+    }
+}
+
+impl Workload for Script {
+    fn name(&self) -> String {
+        "script".into()
+    }
+    fn threads(&self) -> usize {
+        self.threads.len()
+    }
+    fn footprint_pages(&self) -> u64 {
+        0
+    }
+    fn content_class(&self, _page: u64) -> ContentClass {
+        self.class
+    }
+    fn next_ops(&mut self, tid: usize, buf: &mut Vec<Op>) -> crate::error::Result<()> {
+        if !std::mem::replace(&mut self.given[tid], true) {
+            buf.extend_from_slice(&self.threads[tid]);
+        }
+        Ok(())
+    }
+}
+
+fn zero_costs() -> Costs {
+    Costs {
+        access_ns: 0,
+        minor_fault_ns: 0,
+        major_fault_ns: 0,
+        scan_page_ns: 0,
+        reclaim_page_ns: 0,
+        walk_pte_ns: 0,
+        walk_pmd_ns: 0,
+        lookaround_pte_ns: 0,
+        context_switch_ns: 0,
+        wakeup_ns: 0,
+    }
+}
+
+fn spec(policy: &str, frames: u32, cpus: u32, costs: Costs, device: &str) -> TimedSpec {
+    TimedSpec {
+        policy: PolicyKind::from_name(policy).unwrap(),
+        machine: MachineConfig::new(frames),
+        options: PolicyOptions::new(1),
+        timed: TimedConfig {
+            cpus,
+            slice_ns: None,
+            costs,
+            device: DeviceSpec::parse(device).unwrap(),
+            sample_every_ns: 0,
+            step_ns: 2_000,
+        },
+    }
+}
+
+fn acc(page: u64) -> Op {
+    Op::Access { page, write: false }
+}
+
+#[test]
+fn costs_add_up_on_one_thread() {
+    let costs = Costs {
+        access_ns: 100,
+        minor_fault_ns: 1_000,
+        context_switch_ns: 1_500,
+        ..zero_costs()
+    };
+    let w = Script::new(vec![vec![acc(1), Op::Compute { ns: 500 }, acc(1)]]);
+    let r = run(&spec("fifo", 4, 1, costs, "ssd"), w, None).unwrap();
+    // switch in 1500 + access 100 + first-touch minor fault 1000 + 500 + hit 100.
+    assert_eq!(r.runtime_ns, 3_200);
+    assert_eq!(r.threads[0].cpu_ns, 3_200);
+    assert_eq!((r.stats.faults, r.stats.minor_faults), (1, 1));
+    assert_eq!(r.vmstat["pgfault"], 1);
+}
+
+#[test]
+fn a_major_fault_waits_for_its_read_behind_queued_writes() {
+    // One frame, FIFO: p1 is written out when p2 arrives, p2 when p1 comes back, and p1 is
+    // read. The SSD has one channel and serves 10 µs + 4096 B at 4096 MB/s = 11 µs per page:
+    // write p1 0..11 µs, write p2 11..22 µs, read p1 22..33 µs; then 1 µs of compute.
+    let w = Script::new(vec![vec![
+        acc(1),
+        acc(2),
+        acc(1),
+        Op::Compute { ns: 1_000 },
+    ]]);
+    let dev = "ssd:latency_us=10,bw_mbps=4096,qd=1,submit_us=0";
+    let r = run(&spec("fifo", 1, 1, zero_costs(), dev), w, None).unwrap();
+    assert_eq!(r.runtime_ns, 34_000);
+    assert_eq!(r.cpu.io_wait_ns, 33_000);
+    assert_eq!(r.threads[0].cpu_ns, 1_000);
+    assert_eq!(
+        (r.stats.major_faults, r.stats.pswpin, r.stats.pswpout),
+        (1, 1, 2)
+    );
+    assert_eq!(r.device_stats.read_requests, 1);
+    // With two channels the read overlaps the first write: write p2 0..11, read 0..11.
+    let w = Script::new(vec![vec![
+        acc(1),
+        acc(2),
+        acc(1),
+        Op::Compute { ns: 1_000 },
+    ]]);
+    let dev = "ssd:latency_us=10,bw_mbps=4096,qd=2,submit_us=0";
+    let r = run(&spec("fifo", 1, 1, zero_costs(), dev), w, None).unwrap();
+    assert_eq!(r.runtime_ns, 23_000); // read waits for a channel until 11 µs, done at 22 µs
+}
+
+#[test]
+fn zram_charges_cpu_to_the_faulting_thread() {
+    // zram: write 35 µs on the thread that reclaims, read 20 µs on the one that faults, no
+    // blocking beyond that (done_at = now + cpu).
+    let ops = vec![acc(1), acc(2), acc(1)];
+    let w = Script::with_class(vec![ops.clone()], ContentClass::Text);
+    let r = run(&spec("fifo", 1, 1, zero_costs(), "zram"), w, None).unwrap();
+    // Two writes (35 µs each) and one decompressing read (20 µs).
+    assert_eq!(r.cpu.device_ns, 90_000);
+    assert_eq!(r.runtime_ns, 90_000);
+    assert_eq!(r.cpu.io_wait_ns, 0);
+    // Incompressible pages are stored whole: reading one back is a 1 µs copy, not a
+    // decompression (the device model's estimate).
+    let r = run(
+        &spec("fifo", 1, 1, zero_costs(), "zram"),
+        Script::new(vec![ops]),
+        None,
+    )
+    .unwrap();
+    assert_eq!(r.cpu.device_ns, 71_000);
+}
+
+fn compute_thread(n: usize, ns: u32) -> Vec<Op> {
+    vec![Op::Compute { ns }; n]
+}
+
+#[test]
+fn time_slices_share_one_cpu() {
+    // Two threads of 3 ms each on one CPU with 1 ms slices: A 0-1, B 1-2, A 2-3, B 3-4,
+    // A 4-5 (done), B 5-6 (done). A waited 2 ms in the run queue, B 3 ms.
+    let mut s = spec("fifo", 4, 1, zero_costs(), "ssd");
+    s.timed.slice_ns = Some(1_000_000);
+    let w = Script::new(vec![
+        compute_thread(3_000, 1_000),
+        compute_thread(3_000, 1_000),
+    ]);
+    let r = run(&s, w, None).unwrap();
+    assert_eq!(r.runtime_ns, 6_000_000);
+    assert_eq!(r.threads[0].finish_ns, 5_000_000);
+    assert_eq!(r.threads[1].finish_ns, 6_000_000);
+    assert_eq!(r.cpu.runqueue_wait_ns, 5_000_000);
+    // Two CPUs: no waiting.
+    let mut s = spec("fifo", 4, 2, zero_costs(), "ssd");
+    s.timed.slice_ns = Some(1_000_000);
+    let w = Script::new(vec![
+        compute_thread(3_000, 1_000),
+        compute_thread(3_000, 1_000),
+    ]);
+    let r = run(&s, w, None).unwrap();
+    assert_eq!(r.runtime_ns, 3_000_000);
+    assert_eq!(r.cpu.runqueue_wait_ns, 0);
+}
+
+#[test]
+fn barriers_wait_for_the_slowest_thread() {
+    let w = Script::new(vec![
+        vec![
+            Op::Compute { ns: 1_000 },
+            Op::Barrier,
+            Op::Compute { ns: 1_000 },
+        ],
+        vec![
+            Op::Compute { ns: 5_000 },
+            Op::Barrier,
+            Op::Compute { ns: 1_000 },
+        ],
+    ]);
+    let r = run(&spec("fifo", 4, 2, zero_costs(), "ssd"), w, None).unwrap();
+    assert_eq!(r.runtime_ns, 6_000);
+    assert_eq!(r.threads[0].finish_ns, 6_000);
+    assert_eq!(r.cpu.barrier_wait_ns, 4_000);
+}
+
+#[test]
+fn request_latency_is_recorded() {
+    let mut ops = Vec::new();
+    for i in 0..100u32 {
+        ops.push(Op::RequestBegin { kind: REQ_READ });
+        ops.push(Op::Compute { ns: 1_000 + i });
+        ops.push(Op::RequestEnd);
+    }
+    let r = run(
+        &spec("fifo", 4, 1, zero_costs(), "ssd"),
+        Script::new(vec![ops]),
+        None,
+    )
+    .unwrap();
+    let l = &r.latency["read"];
+    assert_eq!((l.count, l.min, l.max), (100, 1_000, 1_099));
+    assert_eq!(l.p50, 1_049); // rank 50 of 1000..=1099
+    assert_eq!(r.latency["all"].count, 100);
+}
+
+#[test]
+fn default_slice_follows_eevdf_scaling() {
+    assert_eq!(default_slice_ns(1), 750_000);
+    assert_eq!(default_slice_ns(2), 1_500_000);
+    assert_eq!(default_slice_ns(6), 2_250_000); // 1 + ilog2(6) = 3
+    assert_eq!(default_slice_ns(64), 3_000_000); // capped at 8 CPUs
+}
+
+/// A thread streaming over `pages` pages `rounds` times, writing each.
+fn loop_thread(pages: u64, rounds: usize, compute: u32) -> Vec<Op> {
+    let mut v = Vec::new();
+    for _ in 0..rounds {
+        for p in 0..pages {
+            v.push(Op::Access {
+                page: p,
+                write: true,
+            });
+            v.push(Op::Compute { ns: compute });
+        }
+    }
+    v
+}
+
+#[test]
+fn kswapd_runs_as_a_thread_and_counters_agree() {
+    let w = Script::with_class(vec![loop_thread(3_000, 3, 200)], ContentClass::Text);
+    let s = spec("clock-lru", 1_000, 2, Costs::default(), "zram");
+    let r = run(&s, w, None).unwrap();
+    let v = &r.vmstat;
+    assert!(r.cpu.kswapd_ns > 0 && r.cpu.kswapd_runs > 0);
+    assert!(v["pgscan_kswapd"] > 0);
+    assert!(v["pgsteal_kswapd"] <= v["pgscan_kswapd"]);
+    assert!(v["pgsteal_direct"] <= v["pgscan_direct"]);
+    assert!(v["pgmajfault"] <= v["pswpin"]);
+    assert_eq!(r.stats.accesses, 9_000);
+    // zram's pool took frames: incompressible pages are stored whole.
+    assert!(r.device_frames_peak > 0);
+    // Same run, same result.
+    let again = run(
+        &s,
+        Script::with_class(vec![loop_thread(3_000, 3, 200)], ContentClass::Text),
+        None,
+    )
+    .unwrap();
+    assert_eq!(r, again);
+}
+
+#[test]
+fn costlier_scanning_leaves_kswapd_behind() {
+    // One application thread and kswapd on two CPUs, NVMe swap. When each scanned page
+    // costs more CPU, kswapd frees memory more slowly relative to the application: a smaller
+    // share of reclaim is kswapd's, and more allocations stall in direct reclaim.
+    let run_with = |scan_ns: u64| {
+        let costs = Costs {
+            scan_page_ns: scan_ns,
+            ..Costs::default()
+        };
+        let s = spec("clock-lru", 2_000, 2, costs, "nvme");
+        let w = Script::with_class(vec![loop_thread(6_000, 3, 100)], ContentClass::Text);
+        run(&s, w, None).unwrap()
+    };
+    let share = |r: &TimedResult| {
+        r.stats.pgsteal_kswapd as f64 / (r.stats.pgsteal_kswapd + r.stats.pgsteal_direct) as f64
+    };
+    let cheap = run_with(100);
+    let dear = run_with(20_000);
+    assert!(dear.cpu.kswapd_ns > cheap.cpu.kswapd_ns);
+    assert!(
+        share(&dear) < share(&cheap),
+        "{} vs {}",
+        share(&dear),
+        share(&cheap)
+    );
+    assert!(
+        dear.stats.allocstall > cheap.stats.allocstall,
+        "allocstall: cheap {} dear {}",
+        cheap.stats.allocstall,
+        dear.stats.allocstall
+    );
+    assert!(dear.runtime_ns > cheap.runtime_ns);
+}
+
+#[test]
+fn bad_configs_are_errors() {
+    let mut s = spec("fifo", 4, 1, zero_costs(), "ssd");
+    s.timed.cpus = 0;
+    let e = run(&s, Script::new(vec![vec![]]), None).unwrap_err();
+    assert!(e.to_string().contains("cpus"));
+    let s = spec("fifo", 4, 1, zero_costs(), "ssd");
+    let e = run(&s, Script::new(vec![]), None).unwrap_err();
+    assert!(e.to_string().contains("no threads"));
+}
