@@ -26,6 +26,7 @@ from .api import (
     ReadStats,
     ReplayResult,
     ReuseDistance,
+    RunResult,
     TraceInfo,
     convert,
     generate,
@@ -37,8 +38,10 @@ from .api import (
     policy_names,
     read_trace,
     replay,
+    run,
     trace_formats,
     trace_info,
+    workload_kinds,
     write_trace,
 )
 
@@ -52,6 +55,7 @@ __all__ = [
     "ReadStats",
     "ReplayResult",
     "ReuseDistance",
+    "RunResult",
     "TraceInfo",
     "VmemsimError",
     "__version__",
@@ -65,7 +69,9 @@ __all__ = [
     "policy_names",
     "read_trace",
     "replay",
+    "run",
     "trace_formats",
     "trace_info",
+    "workload_kinds",
     "write_trace",
 ]

@@ -9,6 +9,7 @@ the core's registries, never from lists kept here.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import numbers
 import os
@@ -44,6 +45,7 @@ __all__ = [
     "ReadStats",
     "ReplayResult",
     "ReuseDistance",
+    "RunResult",
     "TraceInfo",
     "VmemsimError",
     "convert",
@@ -56,8 +58,10 @@ __all__ = [
     "policy_names",
     "read_trace",
     "replay",
+    "run",
     "trace_formats",
     "trace_info",
+    "workload_kinds",
     "write_trace",
 ]
 
@@ -815,3 +819,155 @@ def write_trace(
         raise VmemsimError("trace: write_trace takes arrays or generators; use convert for files")
     out = os.fsdecode(os.fspath(path))
     return _write(_source_arg(trace, writes=writes), out, format or output_format(out), progress)
+
+
+# ---------------------------------------------------------------- timed runs
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a timed run (:func:`run`) produced.
+
+    ``runtime_ns`` is when the last application thread finished; ``vmstat`` has the counters
+    under their ``/proc/vmstat`` names (``pgfault``, ``pgmajfault``, ``pswpin``, ``pswpout``,
+    ``pgscan_kswapd``, ``pgscan_direct``, ``pgsteal_*``, ``workingset_refault_*``, ...);
+    ``cpu`` says where CPU time went (application, direct reclaim, kswapd, aging walks, rmap
+    scanning, the device, I/O and run-queue waits); ``latency`` has per-request-kind
+    percentiles (``read``, ``update``, ``insert``, ``all``: ``count``, ``mean``, ``p50``, ``p90``,
+    ``p99``, ``p999``, ``p9999``, ``max``, in ns) and ``latency_buckets`` the histograms.
+    """
+
+    version: str
+    policy: str
+    workload: str
+    seed: int
+    frames: int
+    footprint_pages: int
+    cpus: int
+    slice_ns: int
+    device: str
+    runtime_ns: int
+    stats: Dict[str, int]
+    vmstat: Dict[str, int]
+    cpu: Dict[str, int]
+    threads: Tuple[Dict[str, int], ...]
+    device_stats: Dict[str, Any]
+    device_frames_peak: int
+    latency: Dict[str, Dict[str, float]]
+    latency_buckets: Dict[str, Tuple[Tuple[int, int], ...]]
+    policy_counters: Dict[str, int]
+    options: Dict[str, str]
+    series: Tuple[Dict[str, Any], ...] = ()
+
+    @property
+    def runtime_s(self) -> float:
+        return self.runtime_ns / 1e9
+
+    @property
+    def faults(self) -> int:
+        return int(self.stats["faults"])
+
+    @property
+    def major_faults(self) -> int:
+        return int(self.stats["major_faults"])
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunResult":
+        raw = json.loads(text)
+        series = tuple(
+            {"time_ns": s["time_ns"], "kswapd_ns": s["kswapd_ns"], **s["stats"]}
+            for s in raw.get("series", [])
+        )
+        return cls(
+            version=raw["version"], policy=raw["policy"], workload=raw["workload"],
+            seed=int(raw["seed"]), frames=int(raw["frames"]),
+            footprint_pages=int(raw["footprint_pages"]), cpus=int(raw["cpus"]),
+            slice_ns=int(raw["slice_ns"]), device=raw["device"],
+            runtime_ns=int(raw["runtime_ns"]), stats=dict(raw["stats"]),
+            vmstat=dict(raw["vmstat"]), cpu=dict(raw["cpu"]),
+            threads=tuple(dict(t) for t in raw["threads"]),
+            device_stats=dict(raw["device_stats"]),
+            device_frames_peak=int(raw["device_frames_peak"]),
+            latency={k: dict(v) for k, v in raw["latency"].items()},
+            latency_buckets={k: tuple((int(a), int(b)) for a, b in v)
+                             for k, v in raw["latency_buckets"].items()},
+            policy_counters=dict(raw["policy_counters"]), options=dict(raw["options"]),
+            series=series,
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["runtime_s"] = self.runtime_s
+        if not self.series:
+            d.pop("series")
+        return d
+
+
+def workload_kinds() -> List[Tuple[str, str]]:
+    """Every workload model as ``(name, description)``."""
+    return list(_native.workload_kinds())
+
+
+#: Keys of :class:`RunResult`'s cost model (``costs=``), in ns.
+COST_KEYS = (
+    "access_ns", "minor_fault_ns", "major_fault_ns", "scan_page_ns", "reclaim_page_ns",
+    "walk_pte_ns", "walk_pmd_ns", "lookaround_pte_ns", "context_switch_ns", "wakeup_ns",
+)
+
+
+def run(
+    workload: str,
+    policy: str = "mglru",
+    frames: Union[int, str, None] = "50%",
+    seed: int = 0,
+    device: str = "ssd",
+    cpus: int = 6,
+    costs: Optional[Mapping[str, int]] = None,
+    options: Optional[Mapping[str, Any]] = None,
+    page_cluster: Optional[int] = None,
+    watermarks: Optional[Sequence[int]] = None,
+    swappiness: int = 60,
+    slice_ns: Optional[int] = None,
+    sample_every_ns: int = 0,
+    step_ns: int = 2000,
+    check_invariants: bool = False,
+    progress: Optional[ProgressFn] = None,
+) -> RunResult:
+    """Run a workload model on a timed machine (the timing engine,
+    ``vmemsim_core::timed``): its threads and kswapd compete for ``cpus`` CPUs, every event
+    costs CPU time (``costs``, see :data:`COST_KEYS`), swap goes to ``device`` (``ssd``,
+    ``nvme``, ``zram``, ``remote``, with ``key=value`` parameters such as
+    ``"ssd:latency_us=7500,qd=32"``).
+
+    ``workload`` is a model spec such as ``"ycsb-a:footprint=64MiB"`` (kinds:
+    :func:`workload_kinds`), seeded by ``seed``. ``frames`` is a count or a percentage of the
+    workload's footprint (``"50%"``). ``progress(done, None)`` reports simulated ns.
+    """
+    if not isinstance(workload, str):
+        raise VmemsimError(f"workload: expected a workload spec string, got {workload!r}")
+    if not isinstance(policy, str):
+        raise VmemsimError(f"policy: expected a policy name, got {policy!r}")
+    if not isinstance(device, str):
+        raise VmemsimError(f"device: expected a device spec string, got {device!r}")
+    timed: Dict[str, Any] = {
+        "cpus": _count_arg("cpus", cpus),
+        "sample_every_ns": _count_arg("sample_every_ns", sample_every_ns, lo=0),
+        "step_ns": _count_arg("step_ns", step_ns),
+    }
+    if slice_ns is not None:
+        timed["slice_ns"] = _count_arg("slice_ns", slice_ns)
+    if costs:
+        c: Dict[str, int] = {}
+        for k, v in costs.items():
+            if k not in COST_KEYS:
+                near = difflib.get_close_matches(str(k), COST_KEYS, n=1)
+                hint = f" (did you mean {near[0]!r}?)" if near else ""
+                raise VmemsimError(f"costs.{k}: unknown cost{hint}; known: {', '.join(COST_KEYS)}")
+            c[k] = _count_arg(f"costs.{k}", v, lo=0)
+        timed["costs"] = c
+    out = _native.run_timed(
+        workload, policy, _frames_arg(frames), _seed_arg(seed), _options_arg(options),
+        _machine_arg(page_cluster, watermarks, swappiness, check_invariants), device,
+        json.dumps(timed), progress,
+    )
+    return RunResult.from_json(out)

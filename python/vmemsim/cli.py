@@ -57,7 +57,9 @@ from . import _native
 from .api import (
     GEN_PREFIX,
     MissRatioCurve,
+    COST_KEYS,
     ReplayResult,
+    RunResult,
     TraceInfo,
     VmemsimError,
     convert,
@@ -66,6 +68,7 @@ from .api import (
     policies,
     read_trace,
     replay,
+    run as vmemsim_run,
     trace_info,
 )
 
@@ -551,6 +554,82 @@ def format_result(r: ReplayResult) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- run (timed)
+
+
+def _configure_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "workload", metavar="WORKLOAD",
+        help="workload model spec, e.g. ycsb-a, 'pagerank:scale=16', 'tpch-like:footprint=64MiB'",
+    )
+    add_policy_arguments(p, frames_required=False, policy_default="mglru")
+    p.set_defaults(frames="50%")
+    p.add_argument("--device", "--swap", dest="device", default="ssd", metavar="SPEC",
+                   help="swap device: ssd, nvme, zram or remote, with key=value parameters "
+                   "(e.g. 'zram:read_us=20,write_us=35'; default ssd)")
+    p.add_argument("--cpus", type=_positive, default=6, metavar="N",
+                   help="host CPUs shared by the workload's threads and kswapd (default 6)")
+    p.add_argument("--cost", action="append", metavar="KEY=NS",
+                   help="CPU cost of an event in ns (repeatable): " + ", ".join(COST_KEYS))
+    p.add_argument("--slice-ns", type=_positive, default=None, metavar="NS",
+                   help="scheduler time slice (default: EEVDF's base slice for --cpus)")
+    p.add_argument("--sample-every-ns", type=_int, default=0, metavar="NS",
+                   help="sample the counters every NS of simulated time (with --json)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_progress_argument(p)
+
+
+def _run_run(args: argparse.Namespace) -> int:
+    kw = replay_kwargs(args)
+    costs = {k: _int(v) for k, v in _key_values(args.cost).items()}
+    result = _with_progress(
+        args, "run (simulated ns)",
+        lambda progress: vmemsim_run(
+            args.workload, device=args.device, cpus=args.cpus, costs=costs or None,
+            slice_ns=args.slice_ns, sample_every_ns=args.sample_every_ns, progress=progress,
+            **kw,
+        ),
+    )
+    if args.json:
+        json.dump(result.to_dict(), sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        print(format_run(result))
+    return 0
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:,.3f} ms"
+
+
+def format_run(r: RunResult) -> str:
+    """The readable summary of ``vmemsim run``."""
+    lines = [f"{PROG} run"]
+    for k, v in (
+        ("workload", r.workload), ("policy", r.policy), ("frames", f"{r.frames:,} of "
+         f"{r.footprint_pages:,} footprint pages"), ("device", r.device),
+        ("cpus", f"{r.cpus} (slice {_ms(r.slice_ns)})"), ("seed", str(r.seed)),
+        ("version", r.version),
+    ):
+        lines.append(f"  {k:<10} {v}")
+    lines += ["", f"runtime      {r.runtime_s:,.4f} s", ""]
+    lines.append("vmstat")
+    for k, v in r.vmstat.items():
+        lines.append(f"  {k:<24} {v:>14,}")
+    lines += ["", "cpu time"]
+    for k, v in r.cpu.items():
+        val = f"{v:>14,}" if k in ("context_switches", "kswapd_runs") else f"{_ms(v):>17}"
+        lines.append(f"  {k:<24} {val}")
+    if r.latency:
+        lines += ["", "request latency (µs)   count      mean       p50       p99     p99.9    p99.99"]
+        for kind, s in r.latency.items():
+            lines.append(
+                f"  {kind:<18} {int(s['count']):>9,} {s['mean'] / 1e3:>9.1f} "
+                + " ".join(f"{s[q] / 1e3:>9.1f}" for q in ("p50", "p99", "p999", "p9999"))
+            )
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- mrc
 
 
@@ -898,6 +977,15 @@ register(
     description="Write the accesses of a seeded generator to a trace file.",
 )
 register("policies", "list the registered policies", _configure_policies, _run_policies)
+register(
+    "run",
+    "run a workload model on a timed machine (CPUs, kswapd, swap device)",
+    _configure_run,
+    _run_run,
+    description="Run a workload model's threads on a timed machine: they and kswapd compete "
+    "for --cpus CPUs, every event costs CPU time, swap goes to --device. Prints runtime, "
+    "/proc/vmstat counters, where CPU time went and request latency percentiles.",
+)
 register(
     "demo",
     "compare every policy on a small built-in workload",

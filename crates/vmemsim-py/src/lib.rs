@@ -712,6 +712,85 @@ fn replay_source(
     to_json(&result)
 }
 
+// ------------------------------------------------------------------------------------ timed
+
+/// A timed run (`vmemsim_core::timed`): the workload spec (seeded by `seed` unless it gives
+/// its own), the policy, `frames` as a count or a percentage of the workload's footprint,
+/// the swap `device` spec (`ssd`, `zram:read_us=20`, ...) and `timed`, the JSON of the rest of
+/// `TimedConfig` (cpus, slice_ns, costs, sample_every_ns, step_ns; unknown keys are errors).
+/// Progress reports simulated nanoseconds. Returns the JSON of the core's `TimedResult`.
+#[pyfunction]
+#[pyo3(signature = (workload, policy, frames, seed=0, options=None, machine=None, device="ssd", timed="{}", progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn run_timed(
+    py: Python<'_>,
+    workload: &str,
+    policy: &str,
+    frames: &str,
+    seed: u64,
+    options: Option<&Bound<'_, PyDict>>,
+    machine: Option<&Bound<'_, PyDict>>,
+    device: &str,
+    timed: &str,
+    progress: Option<PyObject>,
+) -> PyResult<String> {
+    use vmemsim_core::timed::{self, TimedConfig, TimedSpec};
+    let kind = PolicyKind::from_name(policy).map_err(py_err)?;
+    let frames = FramesSpec::parse(frames).map_err(py_err)?;
+    let mut machine = machine_config(0, machine)?;
+    let options = policy_options(seed, options)?;
+    let mut cfg: TimedConfig = serde_json::from_str(timed).map_err(|e| {
+        let msg = e.to_string();
+        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+        config_err("timed", msg)
+    })?;
+    cfg.device = vmemsim_core::device::DeviceSpec::parse(device).map_err(py_err)?;
+    let wl = vmemsim_core::workload::parse(workload, seed).map_err(py_err)?;
+    let footprint = wl.footprint_pages();
+    machine.frames = match frames {
+        FramesSpec::Count(n) => n,
+        FramesSpec::Percent(_) => {
+            if footprint == 0 {
+                return Err(config_err("frames", "a percentage needs a workload with a footprint"));
+            }
+            frames.resolve(footprint)
+        }
+    };
+    check_options(kind, machine.frames.min(PROBE_FRAMES), &options)?;
+    let spec = TimedSpec {
+        policy: kind,
+        machine,
+        options,
+        timed: cfg,
+    };
+    let result = with_progress(py, progress, move |meter| {
+        let mut report = |now: u64| {
+            meter.done.store(now, Ordering::Relaxed);
+            if meter.cancelled() {
+                std::panic::resume_unwind(Box::new(Cancelled));
+            }
+        };
+        timed::run(&spec, wl, Some(&mut report)).map_err(py_err)
+    })?;
+    to_json(&result)
+}
+
+/// Check a workload spec: `(canonical spec, threads, footprint pages)`.
+#[pyfunction]
+fn check_workload(spec: &str, seed: u64) -> PyResult<(String, usize, u64)> {
+    let w = vmemsim_core::workload::parse(spec, seed).map_err(py_err)?;
+    Ok((w.name(), w.threads(), w.footprint_pages()))
+}
+
+/// Every workload kind as `(name, description)`.
+#[pyfunction]
+fn workload_kinds() -> Vec<(String, String)> {
+    vmemsim_core::workload::KINDS
+        .iter()
+        .map(|(n, d)| (n.to_string(), d.to_string()))
+        .collect()
+}
+
 fn to_json<T: serde::Serialize>(v: &T) -> PyResult<String> {
     serde_json::to_string(v)
         .map_err(|e| VmemsimError::new_err(format!("internal error: result not serialisable: {e}")))
@@ -1080,6 +1159,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(generator_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(check_generator, m)?)?;
     m.add_function(wrap_pyfunction!(replay_source, m)?)?;
+    m.add_function(wrap_pyfunction!(run_timed, m)?)?;
+    m.add_function(wrap_pyfunction!(workload_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(check_workload, m)?)?;
     m.add_function(wrap_pyfunction!(miss_ratio_curve, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;

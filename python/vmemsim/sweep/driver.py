@@ -44,16 +44,27 @@ def check_runs(exp: Experiment, runs: Sequence[Run]) -> None:
     """Catch what would make every run of a kind fail before starting any: a missing trace
     file, a bad generator spec, a policy option the policy does not have. Each distinct
     combination is checked once."""
-    from .. import api
+    from .. import _native, api
 
     seen_traces = set()
     seen_policies = set()
     for r in runs:
         cfg = r.config
-        t = cfg["workload.trace"]
-        if t not in seen_traces:
+        t = cfg.get("workload.trace")
+        model = cfg.get("workload.model")
+        where = f"run {r.index} ({describe_run(r)})"
+        if (t is None) == (model is None):
+            raise VmemsimError(f"workload in {where}: give workload.trace (a replay) or "
+                               "workload.model (a timed run), not both or neither")
+        if model is not None and model not in seen_traces:
+            seen_traces.add(model)
+            try:
+                _native.check_workload(model, r.seed)
+            except VmemsimError as e:
+                raise VmemsimError(f"workload.model in {where}: {e}") from None
+        if t is not None and t not in seen_traces:
             seen_traces.add(t)
-            where = f"workload.trace in run {r.index} ({describe_run(r)})"
+            where = f"workload.trace in {where}"
             if t.startswith("gen:"):
                 try:
                     api.generate(t, seed=r.seed)

@@ -29,7 +29,18 @@ _REPLAY_KEYS = {
     "run.sample_every": "sample_every",
 }
 #: Paths that only label a run.
-_LABEL_KEYS = {"workload.name", "workload.trace"}
+_LABEL_KEYS = {"workload.name", "workload.trace", "workload.model"}
+#: Keys only timed runs read, and the :func:`vmemsim.run` argument of each.
+_TIMED_KEYS = {
+    "machine.cpus": "cpus",
+    "machine.swap": "device",
+    "machine.slice_ns": "slice_ns",
+    "run.step_ns": "step_ns",
+    "run.sample_every_ns": "sample_every_ns",
+}
+#: Keys only replays read.
+_REPLAY_ONLY = {"workload.format", "workload.page_size", "workload.addresses", "workload.csv",
+                "run.sample_every"}
 
 
 def payload(run: Any, base_dir: str) -> Dict[str, Any]:
@@ -45,11 +56,47 @@ def _trace(config: Mapping[str, Any], base_dir: str) -> str:
     return os.path.join(base_dir, t)
 
 
+def is_timed(config: Mapping[str, Any]) -> bool:
+    """A run of a workload model on the timed machine (else a trace replay)."""
+    return config.get("workload.model") is not None
+
+
+def run_kwargs(config: Mapping[str, Any], seed: int) -> Dict[str, Any]:
+    """The :func:`vmemsim.run` arguments of a timed run."""
+    if config.get("workload.trace") is not None:
+        raise VmemsimError("workload: give workload.trace or workload.model, not both")
+    kw: Dict[str, Any] = {"workload": config["workload.model"], "seed": seed}
+    options: Dict[str, Any] = {}
+    costs: Dict[str, Any] = {}
+    for path, value in config.items():
+        if path in _TIMED_KEYS:
+            if value is not None:
+                kw[_TIMED_KEYS[path]] = value
+        elif path in _REPLAY_KEYS:
+            if path in _REPLAY_ONLY:
+                continue  # defaults of replay-only keys; a set one is checked by the spec
+            if value is not None:
+                kw[_REPLAY_KEYS[path]] = value
+        elif path.startswith("machine.options."):
+            options[path[len("machine.options."):]] = value
+        elif path.startswith("machine.costs."):
+            costs[path[len("machine.costs."):]] = value
+        elif path not in _LABEL_KEYS:
+            raise VmemsimError(f"{path}: no model reads this key (a bug: it is in the schema)")
+    if options:
+        kw["options"] = options
+    if costs:
+        kw["costs"] = costs
+    return kw
+
+
 def replay_kwargs(config: Mapping[str, Any], seed: int, base_dir: str) -> Dict[str, Any]:
     """The :func:`vmemsim.replay` arguments of a run."""
     kw: Dict[str, Any] = {"trace": _trace(config, base_dir), "seed": seed}
     options: Dict[str, Any] = {}
     for path, value in config.items():
+        if path in _TIMED_KEYS or path.startswith("machine.costs."):
+            continue  # the timed machine's keys (at their defaults) mean nothing to a replay
         if path in _REPLAY_KEYS:
             if value is not None:
                 kw[_REPLAY_KEYS[path]] = value
@@ -62,6 +109,31 @@ def replay_kwargs(config: Mapping[str, Any], seed: int, base_dir: str) -> Dict[s
     if not kw.get("sample_every"):
         kw.pop("sample_every", None)
     return kw
+
+
+def timed_metrics(r: Any) -> Dict[str, Any]:
+    """The flat metric columns of a :class:`vmemsim.RunResult`."""
+    m: Dict[str, Any] = {
+        "frames": r.frames,
+        "footprint_pages": r.footprint_pages,
+        "runtime_s": r.runtime_s,
+        "runtime_ns": r.runtime_ns,
+        "workload_spec": r.workload,
+        "slice_ns": r.slice_ns,
+        "device_frames_peak": r.device_frames_peak,
+    }
+    m.update(r.stats)
+    m["miss_ratio"] = r.stats["faults"] / r.stats["accesses"] if r.stats["accesses"] else 0.0
+    m.update(r.vmstat)
+    m.update({f"cpu.{k}": v for k, v in r.cpu.items()})
+    for k, v in r.device_stats.items():
+        if isinstance(v, (int, float)):
+            m[f"device.{k}"] = v
+    for kind, summ in r.latency.items():
+        for q, v in summ.items():
+            m[f"latency.{kind}.{q}_ns"] = v
+    m.update({f"policy.{k}": v for k, v in r.policy_counters.items()})
+    return m
 
 
 def metrics(result: Any) -> Dict[str, Any]:
@@ -99,13 +171,23 @@ def run_one(p: Dict[str, Any]) -> Dict[str, Any]:
         "host": os.uname().nodename if hasattr(os, "uname") else "",
     }
     try:
-        kw = replay_kwargs(p["config"], p["seed"], p["base_dir"])
-        result = api.replay(**kw)
-        rec["metrics"] = metrics(result)
+        side: Dict[str, Any] = {}
+        if is_timed(p["config"]):
+            result = api.run(**run_kwargs(p["config"], p["seed"]))
+            rec["metrics"] = timed_metrics(result)
+            if result.latency_buckets:
+                rows = [(k, v, c) for k, b in result.latency_buckets.items() for v, c in b]
+                side["latency"] = {"kind": [r[0] for r in rows],
+                                   "value_ns": [r[1] for r in rows],
+                                   "count": [r[2] for r in rows]}
+        else:
+            result = api.replay(**replay_kwargs(p["config"], p["seed"], p["base_dir"]))
+            rec["metrics"] = metrics(result)
         series = getattr(result, "series", ())
         if series:
             cols = list(series[0])
-            rec["side"] = {"series": {c: [s[c] for s in series] for c in cols}}
+            side["series"] = {c: [s[c] for s in series] for c in cols}
+        rec["side"] = side or None
     except VmemsimError as e:
         rec["status"], rec["error"] = "error", str(e)
     except Exception as e:  # a bug in a model: recorded, the sweep goes on

@@ -199,14 +199,33 @@ def _builtin_schema() -> None:
     register_open_table("machine.options", "the policy's options, key = value")
     reg("workload.name", Key(optional(check_str), None,
         "label of the workload in tables and figures (unset: the trace)"))
-    reg("workload.trace", Key(check_trace, None,
-        "trace path (relative to the experiment file) or gen:SPEC", required=True))
+    reg("workload.trace", Key(optional(check_trace), None,
+        "trace path (relative to the experiment file) or gen:SPEC: a plain replay "
+        "(give this or workload.model)"))
+    reg("workload.model", Key(optional(check_str), None,
+        "workload model spec for a timed run, e.g. 'ycsb-a:footprint=64MiB' "
+        "('vmemsim run --help' lists the kinds; give this or workload.trace)"))
     reg("workload.format", Key(optional(check_str), None, "trace format (unset: detected)"))
     reg("workload.page_size", Key(check_int(1), 4096, "bytes per page of the trace"))
     reg("workload.addresses", Key(check_bool, False, "the trace holds byte addresses"))
     reg("workload.csv", Key(optional(check_str), None, "CSV column mapping"))
     reg("run.sample_every", Key(check_int(0), 0,
-        "accesses between samples of the counters' time series (0: no series)"))
+        "replays: accesses between samples of the counters' time series (0: no series)"))
+    reg("run.sample_every_ns", Key(check_int(0), 0,
+        "timed runs: simulated ns between samples of the counters (0: no series)"))
+    reg("machine.cpus", Key(check_int(1, 4096), 6,
+        "timed runs: host CPUs shared by the workload's threads and kswapd"))
+    reg("machine.swap", Key(check_str, "ssd",
+        "timed runs: swap device spec: ssd, nvme, zram or remote, with key=value "
+        "parameters (e.g. 'zram:read_us=20')"))
+    reg("machine.slice_ns", Key(optional(check_int(1)), None,
+        "timed runs: scheduler time slice (unset: EEVDF's base slice for the CPU count)"))
+    reg("run.step_ns", Key(check_int(1), 2000,
+        "timed runs: interleaving granularity of threads on different CPUs"))
+    register_open_table("machine.costs", "timed runs: CPU cost of each event in ns "
+                        "(access_ns, minor_fault_ns, major_fault_ns, scan_page_ns, "
+                        "reclaim_page_ns, walk_pte_ns, walk_pmd_ns, lookaround_pte_ns, "
+                        "context_switch_ns, wakeup_ns)")
 
 
 _builtin_schema()
@@ -467,6 +486,9 @@ def parse_experiment(text: str, file: str = "<experiment>", base_dir: str = ".")
     for path, key in SCHEMA.items():
         if key.required and base.get(path) is None and path not in swept:
             raise VmemsimError(f"{file}: {path}: required ({key.doc})")
+    if all(base.get(p) is None and p not in swept for p in ("workload.trace", "workload.model")):
+        raise VmemsimError(f"{file}: workload: give workload.trace (a replay) or "
+                           "workload.model (a timed run)")
 
     report = raw.get("report", {})
     for k in report:
