@@ -6,6 +6,7 @@
 //! the Python binding lives in `crates/vmemsim-py`.
 
 pub mod access;
+pub mod device;
 pub mod engine;
 pub mod error;
 pub mod generate;
@@ -17,6 +18,7 @@ pub mod replay;
 pub mod trace;
 pub mod util;
 pub mod watermarks;
+pub mod workload;
 
 pub use access::Access;
 pub use error::{Error, Result};
