@@ -610,7 +610,7 @@ impl fmt::Display for GenSpec {
 /// [H(k - 0.5), H(k + 0.5)], so few draws are rejected; `squeeze` accepts early when x is
 /// within a distance of k that is safe for every k ≥ 2.
 #[derive(Clone, Debug)]
-struct Zipf {
+pub(crate) struct Zipf {
     n: f64,
     s: f64,
     lo: f64,
@@ -637,7 +637,7 @@ fn expm1_over(x: f64) -> f64 {
 }
 
 impl Zipf {
-    fn new(n: u64, s: f64) -> Self {
+    pub(crate) fn new(n: u64, s: f64) -> Self {
         let mut z = Zipf {
             n: n as f64,
             s,
@@ -661,7 +661,7 @@ impl Zipf {
     fn big_h_inv(&self, y: f64) -> f64 {
         (log1p_over((1.0 - self.s) * y) * y).exp()
     }
-    fn sample(&self, rng: &mut Xoshiro256PlusPlus) -> u64 {
+    pub(crate) fn sample(&self, rng: &mut Xoshiro256PlusPlus) -> u64 {
         loop {
             let u = self.hi + rng.gen::<f64>() * (self.lo - self.hi);
             let x = self.big_h_inv(u);

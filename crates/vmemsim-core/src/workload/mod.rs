@@ -1,8 +1,75 @@
-//! Workload models (the generators land from the `workload` branch; this file holds only the
-//! interface the timing engine is written against, identical to that branch's).
+//! Workload models: seeded generators of the multi-threaded page-access streams of one
+//! process (one address space of 4 KiB pages shared by all its threads), for the timing
+//! engine. They model the three workloads of the MG-LRU characterization (seed 001, §IV:
+//! TPC-H on Spark-SQL with 12 threads, GAP PageRank with 12 threads, YCSB A/B/C on memcached
+//! with its 4 server threads, footprints of 12–16 GiB) and let users compose their own.
+//!
+//! # Ops
+//!
+//! A thread's stream is a sequence of [`Op`]s: `Access` (a burst of references to one page;
+//! consecutive references to the same page are merged), `Compute` (CPU time between
+//! accesses; the models' per-row, per-edge and per-request costs are estimates, listed with
+//! each model), `RequestBegin`/`RequestEnd` around each key-value request (its latency is
+//! measured between them) and `Barrier` (wait for every thread of the workload).
+//!
+//! # Determinism
+//!
+//! A workload is a pure function of (spec, seed). Each thread draws from its own random
+//! stream derived from the seed and its thread id; anything shared (table layouts, the
+//! graph, the hash of each key) is fixed up front from the seed or computed from it on
+//! demand, so a thread's ops do not depend on the order in which threads are polled.
+//! Generating keeps per-thread state only; no model materialises its stream.
+//!
+//! # Spec grammar
+//!
+//! ```text
+//! spec   := kind [ ':' params ]            tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c
+//!         | 'custom' ':' '(' gen ')' ( '+' '(' gen ')' )* [ ',' params ]
+//! params := key '=' value ( ',' key '=' value )*
+//! ```
+//!
+//! Numbers are decimal (underscores allowed, `1e6` accepted where exact); sizes take `KiB`,
+//! `MiB`, `GiB` or `TiB`. Every kind takes `seed` (default: the run's seed). Unknown,
+//! repeated or malformed keys are errors naming the key as `kind.key`. [`Workload::name`]
+//! returns the canonical spec with every key resolved, which re-runs the same streams.
+//!
+//! | kind        | keys (default)                                                            |
+//! |-------------|---------------------------------------------------------------------------|
+//! | `tpch-like` | `footprint` (128MiB) or `sf`; `threads` (12), `queries` (1/3/6/12/14/18), |
+//! |             | `rounds` (1), `batch` (10000), `scan_ns` (300), `row_ns` (40), `load_ns` (5000) |
+//! | `pagerank`  | `scale` (19) or `footprint`; `edge_factor` (16), `iterations` (5),        |
+//! |             | `threads` (12), `chunk` (0 = contiguous blocks), `edge_ns` (5), `vertex_ns` (10) |
+//! | `ycsb-a/b/c`| `footprint` (128MiB) or `records`; `requests` (10 × records), `threads` (4), |
+//! |             | `readproportion` (0.5 / 0.95 / 1), `zipfian` (0.99), `fieldcount` (10),   |
+//! |             | `fieldlength` (100), `fieldlengthdistribution` (constant), `parse_ns` (2000), `reply_ns` (3000) |
+//! | `custom`    | `threads` (1), `split` (partition), `compute_ns` (0), `class` (numeric), `repeat` (1) |
+//!
+//! The models, their layouts and what they leave out are documented in [`tpch`],
+//! [`pagerank`], [`ycsb`] and [`custom`].
+//!
+//! ## Composing a workload
+//!
+//! `custom` runs phases one after the other, with a barrier between phases; each phase is a
+//! generator spec of [`crate::generate`] (`uniform`, `zipf`, `scan`, `loop`, `hotcold`, `mix`,
+//! `seq`, each with its `n`) that every thread runs with its own seed. With `split=partition`
+//! thread `t` works on its own copy of the phase's page range, shifted by `t` times the
+//! range's extent; with `split=shared` all threads work on the same pages. For example, four
+//! threads that each load their 16 MiB partition, then read it with Zipf popularity while
+//! updating 30% of what they touch, with 200 ns of work per access:
+//!
+//! ```text
+//! custom:(scan:pages=4096,write=1)+(zipf:pages=4096,alpha=0.9,n=200000,write=0.3),threads=4,compute_ns=200
+//! ```
+
+pub mod common;
+pub mod custom;
+pub mod pagerank;
+mod params;
+pub mod tpch;
+pub mod ycsb;
 
 use crate::device::ContentClass;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// One step of a thread's stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -37,4 +104,85 @@ pub trait Workload: Send {
     /// Append thread `tid`'s next ops to `buf` (the caller clears it); appending nothing
     /// means the thread is finished. Ops come in chunks of a few thousand.
     fn next_ops(&mut self, tid: usize, buf: &mut Vec<Op>) -> Result<()>;
+}
+
+/// Every workload kind with a one-line description (for help texts).
+pub const KINDS: &[(&str, &str)] = &[
+    ("tpch-like", "Spark-SQL-style query stages over column tables: scans, hash joins, shuffles, aggregations"),
+    ("pagerank", "GAP pull PageRank on an RMAT graph in CSR, iterations separated by barriers"),
+    ("ycsb-a", "memcached-like slab KV store, zipfian 0.99 keys, 50% reads / 50% updates"),
+    ("ycsb-b", "as ycsb-a with 95% reads / 5% updates"),
+    ("ycsb-c", "as ycsb-a with reads only"),
+    ("custom", "phases of generator specs run by every thread: custom:(spec)+(spec),threads=N"),
+];
+
+/// Parse a workload spec (grammar in the module docs) with `seed` as the run's seed.
+pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn Workload>> {
+    let spec = spec.trim();
+    let (kind, rest) = spec.split_once(':').unwrap_or((spec, ""));
+    let kind = kind.trim().to_ascii_lowercase();
+    match kind.as_str() {
+        "tpch-like" => Ok(Box::new(tpch::TpchLike::parse(rest, seed)?)),
+        "pagerank" => Ok(Box::new(pagerank::PageRank::parse(rest, seed)?)),
+        "ycsb-a" | "ycsb-b" | "ycsb-c" => Ok(Box::new(ycsb::Ycsb::parse(&kind, rest, seed)?)),
+        "custom" => Ok(Box::new(custom::Custom::parse(rest, seed)?)),
+        _ => {
+            let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
+            Err(Error::config(
+                "workload",
+                format!("unknown workload '{kind}'; valid: {}", names.join(", ")),
+            ))
+        }
+    }
+}
+
+/// The error for a thread id out of range.
+pub(crate) fn bad_tid(name: &str, tid: usize, threads: usize) -> Error {
+    Error::config(
+        "workload.tid",
+        format!("{name}: thread {tid} does not exist (threads: {threads})"),
+    )
+}
+
+#[cfg(test)]
+pub(crate) mod testutil;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_dispatches_and_names_unknown_kinds() {
+        let e = parse("graph500:scale=3", 0).err().unwrap().to_string();
+        assert_eq!(
+            e,
+            "workload: unknown workload 'graph500'; valid: tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom"
+        );
+        for (spec, threads) in [
+            ("tpch-like:footprint=2MiB", 12),
+            ("pagerank:scale=10", 12),
+            ("ycsb-a:records=100,requests=10", 4),
+            ("YCSB-C:records=100,requests=10", 4),
+            ("custom:(scan:pages=8)", 1),
+        ] {
+            let mut w = parse(spec, 1).unwrap();
+            assert_eq!(w.threads(), threads, "{spec}");
+            let mut buf = Vec::new();
+            assert!(
+                w.next_ops(threads, &mut buf).is_err(),
+                "{spec}: tid out of range"
+            );
+            w.next_ops(0, &mut buf).unwrap();
+            assert!(!buf.is_empty(), "{spec}");
+        }
+        assert_eq!(
+            parse("pagerank:scale=10", 0)
+                .unwrap()
+                .next_ops(12, &mut Vec::new())
+                .err()
+                .unwrap()
+                .to_string(),
+            "workload.tid: pagerank: thread 12 does not exist (threads: 12)"
+        );
+    }
 }
