@@ -751,7 +751,10 @@ fn run_timed(
         FramesSpec::Count(n) => n,
         FramesSpec::Percent(_) => {
             if footprint == 0 {
-                return Err(config_err("frames", "a percentage needs a workload with a footprint"));
+                return Err(config_err(
+                    "frames",
+                    "a percentage needs a workload with a footprint",
+                ));
             }
             frames.resolve(footprint)
         }

@@ -713,10 +713,7 @@ impl<P: Policy> Sim<P> {
                 Op::RequestBegin { kind } => self.threads[t].req = Some((kind, clock)),
                 Op::RequestEnd => {
                     if let Some((k, start)) = self.threads[t].req.take() {
-                        self.hist
-                            .entry(k)
-                            .or_default()
-                            .record(clock - start);
+                        self.hist.entry(k).or_default().record(clock - start);
                     }
                 }
                 Op::Barrier => {

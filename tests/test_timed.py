@@ -1,0 +1,119 @@
+"""Timed runs from Python: vmemsim.run, `vmemsim run`, and timed runs in sweeps."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import vmemsim
+from vmemsim import VmemsimError
+from vmemsim.sweep import load_experiment, open_results, run_sweep
+
+YCSB = "ycsb-a:footprint=4MiB,requests=4000"
+
+
+def test_run_counters_agree_and_repeat():
+    r = vmemsim.run(YCSB, policy="clock-lru", frames="50%", device="nvme", seed=3)
+    v = r.vmstat
+    assert r.runtime_ns > 0 and r.stats["accesses"] > 0
+    assert v["pgfault"] == r.faults and v["pgmajfault"] == r.major_faults
+    assert v["pgmajfault"] <= v["pswpin"]
+    assert v["pgsteal_kswapd"] <= v["pgscan_kswapd"]
+    assert v["pgsteal_direct"] <= v["pgscan_direct"]
+    # frames = 50% of the footprint
+    assert abs(r.frames - r.footprint_pages / 2) <= 1
+    # Requests: the load phase inserts, the run phase reads and updates about half each.
+    lat = r.latency
+    assert lat["read"]["count"] + lat["update"]["count"] == 4000
+    assert abs(lat["update"]["count"] / 4000 - 0.5) < 0.05
+    assert lat["all"]["p50"] <= lat["all"]["p99"] <= lat["all"]["p9999"] <= lat["all"]["max"]
+    assert r == vmemsim.run(YCSB, policy="clock-lru", frames="50%", device="nvme", seed=3)
+    other = vmemsim.run(YCSB, policy="clock-lru", frames="50%", device="nvme", seed=4)
+    assert other.runtime_ns != r.runtime_ns
+
+
+def test_slower_swap_takes_longer():
+    fast = vmemsim.run(YCSB, policy="mglru", frames="50%", device="remote")
+    slow = vmemsim.run(YCSB, policy="mglru", frames="50%", device="ssd")
+    assert slow.runtime_ns > fast.runtime_ns
+    assert slow.cpu["io_wait_ns"] > fast.cpu["io_wait_ns"]
+
+
+@pytest.mark.parametrize(
+    "kw, needle",
+    [
+        (dict(costs={"scan_ns": 5}), "costs.scan_ns: unknown cost (did you mean 'scan_page_ns'?)"),
+        (dict(cpus=0), "cpus"),
+        (dict(device="floppy"), "floppy"),
+        (dict(workload="ycsb-z"), "unknown workload 'ycsb-z'"),
+        (dict(workload="ycsb-a:footprnt=1MiB"), "footprnt"),
+        (dict(policy="lruu"), "unknown policy"),
+    ],
+)
+def test_bad_arguments_name_what_is_wrong(kw, needle):
+    args = dict(workload=YCSB, policy="mglru", frames="50%")
+    args.update(kw)
+    with pytest.raises(VmemsimError) as e:
+        vmemsim.run(**args)
+    assert needle in str(e.value)
+
+
+def test_cli_run_json_and_table():
+    r = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "run", YCSB, "--policy", "mglru", "--device", "zram",
+         "--cpus", "2", "--cost", "scan_page_ns=500", "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["policy"] == "mglru" and j["cpus"] == 2 and j["device"].startswith("zram")
+    assert j["vmstat"]["pgfault"] > 0 and j["runtime_s"] > 0
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "run", YCSB], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "runtime" in r.stdout and "pgmajfault" in r.stdout and "p99.99" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "run", YCSB, "--cost", "x=1"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith("vmemsim: error: costs.x")
+
+
+def test_timed_runs_in_a_sweep(tmp_path):
+    p = tmp_path / "e.toml"
+    p.write_text(textwrap.dedent(f"""
+        [experiment]
+        name = "timed"
+        seeds = 2
+        [machine]
+        frames = "50%"
+        cpus = 2
+        [workload]
+        model = "{YCSB}"
+        [sweep]
+        "machine.policy" = ["clock-lru", "mglru"]
+        "machine.swap" = ["ssd", "zram"]
+        """))
+    s = run_sweep(load_experiment(p), tmp_path / "res", workers=2, progress="quiet")
+    assert (s.ok, s.failed) == (8, 0), s.errors
+    res = open_results(tmp_path / "res")
+    df = res.table()
+    assert set(df["machine.swap"]) == {"ssd", "zram"}
+    for col in ("runtime_s", "pgmajfault", "cpu.kswapd_ns", "latency.all.p9999_ns"):
+        assert col in df.columns and df[col].notna().all()
+    row = df.iloc[0]
+    direct = vmemsim.run(YCSB, policy=row["machine.policy"], frames="50%", cpus=2,
+                         device=row["machine.swap"], seed=int(row["seed"]))
+    assert row["runtime_ns"] == direct.runtime_ns
+    lat = res.side(row["run_id"], "latency")
+    assert set(lat["kind"]) >= {"read", "update", "all"}
+    assert lat[lat["kind"] == "all"]["count"].sum() == direct.latency["all"]["count"]
+
+
+def test_an_experiment_needs_a_trace_or_a_model(tmp_path):
+    p = tmp_path / "e.toml"
+    p.write_text('[experiment]\nname = "x"\n[machine]\nframes = 10\n')
+    with pytest.raises(VmemsimError, match="workload.trace .* or workload.model"):
+        load_experiment(p)
