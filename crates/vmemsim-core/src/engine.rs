@@ -57,6 +57,12 @@ pub struct MachineConfig {
     /// thread, one [`Machine::kswapd_step`] at a time.
     #[serde(default)]
     pub defer_kswapd: bool,
+    /// The swap device does synchronous I/O (`SWP_SYNCHRONOUS_IO`, set by zram): a major
+    /// fault on a page with one swap reference skips the swap cache and readahead, reads
+    /// just that page and frees its slot at once (`do_swap_page` in 6.8), so the device keeps
+    /// no copy of a page that is back in memory.
+    #[serde(default)]
+    pub swap_sync_io: bool,
 }
 
 impl MachineConfig {
@@ -68,6 +74,7 @@ impl MachineConfig {
             swappiness: 60,
             check_invariants: false,
             defer_kswapd: false,
+            swap_sync_io: false,
         }
     }
 }
@@ -129,6 +136,7 @@ pub struct Machine<P: Policy> {
     ra: ReadaheadState,
     oom_at: Option<u64>,
     defer_kswapd: bool,
+    swap_sync_io: bool,
     /// kswapd has been woken (free fell to `low`) and has not yet balanced the node.
     kswapd_awake: bool,
     /// The priority of kswapd's current `balance_pgdat` (deferred mode).
@@ -232,6 +240,7 @@ impl<P: Policy> Machine<P> {
             ra: ReadaheadState::default(),
             oom_at: None,
             defer_kswapd: cfg.defer_kswapd,
+            swap_sync_io: cfg.swap_sync_io,
             kswapd_awake: false,
             kswapd_priority: DEF_PRIORITY,
         })
@@ -345,16 +354,27 @@ impl<P: Policy> Machine<P> {
             let Some(f) = self.alloc_frame(touch, idx, F_ANON) else {
                 return;
             };
-            self.mm.frames.set_flags(f, F_SWAPCACHE);
-            self.mm.frames.set_slot(f, slot);
-            self.mm.swap.set_cached_frame(slot, f);
-            let n_read = 1 + self.swap_readahead(slot);
-            self.stats.pswpin += n_read as u64;
-            *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
-            self.mm.frames.set_flags(f, F_MAPPED);
-            // `do_swap_page` → `should_try_to_free_swap`: a write fault frees the slot.
-            if touch.write {
-                self.drop_swap_slot(f);
+            if self.swap_sync_io {
+                // `do_swap_page`, SWP_SYNCHRONOUS_IO with a swap count of 1: read the page
+                // into a new folio outside the swap cache, then `swap_free` the entry. The
+                // page must be written out again when it is next reclaimed.
+                self.mm.swap.device.submit(SwapIo::Read { slot, n: 1 });
+                self.stats.pswpin += 1;
+                self.mm.swap.free(slot);
+                *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
+                self.mm.frames.set_flags(f, F_MAPPED);
+            } else {
+                self.mm.frames.set_flags(f, F_SWAPCACHE);
+                self.mm.frames.set_slot(f, slot);
+                self.mm.swap.set_cached_frame(slot, f);
+                let n_read = 1 + self.swap_readahead(slot);
+                self.stats.pswpin += n_read as u64;
+                *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
+                self.mm.frames.set_flags(f, F_MAPPED);
+                // `do_swap_page` → `should_try_to_free_swap`: a write fault frees the slot.
+                if touch.write {
+                    self.drop_swap_slot(f);
+                }
             }
             self.policy
                 .on_insert(&self.mm, f, touch, Insert::Refault { shadow });

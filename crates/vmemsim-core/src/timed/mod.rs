@@ -272,6 +272,8 @@ pub fn run(
     let device = device::build(&spec.timed.device)?;
     let mut machine = spec.machine.clone();
     machine.defer_kswapd = true;
+    // zram sets SWP_SYNCHRONOUS_IO (`zram_add`: QUEUE_FLAG_SYNCHRONOUS → swapon).
+    machine.swap_sync_io = spec.timed.device.kind() == "zram";
     let v = Visit {
         machine,
         timed: spec.timed.clone(),

@@ -317,3 +317,27 @@ fn bad_configs_are_errors() {
     let e = run(&s, Script::new(vec![]), None).unwrap_err();
     assert!(e.to_string().contains("no threads"));
 }
+
+#[test]
+fn zram_swap_in_frees_the_slot_so_the_page_is_written_again() {
+    // One frame, FIFO, p1 p2 p1 p2. Block device: p1 comes back into the swap cache and
+    // keeps its slot, so evicting it again (clean) needs no write: 2 writes. zram
+    // (SWP_SYNCHRONOUS_IO): the slot is freed at swap-in, so p1 is written again: 3 writes,
+    // and both swap-ins discard their slot.
+    let ops = vec![acc(1), acc(2), acc(1), acc(2)];
+    let z = run(
+        &spec("fifo", 1, 1, zero_costs(), "zram"),
+        Script::new(vec![ops.clone()]),
+        None,
+    )
+    .unwrap();
+    assert_eq!((z.stats.pswpout, z.stats.pswpin), (3, 2));
+    assert_eq!(z.device_stats.pages_discarded, 2);
+    let n = run(
+        &spec("fifo", 1, 1, zero_costs(), "nvme"),
+        Script::new(vec![ops]),
+        None,
+    )
+    .unwrap();
+    assert_eq!((n.stats.pswpout, n.stats.pswpin), (2, 2));
+}
