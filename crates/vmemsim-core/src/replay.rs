@@ -349,7 +349,7 @@ impl FramesSpec {
         let bad = |why: &str| Error::config("frames", format!("'{s}': {why}"));
         if let Some(p) = s.strip_suffix('%') {
             let v: f64 = p.trim().parse().map_err(|_| bad("not a percentage"))?;
-            if !(v > 0.0 && v <= 100_000.0) || !v.is_finite() {
+            if !(v > 0.0 && v <= 100_000.0 && v.is_finite()) {
                 return Err(bad("percentage must be > 0"));
             }
             return Ok(FramesSpec::Percent(v));
