@@ -117,3 +117,13 @@ def test_an_experiment_needs_a_trace_or_a_model(tmp_path):
     p.write_text('[experiment]\nname = "x"\n[machine]\nframes = 10\n')
     with pytest.raises(VmemsimError, match="workload.trace .* or workload.model"):
         load_experiment(p)
+
+
+def test_cgroup_mode_keeps_the_zram_pool_out_of_the_frames():
+    # ycsb's slabs hold incompressible values: charged to the machine, zram's pool takes
+    # frames from the workload; in a memory cgroup it does not (zsmalloc is not charged).
+    kw = dict(policy="clock-lru", frames="50%", device="zram", seed=1)
+    charged = vmemsim.run(YCSB, **kw)
+    cgroup = vmemsim.run(YCSB, charge_device_ram=False, **kw)
+    assert charged.device_frames_peak > 0
+    assert charged.major_faults > cgroup.major_faults

@@ -930,6 +930,7 @@ def run(
     slice_ns: Optional[int] = None,
     sample_every_ns: int = 0,
     step_ns: int = 2000,
+    charge_device_ram: bool = True,
     check_invariants: bool = False,
     progress: Optional[ProgressFn] = None,
 ) -> RunResult:
@@ -941,7 +942,9 @@ def run(
 
     ``workload`` is a model spec such as ``"ycsb-a:footprint=64MiB"`` (kinds:
     :func:`workload_kinds`), seeded by ``seed``. ``frames`` is a count or a percentage of the
-    workload's footprint (``"50%"``). ``progress(done, None)`` reports simulated ns.
+    workload's footprint (``"50%"``). ``charge_device_ram=False`` keeps zram's compressed
+    pool out of ``frames``, as a memory cgroup limit does (zsmalloc memory is not charged to
+    the cgroup). ``progress(done, None)`` reports simulated ns.
     """
     if not isinstance(workload, str):
         raise VmemsimError(f"workload: expected a workload spec string, got {workload!r}")
@@ -953,6 +956,7 @@ def run(
         "cpus": _count_arg("cpus", cpus),
         "sample_every_ns": _count_arg("sample_every_ns", sample_every_ns, lo=0),
         "step_ns": _count_arg("step_ns", step_ns),
+        "charge_device_ram": bool(charge_device_ram),
     }
     if slice_ns is not None:
         timed["slice_ns"] = _count_arg("slice_ns", slice_ns)

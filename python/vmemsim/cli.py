@@ -575,6 +575,9 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    help="scheduler time slice (default: EEVDF's base slice for --cpus)")
     p.add_argument("--sample-every-ns", type=_int, default=0, metavar="NS",
                    help="sample the counters every NS of simulated time (with --json)")
+    p.add_argument("--cgroup", action="store_true",
+                   help="frames is a memory cgroup limit: zram's compressed pool is not "
+                   "charged to it (zsmalloc memory is not memcg-accounted)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_progress_argument(p)
 
@@ -587,7 +590,7 @@ def _run_run(args: argparse.Namespace) -> int:
         lambda progress: vmemsim_run(
             args.workload, device=args.device, cpus=args.cpus, costs=costs or None,
             slice_ns=args.slice_ns, sample_every_ns=args.sample_every_ns, progress=progress,
-            **kw,
+            charge_device_ram=not args.cgroup, **kw,
         ),
     )
     if args.json:

@@ -218,6 +218,9 @@ def _builtin_schema() -> None:
     reg("machine.swap", Key(check_str, "ssd",
         "timed runs: swap device spec: ssd, nvme, zram or remote, with key=value "
         "parameters (e.g. 'zram:read_us=20')"))
+    reg("machine.swap_charged", Key(check_bool, True,
+        "timed runs: zram's compressed pool counts against machine.frames (false: a memory "
+        "cgroup limit, which zsmalloc's pages are not charged to)"))
     reg("machine.slice_ns", Key(optional(check_int(1)), None,
         "timed runs: scheduler time slice (unset: EEVDF's base slice for the CPU count)"))
     reg("run.step_ns", Key(check_int(1), 2000,

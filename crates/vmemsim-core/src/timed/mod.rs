@@ -116,6 +116,12 @@ pub struct TimedConfig {
     pub costs: Costs,
     /// The swap device (`ssd`, `nvme`, `zram`, `remote` with their parameters).
     pub device: DeviceSpec,
+    /// Whether the swap device's own memory (zram's compressed pool) is taken from the
+    /// machine's frames. True models a machine whose RAM is `frames`. False models a memory
+    /// cgroup limited to `frames` on a larger host: zsmalloc allocates without
+    /// `__GFP_ACCOUNT` (`zram_write_page` → `zs_malloc`), so the pool is not charged to the
+    /// cgroup.
+    pub charge_device_ram: bool,
     /// Simulated time between samples of the counters (0: no time series).
     pub sample_every_ns: u64,
     /// How much CPU time one scheduling step runs before other CPUs' events are looked at:
@@ -131,6 +137,7 @@ impl Default for TimedConfig {
             slice_ns: None,
             costs: Costs::default(),
             device: DeviceSpec::defaults("ssd").expect("ssd is a device kind"),
+            charge_device_ram: true,
             sample_every_ns: 0,
             step_ns: 2_000,
         }
@@ -506,7 +513,7 @@ impl<P: Policy> Sim<P> {
         // zram's pool is memory: hold that many frames back from the free list.
         let pages = self.dev.ram_bytes().div_ceil(4096);
         self.device_frames_peak = self.device_frames_peak.max(pages);
-        if pages > 0 || self.m.mm.frames.reserved() > 0 {
+        if self.cfg.charge_device_ram && (pages > 0 || self.m.mm.frames.reserved() > 0) {
             let pages = pages.min(u32::MAX as u64) as u32;
             self.m.set_kernel_pages(pages);
         }
