@@ -1,9 +1,15 @@
 //! Swap slots, the swap cache, and the swap-device interface.
 //!
-//! Slot allocation sweeps a cursor forward through the swap map and takes the next free slot,
-//! so pages reclaimed together get neighbouring slots, as the kernel's per-CPU cluster
-//! allocation (`scan_swap_map_slots`) does for one reclaimer. Left out: per-CPU clusters and
-//! discard; the timed device models come with the timing engine.
+//! Slot allocation follows the kernel's for a non-rotational device (`scan_swap_map_slots`,
+//! `scan_swap_map_try_ssd_cluster`, mm/swapfile.c in 6.8): the swap map is cut into clusters
+//! of `SWAPFILE_CLUSTER` = 256 slots; each CPU allocates forward inside its own current
+//! cluster and, when that is used up, takes the first wholly free cluster from the free list
+//! (a cluster whose last slot is freed goes back to the tail of the list). So each reclaimer's
+//! pages get neighbouring slots, even when several CPUs reclaim at once, and swap readahead
+//! finds the pages evicted together. With no free cluster left, a linear scan takes the next
+//! free slot anywhere (the kernel's fallback). The swap space grows by whole clusters when
+//! full (the model has no swap size limit). Left out: the per-CPU swap slots cache
+//! (`swap_slots.c`, batches of 64), discard of free clusters, and rotational devices.
 
 use super::frames::{FrameId, NO_FRAME};
 
@@ -85,23 +91,82 @@ const FREE: Slot = Slot {
     shadow: 0,
 };
 
+/// `SWAPFILE_CLUSTER`: slots per swap cluster.
+pub const SWAPFILE_CLUSTER: u32 = 256;
+/// CPUs with their own current cluster (more are folded onto these).
+const MAX_CPUS: usize = 4096;
+
 #[derive(Debug, Default)]
 pub struct Swap {
     slots: Vec<Slot>,
+    /// Slots in use per cluster (`cluster_info` counts).
+    used: Vec<u16>,
+    /// Wholly free clusters, oldest first (`si->free_clusters`).
+    free_clusters: std::collections::VecDeque<u32>,
+    /// Each CPU's current cluster and next offset in it (`percpu_cluster`); `NO_SLOT` = none.
+    percpu: Vec<(u32, u32)>,
+    /// The CPU allocating now (set by the timing engine; 0 otherwise).
+    cpu: usize,
+    /// Where the fallback scan goes on from (`si->cluster_next`).
     cursor: u32,
     n_used: u32,
     pub device: CountingDevice,
 }
 
 impl Swap {
+    /// The CPU whose per-CPU cluster the next allocations use.
+    pub fn set_cpu(&mut self, cpu: usize) {
+        self.cpu = cpu % MAX_CPUS;
+    }
+
+    /// Add whole free clusters at the end of the swap map.
+    fn grow(&mut self) {
+        let n = self.slots.len() as u32;
+        let add = ((n / 4).max(4 * SWAPFILE_CLUSTER)).div_ceil(SWAPFILE_CLUSTER) * SWAPFILE_CLUSTER;
+        crate::hint::huge_extend(&mut self.slots, add as usize, FREE);
+        let first = n / SWAPFILE_CLUSTER;
+        let last = (n + add) / SWAPFILE_CLUSTER;
+        self.used.resize(last as usize, 0);
+        self.free_clusters.extend(first..last);
+    }
+
+    fn take(&mut self, s: u32, owner: u32) -> u32 {
+        debug_assert_eq!(self.slots[s as usize].owner, NO_OWNER);
+        self.slots[s as usize].owner = owner;
+        self.used[(s / SWAPFILE_CLUSTER) as usize] += 1;
+        self.n_used += 1;
+        s
+    }
+
     /// Take a free slot for the page whose PTE has global index `owner`.
     pub fn alloc(&mut self, owner: u32) -> u32 {
         if self.n_used as usize == self.slots.len() {
-            let s = self.slots.len() as u32;
-            let grow = (self.slots.len() / 4).max(1024);
-            crate::hint::huge_extend(&mut self.slots, grow, FREE);
-            self.cursor = s;
+            self.grow();
         }
+        if self.percpu.len() <= self.cpu {
+            self.percpu.resize(self.cpu + 1, (NO_SLOT, 0));
+        }
+        // The CPU's own cluster: the next free slot at or after its offset.
+        let (c, mut off) = self.percpu[self.cpu];
+        if c != NO_SLOT {
+            let base = c * SWAPFILE_CLUSTER;
+            while off < SWAPFILE_CLUSTER {
+                if self.slots[(base + off) as usize].owner == NO_OWNER {
+                    self.percpu[self.cpu] = (c, off + 1);
+                    return self.take(base + off, owner);
+                }
+                off += 1;
+            }
+            self.percpu[self.cpu] = (NO_SLOT, 0);
+        }
+        // A new wholly free cluster (one may have been taken by another CPU meanwhile).
+        while let Some(c) = self.free_clusters.pop_front() {
+            if self.used[c as usize] == 0 && !self.percpu.iter().any(|&(p, _)| p == c) {
+                self.percpu[self.cpu] = (c, 1);
+                return self.take(c * SWAPFILE_CLUSTER, owner);
+            }
+        }
+        // No free cluster: the next free slot anywhere.
         let n = self.slots.len() as u32;
         while self.slots[self.cursor as usize].owner != NO_OWNER {
             self.cursor = if self.cursor + 1 == n {
@@ -111,14 +176,19 @@ impl Swap {
             };
         }
         let s = self.cursor;
-        self.slots[s as usize].owner = owner;
-        self.n_used += 1;
-        s
+        self.take(s, owner)
     }
+
     pub fn free(&mut self, slot: u32) {
         debug_assert_ne!(self.slots[slot as usize].owner, NO_OWNER);
         self.slots[slot as usize] = FREE;
         self.n_used -= 1;
+        let c = slot / SWAPFILE_CLUSTER;
+        self.used[c as usize] -= 1;
+        if self.used[c as usize] == 0 && !self.percpu.iter().any(|&(p, _)| p == c) {
+            // `free_cluster`: back to the tail of the free list.
+            self.free_clusters.push_back(c);
+        }
         self.device.submit(SwapIo::Discard { slot });
     }
     /// Prefetch a slot's record (simulator speed only).
@@ -169,6 +239,63 @@ impl Swap {
                 return Err(format!("free slot {i} has swap-cache frame {}", s.cache));
             }
         }
+        for (c, chunk) in self.slots.chunks(SWAPFILE_CLUSTER as usize).enumerate() {
+            let n = chunk.iter().filter(|s| s.owner != NO_OWNER).count();
+            if self.used.get(c).copied().unwrap_or(0) as usize != n {
+                return Err(format!(
+                    "swap cluster {c}: {n} slots owned, count says {:?}",
+                    self.used.get(c)
+                ));
+            }
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod cluster_tests {
+    use super::*;
+
+    #[test]
+    fn one_cpu_fills_its_cluster_then_takes_the_next_free_one() {
+        let mut s = Swap::default();
+        let got: Vec<u32> = (0..300).map(|i| s.alloc(i)).collect();
+        assert_eq!(got, (0..300).collect::<Vec<u32>>());
+        // The first growth makes 4 clusters (1024 slots); cluster 0 freed goes to the tail.
+        for slot in 0..256 {
+            s.free(slot);
+        }
+        for i in 300..512 {
+            s.alloc(i); // the rest of cluster 1
+        }
+        assert_eq!(s.alloc(9_999), 512); // cluster 2, the head of the list, not cluster 0
+        s.validate().unwrap();
+    }
+
+    #[test]
+    fn each_cpu_allocates_in_its_own_cluster() {
+        let mut s = Swap::default();
+        let mut got = Vec::new();
+        for i in 0..4 {
+            s.set_cpu(i % 2);
+            got.push(s.alloc(i as u32));
+        }
+        assert_eq!(got, vec![0, 256, 1, 257]);
+        s.validate().unwrap();
+    }
+
+    #[test]
+    fn with_no_free_cluster_any_free_slot_is_taken() {
+        let mut s = Swap::default();
+        for i in 0..1024 {
+            s.alloc(i);
+        }
+        s.free(5);
+        // Cluster 0 is partly used, so not free; the CPU's cluster (3) is full.
+        assert_eq!(s.alloc(7_777), 5);
+        // Full again: the map grows by whole clusters, and the next slot opens a new one.
+        assert_eq!(s.alloc(8_888), 1024);
+        assert_eq!(s.n_slots() % SWAPFILE_CLUSTER, 0);
+        s.validate().unwrap();
     }
 }

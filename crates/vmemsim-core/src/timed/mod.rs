@@ -645,6 +645,8 @@ impl<P: Policy> Sim<P> {
         let Some(t) = self.cpus[c] else {
             return Ok(());
         };
+        // Swap slots come from this CPU's cluster (`percpu_cluster`).
+        self.m.mm.swap.set_cpu(c);
         if t == self.kswapd {
             return self.step_kswapd(c, now);
         }
