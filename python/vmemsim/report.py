@@ -847,6 +847,9 @@ def _draw_scatter(fig, ax, part, value, groups, handles, data, _loader) -> None:
     import numpy as np
     from matplotlib.lines import Line2D
 
+    # With panels, each panel has its own fits: their r² go in the panel, and the legend
+    # (shared by the panels) names the groups only.
+    notes: List[str] = []
     for gi, g in enumerate(groups):
         sub = _subset(part, fig.group, g)
         sub = sub[sub[fig.x].notna()]
@@ -868,11 +871,19 @@ def _draw_scatter(fig, ax, part, value, groups, handles, data, _loader) -> None:
         else:
             r2 = "r² n/a"
         name = _legend_label(g) if fig.group is not None else "all runs"
-        label = f"{name} ({r2})"
+        if fig.facet is not None:
+            notes.append(f"{name}: {r2}")
+            label = name
+        else:
+            label = f"{name} ({r2})"
         if label not in handles:
             handles[label] = Line2D(
                 [], [], color=st["color"], marker=st["marker"], linestyle="--", markersize=5
             )
+    if notes:
+        ax.text(0.02, 0.98, "\n".join(notes), transform=ax.transAxes, va="top", ha="left",
+                fontsize=6.5, bbox=dict(boxstyle="round", facecolor="white", alpha=0.8,
+                                        linewidth=0.3))
     _use_si(ax, "x", part[fig.x])
     _use_si(ax, "y", part[value])
 

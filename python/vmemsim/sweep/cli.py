@@ -22,14 +22,36 @@ def _default_out(exp_name: str) -> str:
 
 def _configure_plan(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="experiment file (TOML)")
+    _seeds_argument(p)
     p.add_argument("--samples", type=int, default=3, metavar="N",
                    help="expanded configurations to print (default 3; 0 for none)")
     p.add_argument("--json", action="store_true",
                    help="print the plan as JSON: total, axes, and every run (id, seed, axes)")
 
 
-def _run_plan(args: argparse.Namespace) -> int:
+def _seeds_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seeds", default=None, metavar="N|S,S,...",
+                   help="override experiment.seeds: a count (seeds 0..N-1) or a list "
+                   "(e.g. a quick run of a big experiment)")
+
+
+def _load(args: argparse.Namespace):
     exp = load_experiment(args.file)
+    if args.seeds is not None:
+        text = args.seeds.strip()
+        try:
+            seeds = ([int(x) for x in text.split(",")] if "," in text
+                     else list(range(int(text))))
+        except ValueError:
+            raise CliError(f"--seeds: expected a count or a comma-separated list, got {text!r}")
+        if not seeds or any(x < 0 for x in seeds) or len(set(seeds)) != len(seeds):
+            raise CliError(f"--seeds: need distinct non-negative seeds, got {text!r}")
+        exp.seeds = seeds
+    return exp
+
+
+def _run_plan(args: argparse.Namespace) -> int:
+    exp = _load(args)
     runs = list(exp.runs())
     if args.json:
         json.dump({
@@ -66,6 +88,7 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="experiment file (TOML)")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="results directory (default results/<experiment name>)")
+    _seeds_argument(p)
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="local worker processes (default) or a Ray cluster")
     p.add_argument("--workers", type=_positive, default=None, metavar="N",
@@ -96,7 +119,7 @@ def _run_run(args: argparse.Namespace) -> int:
         raise CliError("--retry-failed: only with --resume")
     if args.resume and args.force:
         raise CliError("--resume and --force: choose one")
-    exp = load_experiment(args.file)
+    exp = _load(args)
     out = args.out or _default_out(exp.name)
     s = run_sweep(
         exp, out, executor=args.executor, workers=args.workers, address=args.address,

@@ -1,0 +1,41 @@
+"""The example experiments: they parse, plan the documented number of runs, and the MG-LRU
+characterization's findings script runs on a quick sweep."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from vmemsim.sweep import load_experiment
+
+ROOT = Path(__file__).resolve().parent.parent
+EXP = ROOT / "experiments"
+
+
+def test_policies_mixtures_plans_2520_runs():
+    e = load_experiment(EXP / "policies-mixtures" / "experiment.toml")
+    assert e.total == 14 * 6 * 3 * 10
+
+
+def test_mglru_characterization_quick_run_and_findings(tmp_path):
+    f = EXP / "mglru-characterization" / "experiment.toml"
+    e = load_experiment(f)
+    # 6 configurations x 3 capacities x 2 swap devices x 5 workloads x 25 seeds
+    assert e.total == 6 * 3 * 2 * 5 * 25
+    out = tmp_path / "res"
+    r = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "sweep", "run", str(f), "--seeds", "2", "--out",
+         str(out), "--workers", "2", "-q"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "360/360 runs done" in r.stdout
+    r = subprocess.run(
+        [sys.executable, str(f.parent / "findings.py"), str(out)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    table = [line for line in r.stdout.splitlines() if line.startswith("| §")]
+    assert len(table) == 7
+    assert "360 runs, 2 seeds per configuration" in r.stdout
