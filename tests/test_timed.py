@@ -127,3 +127,61 @@ def test_cgroup_mode_keeps_the_zram_pool_out_of_the_frames():
     cgroup = vmemsim.run(YCSB, charge_device_ram=False, **kw)
     assert charged.device_frames_peak > 0
     assert charged.major_faults > cgroup.major_faults
+
+
+def test_latency_figure_from_the_side_files(tmp_path):
+    import math
+
+    p = tmp_path / "e.toml"
+    p.write_text(textwrap.dedent(f"""
+        [experiment]
+        name = "lat"
+        seeds = 2
+        [machine]
+        frames = "50%"
+        cpus = 2
+        swap = "nvme"
+        [workload]
+        model = "{YCSB}"
+        [sweep]
+        "machine.policy" = ["clock-lru", "mglru"]
+        [[report.figures]]
+        name = "tail"
+        kind = "latency"
+        metric = "read"
+        group = "machine.policy"
+        [[report.figures]]
+        name = "bad"
+        kind = "latency"
+        metric = "delete"
+        """))
+    run_sweep(load_experiment(p), tmp_path / "res", workers=2, progress="quiet")
+    # A request kind no run recorded is an error naming it.
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "report", str(tmp_path / "res"),
+                        "--out", str(tmp_path / "rep")], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and "no run recorded 'delete'" in r.stderr
+    good = p.read_text().split("[[report.figures]]\nname = \"bad\"")[0]
+    p.write_text(good)
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "report", str(tmp_path / "res"),
+                        "--out", str(tmp_path / "rep"), "--experiment", str(p)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "rep" / "tail.png").read_bytes()[:4] == b"\x89PNG"
+    html = (tmp_path / "rep" / "index.html").read_text()
+    # p99 of clock-lru's reads, both seeds merged, by nearest rank, computed here.
+    res = open_results(tmp_path / "res")
+    df = res.table()
+    counts = {}
+    for rid in df[df["machine.policy"] == "clock-lru"]["run_id"]:
+        h = res.side(rid, "latency")
+        for v, c in zip(h[h["kind"] == "read"]["value_ns"], h[h["kind"] == "read"]["count"]):
+            counts[int(v)] = counts.get(int(v), 0) + int(c)
+    total = sum(counts.values())
+    want, seen = math.ceil(0.99 * total), 0
+    for v in sorted(counts):
+        seen += counts[v]
+        if seen >= want:
+            p99 = v
+            break
+    assert f">{p99}<" in html and f">{total}<" in html

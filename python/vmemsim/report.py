@@ -7,7 +7,7 @@ from a results directory's ``results.parquet`` or passed as a DataFrame. Declare
 :func:`write_report`.
 
 Figure keys: ``name`` (file stem, required), ``kind`` (required: line, bar, box, violin, cdf,
-scatter, timeseries), ``metric`` (required), ``x``, ``group``, ``facet``, ``normalize``,
+scatter, timeseries, latency), ``metric`` (required), ``x``, ``group``, ``facet``, ``normalize``,
 ``error``, ``where``, ``title``, ``xlabel``, ``ylabel``, ``logx``, ``logy``.
 
 What each kind draws (failed runs, ``status != "ok"``, and null metrics are left out):
@@ -19,6 +19,9 @@ What each kind draws (failed runs, ``status != "ok"``, and null metrics are left
 - cdf: the empirical CDF of the metric across runs, one curve per group.
 - scatter: ``x`` (a metric) against ``metric``, one colour per group, with a least-squares
   line and its r² per group in the legend.
+- latency: ``metric`` names a request kind (read, update, insert, all): the complementary
+  CDF of its latency, every run of a group merged, from the runs' ``latency`` side files
+  (``side_loader``).
 - timeseries: ``metric`` against ``accesses`` from each run's time series (the
   ``series_loader``); with more than 3 runs per group, the mean across runs over the union of
   their sample points (a band per ``error``), otherwise one thin line per run.
@@ -86,7 +89,7 @@ __all__ = [
     "write_report",
 ]
 
-FIGURE_KINDS = ("line", "bar", "box", "violin", "cdf", "scatter", "timeseries")
+FIGURE_KINDS = ("line", "bar", "box", "violin", "cdf", "scatter", "timeseries", "latency")
 ERROR_MODES = ("stdev", "ci95", "iqr", "minmax", "none")
 FIGURE_KEYS = (
     "name",
@@ -154,6 +157,9 @@ class Figure:
     logx: bool = False
     logy: bool = False
     index: int = 0
+    #: latency figures: the request kind (``read``, ``update``, ``insert``, ``all``) whose
+    #: histograms are drawn; ``metric`` is then its per-run count column.
+    request: Optional[str] = None
 
     @property
     def value_column(self) -> str:
@@ -246,6 +252,18 @@ def check_figures(figures: Sequence[Mapping[str, Any]], columns: Iterable[str]) 
             raise fail("x", "a cdf figure takes no x: its metric is on the x axis")
         if kind == "timeseries" and x not in (None, "accesses"):
             raise fail("x", f"a timeseries figure's x is always 'accesses', got {x!r}")
+        request = None
+        if kind == "latency":
+            # metric names a request kind; the runs that have it carry its count column.
+            if x is not None:
+                raise fail("x", "a latency figure takes no x: latency is on the x axis")
+            request, metric = metric, f"latency.{metric}.count"
+            if metric not in cols:
+                kinds = sorted({c.split(".")[1] for c in cols
+                                if c.startswith("latency.") and c.endswith(".count")})
+                raise fail("metric", f"no run recorded {request!r} request latencies"
+                           + (f"; recorded: {', '.join(kinds)}" if kinds else
+                              " (latency comes from timed runs of workloads with requests)"))
 
         error_default = "stdev" if kind in ("line", "bar") else "none"
         error = raw.get("error", error_default)
@@ -267,8 +285,8 @@ def check_figures(figures: Sequence[Mapping[str, Any]], columns: Iterable[str]) 
                 )
             if group is None:
                 raise fail("normalize", "needs a 'group' column whose baseline value it names")
-            if kind == "timeseries":
-                raise fail("normalize", "not supported for timeseries figures")
+            if kind in ("timeseries", "latency"):
+                raise fail("normalize", f"not supported for {kind} figures")
 
         where_raw = raw.get("where", {})
         if not isinstance(where_raw, Mapping):
@@ -308,6 +326,7 @@ def check_figures(figures: Sequence[Mapping[str, Any]], columns: Iterable[str]) 
                 title=title,
                 xlabel=xlabel,
                 ylabel=ylabel,
+                request=request,
                 logx=logx,
                 logy=logy,
                 index=i,
@@ -466,6 +485,8 @@ def _default_title(fig: Figure) -> str:
         return f"{what} vs {fig.x}"
     if fig.kind == "timeseries":
         return f"{what} over the run"
+    if fig.kind == "latency":
+        return f"{fig.request} request latency"
     return f"{what} by {fig.x}"
 
 
@@ -575,18 +596,31 @@ def plot_figure(
     fig: Union[Figure, Mapping[str, Any]],
     df: "pd.DataFrame",
     series_loader: Optional[SeriesLoader] = None,
+    side_loader: Optional[Callable[[str, str], Any]] = None,
 ) -> "matplotlib.figure.Figure":
     """Draw one declared figure from the results table ``df`` and return the matplotlib
     Figure. ``fig`` is a :class:`Figure` or a declaration dict (validated first).
     ``series_loader(run_id)`` returns a run's time series (a DataFrame with ``accesses`` and
-    the counters); needed by timeseries figures only."""
+    the counters); needed by timeseries figures only. ``side_loader(run_id, kind)`` returns
+    a run's side file of ``kind`` (latency figures read ``latency``: columns ``kind``,
+    ``value_ns``, ``count``)."""
     if not isinstance(fig, Figure):
         fig = check_figures([fig], df.columns)[0]
-    return _plot(fig, _prepare(fig, df), series_loader)
+    return _plot(fig, _prepare(fig, df), series_loader, side_loader)
 
 
-def _plot(fig: Figure, prep: _Prepared, series_loader: Optional[SeriesLoader]):
+def _plot(
+    fig: Figure,
+    prep: _Prepared,
+    series_loader: Optional[SeriesLoader],
+    side_loader: Optional[Callable[[str, str], Any]] = None,
+):
     import matplotlib
+
+    if fig.kind == "latency":
+        series_loader = (
+            (lambda rid: side_loader(rid, "latency")) if side_loader is not None else None
+        )
 
     data, value = prep.data, prep.value
     if fig.logx and fig.kind == "line" and not _is_numeric(data[fig.x]):
@@ -620,6 +654,7 @@ def _plot(fig: Figure, prep: _Prepared, series_loader: Optional[SeriesLoader]):
             "cdf": _draw_cdf,
             "scatter": _draw_scatter,
             "timeseries": _draw_timeseries,
+            "latency": _draw_latency,
         }[fig.kind]
         for ax, fv, panel_title in zip(axes, facets, panel_titles):
             part = _subset(data, fig.facet, fv)
@@ -660,6 +695,9 @@ def _plot(fig: Figure, prep: _Prepared, series_loader: Optional[SeriesLoader]):
 
 
 def _axis_labels(fig: Figure) -> Tuple[str, str]:
+    if fig.kind == "latency":
+        return (fig.xlabel or f"{fig.request} request latency (ns)",
+                fig.ylabel or "fraction of requests slower")
     if fig.kind == "cdf":
         xl, yl = _metric_label(fig), "fraction of runs ≤ x"
     elif fig.kind == "scatter":
@@ -843,6 +881,67 @@ def _draw_cdf(fig, ax, part, value, groups, handles, data, _loader) -> None:
     _use_si(ax, "x", part[value])
 
 
+def _merged_latency(fig: Figure, part: "pd.DataFrame", loader: Any) -> Tuple[Any, Any]:
+    """The runs' latency histograms of ``fig.request`` summed: ``(values_ns, counts)``
+    ascending."""
+    import numpy as np
+
+    acc: Dict[int, int] = {}
+    for rid in part["run_id"]:
+        h = loader(rid) if loader is not None else None
+        if h is None:
+            raise VmemsimError(
+                f"figure {fig.name!r}: run {rid} has no latency histograms (side file "
+                "latency/<run_id>.parquet)")
+        h = h[h["kind"] == fig.request]
+        for v, c in zip(h["value_ns"].to_numpy(), h["count"].to_numpy()):
+            acc[int(v)] = acc.get(int(v), 0) + int(c)
+    vals = np.array(sorted(acc), dtype=float)
+    return vals, np.array([acc[int(v)] for v in vals], dtype=float)
+
+
+def _latency_quantile(vals: Any, counts: Any, q: float) -> float:
+    """Nearest rank over a merged histogram (each value stands for its bucket's highest
+    equivalent value, as the histograms are written)."""
+    import numpy as np
+
+    total = counts.sum()
+    want = max(1.0, np.ceil(q * total - 1e-9))
+    return float(vals[int(np.searchsorted(np.cumsum(counts), want))])
+
+
+def _draw_latency(fig, ax, part, value, groups, handles, data, loader) -> None:
+    """Complementary CDF of request latency (fraction of requests slower than x), every run
+    of a group merged, on log-log axes: the tail is where policies differ."""
+    import numpy as np
+
+    lo = 1.0
+    for gi, g in enumerate(groups):
+        sub = _subset(part, fig.group, g)
+        if sub.empty:
+            continue
+        vals, counts = _merged_latency(fig, sub, loader)
+        if counts.sum() == 0:
+            continue
+        total = counts.sum()
+        slower = 1.0 - np.cumsum(counts) / total
+        keep = slower > 0
+        st = _style(gi)
+        (h,) = ax.step(np.concatenate([[vals[0]], vals[keep]]),
+                       np.concatenate([[1.0], slower[keep]]), where="post",
+                       color=st["color"], linestyle=st["linestyle"], linewidth=1.5)
+        handles.setdefault(_legend_label(g), h)
+        lo = min(lo, 1.0 / total)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(lo / 2, 1.5)
+    for q, lab in ((0.99, "p99"), (0.9999, "p99.99")):
+        if lo <= 1 - q:
+            ax.axhline(1 - q, color="#888888", linewidth=0.6, linestyle=":")
+            ax.text(1.0, 1 - q, f" {lab}", transform=ax.get_yaxis_transform(), fontsize=7,
+                    va="center", ha="left", color="#555555")
+
+
 def _draw_scatter(fig, ax, part, value, groups, handles, data, _loader) -> None:
     import numpy as np
     from matplotlib.lines import Line2D
@@ -988,6 +1087,9 @@ def _caption(fig: Figure, prep: _Prepared) -> str:
         text = "Empirical CDF across runs."
     elif fig.kind == "scatter":
         text = "One point per run; dashed lines: least-squares fits (r² in the legend)."
+    elif fig.kind == "latency":
+        text = ("Complementary CDF of request latency: the histograms of every run of a group "
+                "merged; dotted lines mark p99 and p99.99.")
     else:
         text = (
             f"One line per run when a group has at most {TIMESERIES_MAX_RUN_LINES} runs, "
@@ -1038,6 +1140,16 @@ def _dir_series_loader(results_dir: Path) -> SeriesLoader:
         if not f.exists():
             raise FileNotFoundError(f)
         return pd.read_parquet(f)
+
+    return load
+
+
+def _dir_side_loader(results_dir: Path) -> Callable[[str, str], Any]:
+    import pandas as pd
+
+    def load(run_id: str, kind: str) -> Any:
+        f = results_dir / kind / f"{run_id}.parquet"
+        return pd.read_parquet(f) if f.exists() else None
 
     return load
 
@@ -1140,6 +1252,7 @@ def write_report(
     description: Optional[str] = None,
     series_loader: Optional[SeriesLoader] = None,
     config: Optional[Mapping[str, Any]] = None,
+    side_loader: Optional[Callable[[str, str], Any]] = None,
 ) -> List[Path]:
     """Write every declared figure as ``OUT/<name>.png`` and ``OUT/<name>.svg`` and a
     self-contained ``OUT/index.html`` (figures embedded as PNG, summary tables, run counts,
@@ -1160,6 +1273,8 @@ def write_report(
         df = load_results(src)
         if series_loader is None and src.is_dir():
             series_loader = _dir_series_loader(src)
+        if side_loader is None and src.is_dir():
+            side_loader = _dir_side_loader(src)
     experiment = dict((config or {}).get("experiment", {}) or {})
     if figures is None:
         figures = list(((config or {}).get("report", {}) or {}).get("figures", []) or [])
@@ -1183,12 +1298,13 @@ def write_report(
     sections: List[str] = []
     for spec in specs:
         prep = _prepare(spec, df)
-        mfig = _plot(spec, prep, series_loader)
+        mfig = _plot(spec, prep, series_loader, side_loader)
         png, svg = out / f"{spec.name}.png", out / f"{spec.name}.svg"
         mfig.savefig(png, dpi=_DPI, metadata={"Software": None})
         mfig.savefig(svg, metadata={"Date": None})
         written += [png, svg]
-        sections.append(_figure_section(spec, prep, png.read_bytes()))
+        lat = (lambda rid: side_loader(rid, "latency")) if side_loader is not None else None
+        sections.append(_figure_section(spec, prep, png.read_bytes(), lat))
 
     page = _page(df, specs, sections, title, description, config)
     index = out / "index.html"
@@ -1197,7 +1313,36 @@ def write_report(
     return written
 
 
-def _figure_section(spec: Figure, prep: _Prepared, png: bytes) -> str:
+def _latency_table(spec: Figure, prep: _Prepared, loader: Any) -> str:
+    """Percentiles of each group's merged histogram (ns)."""
+    e = html.escape
+    by = [c for c in (spec.facet, spec.group) if c]
+    qs = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999))
+    head = "".join(f"<th>{e(c)}</th>" for c in by + ["runs", "requests"] + [q for q, _ in qs]
+                   + ["max"])
+    rows = []
+    keys = [[None]] if not by else None
+    facets = _keys(prep.data, spec.facet)
+    groups = _keys(prep.data, spec.group)
+    for fv in facets:
+        for g in groups:
+            sub = _subset(_subset(prep.data, spec.facet, fv), spec.group, g)
+            if sub.empty:
+                continue
+            vals, counts = _merged_latency(spec, sub, loader)
+            if counts.sum() == 0:
+                continue
+            cells = [v for v, c in ((fv, spec.facet), (g, spec.group)) if c]
+            nums = [len(sub), int(counts.sum())] + [
+                _latency_quantile(vals, counts, q) for _, q in qs] + [float(vals[-1])]
+            rows.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in cells)
+                        + "".join(f'<td class="num">{e(_fmt(v))}</td>' for v in nums) + "</tr>")
+    del keys
+    return (f"<table><caption>{e(spec.request)} request latency (ns), runs merged</caption>"
+            f"<tr>{head}</tr>{''.join(rows)}</table>")
+
+
+def _figure_section(spec: Figure, prep: _Prepared, png: bytes, loader: Any = None) -> str:
     e = html.escape
     heading = spec.title or _default_title(spec)
     parts = [
@@ -1209,7 +1354,9 @@ def _figure_section(spec: Figure, prep: _Prepared, png: bytes) -> str:
     ]
     for note in prep.notes:
         parts.append(f'<p class="note">Note: {e(note)}</p>')
-    if spec.normalize is not None:
+    if spec.kind == "latency":
+        parts.append(_latency_table(spec, prep, loader))
+    elif spec.normalize is not None:
         parts.append(
             _html_table(
                 _summary_table(spec, prep, prep.value),

@@ -205,7 +205,7 @@ def _run_report(args: argparse.Namespace) -> int:
     out = args.out or os.path.join(res.path, "report")
     paths = report.write_report(
         res.table(), exp.figures, out, title=exp.name, description=exp.description,
-        series_loader=res.series, config=tomllib.loads(exp.source),
+        series_loader=res.series, side_loader=res.side, config=tomllib.loads(exp.source),
     )
     print(f"report: {len(paths)} files in {out} (open {os.path.join(out, 'index.html')})")
     return 0

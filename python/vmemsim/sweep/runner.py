@@ -132,7 +132,7 @@ def timed_metrics(r: Any) -> Dict[str, Any]:
             m[f"device.{k}"] = v
     for kind, summ in r.latency.items():
         for q, v in summ.items():
-            m[f"latency.{kind}.{q}_ns"] = v
+            m[f"latency.{kind}.{q}" if q == "count" else f"latency.{kind}.{q}_ns"] = v
     m.update({f"policy.{k}": v for k, v in r.policy_counters.items()})
     return m
 
