@@ -55,6 +55,13 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NO_RAY = "the ray executor needs the ray package: pip install 'vmemsim[ray]'"
 
 
+def _shutdown_quietly(ray: Any) -> None:
+    try:
+        ray.shutdown()
+    except Exception:  # noqa: BLE001 - nothing was connected
+        pass
+
+
 class RemoteTraceback(Exception):
     """The traceback of an exception raised inside a Ray task, as text. It is set as the
     ``__cause__`` of the exception :meth:`RayExecutor.map_unordered` yields, the way
@@ -138,12 +145,25 @@ class RayExecutor:
                     "call ray.shutdown() first"
                 )
             _probe(address)
-            try:
-                ray.init(address=address, runtime_env=runtime_env, logging_level=logging.WARNING)
-            except Exception as e:  # noqa: BLE001
-                raise VmemsimError(
-                    f"cannot connect to the ray cluster at {address!r}: {_why(e)}"
-                ) from e
+            # Ray Client's proxy starts one server process per client and, racing with it,
+            # reads that process's command line; when the process is briefly a zombie the
+            # start is reported as failed ("Initialization failure from server", psutil
+            # ZombieProcess in `start_specific_server`, Ray 2.60). A second attempt gets a
+            # fresh server, so Ray Client connections are tried up to 3 times.
+            attempts = 3 if address.startswith("ray://") else 1
+            for attempt in range(attempts):
+                try:
+                    ray.init(address=address, runtime_env=runtime_env,
+                             logging_level=logging.WARNING)
+                    break
+                except Exception as e:  # noqa: BLE001
+                    _shutdown_quietly(ray)  # leave no half-made connection behind
+                    retry = "Initialization failure from server" in str(e)
+                    if attempt + 1 < attempts and retry:
+                        continue
+                    raise VmemsimError(
+                        f"cannot connect to the ray cluster at {address!r}: {_why(e)}"
+                    ) from e
 
         if workers is None:
             try:
