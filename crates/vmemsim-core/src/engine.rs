@@ -507,14 +507,7 @@ impl<P: Policy> Machine<P> {
             }
             Family::Kernel => {
                 if self.mm.frames.n_free() <= self.wmark.low {
-                    if !self.defer_kswapd {
-                        self.kswapd();
-                    } else if !self.kswapd_awake {
-                        // `wakeup_kswapd`: the timing engine schedules the thread.
-                        self.stats.kswapd_wakeups += 1;
-                        self.kswapd_awake = true;
-                        self.kswapd_priority = DEF_PRIORITY;
-                    }
+                    self.wakeup_kswapd();
                 }
                 // `do_try_to_free_pages` walks the priorities down to 0; when a pass at 0 frees
                 // nothing, `__alloc_pages_slowpath` retries the whole cascade
@@ -583,15 +576,21 @@ impl<P: Policy> Machine<P> {
     pub fn set_kernel_pages(&mut self, n: u32) -> u32 {
         let short = self.mm.frames.set_reserved(n);
         if self.family == Family::Kernel && self.mm.frames.n_free() <= self.wmark.low {
-            if !self.defer_kswapd {
-                self.kswapd();
-            } else if !self.kswapd_awake {
-                self.stats.kswapd_wakeups += 1;
-                self.kswapd_awake = true;
-                self.kswapd_priority = DEF_PRIORITY;
-            }
+            self.wakeup_kswapd();
         }
         short
+    }
+
+    /// `wakeup_kswapd`: run kswapd to completion (inline mode), or mark it awake for the
+    /// timing engine to schedule (deferred mode; a wakeup while awake changes nothing).
+    fn wakeup_kswapd(&mut self) {
+        if !self.defer_kswapd {
+            self.kswapd();
+        } else if !self.kswapd_awake {
+            self.stats.kswapd_wakeups += 1;
+            self.kswapd_awake = true;
+            self.kswapd_priority = DEF_PRIORITY;
+        }
     }
 
     /// Whether kswapd is awake (deferred mode): woken by an allocation at `low`, until a

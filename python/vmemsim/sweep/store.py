@@ -49,14 +49,14 @@ def _pa() -> Any:
     return pyarrow
 
 
-def atomic_write(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and a
-    rename, so readers (and a kill) see the old file or the new one, never a part."""
+def _replace_atomically(path: str, write: Any, suffix: str = "") -> None:
+    """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it over
+    ``path``: readers (and a kill) see the old file or the new one, never a part."""
     d = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=d)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        write(tmp)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -64,22 +64,21 @@ def atomic_write(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`_replace_atomically`)."""
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:
+            f.write(data)
+
+    _replace_atomically(path, write)
 
 
 def _write_table(path: str, table: Any) -> None:
     pq = _pa().parquet
-    d = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=d)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    _replace_atomically(path, lambda tmp: pq.write_table(table, tmp), suffix=".parquet")
 
 
 def _is_side_dir(d: str) -> bool:
