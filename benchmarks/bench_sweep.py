@@ -30,7 +30,7 @@ seeds = {runs}
 [machine]
 frames = 10
 [workload]
-trace = "gen:seq:n=1"
+trace = "gen:scan:pages=1"
 """
 
 REAL = """

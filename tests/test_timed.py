@@ -185,3 +185,11 @@ def test_latency_figure_from_the_side_files(tmp_path):
             p99 = v
             break
     assert f">{p99}<" in html and f">{total}<" in html
+
+
+def test_timed_keys_in_a_replay_are_an_error_not_ignored(tmp_path):
+    p = tmp_path / "e.toml"
+    p.write_text('[experiment]\nname = "r"\n[machine]\nframes = 10\ncpus = 12\n'
+                 '[workload]\ntrace = "gen:scan:pages=50"\n')
+    s = run_sweep(load_experiment(p), tmp_path / "res", progress="quiet")
+    assert s.failed == 1 and "machine.cpus: only timed runs" in s.errors[0][1]

@@ -62,51 +62,51 @@ def is_timed(config: Mapping[str, Any]) -> bool:
     return config.get("workload.model") is not None
 
 
+def _collect(config: Mapping[str, Any], keys: Mapping[str, str], ignore: Any) -> Dict[str, Any]:
+    """Keyword arguments from a run's configuration: the paths in ``keys`` (unset ones left
+    out), ``machine.options.*`` as ``options`` and ``machine.costs.*`` as ``costs``; paths
+    for which ``ignore(path)`` holds belong to the other kind of run and are skipped."""
+    kw: Dict[str, Any] = {}
+    tables: Dict[str, Dict[str, Any]] = {"options": {}, "costs": {}}
+    for path, value in config.items():
+        if path in _LABEL_KEYS or ignore(path):
+            continue
+        if path in keys:
+            if value is not None:
+                kw[keys[path]] = value
+        elif path.startswith("machine.options."):
+            tables["options"][path[len("machine.options."):]] = value
+        elif path.startswith("machine.costs."):
+            tables["costs"][path[len("machine.costs."):]] = value
+        else:
+            raise VmemsimError(f"{path}: no model reads this key (a bug: it is in the schema)")
+    kw.update({name: t for name, t in tables.items() if t})
+    return kw
+
+
 def run_kwargs(config: Mapping[str, Any], seed: int) -> Dict[str, Any]:
     """The :func:`vmemsim.run` arguments of a timed run."""
     if config.get("workload.trace") is not None:
         raise VmemsimError("workload: give workload.trace or workload.model, not both")
-    kw: Dict[str, Any] = {"workload": config["workload.model"], "seed": seed}
-    options: Dict[str, Any] = {}
-    costs: Dict[str, Any] = {}
-    for path, value in config.items():
-        if path in _TIMED_KEYS:
-            if value is not None:
-                kw[_TIMED_KEYS[path]] = value
-        elif path in _REPLAY_KEYS:
-            if path in _REPLAY_ONLY:
-                continue  # defaults of replay-only keys; a set one is checked by the spec
-            if value is not None:
-                kw[_REPLAY_KEYS[path]] = value
-        elif path.startswith("machine.options."):
-            options[path[len("machine.options."):]] = value
-        elif path.startswith("machine.costs."):
-            costs[path[len("machine.costs."):]] = value
-        elif path not in _LABEL_KEYS:
-            raise VmemsimError(f"{path}: no model reads this key (a bug: it is in the schema)")
-    if options:
-        kw["options"] = options
-    if costs:
-        kw["costs"] = costs
+    keys = {**{k: v for k, v in _REPLAY_KEYS.items() if k not in _REPLAY_ONLY}, **_TIMED_KEYS}
+    kw = _collect(config, keys, lambda path: path in _REPLAY_ONLY)
+    kw.update(workload=config["workload.model"], seed=seed)
     return kw
 
 
 def replay_kwargs(config: Mapping[str, Any], seed: int, base_dir: str) -> Dict[str, Any]:
-    """The :func:`vmemsim.replay` arguments of a run."""
-    kw: Dict[str, Any] = {"trace": _trace(config, base_dir), "seed": seed}
-    options: Dict[str, Any] = {}
+    """The :func:`vmemsim.replay` arguments of a run (the timed machine's keys, at their
+    defaults, mean nothing to a replay)."""
+    from .spec import SCHEMA
+
     for path, value in config.items():
-        if path in _TIMED_KEYS or path.startswith("machine.costs."):
-            continue  # the timed machine's keys (at their defaults) mean nothing to a replay
-        if path in _REPLAY_KEYS:
-            if value is not None:
-                kw[_REPLAY_KEYS[path]] = value
-        elif path.startswith("machine.options."):
-            options[path[len("machine.options."):]] = value
-        elif path not in _LABEL_KEYS:
-            raise VmemsimError(f"{path}: no model reads this key (a bug: it is in the schema)")
-    if options:
-        kw["options"] = options
+        timed_only = path in _TIMED_KEYS or path.startswith("machine.costs.")
+        if timed_only and (path not in SCHEMA or value != SCHEMA[path].default):
+            raise VmemsimError(f"{path}: only timed runs (workload.model) read this key; "
+                               "a trace replay has no CPUs, swap device or costs")
+    kw = _collect(config, _REPLAY_KEYS,
+                  lambda path: path in _TIMED_KEYS or path.startswith("machine.costs."))
+    kw.update(trace=_trace(config, base_dir), seed=seed)
     if not kw.get("sample_every"):
         kw.pop("sample_every", None)
     return kw
