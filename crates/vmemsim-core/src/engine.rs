@@ -116,6 +116,9 @@ pub struct Stats {
     pub allocstall: u64,
     /// Most pages ever resident at once.
     pub peak_resident: u64,
+    /// Swap-outs the device failed (zram with no memory left for its pool: zram's
+    /// `failed_writes`); the page stays in memory, in the swap cache, dirty.
+    pub swap_write_errors: u64,
 }
 
 /// One simulated machine running one policy.
@@ -334,11 +337,15 @@ impl<P: Policy> Machine<P> {
             let slot = pte_payload(old) as u32;
             let cached = self.mm.swap.cached_frame(slot);
             if cached != NO_FRAME {
-                // Swap-cache hit: the page was read ahead; map it without I/O.
+                // Swap-cache hit: the page was read ahead (or its swap-out failed: then it is
+                // dirty, and not a readahead hit, `PG_readahead` being unset); map it
+                // without I/O.
                 self.stats.minor_faults += 1;
                 self.stats.swapcache_hits += 1;
-                self.stats.swap_ra_hit += 1;
-                self.ra.hits += 1;
+                if self.mm.frames.flags(cached) & F_DIRTY == 0 {
+                    self.stats.swap_ra_hit += 1;
+                    self.ra.hits += 1;
+                }
                 *self.mm.pt.at(idx) = make_present(cached) | PTE_ACCESSED | dirty;
                 self.mm.frames.set_flags(cached, F_MAPPED);
                 if touch.write {
@@ -492,7 +499,11 @@ impl<P: Policy> Machine<P> {
                         self.oom_at = Some(touch.t);
                         return None;
                     };
-                    self.reclaim_frame(v);
+                    if !self.reclaim_frame(v) {
+                        // Its swap-out failed (no memory for zram's pool): nothing to free.
+                        self.oom_at = Some(touch.t);
+                        return None;
+                    }
                     // Speed only, while the program runs on to its next misses: the PTE of
                     // the next victim (its record was fetched one eviction ago) and the
                     // record and links of the one after.
@@ -641,10 +652,10 @@ impl<P: Policy> Machine<P> {
         let mut victims = std::mem::take(&mut self.victims);
         victims.clear();
         self.policy.shrink(&mut self.mm, &mut sc, &mut victims);
+        let mut n = 0u32;
         for &v in &victims {
-            self.reclaim_frame(v);
+            n += self.reclaim_frame(v) as u32;
         }
-        let n = victims.len() as u32;
         self.victims = victims;
         match reason {
             ReclaimReason::Kswapd => {
@@ -660,30 +671,47 @@ impl<P: Policy> Machine<P> {
     }
 
     /// Unmap a victim, write it out if needed, keep its shadow, free its frame (`pageout`,
-    /// `__remove_mapping`). The policy has already forgotten it.
-    fn reclaim_frame(&mut self, f: FrameId) {
+    /// `__remove_mapping`). The policy has already forgotten it. Returns false when the page
+    /// could not be freed (its swap-out failed) and went back to the policy.
+    fn reclaim_frame(&mut self, f: FrameId) -> bool {
         debug_assert!(self.mm.frames.in_use(f));
-        let shadow = self.policy.shadow(&self.mm, f);
         let pidx = self.mm.frames.pte(f);
         let dirty = self.mm.is_dirty(f);
         let mapped = self.mm.frames.is_mapped(f);
-        self.stats.evictions += 1;
         if self.mm.frames.is_anon(f) {
             let mut slot = self.mm.frames.slot(f);
+            let write = slot == NO_SLOT || dirty;
             if slot == NO_SLOT {
                 slot = self.mm.swap.alloc(pidx);
-                self.mm.swap.device.submit(SwapIo::Write { slot });
-                self.stats.pswpout += 1;
-            } else if dirty {
-                self.mm.swap.device.submit(SwapIo::Write { slot });
-                self.stats.pswpout += 1;
             }
+            if write {
+                // `swap_writepage` counts the swap-out before the device has answered.
+                self.stats.pswpout += 1;
+                if let Some(pool) = self.mm.swap.pool {
+                    // Reclaim runs with PF_MEMALLOC (kswapd, and direct reclaim in
+                    // `__perform_reclaim`), so the pool's allocations ignore the watermarks
+                    // (`__gfp_pfmemalloc_flags` → ALLOC_NO_WATERMARKS): every free frame.
+                    let free = self.mm.frames.n_free() as u64 * 4096;
+                    if pool.pending + pool.per_page > free {
+                        self.swap_write_failed(f, slot, pidx, dirty, mapped);
+                        return false;
+                    }
+                    if let Some(p) = self.mm.swap.pool.as_mut() {
+                        p.pending += p.per_page;
+                    }
+                }
+                self.mm.swap.device.submit(SwapIo::Write { slot });
+            }
+            let shadow = self.policy.shadow(&self.mm, f);
+            self.stats.evictions += 1;
             self.mm.swap.set_cached_frame(slot, NO_FRAME);
             self.mm.swap.set_shadow(slot, shadow);
             if mapped {
                 *self.mm.pt.at(pidx) = PTE_SWAP | ((slot as u64) << PTE_PAYLOAD_SHIFT);
             }
         } else {
+            let shadow = self.policy.shadow(&self.mm, f);
+            self.stats.evictions += 1;
             if dirty {
                 self.stats.file_writebacks += 1;
             }
@@ -691,6 +719,46 @@ impl<P: Policy> Machine<P> {
         }
         self.mm.frames.clear_flags(f, F_DIRTY);
         self.mm.frames.release(f);
+        true
+    }
+
+    /// A swap-out the device refused (zram: `zs_malloc` found no memory for the compressed
+    /// page, `zram_write_page` → -ENOMEM). As in Linux, `add_to_swap` and `try_to_unmap` have
+    /// already happened: the page keeps its slot and sits in the swap cache, unmapped;
+    /// `__end_swap_bio_write` marks it dirty again and clears `PG_reclaim`, and
+    /// `shrink_folio_list` keeps it (`keep` → `move_folios_to_lru`). The next access is a
+    /// minor fault from the swap cache; the next reclaim tries the write again. When nothing
+    /// else can be freed, the allocation's retries run out and the run ends out of memory, as
+    /// the kernel's OOM killer would end it. Left out: the ratelimited "Write-error on
+    /// swap-device" message and zram's second `zs_malloc` attempt with direct reclaim, which
+    /// in an anonymous-only machine cannot free memory (GFP_NOIO forbids swap-out).
+    fn swap_write_failed(
+        &mut self,
+        f: FrameId,
+        slot: u32,
+        pidx: PteIndex,
+        dirty: bool,
+        mapped: bool,
+    ) {
+        self.stats.swap_write_errors += 1;
+        let _ = self.policy.shadow(&self.mm, f); // no eviction: the shadow is not kept
+        if dirty {
+            self.mm.frames.set_flags(f, F_DIRTY);
+        }
+        if mapped {
+            *self.mm.pt.at(pidx) = PTE_SWAP | ((slot as u64) << PTE_PAYLOAD_SHIFT);
+            self.mm.frames.clear_flags(f, F_MAPPED);
+        }
+        self.mm.frames.set_flags(f, F_SWAPCACHE);
+        self.mm.frames.set_slot(f, slot);
+        self.mm.swap.set_cached_frame(slot, f);
+        let touch = Touch {
+            t: self.t,
+            next_use: u64::MAX,
+            vpn: self.mm.pt.vpn_of(pidx),
+            write: false,
+        };
+        self.policy.on_insert(&self.mm, f, touch, Insert::Putback);
     }
 
     /// Every invariant of memory and policy.

@@ -12,7 +12,7 @@ pub mod vma;
 
 pub use frames::{FrameId, Frames, NO_FRAME};
 pub use pagetable::*;
-pub use swap::{CountingDevice, Swap, SwapDevice, SwapIo, NO_SLOT};
+pub use swap::{CountingDevice, PoolCharge, Swap, SwapDevice, SwapIo, NO_SLOT};
 pub use vma::{Vma, VmaKind, Vmas};
 
 /// The memory of one machine as the reclaim code sees it.

@@ -111,6 +111,19 @@ pub struct Swap {
     cursor: u32,
     n_used: u32,
     pub device: CountingDevice,
+    /// The device's pool is memory (zram charged to RAM; `None`: no limit). When it can get no
+    /// more pages, `zs_malloc` fails, `zram_write_page` returns -ENOMEM and the write fails.
+    /// Set by the timing engine; plain replays leave it `None`.
+    pub pool: Option<PoolCharge>,
+}
+
+/// What the engine needs to know to refuse a swap-out the device's pool has no memory for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PoolCharge {
+    /// Bytes of pool memory one more stored page takes, by estimate.
+    pub per_page: u64,
+    /// Bytes the pool has grown by since its frames were last taken from the free list.
+    pub pending: u64,
 }
 
 impl Swap {

@@ -54,6 +54,10 @@ pub enum Insert {
     Refault { shadow: u32 },
     /// Read into the swap cache by readahead around another page's major fault; not mapped.
     Readahead,
+    /// Chosen by reclaim but not freed (its swap-out failed): back on the lists as
+    /// `move_folios_to_lru` puts a kept folio back, not active. The page is in the swap cache,
+    /// unmapped.
+    Putback,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -370,6 +370,9 @@ struct Sim<P: Policy> {
     hist: BTreeMap<u8, Histogram>,
     runtime: u64,
     device_frames_peak: u64,
+    /// Whether the device's pool is memory charged to the machine (zram with
+    /// `charge_device_ram`): then its swap-outs can fail for want of memory.
+    pool_charged: bool,
     series: Vec<Sample>,
     next_sample: u64,
     /// The work counters after the last fault or kswapd step: hits change none of them, so
@@ -439,6 +442,7 @@ impl<P: Policy> Sim<P> {
             hist: BTreeMap::new(),
             runtime: 0,
             device_frames_peak: 0,
+            pool_charged: cfg.charge_device_ram && cfg.device.kind() == "zram",
             series: Vec::new(),
             next_sample,
             cfg,
@@ -471,6 +475,25 @@ impl<P: Policy> Sim<P> {
             + (b.scan.lookaround_ptes - a.scan.lookaround_ptes) * c.lookaround_pte_ns;
         let steal = (b.stolen - a.stolen) * c.reclaim_page_ns;
         (rmap + aging + steal, aging, rmap)
+    }
+
+    /// Tell the machine what zram's pool may still take during this step: its allocations
+    /// (`zs_malloc`, made from reclaim, which runs with PF_MEMALLOC) may take every free
+    /// frame, and a stored page takes, by estimate, the pool's present bytes per
+    /// stored page (a whole page before anything is stored). The pool's real size is charged
+    /// at the end of the step ([`Machine::set_kernel_pages`]); a swap-out that would not fit
+    /// fails (see `Machine`'s failed swap-out).
+    fn set_write_room(&mut self) {
+        let st = self.dev.stats();
+        let per_page = if st.pages_stored > 0 {
+            (st.ram_bytes / st.pages_stored).clamp(1, 4096)
+        } else {
+            4096
+        };
+        self.m.mm.swap.pool = Some(crate::mm::PoolCharge {
+            per_page,
+            pending: 0,
+        });
     }
 
     /// Hand the logged swap I/O to the device at time `now`. Returns the CPU time charged to
@@ -601,14 +624,21 @@ impl<P: Policy> Sim<P> {
                 Ev::Cpu(c) => self.step_cpu(c as usize, now)?,
             }
             if let Some(oom) = self.m.out_of_memory() {
-                return Err(Error::config(
-                    "frames",
+                let failed = self.m.stats.swap_write_errors;
+                let msg = if failed > 0 {
+                    format!(
+                        "out of memory at access {oom}: zram's compressed pool ({} of {} frames) left no memory for the swap-outs that would free more ({failed} failed writes, zram's failed_writes; Linux would OOM-kill here); give more frames, or keep the pool out of the capacity (a memory cgroup limit: machine.swap_charged = false, `vmemsim run --cgroup`)",
+                        self.m.mm.frames.reserved(),
+                        self.m.mm.frames.len()
+                    )
+                } else {
                     format!(
                         "out of memory at access {oom}: {} could reclaim nothing with {} frames (Linux would OOM-kill here); give more frames",
                         self.m.policy.name(),
                         self.m.mm.frames.len()
-                    ),
-                ));
+                    )
+                };
+                return Err(Error::config("frames", msg));
             }
             if self.live_app == 0 {
                 break;
@@ -647,6 +677,9 @@ impl<P: Policy> Sim<P> {
         };
         // Swap slots come from this CPU's cluster (`percpu_cluster`).
         self.m.mm.swap.set_cpu(c);
+        if self.pool_charged {
+            self.set_write_room();
+        }
         if t == self.kswapd {
             return self.step_kswapd(c, now);
         }

@@ -523,7 +523,8 @@ impl Policy for ClockLru {
         let file = !mm.frames.is_anon(f) as usize;
         let mut fl = if file == 1 { FILE } else { 0 };
         match how {
-            Insert::FirstTouch => {}
+            // `move_folios_to_lru`: a kept folio goes back to the inactive list's head.
+            Insert::FirstTouch | Insert::Putback => {}
             Insert::Refault { shadow } => fl |= self.workingset_refault(shadow, file),
             Insert::Readahead => {
                 // `__read_swap_cache_async` checks the slot's shadow for readahead pages too.

@@ -590,9 +590,18 @@ impl Policy for MgLru {
         let i = f as usize;
         debug_assert_eq!(self.fs[i].gen1, 0, "frame {f} inserted twice");
         self.fs[i].fl = if mm.frames.is_anon(f) { 0 } else { F_FILE };
+        if how == Insert::Putback {
+            // `move_folios_to_lru` → `lru_gen_add_folio(.., reclaiming = true)`: not active,
+            // `PG_reclaim` cleared by the failed write, so the oldest generation, at its tail
+            // (first to be scanned again).
+            let ty = self.ty(f);
+            let gen = self.gen_of_seq(self.min_seq[ty]);
+            self.add_folio(f, gen, true);
+            return;
+        }
         let in_fault = Self::has_recency(mm, touch.vpn);
         match how {
-            Insert::FirstTouch => {}
+            Insert::FirstTouch | Insert::Putback => {}
             Insert::Refault { shadow } => self.refault(f, shadow, in_fault),
             Insert::Readahead => {
                 let slot = mm.frames.slot(f);
