@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::access::Access;
 use crate::device::{self, ContentClass, DeviceSpec, DeviceStats, IoKind, SwapDevice};
-use crate::engine::{Machine, MachineConfig, Stats};
+use crate::engine::{Machine, MachineConfig, Stats, SWAP_CLUSTER_MAX};
 use crate::error::{Error, Result};
 use crate::mm::SwapIo;
 use crate::policy::registry::PolicyVisitor;
@@ -348,6 +348,8 @@ enum Ev {
     Cpu(u32),
     /// A blocked thread becomes runnable.
     Wake(u32),
+    /// kswapd has finished freeing this many more of the frames its step reclaimed.
+    Release(u32),
 }
 
 struct Sim<P: Policy> {
@@ -373,6 +375,11 @@ struct Sim<P: Policy> {
     /// Whether the device's pool is memory charged to the machine (zram with
     /// `charge_device_ram`): then its swap-outs can fail for want of memory.
     pool_charged: bool,
+    /// Frames kswapd's current step has reclaimed but not yet, by the simulated clock,
+    /// finished freeing: held back from the free list until `Ev::Release`.
+    kswapd_hold: u32,
+    /// When kswapd's last step ends: a wakeup cannot start it earlier.
+    kswapd_busy_until: u64,
     series: Vec<Sample>,
     next_sample: u64,
     /// The work counters after the last fault or kswapd step: hits change none of them, so
@@ -443,6 +450,8 @@ impl<P: Policy> Sim<P> {
             runtime: 0,
             device_frames_peak: 0,
             pool_charged: cfg.charge_device_ram && cfg.device.kind() == "zram",
+            kswapd_hold: 0,
+            kswapd_busy_until: 0,
             series: Vec::new(),
             next_sample,
             cfg,
@@ -533,14 +542,24 @@ impl<P: Policy> Sim<P> {
         }
         self.io = io;
         self.cpu.device_ns += cpu;
-        // zram's pool is memory: hold that many frames back from the free list.
         let pages = self.dev.ram_bytes().div_ceil(4096);
         self.device_frames_peak = self.device_frames_peak.max(pages);
-        if self.cfg.charge_device_ram && (pages > 0 || self.m.mm.frames.reserved() > 0) {
-            let pages = pages.min(u32::MAX as u64) as u32;
-            self.m.set_kernel_pages(pages);
-        }
+        self.set_reservation();
         (cpu, read_done)
+    }
+
+    /// Frames held back from the free list: zram's pool when it is charged to the machine
+    /// (it is memory), and what kswapd's running step has not yet finished freeing.
+    fn set_reservation(&mut self) {
+        let pool = if self.cfg.charge_device_ram {
+            self.dev.ram_bytes().div_ceil(4096).min(u32::MAX as u64) as u32
+        } else {
+            0
+        };
+        let n = pool.saturating_add(self.kswapd_hold);
+        if n > 0 || self.m.mm.frames.reserved() > 0 {
+            self.m.set_kernel_pages(n);
+        }
     }
 
     fn slot_class(&self, slot: u32) -> ContentClass {
@@ -553,7 +572,9 @@ impl<P: Policy> Sim<P> {
     fn wake_kswapd(&mut self, now: u64) {
         if self.m.kswapd_awake() && self.threads[self.kswapd].state == State::Sleeping {
             self.threads[self.kswapd].state = State::Blocked;
-            self.push(now + self.cfg.costs.wakeup_ns, Ev::Wake(self.kswapd as u32));
+            // A wakeup during its last step's simulated time takes effect when it ends.
+            let at = (now + self.cfg.costs.wakeup_ns).max(self.kswapd_busy_until);
+            self.push(at, Ev::Wake(self.kswapd as u32));
         }
     }
 
@@ -583,15 +604,19 @@ impl<P: Policy> Sim<P> {
         let cs = self.cfg.costs.context_switch_ns;
         self.cpu.context_switches += 1;
         let th = &mut self.threads[t];
+        // A thread preempted at the end of a step became runnable at that step's end, which
+        // may be later than `now` on this CPU's clock: it cannot run in its own past, so the
+        // CPU waits for it.
+        let start = now.max(th.since);
         if th.tid.is_some() {
-            self.cpu.runqueue_wait_ns += now - th.since;
+            self.cpu.runqueue_wait_ns += start - th.since;
         } else {
             self.cpu.kswapd_runs += 1;
         }
         th.state = State::Running;
         th.slice_used = 0;
         th.times.cpu_ns += cs;
-        self.push(now + cs, Ev::Cpu(c as u32));
+        self.push(start + cs, Ev::Cpu(c as u32));
     }
 
     /// CPU `c` stops running its thread at `now` (it blocked, finished or was preempted):
@@ -622,6 +647,10 @@ impl<P: Policy> Sim<P> {
                     self.make_runnable(t, now);
                 }
                 Ev::Cpu(c) => self.step_cpu(c as usize, now)?,
+                Ev::Release(n) => {
+                    self.kswapd_hold = self.kswapd_hold.saturating_sub(n);
+                    self.set_reservation();
+                }
             }
             if let Some(oom) = self.m.out_of_memory() {
                 let failed = self.m.stats.swap_write_errors;
@@ -832,6 +861,22 @@ impl<P: Policy> Sim<P> {
         let (dev_cpu, _) = self.do_io(clock);
         clock += dev_cpu;
         self.charge(self.kswapd, clock - now);
+        self.kswapd_busy_until = clock;
+        // The machine freed the step's pages at once; kswapd frees them over the step's
+        // simulated time, in `shrink_folio_list` batches of SWAP_CLUSTER_MAX: hold them back
+        // and give each batch to the free list when kswapd's clock reaches it.
+        let freed = (b.stolen - a.stolen).min(u32::MAX as u64) as u32;
+        if freed > 0 {
+            let batches = freed.div_ceil(SWAP_CLUSTER_MAX) as u64;
+            self.kswapd_hold += freed;
+            self.set_reservation();
+            let mut left = freed;
+            for i in 1..=batches {
+                let n = left.min(SWAP_CLUSTER_MAX);
+                left -= n;
+                self.push(now + (clock - now) * i / batches, Ev::Release(n));
+            }
+        }
         if more || self.m.kswapd_awake() {
             self.after_step(c, self.kswapd, clock);
         } else {

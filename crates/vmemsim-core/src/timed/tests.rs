@@ -401,3 +401,24 @@ fn a_charged_zram_pool_never_holds_more_than_the_free_memory() {
     // last 1,000 pages takes ~1,500 swap-outs.
     assert!(stored > 1_400 && stored < 1_700, "{stored}");
 }
+
+#[test]
+fn kswapd_is_one_thread_and_frees_over_its_own_time() {
+    // YCSB-A's four server threads fault continuously with zram at 50%: each kswapd step
+    // compresses hundreds of pages at 35 µs, and the servers wake kswapd again while its last
+    // step's time runs. One kswapd thread cannot spend more CPU time than the run lasts, plus
+    // the step it may still be in when the last server ends (at most max(high watermark, 32)
+    // pages x 35 µs plus scan costs, under 30 ms here).
+    let w = crate::workload::parse("ycsb-a:footprint=16MiB", 1).unwrap();
+    let frames = (w.footprint_pages() / 2) as u32;
+    let mut s = spec("clock-lru", frames, 6, Costs::default(), "zram");
+    s.timed.charge_device_ram = false;
+    let r = run(&s, w, None).unwrap();
+    assert!(r.vmstat["pgsteal_kswapd"] > 1_000, "{:?}", r.vmstat);
+    assert!(
+        r.cpu.kswapd_ns <= r.runtime_ns + 30_000_000,
+        "kswapd {} ns in a {} ns run",
+        r.cpu.kswapd_ns,
+        r.runtime_ns
+    );
+}
