@@ -75,8 +75,8 @@ pub enum GuestStore {
 pub enum PtWrite {
     /// The guest's mapping of the page was writable: no exit.
     Direct,
-    /// One #PF exit that made the mapping writable, marking the page's level-1 shadow pages
-    /// unsync (`mmu_try_to_unsync_pages`); the store then went through.
+    /// One #PF exit fixed by making the mapping writable; the page's level-1 shadow pages, if
+    /// any, are marked unsync (`mmu_try_to_unsync_pages`); the store then went through.
     Unsynced,
     /// One #PF exit and the store emulated (`kvm_mmu_track_write`).
     Emulated,
