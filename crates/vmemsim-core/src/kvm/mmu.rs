@@ -535,6 +535,14 @@ impl ShadowMmu {
         gfn: u64,
         store: GuestStore,
     ) {
+        // An entry index is taken modulo 512 (a page holds 512 PTEs).
+        let store = match store {
+            GuestStore::Pte { index, pte } => GuestStore::Pte {
+                index: index % SPTE_PER_PAGE,
+                pte,
+            },
+            GuestStore::Data => GuestStore::Data,
+        };
         self.prof.enter(KvmFn::X86EmulateInstruction);
         match store {
             GuestStore::Pte { index, pte } => {
@@ -550,7 +558,7 @@ impl ShadowMmu {
         self.finish();
     }
 
-    /// A guest store of `pte` into entry `index` of its page-table page `gfn`, through the
+    /// A guest store of `pte` into entry `index` (mod 512) of its page-table page `gfn`, through the
     /// guest kernel's mapping of that page (see the module docs):
     /// - mapping writable (the page is not shadowed, or its shadow pages are unsync): the
     ///   store just happens;
@@ -568,6 +576,7 @@ impl ShadowMmu {
         pte: GuestPte,
         pte_update: bool,
     ) -> PtWrite {
+        let index = index % SPTE_PER_PAGE;
         if gfn >= self.cfg.guest_pages || !self.kmap_is_ro(gfn) {
             g.write_gpte(gfn, index, pte);
             return PtWrite::Direct;
@@ -735,7 +744,7 @@ impl ShadowMmu {
     /// `kvm_mmu_zap_oldest_mmu_pages`, FIFO or clock. Returns pages zapped (including unsync
     /// children zapped with them), added to `mmu_recycled`.
     fn zap_oldest(&mut self, nr_to_zap: u64) -> u64 {
-        if self.active.is_empty() {
+        if self.active.is_empty() || nr_to_zap == 0 {
             return 0;
         }
         self.prof.enter(KvmFn::KvmMmuZapOldestMmuPages);
@@ -962,6 +971,9 @@ impl ShadowMmu {
     /// `kvm_mmu_slot_gfn_write_protect`: clear W in every leaf SPTE mapping `gfn` (and in the
     /// guest kernel's mapping of it). Returns whether anything changed.
     fn write_protect_gfn(&mut self, gfn: u64) -> bool {
+        if gfn >= self.cfg.guest_pages {
+            return false;
+        }
         self.prof.enter(KvmFn::KvmMmuWriteProtectGfn);
         let mut changed = false;
         for level in 1..=3u8 {
