@@ -831,3 +831,56 @@ fn random_operations_keep_invariants_and_are_deterministic() {
         assert!(a.0.pf_taken > 0 && a.0.mmu_recycled > 0);
     }
 }
+
+#[test]
+fn guest_write_through_a_user_mapping_of_a_table_emulates_or_unsyncs() {
+    let mut g = HandGuest::new();
+    map(&mut g, 0, 0);
+    // Region 5 page 0 maps the PD itself; region 6 page 0 maps PT0.
+    g.map_4k(4, ROOT, &[PDPT, PD, pt(5)], gva(5, 0), PD, LEAF);
+    g.map_4k(4, ROOT, &[PDPT, PD, pt(6)], gva(6, 0), pt(0), LEAF);
+    let mut m = mmu(64, Eviction::Fifo);
+    boot(&mut m, &mut g);
+    touch(&mut m, &mut g, gva(0, 0), false);
+    let pd = m.lookup(PD, role(2)).unwrap();
+    let pt0 = m.lookup(pt(0), role(1)).unwrap();
+    // Write to the PD page through region 5: no SPTE yet, so FNAME(fetch) installs one;
+    // make_spte finds the gfn write-tracked (mmu_try_to_unsync_pages → -EPERM), maps it
+    // read-only, and the write fault becomes RET_PF_EMULATE.
+    assert_eq!(
+        touch(&mut m, &mut g, gva(5, 0), true),
+        vec![PfOutcome::Emulate { gfn: PD }]
+    );
+    assert_eq!((m.stats().pf_taken, m.stats().pf_emulate), (2, 1));
+    assert!(matches!(
+        m.translate(0, gva(5, 0), false, true),
+        ShadowWalk::Hit {
+            gfn: PD,
+            writable: false,
+            ..
+        }
+    ));
+    let e0 = g.get(PD, 0);
+    m.emulate_write(&mut g, 0, PD, GuestStore::Pte { index: 0, pte: e0 });
+    assert_eq!(m.stats().mmu_pte_write, 1);
+    assert_eq!(m.page(pd).unwrap().write_flooding_count, 1);
+    assert!(m.page(pt0).unwrap().parents.is_empty()); // PD[0] zapped: PT0 orphaned
+                                                      // Second write: the SPTE is present and read-only → page_fault_handle_page_track →
+                                                      // emulate at once; shadow_page_table_clear_flood clears the counts on region 5's path,
+                                                      // which runs through the PD itself.
+    assert_eq!(
+        touch(&mut m, &mut g, gva(5, 0), true),
+        vec![PfOutcome::Emulate { gfn: PD }]
+    );
+    assert_eq!((m.stats().pf_taken, m.stats().pf_emulate), (3, 2));
+    assert_eq!(m.page(pd).unwrap().write_flooding_count, 0);
+    // Write to PT0 through region 6: a level-1 table, not write-tracked → its shadow page goes
+    // unsync and the SPTE is writable (RET_PF_FIXED).
+    assert_eq!(
+        touch(&mut m, &mut g, gva(6, 0), true),
+        vec![PfOutcome::Fixed]
+    );
+    assert!(m.page(pt0).unwrap().unsync);
+    assert_eq!(m.stats().mmu_unsync, 1);
+    m.validate().unwrap();
+}
