@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod generate;
 pub mod hint;
+pub mod kvm;
 pub mod mm;
 pub mod mrc;
 pub mod policy;
