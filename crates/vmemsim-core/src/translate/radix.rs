@@ -121,6 +121,15 @@ impl RadixTable {
         self.frames.len() - self.free.len()
     }
 
+    /// Bytes of host (simulator) memory the structure holds.
+    pub fn memory_bytes(&self) -> usize {
+        self.entries.capacity() * 8
+            + self.frames.capacity() * 8
+            + self.level_of.capacity()
+            + self.used.capacity() * 2
+            + self.free.capacity() * 4
+    }
+
     /// The physical frames of all live tables (root first), e.g. to back guest tables.
     pub fn table_frames(&self) -> impl Iterator<Item = u64> + '_ {
         (0..self.frames.len())

@@ -59,16 +59,6 @@ pub const VALID: u8 = 1;
 pub const GLOBAL: u8 = 2;
 pub const WRITABLE: u8 = 4;
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Way {
-    tag: u64,
-    val: u64,
-    stamp: u64,
-    /// Address-space tag: `vpid << 12 | pcid` (see [`asid`]); 0 where unused.
-    asid: u32,
-    flags: u8,
-}
-
 /// The address-space tag of a TLB entry: VPID in bits 12..28, PCID in bits 0..12.
 #[inline]
 pub const fn asid(vpid: u16, pcid: u16) -> u32 {
@@ -87,11 +77,21 @@ fn serves(wasid: u32, wflags: u8, asid: u32) -> bool {
     wasid == asid || (wflags & GLOBAL != 0 && vpid_of(wasid) == vpid_of(asid))
 }
 
+/// The tag of an invalid way (no real tag reaches it: tags are addresses shifted right).
+const INVALID: u64 = u64::MAX;
+
+/// Ways are kept as parallel arrays (structure of arrays) so a probe scans only the tags of
+/// a set (two host cache lines for 16 ways) and a fill only the stamps.
 #[derive(Clone, Debug)]
 pub struct SetAssoc {
     ways: usize,
     mask: u64,
-    slots: Vec<Way>,
+    tags: Vec<u64>,
+    stamps: Vec<u64>,
+    vals: Vec<u64>,
+    /// Address-space tag: `vpid << 12 | pcid` (see [`asid`]); 0 where unused.
+    asids: Vec<u32>,
+    flags: Vec<u8>,
     tick: u64,
 }
 
@@ -102,18 +102,22 @@ impl SetAssoc {
         Ok(SetAssoc {
             ways: g.ways as usize,
             mask: (g.sets as u64).wrapping_sub(1),
-            slots: vec![Way::default(); n],
+            tags: vec![INVALID; n],
+            stamps: vec![0; n],
+            vals: vec![0; n],
+            asids: vec![0; n],
+            flags: vec![0; n],
             tick: 0,
         })
     }
 
     #[inline]
     pub fn is_present(&self) -> bool {
-        !self.slots.is_empty()
+        !self.tags.is_empty()
     }
 
     pub fn sets(&self) -> usize {
-        self.slots.len().checked_div(self.ways).unwrap_or(0)
+        self.tags.len().checked_div(self.ways).unwrap_or(0)
     }
 
     pub fn ways(&self) -> usize {
@@ -125,84 +129,82 @@ impl SetAssoc {
         (tag & self.mask) as usize
     }
 
-    /// Looks `tag` up for address space `asid`; on a hit makes the way most recently used and
-    /// returns (value, flags).
     #[inline]
-    pub fn probe(&mut self, tag: u64, asid: u32) -> Option<(u64, u8)> {
-        if self.slots.is_empty() {
+    fn find(&self, tag: u64, asid: u32) -> Option<usize> {
+        if self.tags.is_empty() {
             return None;
         }
         let base = self.set_of(tag) * self.ways;
-        let set = &mut self.slots[base..base + self.ways];
-        for w in set.iter_mut() {
-            if w.flags & VALID != 0 && w.tag == tag && serves(w.asid, w.flags, asid) {
-                self.tick += 1;
-                w.stamp = self.tick;
-                return Some((w.val, w.flags));
+        let set = &self.tags[base..base + self.ways];
+        for (i, &t) in set.iter().enumerate() {
+            if t == tag && serves(self.asids[base + i], self.flags[base + i], asid) {
+                return Some(base + i);
             }
         }
         None
     }
 
+    /// Looks `tag` up for address space `asid`; on a hit makes the way most recently used and
+    /// returns (value, flags).
+    #[inline]
+    pub fn probe(&mut self, tag: u64, asid: u32) -> Option<(u64, u8)> {
+        let i = self.find(tag, asid)?;
+        self.tick += 1;
+        self.stamps[i] = self.tick;
+        Some((self.vals[i], self.flags[i]))
+    }
+
     /// Looks up without changing the LRU order.
     pub fn peek(&self, tag: u64, asid: u32) -> Option<(u64, u8)> {
-        if self.slots.is_empty() {
-            return None;
-        }
-        let base = self.set_of(tag) * self.ways;
-        self.slots[base..base + self.ways]
-            .iter()
-            .find(|w| w.flags & VALID != 0 && w.tag == tag && serves(w.asid, w.flags, asid))
-            .map(|w| (w.val, w.flags))
+        self.find(tag, asid).map(|i| (self.vals[i], self.flags[i]))
     }
 
     /// Fills (`tag`, `asid`) with `val`; an existing way with the same tag and address space
     /// is updated in place. Returns the tag of a valid way evicted to make room.
     pub fn insert(&mut self, tag: u64, asid: u32, val: u64, flags: u8) -> Option<u64> {
-        if self.slots.is_empty() {
+        if self.tags.is_empty() {
             return None;
         }
         let base = self.set_of(tag) * self.ways;
         self.tick += 1;
-        let tick = self.tick;
-        let set = &mut self.slots[base..base + self.ways];
-        let mut victim = 0;
+        let mut victim = base;
         let mut best = u64::MAX;
-        for (i, w) in set.iter().enumerate() {
-            if w.flags & VALID == 0 {
+        for i in base..base + self.ways {
+            let t = self.tags[i];
+            if t == INVALID {
                 if best != 0 {
                     victim = i;
                     best = 0;
                 }
                 continue;
             }
-            if w.tag == tag && w.asid == asid {
+            if t == tag && self.asids[i] == asid {
                 victim = i;
                 break;
             }
-            if w.stamp < best {
-                best = w.stamp;
+            if self.stamps[i] < best {
+                best = self.stamps[i];
                 victim = i;
             }
         }
-        let w = &mut set[victim];
-        let evicted = (w.flags & VALID != 0 && !(w.tag == tag && w.asid == asid)).then_some(w.tag);
-        *w = Way {
-            tag,
-            val,
-            stamp: tick,
-            asid,
-            flags: flags | VALID,
-        };
+        let old = self.tags[victim];
+        let evicted =
+            (old != INVALID && !(old == tag && self.asids[victim] == asid)).then_some(old);
+        self.tags[victim] = tag;
+        self.stamps[victim] = self.tick;
+        self.vals[victim] = val;
+        self.asids[victim] = asid;
+        self.flags[victim] = flags | VALID;
         evicted
     }
 
     /// Invalidates every valid way for which `pred(tag, asid, flags)` holds; returns how many.
     pub fn invalidate(&mut self, mut pred: impl FnMut(u64, u32, u8) -> bool) -> u64 {
         let mut n = 0;
-        for w in self.slots.iter_mut() {
-            if w.flags & VALID != 0 && pred(w.tag, w.asid, w.flags) {
-                w.flags = 0;
+        for i in 0..self.tags.len() {
+            if self.tags[i] != INVALID && pred(self.tags[i], self.asids[i], self.flags[i]) {
+                self.tags[i] = INVALID;
+                self.flags[i] = 0;
                 n += 1;
             }
         }
@@ -211,14 +213,15 @@ impl SetAssoc {
 
     /// Invalidates the ways of `tag` that serve `asid` (looks in one set only).
     pub fn invalidate_tag(&mut self, tag: u64, asid: u32) -> u64 {
-        if self.slots.is_empty() {
+        if self.tags.is_empty() {
             return 0;
         }
         let base = self.set_of(tag) * self.ways;
         let mut n = 0;
-        for w in self.slots[base..base + self.ways].iter_mut() {
-            if w.flags & VALID != 0 && w.tag == tag && serves(w.asid, w.flags, asid) {
-                w.flags = 0;
+        for i in base..base + self.ways {
+            if self.tags[i] == tag && serves(self.asids[i], self.flags[i], asid) {
+                self.tags[i] = INVALID;
+                self.flags[i] = 0;
                 n += 1;
             }
         }
@@ -226,43 +229,50 @@ impl SetAssoc {
     }
 
     pub fn valid_entries(&self) -> usize {
-        self.slots.iter().filter(|w| w.flags & VALID != 0).count()
+        self.tags.iter().filter(|&&t| t != INVALID).count()
     }
 
     /// The valid tags of `set`, most recently used first (for tests and inspection).
     pub fn set_contents(&self, set: usize) -> Vec<(u64, u32)> {
-        let base = set * self.ways;
-        let mut v: Vec<&Way> = self.slots[base..base + self.ways]
-            .iter()
-            .filter(|w| w.flags & VALID != 0)
+        let mut v: Vec<usize> = (set * self.ways..(set + 1) * self.ways)
+            .filter(|&i| self.tags[i] != INVALID)
             .collect();
-        v.sort_by_key(|w| std::cmp::Reverse(w.stamp));
-        v.into_iter().map(|w| (w.tag, w.asid)).collect()
+        v.sort_by_key(|&i| std::cmp::Reverse(self.stamps[i]));
+        v.into_iter()
+            .map(|i| (self.tags[i], self.asids[i]))
+            .collect()
     }
 
-    /// Recounts the invariants: each valid tag is in its set, no (tag, asid) twice in a set,
-    /// valid stamps distinct and not ahead of the counter.
+    /// Recounts the invariants: valid flag iff a tag, each valid tag in its set, no (tag,
+    /// asid) twice in a set, valid stamps distinct and not ahead of the counter.
     pub fn validate(&self, name: &str) -> std::result::Result<(), String> {
         for set in 0..self.sets() {
-            let ways = &self.slots[set * self.ways..(set + 1) * self.ways];
-            for (i, w) in ways.iter().enumerate() {
-                if w.flags & VALID == 0 {
+            let r = set * self.ways..(set + 1) * self.ways;
+            for i in r.clone() {
+                let valid = self.tags[i] != INVALID;
+                if valid != (self.flags[i] & VALID != 0) {
+                    return Err(format!("{name}: way {i}: valid flag and tag disagree"));
+                }
+                if !valid {
                     continue;
                 }
-                if self.set_of(w.tag) != set {
-                    return Err(format!("{name}: tag {:#x} in set {set}", w.tag));
+                if self.set_of(self.tags[i]) != set {
+                    return Err(format!("{name}: tag {:#x} in set {set}", self.tags[i]));
                 }
-                if w.stamp > self.tick {
+                if self.stamps[i] > self.tick {
                     return Err(format!("{name}: stamp ahead of the counter in set {set}"));
                 }
-                for x in &ways[i + 1..] {
-                    if x.flags & VALID == 0 {
+                for x in i + 1..r.end {
+                    if self.tags[x] == INVALID {
                         continue;
                     }
-                    if x.tag == w.tag && x.asid == w.asid {
-                        return Err(format!("{name}: tag {:#x} twice in set {set}", w.tag));
+                    if self.tags[x] == self.tags[i] && self.asids[x] == self.asids[i] {
+                        return Err(format!(
+                            "{name}: tag {:#x} twice in set {set}",
+                            self.tags[i]
+                        ));
                     }
-                    if x.stamp == w.stamp {
+                    if self.stamps[x] == self.stamps[i] {
                         return Err(format!("{name}: two ways share a stamp in set {set}"));
                     }
                 }

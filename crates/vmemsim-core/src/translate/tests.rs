@@ -758,3 +758,36 @@ fn random_sequences_are_correct_and_deterministic() {
     assert_ne!(a.0, c.0);
     assert!(a.0.walks > 0 && a.0.l1d_hits > 0 && a.0.l2_hits > 0 && a.0.ntlb_hits > 0);
 }
+
+#[test]
+fn config_round_trips_and_rejects_unknown_keys() {
+    let mut cfg = TranslateConfig::default();
+    cfg.l2.m2 = Geometry::new(32, 4);
+    cfg.vpid = false;
+    let text = serde_json::to_string(&cfg).unwrap();
+    let back: TranslateConfig = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, cfg);
+    let partial: TranslateConfig = serde_json::from_str(r#"{"pcid": false}"#).unwrap();
+    assert_eq!(
+        partial,
+        TranslateConfig {
+            pcid: false,
+            ..TranslateConfig::default()
+        }
+    );
+    let err =
+        serde_json::from_str::<TranslateConfig>(r#"{"pwc": {"pdd": {"sets": 1, "ways": 1}}}"#)
+            .unwrap_err();
+    assert!(err.to_string().contains("pdd"), "{err}");
+    let bad = TranslateConfig {
+        pwc: super::mmu::PwcConfig {
+            pd: Geometry::new(8, 0),
+            ..Default::default()
+        },
+        ..TranslateConfig::default()
+    };
+    match Mmu::new(&bad) {
+        Err(crate::Error::Config { key, .. }) => assert_eq!(key, "translate.pwc.pd"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}
