@@ -3,8 +3,8 @@
 //! An access looks up the L1 TLB (iTLB for fetches, dTLB otherwise), then the unified L2
 //! TLB, then walks. Every entry a walk reads is looked up in the page-walk cache of its
 //! level if it is an upper-level entry (PML5/PML4/PDPT/PD, levels 5..2; leaves' PTEs are not
-//! cached there, KERNEL-FACTS "Address translation"); a PWC miss, and every level-1 entry,
-//! is a memory reference, charged through [`PtCache`]. The PWC is physically tagged like
+//! cached there, KERNEL-FACTS "Address translation", nor are large-page leaves); a PWC miss,
+//! and every leaf entry, is a memory reference, charged through [`PtCache`]. The PWC is physically tagged like
 //! AMD's (seed 002 slide "AMD64 Processor Page Walk Caching"): a hit saves the reference's
 //! latency, not its place in the walk.
 //!
@@ -511,13 +511,16 @@ impl Mmu {
     }
 
     /// Reads one page-table entry at physical address `pa` of `level`, counted in grid cell
-    /// (`row`, `col`): a PWC hit for upper levels, else a reference through the line cache.
+    /// (`row`, `col`): a PWC hit for an upper-level entry that references a table, else a
+    /// reference through the line cache. `last`: the walk's last entry (a leaf, or not
+    /// present), which the PWC does not hold (SDM §4.10.3.1: the PDE cache holds PDEs with
+    /// PS = 0 only; non-present entries are not cached).
     #[inline]
-    fn read_entry(&mut self, pa: u64, level: u8, dim: u32, row: u8, col: u8) -> u32 {
+    fn read_entry(&mut self, pa: u64, level: u8, dim: u32, row: u8, col: u8, last: bool) -> u32 {
         let cell = &mut self.grid.cells[row as usize][col as usize];
         cell.lookups += 1;
         self.stats.walk_entries += 1;
-        if self.cfg.pwc.enabled && level >= 2 {
+        if self.cfg.pwc.enabled && level >= 2 && !last {
             let c = &mut self.pwc[level as usize - 2];
             if c.probe(pa >> 3, dim).is_some() {
                 cell.pwc_hits += 1;
@@ -551,7 +554,8 @@ impl Mmu {
         let end = pt.walk(va, write, &mut path);
         for i in 0..path.len {
             let level = levels - i;
-            *cycles += self.read_entry(path.entry_pa[i as usize], level, DIM_GUEST, level, 0);
+            let last = i + 1 == path.len;
+            *cycles += self.read_entry(path.entry_pa[i as usize], level, DIM_GUEST, level, 0, last);
         }
         match end {
             WalkEnd::NotPresent { level } => Err(FaultKind::NotPresent { level }),
@@ -602,7 +606,15 @@ impl Mmu {
         let end = host.walk(gpa, write, &mut path);
         for j in 0..path.len {
             let level = levels - j;
-            *cycles += self.read_entry(path.entry_pa[j as usize], level, DIM_NESTED, row, level);
+            let last = j + 1 == path.len;
+            *cycles += self.read_entry(
+                path.entry_pa[j as usize],
+                level,
+                DIM_NESTED,
+                row,
+                level,
+                last,
+            );
         }
         match end {
             WalkEnd::NotPresent { level } => Err(FaultKind::Nested { gpa, level }),
@@ -639,7 +651,7 @@ impl Mmu {
         for i in 0..path.len {
             let level = glevels - i;
             let (hpa, _, _) = self.nested(host, path.entry_pa[i as usize], false, level, cycles)?;
-            *cycles += self.read_entry(hpa, level, DIM_GUEST, level, 0);
+            *cycles += self.read_entry(hpa, level, DIM_GUEST, level, 0, i + 1 == path.len);
         }
         match end {
             WalkEnd::NotPresent { level } => Err(FaultKind::NotPresent { level }),

@@ -791,3 +791,19 @@ fn config_round_trips_and_rejects_unknown_keys() {
         other => panic!("{:?}", other.map(|_| ())),
     }
 }
+
+#[test]
+fn large_page_leaves_are_not_held_by_the_pwc() {
+    // A 2M page walked twice (PCID 1, then PCID 2 without a flush, so the TLB misses and the
+    // PWC keeps its entries): the second walk hits the PML4E and PDPTE in the PWC and reads
+    // the leaf PDE again (SDM 4.10.3.1: PDE caches hold PDEs with PS = 0 only): 3 + 1 refs.
+    let mut pt = native_table();
+    let mut mmu = Mmu::new(&TranslateConfig::default()).unwrap();
+    mmu.load_cr3(1, true);
+    assert_eq!(level(&mut mmu, &mut pt, GIB), TlbLevel::Walk);
+    mmu.load_cr3(2, true);
+    assert_eq!(level(&mut mmu, &mut pt, GIB), TlbLevel::Walk);
+    assert_eq!(mmu.stats().walk_refs, 4);
+    assert_eq!(mmu.stats().pwc_hits, [0, 0, 0, 1, 1, 0]);
+    mmu.validate().unwrap();
+}
