@@ -95,7 +95,7 @@ fn stream(n: usize, pages: u64, stride: u64, seed: u64) -> Vec<u64> {
             x ^= x >> 7;
             x ^= x << 17;
             let p = (x >> 20) % pages;
-            (p * stride << 12) | (x & 0xff8)
+            ((p * stride) << 12) | (x & 0xff8)
         })
         .collect()
 }

@@ -19,6 +19,17 @@
 //!   caches off). Flushes follow the SDM: MOV to CR3 with and without PCID, INVLPG, VM
 //!   entry/exit with and without VPID, INVVPID/INVEPT-like flushes.
 //!
+//! Wiring (for the VM layer): one [`Mmu`] per logical CPU. Call [`Mmu::vm_entry`]`(vpid,
+//! guest_pcid)` before a vCPU's accesses and [`Mmu::vm_exit`]`(host_pcid)` after; translate
+//! each access with [`Tables::Tdp`] (guest and host tables), [`Tables::Shadow`] (the shadow
+//! table) or [`Tables::Native`]; charge [`Translation::cycles`] (or [`Fault::cycles`]). On a
+//! fault nothing is filled: serve it (guest #PF, EPT violation / NPF, shadow-page fault) and
+//! translate again. Guest CR3 writes, INVLPG and KVM's remote flushes map to
+//! [`Mmu::load_cr3`], [`Mmu::invlpg`], [`Mmu::flush_vpid`] / [`Mmu::flush_nested`]. Guest
+//! page-table pages come from the `alloc` callback of [`RadixTable::map`] (guest frames) and
+//! go back through [`RadixTable::unmap`]'s `freed`. Any table model can be walked by
+//! implementing [`Walkable`].
+//!
 //! Left out (named where it matters): the hardware's shared 4K/2M array of the L2 TLB (we
 //! keep one array per size), Intel's virtually-tagged paging-structure caches that skip levels
 //! (we model AMD's physically tagged PWC, which saves latency but not the reference's
