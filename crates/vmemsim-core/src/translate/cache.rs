@@ -9,7 +9,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::set_assoc::SetAssoc;
 use super::Geometry;
 use crate::error::{Error, Result};
 
@@ -61,10 +60,90 @@ impl Default for PtCacheConfig {
 
 pub const MAX_CACHE_LEVELS: usize = 3;
 const LINE_SHIFT: u32 = 6;
+const INVALID: u64 = u64::MAX;
+
+/// One level's lines: tags and LRU stamps only (the TLB arrays' values, address-space tags
+/// and flags are not needed here, and leaving them out halves the host memory a probe reads).
+#[derive(Clone, Debug)]
+struct Lines {
+    ways: usize,
+    mask: u64,
+    tags: Vec<u64>,
+    stamps: Vec<u64>,
+    tick: u64,
+}
+
+impl Lines {
+    fn new(g: Geometry, key: &str) -> Result<Self> {
+        g.check(key)?;
+        let n = g.entries() as usize;
+        Ok(Lines {
+            ways: g.ways as usize,
+            mask: g.sets as u64 - 1,
+            tags: vec![INVALID; n],
+            stamps: vec![0; n],
+            tick: 0,
+        })
+    }
+
+    #[inline]
+    fn probe(&mut self, line: u64) -> bool {
+        let base = (line & self.mask) as usize * self.ways;
+        for i in base..base + self.ways {
+            if self.tags[i] == line {
+                self.tick += 1;
+                self.stamps[i] = self.tick;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Fills `line` (known absent) into the LRU way of its set.
+    #[inline]
+    fn fill(&mut self, line: u64) {
+        let base = (line & self.mask) as usize * self.ways;
+        let mut victim = base;
+        let mut best = u64::MAX;
+        for i in base..base + self.ways {
+            if self.tags[i] == INVALID {
+                victim = i;
+                break;
+            }
+            if self.stamps[i] < best {
+                best = self.stamps[i];
+                victim = i;
+            }
+        }
+        self.tick += 1;
+        self.tags[victim] = line;
+        self.stamps[victim] = self.tick;
+    }
+
+    fn validate(&self, name: &str) -> std::result::Result<(), String> {
+        for (i, &t) in self.tags.iter().enumerate() {
+            if t == INVALID {
+                continue;
+            }
+            let set = i / self.ways;
+            if (t & self.mask) as usize != set {
+                return Err(format!("{name}: line {t:#x} in set {set}"));
+            }
+            if self.stamps[i] > self.tick {
+                return Err(format!("{name}: stamp ahead of the counter"));
+            }
+            let r = set * self.ways..(set + 1) * self.ways;
+            if self.tags[r].iter().filter(|&&x| x == t).count() != 1 {
+                return Err(format!("{name}: line {t:#x} twice in set {set}"));
+            }
+        }
+        Ok(())
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct PtCache {
-    levels: Vec<(SetAssoc, u32)>,
+    levels: Vec<(Lines, u32)>,
     memory_cycles: u32,
 }
 
@@ -86,7 +165,7 @@ impl PtCache {
                 return Err(Error::config(key, "sets must be > 0"));
             }
             levels.push((
-                SetAssoc::new(Geometry::new(l.sets, l.ways), &key)?,
+                Lines::new(Geometry::new(l.sets, l.ways), &key)?,
                 l.hit_cycles,
             ));
         }
@@ -104,14 +183,14 @@ impl PtCache {
         let mut served = self.levels.len();
         let mut cycles = self.memory_cycles;
         for (i, (a, lat)) in self.levels.iter_mut().enumerate() {
-            if a.probe(line, 0).is_some() {
+            if a.probe(line) {
                 served = i;
                 cycles = *lat;
                 break;
             }
         }
         for (a, _) in self.levels[..served].iter_mut() {
-            a.insert(line, 0, 0, 0);
+            a.fill(line);
         }
         (cycles, served)
     }
@@ -122,7 +201,7 @@ impl PtCache {
 
     pub fn flush(&mut self) {
         for (a, _) in self.levels.iter_mut() {
-            a.invalidate(|_, _, _| true);
+            a.tags.fill(INVALID);
         }
     }
 
