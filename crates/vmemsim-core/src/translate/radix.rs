@@ -57,7 +57,9 @@ pub enum WalkEnd {
 }
 
 /// A page table a hardware walker can walk. `walk` fills `path` with the entries it read
-/// (top first) and sets accessed / dirty bits as the hardware does.
+/// (top first: entry i is at level `levels() - i`, at most `levels()` entries, the last one
+/// the leaf or the non-present entry) and sets accessed / dirty bits as the hardware does.
+/// `levels()` is 4 or 5. The shadow-page pool can implement this to be walked in shadow mode.
 pub trait Walkable {
     /// Number of levels (4 or 5).
     fn levels(&self) -> u8;
