@@ -18,6 +18,7 @@ pub mod policy;
 pub mod replay;
 pub mod timed;
 pub mod trace;
+pub mod translate;
 pub mod util;
 pub mod watermarks;
 pub mod workload;
