@@ -39,3 +39,18 @@ def test_mglru_characterization_quick_run_and_findings(tmp_path):
     table = [line for line in r.stdout.splitlines() if line.startswith("| §")]
     assert len(table) == 7
     assert "360 runs, 2 seeds per configuration" in r.stdout
+    # scale_table.py reads any results of this shape: one row per (workload, swap) at 50%,
+    # MG-LRU's runtime / faults relative to Clock's.
+    r = subprocess.run(
+        [sys.executable, str(f.parent / "scale_table.py"), str(out)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| ") and "|---" not in line]
+    assert len(rows) == 1 + 5 * 2  # header + 5 workloads x 2 devices
+
+
+def test_mglru_scale_plans_240_runs():
+    e = load_experiment(EXP / "mglru-characterization" / "scale.toml")
+    # 4 policies x 2 swap devices x 6 (workload, scale) x 5 seeds
+    assert e.total == 4 * 2 * 6 * 5
