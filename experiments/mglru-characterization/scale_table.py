@@ -44,12 +44,16 @@ def main() -> int:
         rows = rows_of(main_df, keep.get) + rows
     order = {"1x": 0, "4x": 1, "16x": 2}
     rows.sort(key=lambda r: (r[0].split()[0], order.get(r[0].split()[-1], 9), r[1]))
-    print("| workload | swap | seeds | Clock runtime s | Clock major faults | "
+    print_table(rows, "workload")
+    return 0
+
+
+def print_table(rows, first: str) -> None:
+    print(f"| {first} | swap | seeds | Clock runtime s | Clock major faults | "
           + " | ".join(f"{SHORT[p]} runtime / faults vs Clock" for p in POLICIES) + " |")
     print("|---|---|---|---|---|" + "---|" * len(POLICIES))
     for label, swap, n, rt, mf, cells in rows:
         print(f"| {label} | {swap} | {n} | {rt:.3f} | {mf:,.0f} | " + " | ".join(cells) + " |")
-    return 0
 
 
 if __name__ == "__main__":
