@@ -20,6 +20,7 @@ pub mod timed;
 pub mod trace;
 pub mod translate;
 pub mod util;
+pub mod vm;
 pub mod watermarks;
 pub mod workload;
 
