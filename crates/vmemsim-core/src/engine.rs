@@ -144,6 +144,9 @@ pub struct Machine<P: Policy> {
     kswapd_awake: bool,
     /// The priority of kswapd's current `balance_pgdat` (deferred mode).
     kswapd_priority: u8,
+    /// When set, the page numbers whose mapping reclaim removed (`try_to_unmap`), for a layer
+    /// above that mirrors the page tables (the VM layer's TLBs and hardware tables).
+    pub unmap_log: Option<Vec<u64>>,
 }
 
 /// State of `swapin_nr_pages` (mm/swap_state.c): readahead hits since the last fault, the
@@ -242,6 +245,7 @@ impl<P: Policy> Machine<P> {
             remap: Default::default(),
             ra: ReadaheadState::default(),
             oom_at: None,
+            unmap_log: None,
             defer_kswapd: cfg.defer_kswapd,
             swap_sync_io: cfg.swap_sync_io,
             kswapd_awake: false,
@@ -708,9 +712,13 @@ impl<P: Policy> Machine<P> {
             self.mm.swap.set_shadow(slot, shadow);
             if mapped {
                 *self.mm.pt.at(pidx) = PTE_SWAP | ((slot as u64) << PTE_PAYLOAD_SHIFT);
+                self.log_unmap(pidx);
             }
         } else {
             let shadow = self.policy.shadow(&self.mm, f);
+            if mapped {
+                self.log_unmap(pidx);
+            }
             self.stats.evictions += 1;
             if dirty {
                 self.stats.file_writebacks += 1;
@@ -720,6 +728,49 @@ impl<P: Policy> Machine<P> {
         self.mm.frames.clear_flags(f, F_DIRTY);
         self.mm.frames.release(f);
         true
+    }
+
+    #[inline]
+    fn log_unmap(&mut self, pidx: PteIndex) {
+        if let Some(log) = self.unmap_log.as_mut() {
+            log.push(self.mm.pt.vpn_of(pidx));
+        }
+    }
+
+    /// `zap_pte_range` for one page (munmap, process exit): drop whatever `vpn` holds — a
+    /// frame (taken off the policy's lists and freed, with its swap slot if it has one), a swap
+    /// entry (the slot freed, and a swap-cache copy with it), or a dropped file page's shadow
+    /// — and leave the PTE empty. Returns whether a frame was freed. Not logged in
+    /// [`Machine::unmap_log`]: the caller unmapped it.
+    pub fn unmap_page(&mut self, vpn: u64) -> bool {
+        let Some(idx) = self.mm.pt.peek_index(vpn) else {
+            return false;
+        };
+        let pte = self.mm.pt.get(idx);
+        let mut freed = false;
+        if pte & PTE_PRESENT != 0 {
+            let f = pte_frame(pte);
+            self.policy.on_remove(f);
+            self.drop_swap_slot(f);
+            self.mm.frames.clear_flags(f, F_DIRTY);
+            self.mm.frames.release(f);
+            freed = true;
+        } else if pte & PTE_SWAP != 0 {
+            let slot = pte_payload(pte) as u32;
+            let cached = self.mm.swap.cached_frame(slot);
+            if cached != NO_FRAME {
+                self.policy.on_remove(cached);
+                self.mm.frames.clear_flags(cached, F_DIRTY);
+                self.mm.frames.set_slot(cached, NO_SLOT);
+                self.mm.frames.clear_flags(cached, F_SWAPCACHE);
+                self.mm.frames.release(cached);
+                self.mm.swap.set_cached_frame(slot, NO_FRAME);
+                freed = true;
+            }
+            self.mm.swap.free(slot);
+        }
+        *self.mm.pt.at(idx) = 0;
+        freed
     }
 
     /// A swap-out the device refused (zram: `zs_malloc` found no memory for the compressed

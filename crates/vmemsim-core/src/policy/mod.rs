@@ -93,7 +93,7 @@ pub struct ScanControl {
 }
 
 /// A replacement policy. See the module documentation for the two families' contracts.
-pub trait Policy {
+pub trait Policy: 'static {
     /// The registered name (as given to `--policy`).
     fn name(&self) -> &'static str;
     fn family(&self) -> Family;
@@ -177,4 +177,70 @@ pub struct ScanWork {
     pub walk_pmds: u64,
     /// PTEs read by look-around around an rmap hit (`lru_gen_look_around`).
     pub lookaround_ptes: u64,
+}
+
+/// A policy chosen at run time (the VM layer holds a guest and a host policy of any kinds
+/// without compiling every pair): forwards every call.
+pub type BoxedPolicy = Box<dyn Policy>;
+
+impl Policy for BoxedPolicy {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn family(&self) -> Family {
+        (**self).family()
+    }
+    fn needs_future(&self) -> bool {
+        (**self).needs_future()
+    }
+    #[inline]
+    fn on_hit(&mut self, f: FrameId, touch: Touch) {
+        (**self).on_hit(f, touch)
+    }
+    fn prefetch(&self, f: FrameId) {
+        (**self).prefetch(f)
+    }
+    fn victim_hint(&self, k: usize) -> Option<FrameId> {
+        (**self).victim_hint(k)
+    }
+    fn prefetch_victim(&self, f: FrameId) {
+        (**self).prefetch_victim(f)
+    }
+    fn on_miss(&mut self, touch: Touch) {
+        (**self).on_miss(touch)
+    }
+    fn on_insert(&mut self, mm: &Mm, f: FrameId, touch: Touch, how: Insert) {
+        (**self).on_insert(mm, f, touch, how)
+    }
+    fn evict(&mut self, mm: &mut Mm) -> Option<FrameId> {
+        (**self).evict(mm)
+    }
+    fn shrink(&mut self, mm: &mut Mm, sc: &mut ScanControl, victims: &mut Vec<FrameId>) {
+        (**self).shrink(mm, sc, victims)
+    }
+    fn shadow(&mut self, mm: &Mm, f: FrameId) -> u32 {
+        (**self).shadow(mm, f)
+    }
+    fn on_remove(&mut self, f: FrameId) {
+        (**self).on_remove(f)
+    }
+    fn validate(&self, mm: &Mm) -> Result<(), String> {
+        (**self).validate(mm)
+    }
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        (**self).counters()
+    }
+    fn scan_work(&self) -> ScanWork {
+        (**self).scan_work()
+    }
+}
+
+/// Builds a [`BoxedPolicy`] through [`registry::PolicyKind::build`].
+pub struct Boxer;
+
+impl registry::PolicyVisitor for Boxer {
+    type Out = BoxedPolicy;
+    fn visit<P: Policy>(self, p: P) -> BoxedPolicy {
+        Box::new(p)
+    }
 }

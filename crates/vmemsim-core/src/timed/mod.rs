@@ -494,11 +494,10 @@ impl<P: Policy> Sim<P> {
     /// fails (see `Machine`'s failed swap-out).
     fn set_write_room(&mut self) {
         let st = self.dev.stats();
-        let per_page = if st.pages_stored > 0 {
-            (st.ram_bytes / st.pages_stored).clamp(1, 4096)
-        } else {
-            4096
-        };
+        let per_page = st
+            .ram_bytes
+            .checked_div(st.pages_stored)
+            .map_or(4096, |b| b.clamp(1, 4096));
         self.m.mm.swap.pool = Some(crate::mm::PoolCharge {
             per_page,
             pending: 0,

@@ -257,6 +257,47 @@ pub struct TranslateStats {
 }
 
 impl TranslateStats {
+    /// Add another CPU's counters (a VM's vCPUs summed).
+    pub fn add(&mut self, o: &TranslateStats) {
+        macro_rules! sum {
+            ($($f:ident),*) => { $( self.$f += o.$f; )* };
+        }
+        sum!(
+            accesses,
+            l1d_hits,
+            l1i_hits,
+            l2_hits,
+            walks,
+            walk_entries,
+            walk_refs,
+            guest_refs,
+            nested_refs,
+            walk_cycles,
+            ntlb_hits,
+            ntlb_misses,
+            splintered,
+            faults_not_present,
+            faults_protection,
+            faults_nested,
+            cr3_flushes,
+            cr3_noflush,
+            invlpg,
+            vm_entry_flushes,
+            vm_exit_flushes,
+            vpid_flushes,
+            nested_flushes,
+            full_flushes,
+            entries_flushed
+        );
+        for i in 0..self.pwc_hits.len() {
+            self.pwc_hits[i] += o.pwc_hits[i];
+            self.pwc_misses[i] += o.pwc_misses[i];
+        }
+        for i in 0..self.refs_served.len() {
+            self.refs_served[i] += o.refs_served[i];
+        }
+    }
+
     /// Memory references per TLB miss.
     pub fn refs_per_walk(&self) -> f64 {
         if self.walks == 0 {

@@ -1,6 +1,11 @@
 //! Virtual machines: guest programs ([`ops`]) run by a guest OS on vCPUs, translated by
 //! native, shadow or nested paging, on a host whose memory manager backs guest memory.
 
+pub mod machine;
 pub mod ops;
 
+#[cfg(test)]
+mod tests;
+
+pub use machine::{run, Paging, Vm, VmConfig, VmResult};
 pub use ops::{GuestOp, GuestWorkload};

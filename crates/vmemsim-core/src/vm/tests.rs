@@ -1,0 +1,208 @@
+//! The VM layer on scripted guests whose counts are worked out by hand.
+
+use super::*;
+use crate::engine::MachineConfig;
+use crate::error::Result;
+use crate::policy::{PolicyKind, PolicyOptions};
+use crate::translate::TranslateConfig;
+use crate::workload::Op;
+
+fn cfg(paging: Paging, guest_frames: u32, host_frames: u32, tc: TranslateConfig) -> VmConfig {
+    VmConfig {
+        paging,
+        guest: MachineConfig::new(guest_frames),
+        guest_policy: PolicyKind::from_name("clock-lru").unwrap(),
+        guest_options: PolicyOptions::new(1),
+        host: MachineConfig::new(host_frames),
+        host_policy: PolicyKind::from_name("clock-lru").unwrap(),
+        host_options: PolicyOptions::new(1),
+        translate: tc,
+        guest_levels: 4,
+        host_levels: 4,
+        pt_pages: 0,
+    }
+}
+
+/// Each vCPU's whole stream, given at once.
+struct Script(Vec<Vec<GuestOp>>, Vec<bool>);
+
+impl Script {
+    fn new(v: Vec<Vec<GuestOp>>) -> Script {
+        let n = v.len();
+        Script(v, vec![false; n])
+    }
+}
+
+impl GuestWorkload for Script {
+    fn name(&self) -> String {
+        "script".into()
+    }
+    fn vcpus(&self) -> usize {
+        self.0.len()
+    }
+    fn footprint_pages(&self) -> u64 {
+        0
+    }
+    fn next_ops(&mut self, v: usize, buf: &mut Vec<GuestOp>) -> Result<()> {
+        if !std::mem::replace(&mut self.1[v], true) {
+            buf.extend_from_slice(&self.0[v]);
+        }
+        Ok(())
+    }
+}
+
+fn acc(page: u64, write: bool) -> GuestOp {
+    GuestOp::Op(Op::Access { page, write })
+}
+
+/// Pass 2 of a loop over `pages` pages (more than the TLBs hold, so every access misses
+/// them): walks and walk references of that pass alone.
+fn second_pass(paging: Paging, pages: u64) -> (u64, u64, VmResult) {
+    let c = cfg(
+        paging,
+        8_192,
+        16_384,
+        TranslateConfig::default().caches_off(),
+    );
+    let mut vm = Vm::new(&c, 1).unwrap();
+    for p in 0..pages {
+        vm.access(0, p * 7, true).unwrap();
+    }
+    let a = vm.result();
+    for p in 0..pages {
+        vm.access(0, p * 7, false).unwrap();
+    }
+    let b = vm.result();
+    vm.validate().unwrap();
+    (
+        b.translate.walks - a.translate.walks,
+        b.translate.walk_refs - a.translate.walk_refs,
+        b,
+    )
+}
+
+#[test]
+fn a_nested_walk_reads_24_entries_and_a_native_one_4() {
+    // 4-level guest and host tables, 4 KiB pages, every translation cache off (TLBs on):
+    // (4 + 1)(4 + 1) − 1 = 24 references per TLB miss under TDP, 4 natively (seed 002).
+    // 4,096 pages cycled in order miss the 64 + 1,536-entry TLBs every time.
+    let (walks, refs, r) = second_pass(Paging::Tdp, 4_096);
+    assert_eq!(walks, 4_096);
+    assert_eq!(refs, 24 * 4_096);
+    // Nothing was reclaimed: no guest or host major faults, and each of the 4,096 data pages
+    // plus the guest page-table pages (1 root + 1 PUD + 1 PMD + 4096·7/512 ≈ 56 PT pages)
+    // took exactly one EPT violation when first met.
+    assert_eq!((r.guest.major_faults, r.host.major_faults), (0, 0));
+    let pt = r.pt_pages_peak;
+    assert!((3 + 56..=3 + 57).contains(&pt), "{pt}");
+    assert_eq!(r.ept_violations, 4_096 + pt);
+    let (walks, refs, r) = second_pass(Paging::Native, 4_096);
+    assert_eq!((walks, refs), (4_096, 4 * 4_096));
+    assert_eq!(r.ept_violations, 0);
+}
+
+#[test]
+fn guest_reclaim_takes_the_page_out_of_the_hardware_table() {
+    // 64 guest frames, one process writes 200 pages, then reads page 0 again: reclaim has
+    // swapped page 0 out, so the read is a guest major fault and the process table maps page
+    // 0 to the frame the guest gave it now, not the old one (a stale entry would make the
+    // walk return the old gfn).
+    let c = cfg(Paging::Tdp, 64, 4_096, TranslateConfig::default());
+    let mut vm = Vm::new(&c, 1).unwrap();
+    for p in 0..200 {
+        vm.access(0, p, true).unwrap();
+    }
+    let before = vm.result().guest.major_faults;
+    vm.access(0, 0, false).unwrap();
+    let r = vm.result();
+    assert_eq!(r.guest.major_faults, before + 1);
+    assert!(r.shootdown_pages > 0);
+    vm.check_mirror().unwrap();
+    vm.validate().unwrap();
+}
+
+#[test]
+fn host_reclaim_of_guest_memory_is_seen_as_ept_violations() {
+    // The guest has 512 frames (its watermarks keep about 50 free, so 400 pages fit); the
+    // host gives the VM 300. Two passes over 400 pages: the second finds the guest's pages
+    // resident (no guest faults) but the host has reclaimed at least 100 of them (400 pages
+    // and the guest's page tables in fewer than 300 frames): each access to one is an EPT
+    // violation and a host major fault.
+    let c = cfg(Paging::Tdp, 512, 300, TranslateConfig::default());
+    let mut vm = Vm::new(&c, 1).unwrap();
+    for p in 0..400 {
+        vm.access(0, p, true).unwrap();
+    }
+    let a = vm.result();
+    for p in 0..400 {
+        vm.access(0, p, false).unwrap();
+    }
+    let b = vm.result();
+    assert_eq!(b.guest.faults, a.guest.faults, "the guest itself has room");
+    let violations = b.ept_violations - a.ept_violations;
+    assert!(violations >= 100, "{violations}");
+    assert!(b.host.major_faults > a.host.major_faults);
+    assert!(b.nested_flushes > 0);
+    vm.check_mirror().unwrap();
+    vm.validate().unwrap();
+}
+
+#[test]
+fn processes_switch_unmap_and_exit() {
+    // vCPU 0: process 0 touches pages 0..40; spawn 1, switch to it, touch 0..10, unmap 0..5
+    // (5 ≤ 33 pages: INVLPG each), switch back to 0 (process 0's TLB entries are intact: no
+    // flush), then process 1 exits and gives back its frames and page-table pages.
+    let mut ops: Vec<GuestOp> = (0..40).map(|p| acc(p, true)).collect();
+    ops.push(GuestOp::Spawn { pid: 1 });
+    ops.push(GuestOp::Switch { pid: 1 });
+    ops.extend((0..10).map(|p| acc(p, true)));
+    ops.push(GuestOp::Unmap { start: 0, pages: 5 });
+    ops.push(GuestOp::Switch { pid: 0 });
+    ops.push(GuestOp::Exit { pid: 1 });
+    let c = cfg(Paging::Tdp, 1_024, 4_096, TranslateConfig::default());
+    let mut vm = Vm::new(&c, 1).unwrap();
+    for &op in &ops {
+        vm.op(0, op).unwrap();
+    }
+    let r = vm.result();
+    assert_eq!((r.processes_created, r.processes_exited), (2, 1));
+    assert_eq!(r.cr3_loads, 2);
+    // Switching to the new process 1 flushes its PCID (a fresh address space); back to 0
+    // does not.
+    assert_eq!(r.cr3_flushes, 1);
+    assert_eq!(r.pages_unmapped, 5);
+    assert_eq!(r.shootdown_pages, 5);
+    // 40 pages of process 0 remain; process 1's 10 are gone.
+    assert_eq!(vm.guest_resident(), 40);
+    // Process 1's tables (root, PUD, PMD, PTE page) went back: only process 0's 4 remain.
+    assert_eq!(vm.pt_pages_in_use(), 4);
+    vm.check_mirror().unwrap();
+    vm.validate().unwrap();
+    // A process that does not exist is an error naming it.
+    let e = vm
+        .op(0, GuestOp::Switch { pid: 7 })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("process 7"), "{e}");
+}
+
+#[test]
+fn runs_are_deterministic() {
+    let mk = || {
+        let mut x = 12345u64;
+        let ops: Vec<GuestOp> = (0..5_000)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                acc((x >> 33) % 700, x & 1 == 0)
+            })
+            .collect();
+        Script::new(vec![ops.clone(), ops])
+    };
+    let c = cfg(Paging::Tdp, 400, 300, TranslateConfig::default());
+    let a = run(&c, &mut mk()).unwrap();
+    let b = run(&c, &mut mk()).unwrap();
+    assert_eq!(a, b);
+    assert!(a.guest.major_faults > 0 && a.host.major_faults > 0);
+}
