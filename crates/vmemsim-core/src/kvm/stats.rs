@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 /// Counters named as KVM's statistics. All cumulative unless marked "gauge".
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KvmStats {
     /// Shadow page faults taken (`pf_taken`, counted in `kvm_mmu_do_page_fault`).
     pub pf_taken: u64,

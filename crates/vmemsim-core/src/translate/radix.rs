@@ -79,6 +79,11 @@ pub struct RadixTable {
     /// Present entries per table.
     used: Vec<u16>,
     free: Vec<u32>,
+    /// Live tables by physical frame (the view a guest-table reader such as KVM needs).
+    by_frame: std::collections::HashMap<u64, u32>,
+    /// When set, every entry written by `map` / `unmap`: (table frame, entry index). A VM
+    /// under shadow paging replays these as the guest's stores to its page-table pages.
+    pub log: Option<Vec<(u64, u16)>>,
 }
 
 #[inline]
@@ -102,6 +107,8 @@ impl RadixTable {
             level_of: vec![levels],
             used: vec![0],
             free: Vec::new(),
+            by_frame: std::collections::HashMap::from([(root_frame, 0)]),
+            log: None,
         })
     }
 
@@ -140,6 +147,19 @@ impl RadixTable {
     }
 
     fn new_table(&mut self, level: u8, frame: u64) -> usize {
+        let t = self.new_table_slot(level, frame);
+        self.by_frame.insert(frame, t as u32);
+        t
+    }
+
+    #[inline]
+    fn note(&mut self, t: usize, slot: usize) {
+        if let Some(log) = self.log.as_mut() {
+            log.push((self.frames[t], (slot % ENTRIES) as u16));
+        }
+    }
+
+    fn new_table_slot(&mut self, level: u8, frame: u64) -> usize {
         if let Some(t) = self.free.pop() {
             let t = t as usize;
             self.entries[t * ENTRIES..(t + 1) * ENTRIES].fill(0);
@@ -199,6 +219,7 @@ impl RadixTable {
                 let c = self.new_table(level - 1, frame);
                 self.entries[slot] = ((c as u64) << PAYLOAD_SHIFT) | PTE_P | PTE_W;
                 self.used[t] += 1;
+                self.note(t, slot);
                 t = c;
             } else if e & PTE_PS != 0 {
                 return Err(Error::config(
@@ -225,6 +246,7 @@ impl RadixTable {
             None
         };
         self.entries[slot] = ((pa >> PAYLOAD_SHIFT) << PAYLOAD_SHIFT) | PTE_P | ps | flags;
+        self.note(t, slot);
         Ok(old)
     }
 
@@ -246,15 +268,18 @@ impl RadixTable {
             if level == 1 || e & PTE_PS != 0 {
                 self.entries[slot] = 0;
                 self.used[t] -= 1;
+                self.note(t, slot);
                 let mut d = depth;
                 while d > 0 && self.used[trail[d].0] == 0 {
                     let dead = trail[d].0;
                     self.level_of[dead] = 0;
                     self.free.push(dead as u32);
+                    self.by_frame.remove(&self.frames[dead]);
                     freed(self.frames[dead]);
                     let (parent, pslot) = trail[d - 1];
                     self.entries[pslot] = 0;
                     self.used[parent] -= 1;
+                    self.note(parent, pslot);
                     d -= 1;
                 }
                 let size = PageSize::from_level(level).expect("leaf levels are 1..=3");
@@ -263,6 +288,37 @@ impl RadixTable {
             t = (e >> PAYLOAD_SHIFT) as usize;
         }
         None
+    }
+
+    /// Entry `index` of the live table at physical address `table_pa`, in the architectural
+    /// encoding (SDM 4.5: P, W, U, A, D, PS, G and the address of the next table or page),
+    /// as a reader of guest page tables through guest memory sees it; `None` if no live table
+    /// is there. Every entry is user-accessible (the model has no kernel/user split).
+    pub fn entry_arch(&self, table_pa: u64, index: usize) -> Option<u64> {
+        let t = *self.by_frame.get(&table_pa)? as usize;
+        let e = self.entries[t * ENTRIES + index % ENTRIES];
+        if e & PTE_P == 0 {
+            return Some(0);
+        }
+        const USER: u64 = 1 << 2;
+        let lvl = self.level_of[t];
+        Some(if lvl == 1 || e & PTE_PS != 0 {
+            e | USER
+        } else {
+            let child = (e >> PAYLOAD_SHIFT) as usize;
+            self.frames[child] | (e & 0xfff) | USER | PTE_A
+        })
+    }
+
+    /// Sets the accessed and dirty bits given in `bits` on entry `index` of the table at
+    /// `table_pa` (a hypervisor updating guest A/D bits, `FNAME(update_accessed_dirty_bits)`).
+    pub fn set_ad(&mut self, table_pa: u64, index: usize, bits: u64) {
+        if let Some(&t) = self.by_frame.get(&table_pa) {
+            let slot = t as usize * ENTRIES + index % ENTRIES;
+            if self.entries[slot] & PTE_P != 0 {
+                self.entries[slot] |= bits & (PTE_A | PTE_D);
+            }
+        }
     }
 
     /// The leaf entry covering `va` (no bits changed): (slot, entry, level).

@@ -36,10 +36,24 @@
 //! Serving faults before the walk, not after a failed one, counts the same faults and walks;
 //! it leaves out the partial walk a real fault costs.
 //!
+//! # Shadow paging
+//!
+//! Under `shadow`, KVM's shadow MMU ([`ShadowMmu`]) builds the tables the hardware walks
+//! (gVA → host page) from the guest's tables, which it reads through guest memory
+//! ([`GuestMemory`] over the process tables), and its pool of shadow pages is capped and
+//! recycled (`fifo` as upstream, `clock` as seed 000). The VM layer turns guest events into
+//! KVM's exits: every entry the guest kernel writes into its page tables (a mapping made at
+//! a guest fault, one removed by guest reclaim, munmap or exit) is a store into a page-table
+//! page ([`ShadowMmu::guest_pt_write`]: direct, unsync or emulated); a walk that finds no
+//! shadow entry is a shadow page fault ([`ShadowMmu::page_fault`]); guest CR3 loads and
+//! INVLPGs exit ([`ShadowMmu::set_cr3`], [`ShadowMmu::invlpg`]); host reclaim of guest memory
+//! goes through the MMU notifier ([`ShadowMmu::unmap_gfn`]); KVM's remote TLB flushes flush
+//! every vCPU's TLB. The shadow leaf records the guest frame; the walk's cost is counted in
+//! the vCPU's MMU with entry addresses placed per shadow table.
+//!
 //! # Left out (for now)
 //!
-//! Shadow paging (the `kvm` module's [`crate::kvm::ShadowMmu`] is to be wired here), time
-//! (this driver counts; it does not schedule vCPUs or charge costs), large pages (guest and
+//! Time (this driver counts; it does not schedule vCPUs or charge costs), large pages (guest and
 //! host tables map 4 KiB pages), copy-on-write between processes, guest page cache and file
 //! I/O, and ballooning or free page reporting (pages the guest frees stay backed on the
 //! host).
@@ -49,11 +63,16 @@ use serde::{Deserialize, Serialize};
 use crate::access::Access;
 use crate::engine::{Machine, MachineConfig, Stats};
 use crate::error::{Error, Result};
+use crate::kvm::{
+    Eviction, GuestMemory, GuestPte, GuestStore, PfOutcome, PtWrite, ShadowMmu, ShadowMmuConfig,
+    ShadowWalk,
+};
 use crate::mm::PTE_PRESENT;
 use crate::policy::{BoxedPolicy, Boxer, PolicyKind, PolicyOptions};
-use crate::translate::radix::PTE_W;
+use crate::translate::radix::{PTE_A, PTE_D, PTE_W};
 use crate::translate::{
     AccessKind, FaultKind, Mmu, PageSize, RadixTable, Tables, TranslateConfig, TranslateStats,
+    WalkEnd, WalkPath, Walkable,
 };
 use crate::workload::Op;
 
@@ -74,6 +93,8 @@ pub enum Paging {
     Native,
     /// Nested paging (EPT/NPT): 2D walks of the guest's and the host's tables.
     Tdp,
+    /// Shadow paging: KVM's shadow tables, walked in one dimension.
+    Shadow,
 }
 
 impl Paging {
@@ -81,13 +102,10 @@ impl Paging {
         match s {
             "native" => Ok(Paging::Native),
             "tdp" | "ept" | "npt" => Ok(Paging::Tdp),
-            "shadow" => Err(Error::config(
-                "vm.paging",
-                "shadow paging is not wired into the VM layer yet (native, tdp)",
-            )),
+            "shadow" => Ok(Paging::Shadow),
             _ => Err(Error::config(
                 "vm.paging",
-                format!("unknown paging {s:?} (native, tdp)"),
+                format!("unknown paging {s:?} (native, tdp, shadow)"),
             )),
         }
     }
@@ -113,6 +131,10 @@ pub struct VmConfig {
     /// Guest page-table pages available (kernel memory beyond the guest's frames); 0 = one per
     /// 256 guest frames plus 64.
     pub pt_pages: u32,
+    /// Shadow paging: how KVM recycles shadow pages, and `n_max_mmu_pages` (`None`: KVM's
+    /// default, 2% of guest pages, at least 64).
+    pub eviction: Eviction,
+    pub mmu_pages: Option<u64>,
 }
 
 /// What a VM run counted.
@@ -134,8 +156,15 @@ pub struct VmResult {
     pub ept_violations: u64,
     /// Of those, for a guest page-table page met by a walk.
     pub ept_violations_pt: u64,
-    /// VM exits (tdp: one per EPT violation; the model has no other exit reasons yet).
+    /// VM exits: EPT violations (tdp); shadow page faults, guest page-table writes that
+    /// trap, CR3 loads and INVLPGs (shadow).
     pub exits: u64,
+    /// Shadow paging: exits by reason, and KVM's counters.
+    pub exits_pf: u64,
+    pub exits_pt_write: u64,
+    pub exits_cr3: u64,
+    pub exits_invlpg: u64,
+    pub kvm: Option<crate::kvm::KvmStats>,
     /// Guest CR3 loads (process switches) and how many flushed the TLB.
     pub cr3_loads: u64,
     pub cr3_flushes: u64,
@@ -169,23 +198,195 @@ struct Vcpu {
     seen_gen: Vec<u64>,
 }
 
+/// The host: its memory manager over QEMU's mapping of guest memory (host page `gfn` backs
+/// guest page `gfn`) and, under TDP, the EPT.
+struct HostSide {
+    m: Machine<BoxedPolicy>,
+    ept: Option<RadixTable>,
+    /// Next EPT table frame (host kernel memory beyond host RAM).
+    ept_next_frame: u64,
+}
+
+impl HostSide {
+    /// The host serves guest page `gfn` (and the EPT maps it). Returns whether the host had
+    /// no mapping for it (an EPT violation under TDP; a host fault under shadow paging).
+    fn touch(&mut self, gfn: u64, write: bool) -> Result<bool> {
+        let before = self.m.mm.pt.pte(gfn) & PTE_PRESENT != 0;
+        let absent = match &self.ept {
+            Some(ept) => ept.lookup(gfn << 12).is_none(),
+            None => !before,
+        };
+        self.m.access(Access { page: gfn, write }, u64::MAX);
+        if let Some(t) = self.m.out_of_memory() {
+            return Err(Error::config(
+                "vm.host_frames",
+                format!("host out of memory at its access {t}: give the host more frames"),
+            ));
+        }
+        let pte = self.m.mm.pt.pte(gfn);
+        if pte & PTE_PRESENT == 0 {
+            return Err(Error::config(
+                "vm.host_frames",
+                format!("gfn {gfn} not present on the host after its fault"),
+            ));
+        }
+        if let Some(ept) = self.ept.as_mut() {
+            let hpa = (crate::mm::pte_frame(pte) as u64) << 12;
+            let next = &mut self.ept_next_frame;
+            let mut alloc = || {
+                let f = *next;
+                *next += 1;
+                Some(f << 12)
+            };
+            let mapped = ept.lookup(gfn << 12).map(|(pa, _, _)| pa);
+            if mapped != Some(hpa) {
+                if mapped.is_some() {
+                    ept.unmap(gfn << 12, &mut |_| {});
+                }
+                ept.map(gfn << 12, hpa, PageSize::K4, PTE_W, &mut alloc)?;
+            }
+        }
+        Ok(absent)
+    }
+
+    /// The gfns host reclaim unmapped since the last call (the EPT entries are dropped here).
+    fn take_unmaps(&mut self, out: &mut Vec<u64>) {
+        out.clear();
+        if let Some(log) = self.m.unmap_log.as_mut() {
+            out.append(log);
+        }
+        if let Some(ept) = self.ept.as_mut() {
+            for &gfn in out.iter() {
+                ept.unmap(gfn << 12, &mut |_| {});
+            }
+        }
+    }
+}
+
+/// The guest as KVM sees it: its page tables through guest memory, and the host backing.
+struct GuestView<'a> {
+    procs: &'a mut [Option<RadixTable>],
+    pt_owner: &'a [u32],
+    pt_base: u64,
+    host: &'a mut HostSide,
+    err: Option<Error>,
+}
+
+impl GuestView<'_> {
+    fn table(&self, gfn: u64) -> Option<&RadixTable> {
+        let pid = *self.pt_owner.get(gfn.checked_sub(self.pt_base)? as usize)?;
+        self.procs.get(pid as usize)?.as_ref()
+    }
+}
+
+impl GuestMemory for GuestView<'_> {
+    fn read_gpte(&self, table_gfn: u64, index: usize) -> GuestPte {
+        GuestPte(
+            self.table(table_gfn)
+                .and_then(|t| t.entry_arch(table_gfn << 12, index))
+                .unwrap_or(0),
+        )
+    }
+    fn write_gpte(&mut self, table_gfn: u64, index: usize, pte: GuestPte) {
+        // KVM writes only the accessed and dirty bits; the guest's own stores were applied
+        // by the guest before the VM layer reported them.
+        let Some(off) = table_gfn.checked_sub(self.pt_base) else {
+            return;
+        };
+        let Some(&pid) = self.pt_owner.get(off as usize) else {
+            return;
+        };
+        if let Some(Some(t)) = self.procs.get_mut(pid as usize) {
+            t.set_ad(table_gfn << 12, index, pte.0 & (PTE_A | PTE_D));
+        }
+    }
+    fn faultin_pfn(&mut self, gfn: u64, write: bool) -> u8 {
+        if let Err(e) = self.host.touch(gfn, write) {
+            self.err.get_or_insert(e);
+        }
+        1
+    }
+    fn host_present(&self, gfn: u64) -> bool {
+        self.host.m.mm.pt.pte(gfn) & PTE_PRESENT != 0
+    }
+}
+
+/// The shadow tables as the hardware walker sees them.
+struct ShadowWalker<'a> {
+    kvm: &'a mut ShadowMmu,
+    vcpu: usize,
+    levels: u8,
+    /// The walk found no root: the VM layer reloads it (`kvm_mmu_reload`).
+    no_root: bool,
+}
+
+/// Where the shadow tables' entries are placed in the page-table line cache: each shadow
+/// table of a level gets its own 4 KiB page, keyed by the address bits above it.
+const SHADOW_PT_BASE: u64 = 1 << 50;
+
+impl Walkable for ShadowWalker<'_> {
+    fn levels(&self) -> u8 {
+        self.levels
+    }
+    fn walk(&mut self, va: u64, write: bool, path: &mut WalkPath) -> WalkEnd {
+        let out = self.kvm.translate(self.vcpu, va, write, true);
+        let refs = match out {
+            ShadowWalk::Hit { refs, .. } | ShadowWalk::Fault { refs } => refs,
+            ShadowWalk::NoRoot => 0,
+        };
+        path.len = refs.min(5);
+        for i in 0..path.len as usize {
+            let level = (self.levels - i as u8) as u32;
+            let table = va >> (12 + 9 * level);
+            let idx = (va >> (12 + 9 * (level - 1))) & 511;
+            path.entry_pa[i] = SHADOW_PT_BASE + (((level as u64) << 40) | (table << 12)) + idx * 8;
+        }
+        match out {
+            ShadowWalk::Hit {
+                gfn,
+                level,
+                writable,
+                ..
+            } => WalkEnd::Leaf {
+                base: (gfn << 12)
+                    & !(PageSize::from_level(level).unwrap_or(PageSize::K4).bytes() - 1),
+                size: PageSize::from_level(level).unwrap_or(PageSize::K4),
+                writable,
+                global: false,
+            },
+            ShadowWalk::Fault { refs } => WalkEnd::NotPresent {
+                level: self.levels + 1 - refs.max(1),
+            },
+            ShadowWalk::NoRoot => {
+                self.no_root = true;
+                WalkEnd::NotPresent { level: self.levels }
+            }
+        }
+    }
+}
+
 /// A VM and its host, driven op by op.
 pub struct Vm {
-    cfg_paging: Paging,
+    paging: Paging,
     guest: Machine<BoxedPolicy>,
-    host: Option<Machine<BoxedPolicy>>,
+    host: Option<HostSide>,
+    kvm: Option<ShadowMmu>,
     procs: Vec<Option<RadixTable>>,
     /// Per process: guest-virtual pages first touched (to free at exit), and its `tlb_gen`.
     touched: Vec<Vec<u64>>,
     tlb_gen: Vec<u64>,
-    ept: Option<RadixTable>,
-    /// Next EPT table frame (host kernel memory beyond host RAM).
-    ept_next_frame: u64,
     pt_free: Vec<u64>,
+    pt_base: u64,
     pt_total: u64,
+    /// The process owning each guest page-table page (`u32::MAX`: free).
+    pt_owner: Vec<u32>,
     vcpus: Vec<Vcpu>,
     r: VmResult,
     guest_frames: u32,
+    levels: u8,
+    /// Scratch: host unmaps, and processes whose table logs need draining.
+    host_unmaps: Vec<u64>,
+    log_buf: Vec<(u64, u16)>,
 }
 
 fn pcid(pid: u32) -> u16 {
@@ -196,6 +397,7 @@ fn pcid(pid: u32) -> u16 {
 
 const VPID: u16 = 1;
 const HOST_PCID: u16 = 0;
+const FREE_PT: u32 = u32::MAX;
 
 impl Vm {
     pub fn new(cfg: &VmConfig, vcpus: usize) -> Result<Vm> {
@@ -215,32 +417,57 @@ impl Vm {
         } as u64;
         let pt_base = guest_frames as u64;
         let mut pt_free: Vec<u64> = (pt_base..pt_base + pt_pages).rev().collect();
-        let (host, ept, ept_next_frame) = match cfg.paging {
-            Paging::Native => (None, None, 0),
-            Paging::Tdp => {
+        let mut pt_owner = vec![FREE_PT; pt_pages as usize];
+        let host = match cfg.paging {
+            Paging::Native => None,
+            Paging::Tdp | Paging::Shadow => {
                 let p = cfg
                     .host_policy
                     .build(cfg.host.frames, &cfg.host_options, Boxer)?;
-                let mut h = Machine::new(&cfg.host, p)?;
-                h.unmap_log = Some(Vec::new());
+                let mut m = Machine::new(&cfg.host, p)?;
+                m.unmap_log = Some(Vec::new());
                 // EPT tables live beyond host RAM: frames from host_frames + 1 on.
                 let root = cfg.host.frames as u64;
-                let ept = RadixTable::new(cfg.host_levels, root << 12)?;
-                (Some(h), Some(ept), root + 1)
+                let ept = if cfg.paging == Paging::Tdp {
+                    Some(RadixTable::new(cfg.host_levels, root << 12)?)
+                } else {
+                    None
+                };
+                Some(HostSide {
+                    m,
+                    ept,
+                    ept_next_frame: root + 1,
+                })
             }
         };
-        let mut procs = Vec::new();
+        let kvm = if cfg.paging == Paging::Shadow {
+            Some(ShadowMmu::new(ShadowMmuConfig {
+                guest_pages: pt_base + pt_pages,
+                n_max_mmu_pages: cfg.mmu_pages,
+                levels: cfg.guest_levels,
+                vcpus,
+                eviction: cfg.eviction,
+                pcide: cfg.translate.pcid,
+                prefetch: true,
+            })?)
+        } else {
+            None
+        };
         let root = pt_free
             .pop()
             .ok_or_else(|| Error::config("vm.pt_pages", "no page for process 0's table"))?;
-        procs.push(Some(RadixTable::new(cfg.guest_levels, root << 12)?));
+        pt_owner[(root - pt_base) as usize] = 0;
+        let mut t0 = RadixTable::new(cfg.guest_levels, root << 12)?;
+        if kvm.is_some() {
+            t0.log = Some(Vec::new());
+        }
         let mut v = Vec::with_capacity(vcpus);
         for _ in 0..vcpus {
             let mut mmu = Mmu::new(&cfg.translate)?;
-            if cfg.paging == Paging::Tdp {
-                mmu.vm_entry(VPID, pcid(0))?;
-            } else {
+            if cfg.paging == Paging::Native {
                 mmu.load_cr3(pcid(0), true);
+            } else {
+                mmu.vm_entry(VPID, pcid(0))?;
             }
             v.push(Vcpu {
                 mmu,
@@ -252,33 +479,41 @@ impl Vm {
             paging: Some(cfg.paging),
             guest_policy: cfg.guest_policy.name().to_string(),
             host_policy: match cfg.paging {
-                Paging::Tdp => cfg.host_policy.name().to_string(),
                 Paging::Native => String::new(),
+                _ => cfg.host_policy.name().to_string(),
             },
             guest_frames,
-            host_frames: if cfg.paging == Paging::Tdp {
-                cfg.host.frames
-            } else {
+            host_frames: if cfg.paging == Paging::Native {
                 0
+            } else {
+                cfg.host.frames
             },
             processes_created: 1,
             ..VmResult::default()
         };
-        Ok(Vm {
-            cfg_paging: cfg.paging,
+        let mut vm = Vm {
+            paging: cfg.paging,
             guest,
             host,
-            procs,
+            kvm,
+            procs: vec![Some(t0)],
             touched: vec![Vec::new()],
             tlb_gen: vec![0],
-            ept,
-            ept_next_frame,
-            pt_total: pt_pages,
             pt_free,
+            pt_base,
+            pt_total: pt_pages,
+            pt_owner,
             vcpus: v,
             r,
             guest_frames,
-        })
+            levels: cfg.guest_levels,
+            host_unmaps: Vec::new(),
+            log_buf: Vec::new(),
+        };
+        for c in 0..vcpus {
+            vm.kvm_cr3(c, 0, true, false)?;
+        }
+        Ok(vm)
     }
 
     fn proc_table(&mut self, pid: u32) -> Result<&mut RadixTable> {
@@ -293,101 +528,183 @@ impl Vm {
         self.r.pt_pages_peak = self.r.pt_pages_peak.max(used);
     }
 
-    /// Apply the guest manager's reclaim unmaps: the process tables and the TLBs.
-    fn sync_guest_unmaps(&mut self) {
-        let Some(mut log) = self.guest.unmap_log.take() else {
-            return;
+    /// Run `f` with KVM and its view of the guest; then apply KVM's remote TLB flush.
+    fn with_kvm<T>(
+        &mut self,
+        f: impl FnOnce(&mut ShadowMmu, &mut GuestView<'_>) -> T,
+    ) -> Result<Option<T>> {
+        let (Some(kvm), Some(host)) = (self.kvm.as_mut(), self.host.as_mut()) else {
+            return Ok(None);
         };
+        let mut view = GuestView {
+            procs: &mut self.procs,
+            pt_owner: &self.pt_owner,
+            pt_base: self.pt_base,
+            host,
+            err: None,
+        };
+        let out = f(kvm, &mut view);
+        if let Some(e) = view.err.take() {
+            return Err(e);
+        }
+        if kvm.take_remote_flush() {
+            for v in &mut self.vcpus {
+                v.mmu.flush_vpid(VPID);
+            }
+        }
+        self.sync_host_unmaps();
+        Ok(Some(out))
+    }
+
+    /// Shadow paging: the guest's stores into its page-table pages since the last call, as
+    /// KVM sees them (direct, unsync or emulated).
+    fn report_pt_writes(&mut self, v: usize, pid: u32) -> Result<()> {
+        if self.kvm.is_none() {
+            return Ok(());
+        }
+        let mut buf = std::mem::take(&mut self.log_buf);
+        buf.clear();
+        if let Some(Some(t)) = self.procs.get_mut(pid as usize) {
+            if let Some(log) = t.log.as_mut() {
+                buf.append(log);
+            }
+        }
+        for &(table_pa, idx) in &buf {
+            let gfn = table_pa >> 12;
+            let pte = self.procs[pid as usize]
+                .as_ref()
+                .and_then(|t| t.entry_arch(table_pa, idx as usize))
+                .unwrap_or(0);
+            let w = self
+                .with_kvm(|k, g| k.guest_pt_write(g, v, gfn, idx as usize, GuestPte(pte), true))?;
+            match w {
+                Some(PtWrite::Direct) | None => {}
+                Some(PtWrite::Unsynced) | Some(PtWrite::Emulated) => {
+                    self.r.exits += 1;
+                    self.r.exits_pt_write += 1;
+                }
+                Some(PtWrite::Unprotected) => {
+                    self.r.exits += 2;
+                    self.r.exits_pt_write += 2;
+                }
+            }
+        }
+        self.log_buf = buf;
+        Ok(())
+    }
+
+    /// Shadow paging: a guest CR3 load exits to KVM.
+    fn kvm_cr3(&mut self, v: usize, pid: u32, noflush: bool, count: bool) -> Result<()> {
+        if self.kvm.is_none() {
+            return Ok(());
+        }
+        let root = self.procs[pid as usize]
+            .as_ref()
+            .map(|t| t.root_frame() >> 12)
+            .ok_or_else(|| Error::config("workload", format!("process {pid} does not exist")))?;
+        let p = pcid(pid);
+        self.with_kvm(|k, g| k.set_cr3(g, v, root, p, noflush))?;
+        if count {
+            self.r.exits += 1;
+            self.r.exits_cr3 += 1;
+        }
+        Ok(())
+    }
+
+    /// Apply the guest manager's reclaim unmaps: the process tables and the TLBs.
+    fn sync_guest_unmaps(&mut self, v: usize) -> Result<()> {
+        let Some(mut log) = self.guest.unmap_log.take() else {
+            return Ok(());
+        };
+        let mut out = Ok(());
         for &key in &log {
             let pid = (key >> PID_SHIFT) as u32;
             let va = (key & ((1 << PID_SHIFT) - 1)) << 12;
             let free = &mut self.pt_free;
+            let owner = &mut self.pt_owner;
+            let base = self.pt_base;
             if let Some(Some(t)) = self.procs.get_mut(pid as usize) {
-                t.unmap(va, &mut |f| free.push(f >> 12));
+                t.unmap(va, &mut |f| {
+                    free.push(f >> 12);
+                    owner[((f >> 12) - base) as usize] = FREE_PT;
+                });
             }
-            self.shootdown(pid, va);
+            if out.is_ok() {
+                out = self.report_pt_writes(v, pid);
+            }
+            if out.is_ok() {
+                out = self.shootdown(pid, va);
+            }
         }
         log.clear();
         self.guest.unmap_log = Some(log);
+        out
     }
 
-    /// `flush_tlb_page`: INVLPG on vCPUs running `pid`; the others flush that PCID when they
-    /// next switch to it.
-    fn shootdown(&mut self, pid: u32, va: u64) {
+    /// `flush_tlb_page`: INVLPG on vCPUs running `pid` (each exits to KVM under shadow
+    /// paging); the others flush that PCID when they next switch to it.
+    fn shootdown(&mut self, pid: u32, va: u64) -> Result<()> {
         self.tlb_gen[pid as usize] += 1;
         let g = self.tlb_gen[pid as usize];
-        for v in &mut self.vcpus {
-            if v.pid == pid {
-                v.mmu.invlpg(va);
-                v.seen_gen[pid as usize] = g;
-                self.r.shootdown_pages += 1;
+        for c in 0..self.vcpus.len() {
+            if self.vcpus[c].pid != pid {
+                continue;
+            }
+            self.vcpus[c].mmu.invlpg(va);
+            self.vcpus[c].seen_gen[pid as usize] = g;
+            self.r.shootdown_pages += 1;
+            if self.kvm.is_some() {
+                self.with_kvm(|k, gv| k.invlpg(gv, c, va))?;
+                self.r.exits += 1;
+                self.r.exits_invlpg += 1;
             }
         }
+        Ok(())
     }
 
-    /// Apply the host's reclaim unmaps: the EPT and an INVEPT of the VM on every vCPU.
+    /// Apply the host's reclaim unmaps: EPT entries (INVEPT on every vCPU) or, under shadow
+    /// paging, the MMU notifier into KVM.
     fn sync_host_unmaps(&mut self) {
         let Some(host) = self.host.as_mut() else {
             return;
         };
-        let Some(mut log) = host.unmap_log.take() else {
-            return;
-        };
-        if !log.is_empty() {
-            if let Some(ept) = self.ept.as_mut() {
-                for &gfn in &log {
-                    // EPT table pages are not host RAM: nothing to give back.
-                    ept.unmap(gfn << 12, &mut |_| {});
+        let mut gfns = std::mem::take(&mut self.host_unmaps);
+        host.take_unmaps(&mut gfns);
+        if !gfns.is_empty() {
+            match self.paging {
+                Paging::Tdp => {
+                    for v in &mut self.vcpus {
+                        v.mmu.flush_nested(VPID);
+                    }
+                    self.r.nested_flushes += 1;
                 }
+                Paging::Shadow => {
+                    if let Some(k) = self.kvm.as_mut() {
+                        for &gfn in &gfns {
+                            k.unmap_gfn(gfn);
+                        }
+                        if k.take_remote_flush() {
+                            for v in &mut self.vcpus {
+                                v.mmu.flush_vpid(VPID);
+                            }
+                        }
+                    }
+                }
+                Paging::Native => {}
             }
-            for v in &mut self.vcpus {
-                v.mmu.flush_nested(VPID);
-            }
-            self.r.nested_flushes += 1;
         }
-        log.clear();
-        if let Some(h) = self.host.as_mut() {
-            h.unmap_log = Some(log);
-        }
+        gfns.clear();
+        self.host_unmaps = gfns;
     }
 
-    /// The host serves guest-physical page `gfn` (QEMU's page `gfn`) and the EPT maps it.
-    /// Returns whether the EPT had no entry (an EPT violation).
+    /// The host serves `gfn` (counting an EPT violation when the EPT had no entry).
     fn host_touch(&mut self, gfn: u64, write: bool) -> Result<bool> {
-        let (Some(host), Some(ept)) = (self.host.as_mut(), self.ept.as_mut()) else {
+        let Some(host) = self.host.as_mut() else {
             return Ok(false);
         };
-        let absent = ept.lookup(gfn << 12).is_none();
-        host.access(Access { page: gfn, write }, u64::MAX);
-        if let Some(t) = host.out_of_memory() {
-            return Err(Error::config(
-                "vm.host_frames",
-                format!("host out of memory at its access {t}: give the host more frames"),
-            ));
-        }
-        let pte = host.mm.pt.pte(gfn);
-        if pte & PTE_PRESENT == 0 {
-            return Err(Error::config(
-                "vm.host_frames",
-                format!("gfn {gfn} not present on the host after its fault"),
-            ));
-        }
-        let hfn = crate::mm::pte_frame(pte) as u64;
-        let next = &mut self.ept_next_frame;
-        let mut alloc = || {
-            let f = *next;
-            *next += 1;
-            Some(f << 12)
-        };
-        let mapped = ept.lookup(gfn << 12).map(|(pa, _, _)| pa);
-        if mapped != Some(hfn << 12) {
-            if mapped.is_some() {
-                ept.unmap(gfn << 12, &mut |_| {});
-            }
-            ept.map(gfn << 12, hfn << 12, PageSize::K4, PTE_W, &mut alloc)?;
-        }
+        let absent = host.touch(gfn, write)?;
         self.sync_host_unmaps();
-        if absent {
+        if absent && self.paging == Paging::Tdp {
             self.r.ept_violations += 1;
             self.r.exits += 1;
         }
@@ -418,7 +735,7 @@ impl Vm {
         if self.guest.stats.first_touch != first {
             self.touched[pid as usize].push(vpn);
         }
-        self.sync_guest_unmaps();
+        self.sync_guest_unmaps(v)?;
         let pte = self.guest.mm.pt.pte(key);
         let gfn = crate::mm::pte_frame(pte) as u64;
         let va = vpn << 12;
@@ -430,8 +747,12 @@ impl Vm {
                 t.unmap(va, &mut |_| {});
             }
             let free = &mut self.pt_free;
+            let owner = &mut self.pt_owner;
+            let base = self.pt_base;
             t.map(va, gfn << 12, PageSize::K4, PTE_W, &mut || {
-                free.pop().map(|f| f << 12)
+                let f = free.pop()?;
+                owner[(f - base) as usize] = pid;
+                Some(f << 12)
             })
             .map_err(|_| {
                 Error::config(
@@ -440,8 +761,9 @@ impl Vm {
                 )
             })?;
             self.note_pt_peak();
+            self.report_pt_writes(v, pid)?;
         }
-        if self.cfg_paging == Paging::Tdp {
+        if self.paging == Paging::Tdp {
             self.host_touch(gfn, write)?;
         }
         let kind = if write {
@@ -449,40 +771,92 @@ impl Vm {
         } else {
             AccessKind::Read
         };
-        for _retry in 0..16 {
-            let vc = &mut self.vcpus[v];
-            let t = self.procs[pid as usize].as_mut().expect("process exists");
-            let out = match self.ept.as_mut() {
-                Some(ept) => vc.mmu.translate(
-                    Tables::Tdp {
-                        guest: t,
-                        host: ept,
-                    },
-                    va,
-                    kind,
-                ),
-                None => vc.mmu.translate(Tables::Native(t), va, kind),
+        for _retry in 0..64 {
+            let out = {
+                let vc = &mut self.vcpus[v];
+                match self.paging {
+                    Paging::Native => {
+                        let t = self.procs[pid as usize].as_mut().expect("process exists");
+                        vc.mmu.translate(Tables::Native(t), va, kind)
+                    }
+                    Paging::Tdp => {
+                        let t = self.procs[pid as usize].as_mut().expect("process exists");
+                        let ept = self
+                            .host
+                            .as_mut()
+                            .and_then(|h| h.ept.as_mut())
+                            .expect("tdp has an EPT");
+                        vc.mmu.translate(
+                            Tables::Tdp {
+                                guest: t,
+                                host: ept,
+                            },
+                            va,
+                            kind,
+                        )
+                    }
+                    Paging::Shadow => {
+                        let mut w = ShadowWalker {
+                            kvm: self.kvm.as_mut().expect("shadow has KVM"),
+                            vcpu: v,
+                            levels: self.levels,
+                            no_root: false,
+                        };
+                        let out = vc.mmu.translate(Tables::Shadow(&mut w), va, kind);
+                        if w.no_root {
+                            self.with_kvm(|k, g| k.reload(g, v))?;
+                            continue;
+                        }
+                        out
+                    }
+                }
             };
-            match out {
+            let f = match out {
                 Ok(_) => return Ok(()),
-                Err(f) => match f.kind {
-                    FaultKind::Nested { gpa, .. } => {
-                        // A guest page-table page the host does not map now.
-                        self.host_touch(gpa >> 12, true)?;
-                        self.r.ept_violations_pt += 1;
-                        let vc = &mut self.vcpus[v];
-                        vc.mmu.vm_exit(HOST_PCID);
-                        vc.mmu.vm_entry(VPID, pcid(pid))?;
+                Err(f) => f,
+            };
+            match (self.paging, f.kind) {
+                (Paging::Tdp, FaultKind::Nested { gpa, .. }) => {
+                    // A guest page-table page the host does not map now.
+                    self.host_touch(gpa >> 12, true)?;
+                    self.r.ept_violations_pt += 1;
+                    let vc = &mut self.vcpus[v];
+                    vc.mmu.vm_exit(HOST_PCID);
+                    vc.mmu.vm_entry(VPID, pcid(pid))?;
+                }
+                (Paging::Shadow, FaultKind::NotPresent { .. } | FaultKind::Protection) => {
+                    // A shadow page fault: exit to `kvm_mmu_page_fault`.
+                    self.r.exits += 1;
+                    self.r.exits_pf += 1;
+                    let o = self
+                        .with_kvm(|k, g| k.page_fault(g, v, va, write, true))?
+                        .expect("shadow has KVM");
+                    match o {
+                        PfOutcome::Fixed | PfOutcome::Spurious => {}
+                        PfOutcome::Emulate { gfn } => {
+                            self.with_kvm(|k, g| k.emulate_write(g, v, gfn, GuestStore::Data))?;
+                        }
+                        other => {
+                            return Err(Error::config(
+                                "vm",
+                                format!(
+                                    "shadow page fault on page {vpn} of process {pid} ended in {other:?}"
+                                ),
+                            ))
+                        }
                     }
-                    other => {
-                        return Err(Error::config(
-                            "vm",
-                            format!(
-                                "translation of page {vpn} of process {pid} failed after its fault was served: {other:?}"
-                            ),
-                        ))
-                    }
-                },
+                    let vc = &mut self.vcpus[v];
+                    vc.mmu.vm_exit(HOST_PCID);
+                    vc.mmu.vm_entry(VPID, pcid(pid))?;
+                }
+                (_, other) => {
+                    return Err(Error::config(
+                        "vm",
+                        format!(
+                            "translation of page {vpn} of process {pid} failed after its fault was served: {other:?}"
+                        ),
+                    ))
+                }
             }
         }
         Err(Error::config(
@@ -504,7 +878,7 @@ impl Vm {
             self.r.cr3_flushes += 1;
             self.r.deferred_flushes += 1;
         }
-        Ok(())
+        self.kvm_cr3(v, pid, noflush, true)
     }
 
     fn spawn(&mut self, pid: u32) -> Result<()> {
@@ -535,10 +909,12 @@ impl Vm {
                 "the guest's page-table pages ran out at a fork",
             )
         })?;
-        self.procs[i] = Some(RadixTable::new(
-            self.procs[0].as_ref().map(|t| t.levels()).unwrap_or(4),
-            root << 12,
-        )?);
+        self.pt_owner[(root - self.pt_base) as usize] = pid;
+        let mut t = RadixTable::new(self.levels, root << 12)?;
+        if self.kvm.is_some() {
+            t.log = Some(Vec::new());
+        }
+        self.procs[i] = Some(t);
         // A fresh address space: TLBs must not keep a previous owner's entries of this PCID.
         self.tlb_gen[i] += 1;
         self.r.processes_created += 1;
@@ -546,33 +922,43 @@ impl Vm {
         Ok(())
     }
 
-    fn unmap_range(&mut self, pid: u32, start: u64, pages: u64) -> Result<()> {
-        for vpn in start..start.saturating_add(pages) {
-            if vpn >= 1 << PID_SHIFT {
-                break;
-            }
+    fn unmap_range(&mut self, v: usize, pid: u32, start: u64, pages: u64) -> Result<()> {
+        let end = start.saturating_add(pages).min(1 << PID_SHIFT);
+        for vpn in start..end {
             let key = ((pid as u64) << PID_SHIFT) | vpn;
             self.guest.unmap_page(key);
             let free = &mut self.pt_free;
+            let owner = &mut self.pt_owner;
+            let base = self.pt_base;
             if let Some(Some(t)) = self.procs.get_mut(pid as usize) {
-                if t.unmap(vpn << 12, &mut |f| free.push(f >> 12)).is_some() {
+                let gone = t.unmap(vpn << 12, &mut |f| {
+                    free.push(f >> 12);
+                    owner[((f >> 12) - base) as usize] = FREE_PT;
+                });
+                if gone.is_some() {
                     self.r.pages_unmapped += 1;
                 }
             }
         }
+        self.report_pt_writes(v, pid)?;
         // `flush_tlb_mm_range`: per page up to the ceiling, else the whole address space.
         if pages <= TLB_SINGLE_PAGE_FLUSH_CEILING {
-            for vpn in start..start + pages {
-                self.shootdown(pid, vpn << 12);
+            for vpn in start..end {
+                self.shootdown(pid, vpn << 12)?;
             }
         } else {
             self.tlb_gen[pid as usize] += 1;
             let g = self.tlb_gen[pid as usize];
-            for v in &mut self.vcpus {
-                if v.pid == pid {
-                    v.mmu.load_cr3(pcid(pid), false);
-                    v.seen_gen[pid as usize] = g;
+            for c in 0..self.vcpus.len() {
+                if self.vcpus[c].pid == pid {
+                    self.vcpus[c].mmu.load_cr3(pcid(pid), false);
+                    self.vcpus[c].seen_gen[pid as usize] = g;
                     self.r.cr3_flushes += 1;
+                    if self.kvm.is_some() {
+                        // A full flush: KVM syncs the roots (`kvm_vcpu_flush_tlb_guest`).
+                        self.with_kvm(|k, gv| k.flush_tlb_guest(gv, c))?;
+                        self.r.exits += 1;
+                    }
                 }
             }
         }
@@ -587,7 +973,11 @@ impl Vm {
             self.guest.unmap_page(key);
         }
         let t = self.procs[pid as usize].take().expect("checked");
-        self.pt_free.extend(t.table_frames().map(|f| f >> 12));
+        for f in t.table_frames() {
+            let gfn = f >> 12;
+            self.pt_free.push(gfn);
+            self.pt_owner[(gfn - self.pt_base) as usize] = FREE_PT;
+        }
         self.tlb_gen[pid as usize] += 1;
         self.r.processes_exited += 1;
         Ok(())
@@ -604,7 +994,7 @@ impl Vm {
             GuestOp::Exit { pid } => self.exit(pid),
             GuestOp::Unmap { start, pages } => {
                 let pid = self.vcpus[v].pid;
-                self.unmap_range(pid, start, pages)
+                self.unmap_range(v, pid, start, pages)
             }
         }
     }
@@ -614,13 +1004,14 @@ impl Vm {
         let mut r = self.r.clone();
         r.guest = self.guest.stats.clone();
         if let Some(h) = &self.host {
-            r.host = h.stats.clone();
+            r.host = h.m.stats.clone();
         }
         let mut t = TranslateStats::default();
         for v in &self.vcpus {
             t.add(v.mmu.stats());
         }
         r.translate = t;
+        r.kvm = self.kvm.as_ref().map(|k| k.stats().clone());
         r
     }
 
@@ -634,8 +1025,13 @@ impl Vm {
         self.pt_total - self.pt_free.len() as u64
     }
 
+    /// The shadow MMU (shadow paging), for its counters, profile and pool.
+    pub fn kvm(&self) -> Option<&ShadowMmu> {
+        self.kvm.as_ref()
+    }
+
     /// Every process table maps exactly what the guest manager has mapped (for tests: it
-    /// visits every page each process has touched).
+    /// visits every page each process has touched), and the EPT what the host has.
     pub fn check_mirror(&self) -> std::result::Result<(), String> {
         for (pid, t) in self.procs.iter().enumerate() {
             let Some(t) = t else { continue };
@@ -652,12 +1048,15 @@ impl Vm {
                 }
             }
         }
-        if let (Some(h), Some(ept)) = (&self.host, &self.ept) {
+        if let Some(HostSide {
+            m, ept: Some(ept), ..
+        }) = &self.host
+        {
             for gfn in 0..self.guest_frames as u64 + self.pt_total {
                 let Some((pa, _, _)) = ept.lookup(gfn << 12) else {
                     continue;
                 };
-                let pte = h.mm.pt.pte(gfn);
+                let pte = m.mm.pt.pte(gfn);
                 if pte & PTE_PRESENT == 0 || (crate::mm::pte_frame(pte) as u64) << 12 != pa {
                     return Err(format!("EPT maps gfn {gfn} to {pa:#x}, the host does not"));
                 }
@@ -666,11 +1065,14 @@ impl Vm {
         Ok(())
     }
 
-    /// Every invariant of both memory managers.
+    /// Every invariant of both memory managers and of the shadow MMU.
     pub fn validate(&self) -> std::result::Result<(), String> {
         self.guest.validate()?;
         if let Some(h) = &self.host {
-            h.validate()?;
+            h.m.validate()?;
+        }
+        if let Some(k) = &self.kvm {
+            k.validate()?;
         }
         Ok(())
     }

@@ -20,6 +20,8 @@ fn cfg(paging: Paging, guest_frames: u32, host_frames: u32, tc: TranslateConfig)
         guest_levels: 4,
         host_levels: 4,
         pt_pages: 0,
+        eviction: crate::kvm::Eviction::Fifo,
+        mmu_pages: None,
     }
 }
 
@@ -99,6 +101,94 @@ fn a_nested_walk_reads_24_entries_and_a_native_one_4() {
     let (walks, refs, r) = second_pass(Paging::Native, 4_096);
     assert_eq!((walks, refs), (4_096, 4 * 4_096));
     assert_eq!(r.ept_violations, 0);
+    // Shadow paging walks the shadow table: g = 4 references, as natively (seed 002).
+    let (walks, refs, r) = second_pass(Paging::Shadow, 4_096);
+    assert_eq!((walks, refs), (4_096, 4 * 4_096));
+    assert_eq!(r.ept_violations, 0);
+}
+
+#[test]
+fn shadow_paging_faults_once_per_page_and_keeps_its_pool_capped() {
+    // 4,096 pages written once, then read again, one process, no reclaim. Pass 1: every
+    // page's first access finds no shadow leaf: one shadow page fault (#PF exit) each, except
+    // where the prefetch of up to 7 aligned neighbours (PTE_PREFETCH_NUM) filled it first;
+    // the guest's own stores into its page tables (one per new leaf, one per new table) trap
+    // while the page is shadowed. Pass 2 (all shadow entries in place; KVM's default pool,
+    // (8,192 + 96 page-table gfns) / 50 = 165 pages, holds the 8 leaf + 3 upper shadow
+    // pages): no exit at all.
+    let c = cfg(Paging::Shadow, 8_192, 16_384, TranslateConfig::default());
+    let mut vm = Vm::new(&c, 1).unwrap();
+    for p in 0..4_096 {
+        vm.access(0, p, true).unwrap();
+    }
+    let a = vm.result();
+    assert!(
+        a.exits_pf >= 4_096 / 8 && a.exits_pf <= 4_096,
+        "{}",
+        a.exits_pf
+    );
+    for p in 0..4_096 {
+        vm.access(0, p, false).unwrap();
+    }
+    let b = vm.result();
+    assert_eq!(b.exits_pf, a.exits_pf);
+    assert_eq!(b.exits, a.exits);
+    let k = vm.kvm().unwrap();
+    assert!(k.n_used() <= k.n_max());
+    vm.check_mirror().unwrap();
+    vm.validate().unwrap();
+
+    // With a pool of 8 shadow pages (fewer than the 8 leaf tables plus roots and upper
+    // levels), pages are recycled and pass 2 faults again; the pool never exceeds 8.
+    for eviction in [
+        crate::kvm::Eviction::Fifo,
+        crate::kvm::Eviction::Clock {
+            harvest: crate::kvm::Harvest::None,
+        },
+    ] {
+        let mut c = cfg(Paging::Shadow, 8_192, 16_384, TranslateConfig::default());
+        c.mmu_pages = Some(8);
+        c.eviction = eviction;
+        let mut vm = Vm::new(&c, 1).unwrap();
+        for pass in 0..2 {
+            for p in 0..4_096 {
+                vm.access(0, p, pass == 0).unwrap();
+            }
+        }
+        let r = vm.result();
+        let ks = r.kvm.as_ref().unwrap();
+        assert!(ks.mmu_recycled > 0, "{eviction:?}");
+        let k = vm.kvm().unwrap();
+        assert!(k.n_used() <= 8);
+        vm.check_mirror().unwrap();
+        vm.validate().unwrap();
+    }
+}
+
+#[test]
+fn shadow_paging_sees_host_reclaim_through_the_mmu_notifier() {
+    // As the TDP test above: the host (300 frames) reclaims guest memory (400 pages); under
+    // shadow paging the MMU notifier drops the shadow entries of reclaimed gfns, so pass 2
+    // takes shadow page faults for them and host major faults.
+    let c = cfg(Paging::Shadow, 512, 300, TranslateConfig::default());
+    let mut vm = Vm::new(&c, 1).unwrap();
+    for p in 0..400 {
+        vm.access(0, p, true).unwrap();
+    }
+    let a = vm.result();
+    for p in 0..400 {
+        vm.access(0, p, false).unwrap();
+    }
+    let b = vm.result();
+    assert_eq!(b.guest.faults, a.guest.faults);
+    assert!(
+        b.exits_pf - a.exits_pf >= 100 / 8,
+        "{}",
+        b.exits_pf - a.exits_pf
+    );
+    assert!(b.host.major_faults > a.host.major_faults);
+    vm.check_mirror().unwrap();
+    vm.validate().unwrap();
 }
 
 #[test]
