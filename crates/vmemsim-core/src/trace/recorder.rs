@@ -11,7 +11,8 @@
 //!
 //! ```text
 //! header   "VMRECRAW" (8 bytes), version (1), page_size, flags (bit 0: instruction fetches)
-//! record   w0 = kind | tid << 8 | x << 24, then words by kind:
+//! record   w0 = kind | thread << 8 | x << 32 (kind 8 bits, thread 24 bits, x 32 bits),
+//!          then words by kind:
 //!   kind 1 / 2 / 3  a read / write / fetch run: x = count; stamp, page
 //!   kind 4          file I/O: x = op (1..=5 as in FileOp); stamp, file, offset, len, addr
 //!   kind 5          file-table entry: x = path length; file id, then the path padded with
@@ -147,8 +148,8 @@ pub fn convert_stream<R: Read, W: Write>(
             return Ok((st, out));
         };
         let kind = w0 & 0xFF;
-        let tid = ((w0 >> 8) & 0xFFFF) as u32;
-        let x = w0 >> 24;
+        let tid = ((w0 >> 8) & 0xFF_FFFF) as u32;
+        let x = w0 >> 32;
         match kind {
             1..=3 => {
                 let stamp = w.need(at)?;
@@ -270,7 +271,7 @@ mod tests {
     }
 
     fn w0(kind: u64, tid: u64, x: u64) -> u64 {
-        kind | tid << 8 | x << 24
+        kind | tid << 8 | x << 32
     }
 
     fn convert(raw: &[u8]) -> Result<(RecordStats, Vec<Event>)> {
