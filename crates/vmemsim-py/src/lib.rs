@@ -1169,7 +1169,7 @@ fn record_convert<'py>(
     use vmemsim_core::trace::recorded::RecordedWriter;
     use vmemsim_core::trace::recorder;
     let st = py.allow_threads(move || -> Result<recorder::RecordStats, Error> {
-        let f = std::fs::File::open(&raw).map_err(|e| Error::io(&raw, &e))?;
+        let f = recorder::open_stream(&raw)?;
         let (st, _w) = recorder::convert_stream(f, &raw, |h| {
             let mut meta = TraceMeta {
                 page_size: h.page_size,

@@ -166,7 +166,12 @@ pub enum Event {
     Io(FileIo),
 }
 
+#[inline]
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    if v < 0x80 {
+        out.push(v as u8);
+        return;
+    }
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
         v >>= 7;
@@ -516,6 +521,33 @@ impl<W: Write> RecordedWriter<W> {
         );
         self.prev_stamp = r.stamp;
         self.after_push()
+    }
+
+    /// [`Self::access`] for callers that guarantee `count >= 1` and not both `write` and
+    /// `ifetch`, on an unfinished writer (the recorder's converter).
+    #[inline]
+    pub(crate) fn push_access(
+        &mut self,
+        page: u64,
+        write: bool,
+        ifetch: bool,
+        tid: u32,
+        count: u64,
+        stamp: u64,
+    ) -> Result<()> {
+        debug_assert!(count >= 1 && !(write && ifetch) && !self.finished);
+        self.pages.push(Access { page, write });
+        put_varint(&mut self.threads, (tid as u64) << 1 | ifetch as u64);
+        put_varint(&mut self.counts, count - 1);
+        put_varint(
+            &mut self.stamps,
+            zigzag(stamp.wrapping_sub(self.prev_stamp) as i64),
+        );
+        self.prev_stamp = stamp;
+        if self.pages.len() + self.n_ev >= CHUNK {
+            self.flush_chunk()?;
+        }
+        Ok(())
     }
 
     /// Give file `id` its path (once per id; before the first I/O record naming it).
