@@ -240,6 +240,10 @@ def test_cli_errors(tmp_path: Path) -> None:
                         str(tmp_path / "x.vmt"), "--", str(tmp_path / "no-such-program")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "the recorder wrote nothing" in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "trace", "record", "--out",
+                        str(tmp_path / "no-dir" / "x.vmt"), "--", "true"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "cannot create the trace" in r.stderr, r.stderr
     env = dict(os.environ, PATH=str(tmp_path))
     r = subprocess.run([sys.executable, "-m", "vmemsim", "trace", "record", "--", "true"],
                        capture_output=True, text=True, env=env)

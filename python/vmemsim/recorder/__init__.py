@@ -77,6 +77,12 @@ def record(
         raise ValueError(f"page size {page_size} is not a power of two of at least 2")
     libdir = build()
     vg = find_valgrind()
+    # Fail before the program starts if the trace cannot be created (a converter that
+    # stopped early would leave the recorder writing into a closed pipe).
+    try:
+        open(out, "wb").close()
+    except OSError as e:
+        raise _native.VmemsimError(f"{out}: cannot create the trace: {e.strerror}") from None
     tmp = tempfile.mkdtemp(prefix="vmemsim-record-")
     fifo = os.path.join(tmp, "stream")
     os.mkfifo(fifo, 0o600)

@@ -334,6 +334,8 @@ fn decode_full(
         None
     };
     let mut emitted = 0usize;
+    // One step past the last access record, for the events placed after it.
+    #[allow(clippy::needless_range_loop)]
     for i in 0..=h.n_acc {
         while next == Some(i as u64) {
             out.push(read_event(&mut events, files)?);
@@ -779,7 +781,7 @@ const _: () = assert!(PAD == 8);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{collect, TraceSource};
+    use crate::trace::collect;
 
     fn write_mem(events: &[Event]) -> Vec<u8> {
         let mut w = RecordedWriter::new("mem", Vec::new(), TraceMeta::default()).unwrap();
