@@ -249,3 +249,18 @@ def test_cli_errors(tmp_path: Path) -> None:
                        capture_output=True, text=True, env=env)
     assert r.returncode == 2
     assert "valgrind is not on PATH" in r.stderr and "apt-get install valgrind" in r.stderr
+
+
+def test_program_killed_by_signal(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "killed", r"""
+        #include <signal.h>
+        #include <unistd.h>
+        int main(void) { kill(getpid(), SIGTERM); pause(); return 0; }
+    """)
+    out = tmp_path / "killed.vmt"
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "trace", "record", "--out", str(out),
+                        "--json", "--", str(exe)], capture_output=True, text=True)
+    assert r.returncode == 128 + 15, r.stderr  # as a shell reports a death by SIGTERM
+    summary = json.loads(r.stdout.splitlines()[-1])
+    # Valgrind runs the tool's exit code on a fatal signal: the stream is complete.
+    assert summary["complete"] and summary["records"] == len(read_recorded(str(out))["page"])

@@ -900,7 +900,8 @@ def _run_trace_record(args: argparse.Namespace) -> int:
             f"{PROG}: warning: the recording is incomplete (the program or the recorder was "
             "killed); the trace holds what was recorded until then\n"
         )
-    return rec.returncode
+    # A program killed by signal N exits the shell way: 128 + N.
+    return rec.returncode if rec.returncode >= 0 else 128 - rec.returncode
 
 
 # ---------------------------------------------------------------- generate
