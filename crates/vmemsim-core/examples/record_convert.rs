@@ -1,5 +1,6 @@
 //! Convert a saved recorder stream (`valgrind --tool=vmrec --out=FILE ...`) and report the
-//! conversion's speed: `cargo run --release --example record_convert -- RAW OUT.vmt`.
+//! conversion's speed: `cargo run --release --example record_convert -- RAW OUT.vmt [--inline]`
+//! (`--inline`: compress in the parsing thread, no worker).
 use std::time::Instant;
 
 use vmemsim_core::trace::recorded::RecordedWriter;
@@ -9,6 +10,7 @@ use vmemsim_core::trace::TraceMeta;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let (raw, out) = (&args[1], &args[2]);
+    let worker = args.get(3).map(String::as_str) != Some("--inline");
     let t0 = Instant::now();
     let (st, _) = convert_stream(open_stream(raw)?, raw, |h| {
         RecordedWriter::create(
@@ -18,6 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ..TraceMeta::default()
             },
         )
+        .and_then(|w| if worker { w.with_worker() } else { Ok(w) })
     })?;
     let dt = t0.elapsed().as_secs_f64();
     let size = std::fs::metadata(out)?.len();

@@ -1183,7 +1183,15 @@ fn record_convert<'py>(
             );
             meta.extra
                 .insert("ifetch".into(), if h.ifetch { "yes" } else { "no" }.into());
-            RecordedWriter::create(&out, meta)
+            // Compress in a second thread when there are cores for it beside the program
+            // and the parsing thread.
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let w = RecordedWriter::create(&out, meta)?;
+            if cores >= 4 {
+                w.with_worker()
+            } else {
+                Ok(w)
+            }
         })?;
         Ok(st)
     });

@@ -430,23 +430,96 @@ fn read_event(
     }))
 }
 
-/// Writes a recorded (version-2) trace. Records are buffered into chunks of at most
-/// [`CHUNK`] records; [`RecordedWriter::finish`] writes the last chunk and the end marker.
-pub struct RecordedWriter<W: Write = BufWriter<File>> {
-    name: String,
-    out: Option<W>,
+/// The records of one chunk being built: the page stream's accesses and the other streams
+/// already LEB128-encoded.
+#[derive(Default)]
+struct ChunkBufs {
     pages: Vec<Access>,
     threads: Vec<u8>,
     counts: Vec<u8>,
     stamps: Vec<u8>,
     events: Vec<u8>,
     n_ev: usize,
-    prev_stamp: u64,
-    files: std::collections::HashSet<u32>,
+}
+
+impl ChunkBufs {
+    fn n(&self) -> usize {
+        self.pages.len() + self.n_ev
+    }
+
+    fn clear(&mut self) {
+        self.pages.clear();
+        self.threads.clear();
+        self.counts.clear();
+        self.stamps.clear();
+        self.events.clear();
+        self.n_ev = 0;
+    }
+}
+
+/// The back half of a writer: encodes the page stream, assembles the payload, compresses
+/// and writes chunks, then the end marker.
+struct ChunkSink<W> {
+    name: String,
+    out: W,
     raw: Vec<u8>,
     comp: Vec<u8>,
     records: u64,
     chunks: u64,
+}
+
+impl<W: Write> ChunkSink<W> {
+    fn write_chunk(&mut self, c: &ChunkBufs) -> Result<()> {
+        let n = c.n();
+        if n == 0 {
+            return Ok(());
+        }
+        let raw = &mut self.raw;
+        raw.clear();
+        raw.extend_from_slice(&(c.pages.len() as u32).to_le_bytes());
+        raw.extend_from_slice(&(c.n_ev as u32).to_le_bytes());
+        raw.resize(PAYLOAD_HEAD, 0);
+        native::encode_pages(&c.pages, raw);
+        let page_len = raw.len() - PAYLOAD_HEAD;
+        for (i, len) in [page_len, c.threads.len(), c.counts.len(), c.stamps.len()]
+            .into_iter()
+            .enumerate()
+        {
+            raw[8 + 4 * i..12 + 4 * i].copy_from_slice(&(len as u32).to_le_bytes());
+        }
+        raw.extend_from_slice(&c.threads);
+        raw.extend_from_slice(&c.counts);
+        raw.extend_from_slice(&c.stamps);
+        raw.extend_from_slice(&c.events);
+        native::write_chunk(&self.name, &mut self.out, raw, n as u32, &mut self.comp)?;
+        self.records += n as u64;
+        self.chunks += 1;
+        Ok(())
+    }
+}
+
+/// Where full chunks go: written in this thread, or handed to a worker thread (which sends
+/// the emptied buffers back for reuse).
+enum Sink<W> {
+    Inline(ChunkSink<W>),
+    Worker {
+        tx: std::sync::mpsc::SyncSender<ChunkBufs>,
+        back: std::sync::mpsc::Receiver<ChunkBufs>,
+        handle: std::thread::JoinHandle<Result<ChunkSink<W>>>,
+    },
+    /// Between states, and after a worker failed.
+    Gone,
+}
+
+/// Writes a recorded (version-2) trace. Records are buffered into chunks of at most
+/// [`CHUNK`] records; [`TraceWriter::finish`] writes the last chunk and the end marker.
+/// [`RecordedWriter::with_worker`] moves compression and writing to a second thread.
+pub struct RecordedWriter<W: Write = BufWriter<File>> {
+    bufs: ChunkBufs,
+    sink: Sink<W>,
+    name: String,
+    prev_stamp: u64,
+    files: std::collections::HashSet<u32>,
     finished: bool,
 }
 
@@ -458,25 +531,55 @@ impl RecordedWriter<BufWriter<File>> {
     }
 }
 
+impl<W: Write + Send + 'static> RecordedWriter<W> {
+    /// Encode, compress and write chunks in a worker thread while the caller adds records
+    /// (the recorder's converter: parsing and compressing then run on two cores). Output is
+    /// byte-for-byte the same.
+    pub fn with_worker(mut self) -> Result<Self> {
+        let Sink::Inline(mut sink) = std::mem::replace(&mut self.sink, Sink::Gone) else {
+            return Err(Error::config(
+                "writer",
+                "the trace writer already has a worker",
+            ));
+        };
+        let (tx, rx) = std::sync::mpsc::sync_channel::<ChunkBufs>(2);
+        let (back_tx, back) = std::sync::mpsc::channel::<ChunkBufs>();
+        let handle = std::thread::Builder::new()
+            .name("vmemsim-trace-writer".into())
+            .spawn(move || {
+                for mut c in rx {
+                    sink.write_chunk(&c)?;
+                    c.clear();
+                    let _ = back_tx.send(c);
+                }
+                Ok(sink)
+            })
+            .map_err(|e| Error::io(&self.name, &e))?;
+        self.sink = Sink::Worker { tx, back, handle };
+        Ok(self)
+    }
+}
+
 impl<W: Write> RecordedWriter<W> {
     /// Write the header of a recorded trace to `out`; `name` is used in error messages.
     pub fn new(name: &str, mut out: W, meta: TraceMeta) -> Result<Self> {
         native::write_header(name, &mut out, &meta, VERSION_RECORDED)?;
         Ok(RecordedWriter {
+            bufs: ChunkBufs {
+                pages: Vec::with_capacity(CHUNK),
+                ..ChunkBufs::default()
+            },
+            sink: Sink::Inline(ChunkSink {
+                name: name.to_string(),
+                out,
+                raw: Vec::new(),
+                comp: Vec::new(),
+                records: 0,
+                chunks: 0,
+            }),
             name: name.to_string(),
-            out: Some(out),
-            pages: Vec::with_capacity(CHUNK),
-            threads: Vec::new(),
-            counts: Vec::new(),
-            stamps: Vec::new(),
-            events: Vec::new(),
-            n_ev: 0,
             prev_stamp: 0,
             files: Default::default(),
-            raw: Vec::new(),
-            comp: Vec::new(),
-            records: 0,
-            chunks: 0,
             finished: false,
         })
     }
@@ -488,12 +591,8 @@ impl<W: Write> RecordedWriter<W> {
         Ok(())
     }
 
-    fn n(&self) -> usize {
-        self.pages.len() + self.n_ev
-    }
-
     fn after_push(&mut self) -> Result<()> {
-        if self.n() == CHUNK || self.events.len() >= EVENT_FLUSH {
+        if self.bufs.n() == CHUNK || self.bufs.events.len() >= EVENT_FLUSH {
             self.flush_chunk()?;
         }
         Ok(())
@@ -514,15 +613,7 @@ impl<W: Write> RecordedWriter<W> {
                 "an access record cannot be both a write and an instruction fetch",
             ));
         }
-        self.pages.push(r.access());
-        put_varint(&mut self.threads, (r.tid as u64) << 1 | r.ifetch as u64);
-        put_varint(&mut self.counts, r.count - 1);
-        put_varint(
-            &mut self.stamps,
-            zigzag(r.stamp.wrapping_sub(self.prev_stamp) as i64),
-        );
-        self.prev_stamp = r.stamp;
-        self.after_push()
+        self.push_access(r.page, r.write, r.ifetch, r.tid, r.count, r.stamp)
     }
 
     /// [`Self::access`] for callers that guarantee `count >= 1` and not both `write` and
@@ -538,15 +629,16 @@ impl<W: Write> RecordedWriter<W> {
         stamp: u64,
     ) -> Result<()> {
         debug_assert!(count >= 1 && !(write && ifetch) && !self.finished);
-        self.pages.push(Access { page, write });
-        put_varint(&mut self.threads, (tid as u64) << 1 | ifetch as u64);
-        put_varint(&mut self.counts, count - 1);
+        let b = &mut self.bufs;
+        b.pages.push(Access { page, write });
+        put_varint(&mut b.threads, (tid as u64) << 1 | ifetch as u64);
+        put_varint(&mut b.counts, count - 1);
         put_varint(
-            &mut self.stamps,
+            &mut b.stamps,
             zigzag(stamp.wrapping_sub(self.prev_stamp) as i64),
         );
         self.prev_stamp = stamp;
-        if self.pages.len() + self.n_ev >= CHUNK {
+        if b.n() >= CHUNK {
             self.flush_chunk()?;
         }
         Ok(())
@@ -567,12 +659,13 @@ impl<W: Write> RecordedWriter<W> {
                 format!("file id {id} is already in the file table"),
             ));
         }
-        put_varint(&mut self.events, self.pages.len() as u64);
-        put_varint(&mut self.events, 0);
-        put_varint(&mut self.events, id as u64);
-        put_varint(&mut self.events, path.len() as u64);
-        self.events.extend_from_slice(path.as_bytes());
-        self.n_ev += 1;
+        let b = &mut self.bufs;
+        put_varint(&mut b.events, b.pages.len() as u64);
+        put_varint(&mut b.events, 0);
+        put_varint(&mut b.events, id as u64);
+        put_varint(&mut b.events, path.len() as u64);
+        b.events.extend_from_slice(path.as_bytes());
+        b.n_ev += 1;
         self.after_push()
     }
 
@@ -585,7 +678,8 @@ impl<W: Write> RecordedWriter<W> {
                 format!("file id {} is not in the file table", r.file),
             ));
         }
-        put_varint(&mut self.events, self.pages.len() as u64);
+        let b = &mut self.bufs;
+        put_varint(&mut b.events, b.pages.len() as u64);
         for v in [
             r.op as u64,
             r.tid as u64,
@@ -595,55 +689,73 @@ impl<W: Write> RecordedWriter<W> {
             r.len,
             r.addr,
         ] {
-            put_varint(&mut self.events, v);
+            put_varint(&mut b.events, v);
         }
-        self.n_ev += 1;
+        b.n_ev += 1;
         self.after_push()
     }
 
+    /// The worker's result once it has stopped (it stops early only on an error).
+    fn worker_error(&mut self) -> Error {
+        match std::mem::replace(&mut self.sink, Sink::Gone) {
+            Sink::Worker { handle, .. } => match handle.join() {
+                Ok(Err(e)) => e,
+                Ok(Ok(_)) => Error::config("writer", "the trace writer's worker stopped"),
+                Err(_) => Error::config("writer", "the trace writer's worker panicked"),
+            },
+            _ => Error::config("writer", "the trace writer failed earlier"),
+        }
+    }
+
     fn flush_chunk(&mut self) -> Result<()> {
-        let n = self.n();
-        if n == 0 {
+        if self.bufs.n() == 0 {
             return Ok(());
         }
-        let raw = &mut self.raw;
-        raw.clear();
-        let lens_at = 8;
-        raw.extend_from_slice(&(self.pages.len() as u32).to_le_bytes());
-        raw.extend_from_slice(&(self.n_ev as u32).to_le_bytes());
-        raw.resize(PAYLOAD_HEAD, 0);
-        native::encode_pages(&self.pages, raw);
-        let page_len = raw.len() - PAYLOAD_HEAD;
-        raw.extend_from_slice(&self.threads);
-        raw.extend_from_slice(&self.counts);
-        raw.extend_from_slice(&self.stamps);
-        raw.extend_from_slice(&self.events);
-        for (i, len) in [
-            page_len,
-            self.threads.len(),
-            self.counts.len(),
-            self.stamps.len(),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            raw[lens_at + 4 * i..lens_at + 4 * i + 4].copy_from_slice(&(len as u32).to_le_bytes());
-        }
-        let out = self
-            .out
-            .as_mut()
-            .ok_or_else(|| Error::config("writer", "trace writer already finished"))?;
-        native::write_chunk(&self.name, out, raw, n as u32, &mut self.comp)?;
-        self.records += n as u64;
-        self.chunks += 1;
-        self.pages.clear();
-        self.threads.clear();
-        self.counts.clear();
-        self.stamps.clear();
-        self.events.clear();
-        self.n_ev = 0;
         self.prev_stamp = 0;
-        Ok(())
+        match &mut self.sink {
+            Sink::Inline(sink) => {
+                sink.write_chunk(&self.bufs)?;
+                self.bufs.clear();
+                Ok(())
+            }
+            Sink::Worker { tx, back, .. } => {
+                let spare = back.try_recv().unwrap_or_else(|_| ChunkBufs {
+                    pages: Vec::with_capacity(CHUNK),
+                    ..ChunkBufs::default()
+                });
+                let full = std::mem::replace(&mut self.bufs, spare);
+                if tx.send(full).is_err() {
+                    return Err(self.worker_error());
+                }
+                Ok(())
+            }
+            Sink::Gone => Err(Error::config("writer", "the trace writer failed earlier")),
+        }
+    }
+
+    /// Stop the worker (if any) and give back the chunk sink.
+    fn join(&mut self) -> Result<&mut ChunkSink<W>> {
+        if let Sink::Worker { .. } = self.sink {
+            let Sink::Worker { tx, handle, .. } = std::mem::replace(&mut self.sink, Sink::Gone)
+            else {
+                unreachable!("matched above")
+            };
+            drop(tx);
+            let sink = match handle.join() {
+                Ok(r) => r?,
+                Err(_) => {
+                    return Err(Error::config(
+                        "writer",
+                        "the trace writer's worker panicked",
+                    ))
+                }
+            };
+            self.sink = Sink::Inline(sink);
+        }
+        match &mut self.sink {
+            Sink::Inline(sink) => Ok(sink),
+            _ => Err(Error::config("writer", "the trace writer failed earlier")),
+        }
     }
 
     /// Finish (if not done yet) and give back the sink.
@@ -651,9 +763,10 @@ impl<W: Write> RecordedWriter<W> {
         if !self.finished {
             TraceWriter::finish(&mut self)?;
         }
-        self.out
-            .take()
-            .ok_or_else(|| Error::config("writer", "trace writer has no sink"))
+        match std::mem::replace(&mut self.sink, Sink::Gone) {
+            Sink::Inline(sink) => Ok(sink.out),
+            _ => Err(Error::config("writer", "trace writer has no sink")),
+        }
     }
 }
 
@@ -675,13 +788,11 @@ impl<W: Write> TraceWriter for RecordedWriter<W> {
     fn finish(&mut self) -> Result<u64> {
         self.check_open()?;
         self.flush_chunk()?;
-        let out = self
-            .out
-            .as_mut()
-            .ok_or_else(|| Error::config("writer", "trace writer has no sink"))?;
-        native::write_trailer(&self.name, out, self.records, self.chunks)?;
+        let sink = self.join()?;
+        native::write_trailer(&sink.name, &mut sink.out, sink.records, sink.chunks)?;
+        let records = sink.records;
         self.finished = true;
-        Ok(self.records)
+        Ok(records)
     }
 }
 
@@ -894,6 +1005,57 @@ mod tests {
             .collect();
         assert_eq!(plain(&bytes).unwrap(), want);
         assert_eq!(want.len(), 150_000);
+    }
+
+    #[test]
+    fn worker_writes_the_same_bytes() {
+        let v = sample();
+        let inline = write_mem(&v);
+        let mut w = RecordedWriter::new("mem", Vec::new(), TraceMeta::default())
+            .unwrap()
+            .with_worker()
+            .unwrap();
+        for e in &v {
+            match e {
+                Event::Access(r) => w.access(*r).unwrap(),
+                Event::File { id, path } => w.file(*id, path).unwrap(),
+                Event::Io(io) => w.io(*io).unwrap(),
+            }
+        }
+        assert!(w.into_inner().unwrap() == inline);
+
+        // A sink that fails: the worker's error comes back from a later call or finish.
+        struct Full(usize);
+        impl Write for Full {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                if self.0 < b.len() {
+                    return Err(std::io::Error::other("disk full"));
+                }
+                self.0 -= b.len();
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut w = RecordedWriter::new("full", Full(100_000), TraceMeta::default())
+            .unwrap()
+            .with_worker()
+            .unwrap();
+        let mut err = None;
+        for e in &v {
+            if let Event::Access(r) = e {
+                if let Err(e) = w.access(*r) {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        let e = match err {
+            Some(e) => e,
+            None => TraceWriter::finish(&mut w).unwrap_err(),
+        };
+        assert_eq!(e.to_string(), "full: disk full");
     }
 
     #[test]
