@@ -80,3 +80,13 @@ def write_trace(
     source: Mapping[str, Any], out: str, format: str, progress: Optional[ProgressFn] = None
 ) -> int:
     """Copy a source into a new trace file; returns the accesses written."""
+
+def record_convert(
+    raw: str, out: str, origin: str, extra: Sequence[tuple[str, str]]
+) -> dict[str, Any]:
+    """Convert the vmrec tool's stream at ``raw`` (a FIFO or file) into a recorded trace
+    ``out``; returns the counts (records, accesses, reads, writes, ifetches, io_records,
+    files, threads, instructions, raw_bytes, complete)."""
+
+def read_recorded(path: str) -> dict[str, Any]:
+    """Every record of a native trace with all fields (see ``vmemsim.recorder.read_recorded``)."""

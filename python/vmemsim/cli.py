@@ -25,6 +25,10 @@ Contract (scripts and tests rely on it):
   (``.vmt`` native, ``.oracleGeneral`` oracle-general, ``.csv``, anything else text).
 - ``vmemsim trace read TRACE [--json]``: reads the whole trace; prints the accesses and
   M accesses/s (the cost of reading alone).
+- ``vmemsim trace record [--out F] [--page-size N] [--ifetch] [--json] -- CMD ARGS``: runs
+  CMD under the Valgrind recorder (:mod:`vmemsim.recorder`), writes a recorded trace
+  (native version 2), prints a summary on stderr (or JSON on stdout) and exits with CMD's
+  status.
 - ``vmemsim generate SPEC --out PATH [--to F] [--seed S]``: writes a generated trace
   (native unless ``--to`` or OUT's ending says otherwise).
 - ``vmemsim policies`` prints one line per registered policy: name, family, description.
@@ -840,6 +844,66 @@ def _run_trace_read(args: argparse.Namespace) -> int:
     return 0
 
 
+def _configure_trace_record(p: argparse.ArgumentParser) -> None:
+    p.usage = "%(prog)s [--out PATH] [--page-size N] [--ifetch] [--json] -- CMD [ARGS ...]"
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="PATH",
+        help="trace file to create (default: the program's name + .vmt, here)",
+    )
+    p.add_argument(
+        "--page-size",
+        type=int,
+        default=4096,
+        metavar="N",
+        help="bytes per page, a power of two (default 4096)",
+    )
+    p.add_argument("--ifetch", action="store_true", help="record instruction fetches too")
+    p.add_argument(
+        "--json", action="store_true", help="print the summary as one JSON object on stdout"
+    )
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="CMD", help="the program to run")
+
+
+def _run_trace_record(args: argparse.Namespace) -> int:
+    from .recorder import Unavailable, record
+
+    cmd = list(args.command)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise CliError("no command to record: vmemsim trace record [--out F] -- CMD ARGS...")
+    if args.page_size < 2 or args.page_size & (args.page_size - 1):
+        raise CliError(f"--page-size: {args.page_size} is not a power of two of at least 2")
+    out = args.out or os.path.basename(cmd[0]) + ".vmt"
+    try:
+        rec = record(cmd, out, page_size=args.page_size, ifetch=args.ifetch)
+    except Unavailable as e:
+        raise CliError(f"cannot record: {e}") from None
+    st = rec.stats
+    size = rec.trace_bytes
+    per_m = size / (st["accesses"] / 1e6) if st["accesses"] else 0.0
+    summary = dict(st, trace=out, command=cmd, returncode=rec.returncode,
+                   seconds=rec.seconds, trace_bytes=size, bytes_per_million_accesses=per_m)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        sys.stderr.write(
+            f"{PROG}: recorded {st['accesses']:,} accesses in {st['records']:,} records "
+            f"({st['threads']} threads, {st['io_records']:,} file I/O records on "
+            f"{st['files']} files, {st['instructions']:,} instructions) in {rec.seconds:.2f} s "
+            f"-> {out} ({size:,} bytes, {per_m:,.0f} bytes per million accesses)\n"
+        )
+    if not st["complete"]:
+        sys.stderr.write(
+            f"{PROG}: warning: the recording is incomplete (the program or the recorder was "
+            "killed); the trace holds what was recorded until then\n"
+        )
+    # A program killed by signal N exits the shell way: 128 + N.
+    return rec.returncode if rec.returncode >= 0 else 128 - rec.returncode
+
+
 # ---------------------------------------------------------------- generate
 
 
@@ -971,6 +1035,18 @@ register(
     _run_trace_read,
     description="Read every access of a trace and drop it: the cost of reading alone "
     "(for benchmarks).",
+)
+register(
+    "trace record",
+    "record a program's page accesses (Valgrind): vmemsim trace record -- CMD ARGS",
+    _configure_trace_record,
+    _run_trace_record,
+    description="Run CMD under Valgrind with vmemsim's recorder tool and write its page "
+    "accesses as a recorded trace: per thread, consecutive accesses to one page folded into "
+    "one record with a count and an instruction stamp, reads/writes, and the file I/O "
+    "system calls (read, write, pread64, pwrite64, mmap of regular files). Every trace "
+    "command reads the result. Exits with CMD's status. Needs valgrind and gcc "
+    "(apt-get install valgrind gcc); the tool is built on first use.",
 )
 register(
     "generate",

@@ -1153,6 +1153,152 @@ fn write_trace(
     })
 }
 
+/// Convert the `vmrec` Valgrind tool's stream at `raw` (a FIFO it is writing, or a file)
+/// into a recorded (version-2 native) trace at `out`, while the program runs. `origin` and
+/// `extra` go into the trace's header. Returns the conversion's counts as a dict
+/// ([`vmemsim_core::trace::recorder::RecordStats`]). The GIL is released throughout.
+#[pyfunction]
+#[pyo3(signature = (raw, out, origin, extra))]
+fn record_convert<'py>(
+    py: Python<'py>,
+    raw: String,
+    out: String,
+    origin: String,
+    extra: Vec<(String, String)>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use vmemsim_core::trace::recorded::RecordedWriter;
+    use vmemsim_core::trace::recorder;
+    let st = py.allow_threads(move || -> Result<recorder::RecordStats, Error> {
+        let f = recorder::open_stream(&raw)?;
+        let (st, _w) = recorder::convert_stream(f, &raw, |h| {
+            let mut meta = TraceMeta {
+                page_size: h.page_size,
+                origin: Some(origin),
+                ..TraceMeta::default()
+            };
+            meta.extra.extend(extra);
+            meta.extra.insert(
+                "stamp".into(),
+                "guest instructions executed before the record (all threads)".into(),
+            );
+            meta.extra
+                .insert("ifetch".into(), if h.ifetch { "yes" } else { "no" }.into());
+            // Compress in a second thread when there are cores for it beside the program
+            // and the parsing thread.
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let w = RecordedWriter::create(&out, meta)?;
+            if cores >= 4 {
+                w.with_worker()
+            } else {
+                Ok(w)
+            }
+        })?;
+        Ok(st)
+    });
+    let st = st.map_err(py_err)?;
+    let d = PyDict::new_bound(py);
+    d.set_item("records", st.records)?;
+    d.set_item("accesses", st.accesses)?;
+    d.set_item("reads", st.reads)?;
+    d.set_item("writes", st.writes)?;
+    d.set_item("ifetches", st.ifetches)?;
+    d.set_item("io_records", st.io_records)?;
+    d.set_item("files", st.files)?;
+    d.set_item("threads", st.threads)?;
+    d.set_item("instructions", st.instructions)?;
+    d.set_item("raw_bytes", st.raw_bytes)?;
+    d.set_item("complete", st.complete)?;
+    Ok(d)
+}
+
+/// Every record of a native trace (either version) with all its fields: a dict with
+/// `version`, `page_size`, `meta` (the header's extra key/values), `origin`, numpy arrays
+/// `page`, `write`, `ifetch`, `tid`, `count`, `stamp` (one entry per access record, in file
+/// order), `events` (a list of dicts: `index` = access records before it, `op`, `tid`,
+/// `stamp`, `file`, `path`, `offset`, `len`, `addr`) and `files` (id → path).
+#[pyfunction]
+fn read_recorded<'py>(py: Python<'py>, path: String) -> PyResult<Bound<'py, PyDict>> {
+    use vmemsim_core::trace::recorded::{Event, FileIo, RecordedReader};
+    type Loaded = (
+        RecordedReader,
+        Vec<vmemsim_core::trace::recorded::Recorded>,
+        Vec<(usize, FileIo)>,
+    );
+    let (r, acc, io): Loaded = py
+        .allow_threads(|| -> Result<Loaded, Error> {
+            let mut r = RecordedReader::open(&path)?;
+            let (mut acc, mut io) = (Vec::new(), Vec::new());
+            let mut buf = Vec::new();
+            loop {
+                r.next_events(&mut buf)?;
+                if buf.is_empty() {
+                    return Ok((r, acc, io));
+                }
+                for e in buf.drain(..) {
+                    match e {
+                        Event::Access(a) => acc.push(a),
+                        Event::Io(f) => io.push((acc.len(), f)),
+                        Event::File { .. } => {}
+                    }
+                }
+            }
+        })
+        .map_err(py_err)?;
+    let d = PyDict::new_bound(py);
+    d.set_item("version", r.version())?;
+    d.set_item("page_size", r.meta().page_size)?;
+    d.set_item("origin", r.meta().origin.clone())?;
+    d.set_item(
+        "meta",
+        r.meta().extra.clone().into_iter().collect::<Vec<_>>(),
+    )?;
+    d.set_item(
+        "page",
+        PyArray1::from_iter_bound(py, acc.iter().map(|a| a.page)),
+    )?;
+    d.set_item(
+        "write",
+        PyArray1::from_iter_bound(py, acc.iter().map(|a| a.write)),
+    )?;
+    d.set_item(
+        "ifetch",
+        PyArray1::from_iter_bound(py, acc.iter().map(|a| a.ifetch)),
+    )?;
+    d.set_item(
+        "tid",
+        PyArray1::from_iter_bound(py, acc.iter().map(|a| a.tid)),
+    )?;
+    d.set_item(
+        "count",
+        PyArray1::from_iter_bound(py, acc.iter().map(|a| a.count)),
+    )?;
+    d.set_item(
+        "stamp",
+        PyArray1::from_iter_bound(py, acc.iter().map(|a| a.stamp)),
+    )?;
+    let files = PyDict::new_bound(py);
+    for (id, p) in r.files() {
+        files.set_item(id, p)?;
+    }
+    let events = pyo3::types::PyList::empty_bound(py);
+    for (index, f) in io {
+        let e = PyDict::new_bound(py);
+        e.set_item("index", index)?;
+        e.set_item("op", f.op.name())?;
+        e.set_item("tid", f.tid)?;
+        e.set_item("stamp", f.stamp)?;
+        e.set_item("file", f.file)?;
+        e.set_item("path", r.files().get(&f.file).cloned())?;
+        e.set_item("offset", f.offset)?;
+        e.set_item("len", f.len)?;
+        e.set_item("addr", f.addr)?;
+        events.append(e)?;
+    }
+    d.set_item("events", events)?;
+    d.set_item("files", files)?;
+    Ok(d)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
@@ -1170,6 +1316,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;
     m.add_function(wrap_pyfunction!(load_trace, m)?)?;
     m.add_function(wrap_pyfunction!(write_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(record_convert, m)?)?;
+    m.add_function(wrap_pyfunction!(read_recorded, m)?)?;
     m.add("VmemsimError", m.py().get_type_bound::<VmemsimError>())?;
     m.add("__version__", replay::VERSION)?;
     Ok(())

@@ -12,6 +12,11 @@
 //! | `oracle-general`  | [`oracle`]   | yes   | yes    | libCacheSim's 24-byte binary records        |
 //! | `native`          | [`native`]   | yes   | yes    | vmemsim's compressed, checksummed chunks    |
 //!
+//! Native version 2 ([`recorded`]) is what `vmemsim trace record` writes: per-record thread,
+//! count, instruction stamp and file I/O, in the same framing; every reader of `native`
+//! reads it as a plain access stream, and [`recorded::RecordedReader`] gives all its fields.
+//! [`recorder`] converts the Valgrind recorder's intermediate stream into it.
+//!
 //! Public API used by the CLI and the binding:
 //! - [`open`]`(path, format, &ReaderOptions)` → `Box<dyn TraceSource>`; `format` `None` =
 //!   [`TraceFormat::detect`] (magic bytes first, then the extension).
@@ -25,6 +30,8 @@ pub mod csv;
 pub mod info;
 pub mod native;
 pub mod oracle;
+pub mod recorded;
+pub mod recorder;
 pub mod text;
 
 use std::collections::BTreeMap;

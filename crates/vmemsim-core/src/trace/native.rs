@@ -70,10 +70,14 @@ pub const MAX_CHUNK_RECORDS: u32 = CHUNK as u32;
 const MAX_META: u32 = 1 << 20;
 /// A record takes at most 8 data bytes.
 const MAX_RECORD_BYTES: u32 = 8;
+/// The version of recorded traces ([`super::recorded`]): the same framing, a richer payload.
+pub const VERSION_RECORDED: u32 = 2;
+/// Largest raw payload of a version-2 chunk (its writer flushes well before).
+pub(crate) const MAX_RAW_V2: u32 = 64 << 20;
 const END: u32 = 0xFFFF_FFFF;
 /// Slack after a decoded payload so that an 8-byte load at its last byte stays inside the
 /// buffer.
-const PAD: usize = 8;
+pub(crate) const PAD: usize = 8;
 /// Zigzag codes below this leave room for the write bit in 64 bits.
 const SHORT_LIMIT: u64 = 1 << 63;
 /// Control codes of the escape form.
@@ -94,7 +98,7 @@ const MASKS: [u64; 9] = [
 
 /// Control bytes of a chunk of `n` records.
 #[inline]
-fn control_len(n: usize) -> usize {
+pub(crate) fn control_len(n: usize) -> usize {
     n.div_ceil(2)
 }
 
@@ -122,26 +126,7 @@ impl NativeWriter<BufWriter<File>> {
 impl<W: Write> NativeWriter<W> {
     /// Write the header of a trace to `out`; `name` is used in error messages.
     pub fn new(name: &str, mut out: W, meta: TraceMeta) -> Result<Self> {
-        super::page_shift(meta.page_size)?;
-        let json = serde_json::to_vec(&meta)
-            .map_err(|e| Error::config("meta", format!("cannot encode trace metadata: {e}")))?;
-        if json.len() > MAX_META as usize {
-            return Err(Error::config(
-                "meta",
-                format!(
-                    "trace metadata is {} bytes; at most {MAX_META} fit the header",
-                    json.len()
-                ),
-            ));
-        }
-        let mut head = Vec::with_capacity(16 + json.len() + 4);
-        head.extend_from_slice(&MAGIC);
-        head.extend_from_slice(&VERSION.to_le_bytes());
-        head.extend_from_slice(&(json.len() as u32).to_le_bytes());
-        head.extend_from_slice(&json);
-        let crc = crc32fast::hash(&head[8..]);
-        head.extend_from_slice(&crc.to_le_bytes());
-        out.write_all(&head).map_err(|e| Error::io(name, &e))?;
+        write_header(name, &mut out, &meta, VERSION)?;
         Ok(NativeWriter {
             name: name.to_string(),
             out: Some(out),
@@ -169,25 +154,12 @@ impl<W: Write> NativeWriter<W> {
             return Ok(());
         }
         encode_chunk(&self.pending, &mut self.raw);
-        let raw_len = self.raw.len();
-        self.comp
-            .resize(lz4_flex::block::get_maximum_output_size(raw_len), 0);
-        let stored: &[u8] = match lz4_flex::block::compress_into(&self.raw, &mut self.comp) {
-            Ok(n) if n < raw_len => &self.comp[..n],
-            _ => &self.raw,
-        };
-        let mut h = [0u8; 16];
-        h[0..4].copy_from_slice(&(stored.len() as u32).to_le_bytes());
-        h[4..8].copy_from_slice(&(raw_len as u32).to_le_bytes());
-        h[8..12].copy_from_slice(&(self.pending.len() as u32).to_le_bytes());
-        h[12..16].copy_from_slice(&crc32fast::hash(stored).to_le_bytes());
         let out = self
             .out
             .as_mut()
             .ok_or_else(|| Error::config("writer", "trace writer already finished"))?;
-        out.write_all(&h)
-            .and_then(|_| out.write_all(stored))
-            .map_err(|e| Error::io(&self.name, &e))?;
+        let n = self.pending.len() as u32;
+        write_chunk(&self.name, out, &self.raw, n, &mut self.comp)?;
         self.records += self.pending.len() as u64;
         self.chunks += 1;
         self.pending.clear();
@@ -221,29 +193,101 @@ impl<W: Write> TraceWriter for NativeWriter<W> {
             return Err(Error::config("writer", "trace writer already finished"));
         }
         self.flush_chunk()?;
-        let mut t = [0u8; 24];
-        t[0..4].copy_from_slice(&END.to_le_bytes());
-        t[4..12].copy_from_slice(&self.records.to_le_bytes());
-        t[12..20].copy_from_slice(&self.chunks.to_le_bytes());
-        let crc = crc32fast::hash(&t[4..20]);
-        t[20..24].copy_from_slice(&crc.to_le_bytes());
         let out = self
             .out
             .as_mut()
             .ok_or_else(|| Error::config("writer", "trace writer has no sink"))?;
-        out.write_all(&t)
-            .and_then(|_| out.flush())
-            .map_err(|e| Error::io(&self.name, &e))?;
+        write_trailer(&self.name, out, self.records, self.chunks)?;
         self.finished = true;
         Ok(self.records)
     }
 }
 
+/// Write the header (magic, `version`, metadata JSON, CRC); shared by [`NativeWriter`] and the
+/// version-2 writer of [`super::recorded`].
+pub(crate) fn write_header<W: Write>(
+    name: &str,
+    out: &mut W,
+    meta: &TraceMeta,
+    version: u32,
+) -> Result<()> {
+    super::page_shift(meta.page_size)?;
+    let json = serde_json::to_vec(meta)
+        .map_err(|e| Error::config("meta", format!("cannot encode trace metadata: {e}")))?;
+    if json.len() > MAX_META as usize {
+        return Err(Error::config(
+            "meta",
+            format!(
+                "trace metadata is {} bytes; at most {MAX_META} fit the header",
+                json.len()
+            ),
+        ));
+    }
+    let mut head = Vec::with_capacity(16 + json.len() + 4);
+    head.extend_from_slice(&MAGIC);
+    head.extend_from_slice(&version.to_le_bytes());
+    head.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    head.extend_from_slice(&json);
+    let crc = crc32fast::hash(&head[8..]);
+    head.extend_from_slice(&crc.to_le_bytes());
+    out.write_all(&head).map_err(|e| Error::io(name, &e))
+}
+
+/// Write one chunk of `n` records whose raw payload is `raw`: LZ4 when that is smaller, the
+/// raw bytes otherwise. `comp` is scratch space.
+pub(crate) fn write_chunk<W: Write>(
+    name: &str,
+    out: &mut W,
+    raw: &[u8],
+    n: u32,
+    comp: &mut Vec<u8>,
+) -> Result<()> {
+    let raw_len = raw.len();
+    comp.resize(lz4_flex::block::get_maximum_output_size(raw_len), 0);
+    let stored: &[u8] = match lz4_flex::block::compress_into(raw, comp) {
+        Ok(k) if k < raw_len => &comp[..k],
+        _ => raw,
+    };
+    let mut h = [0u8; 16];
+    h[0..4].copy_from_slice(&(stored.len() as u32).to_le_bytes());
+    h[4..8].copy_from_slice(&(raw_len as u32).to_le_bytes());
+    h[8..12].copy_from_slice(&n.to_le_bytes());
+    h[12..16].copy_from_slice(&crc32fast::hash(stored).to_le_bytes());
+    out.write_all(&h)
+        .and_then(|_| out.write_all(stored))
+        .map_err(|e| Error::io(name, &e))
+}
+
+/// Write the end marker and flush.
+pub(crate) fn write_trailer<W: Write>(
+    name: &str,
+    out: &mut W,
+    records: u64,
+    chunks: u64,
+) -> Result<()> {
+    let mut t = [0u8; 24];
+    t[0..4].copy_from_slice(&END.to_le_bytes());
+    t[4..12].copy_from_slice(&records.to_le_bytes());
+    t[12..20].copy_from_slice(&chunks.to_le_bytes());
+    let crc = crc32fast::hash(&t[4..20]);
+    t[20..24].copy_from_slice(&crc.to_le_bytes());
+    out.write_all(&t)
+        .and_then(|_| out.flush())
+        .map_err(|e| Error::io(name, &e))
+}
+
 /// Encode one chunk's records into `raw` (cleared first): control nibbles, then data.
 fn encode_chunk(accesses: &[Access], raw: &mut Vec<u8>) {
     raw.clear();
+    encode_pages(accesses, raw);
+}
+
+/// Append the control nibbles and data of `accesses` to `raw` (the v1 payload; the page
+/// stream of a v2 payload).
+pub(crate) fn encode_pages(accesses: &[Access], raw: &mut Vec<u8>) {
+    let base = raw.len();
     let ctrl = control_len(accesses.len());
-    raw.resize(ctrl, 0);
+    raw.resize(base + ctrl, 0);
     raw.reserve(accesses.len() * 4);
     let mut prev = 0u64;
     for (i, a) in accesses.iter().enumerate() {
@@ -262,14 +306,14 @@ fn encode_chunk(accesses: &[Access], raw: &mut Vec<u8>) {
                 ESC_READ
             }
         };
-        raw[i >> 1] |= code << ((i & 1) * 4);
+        raw[base + (i >> 1)] |= code << ((i & 1) * 4);
         prev = a.page;
     }
 }
 
 /// Decode `n` records of `raw[..raw_len]` (which has at least [`PAD`] bytes after `raw_len`)
 /// onto the end of `out`. Errors are messages; the caller adds the location.
-fn decode_chunk(
+pub(crate) fn decode_chunk(
     raw: &[u8],
     raw_len: usize,
     n: usize,
@@ -342,6 +386,20 @@ pub struct NativeReader {
     comp: Vec<u8>,
     raw: Vec<u8>,
     done: bool,
+    version: u32,
+}
+
+/// Where [`NativeReader::read_payload`] left a chunk's decompressed payload.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Payload {
+    /// Byte offset of the chunk's header.
+    pub at: u64,
+    /// Records the header declares.
+    pub n: usize,
+    /// Payload bytes (followed by at least [`PAD`] zero-or-stale bytes in the buffer).
+    pub raw_len: usize,
+    /// The payload was stored uncompressed and lies in the compressed-bytes buffer.
+    in_comp: bool,
 }
 
 impl NativeReader {
@@ -363,6 +421,7 @@ impl NativeReader {
             comp: Vec::new(),
             raw: Vec::new(),
             done: false,
+            version: VERSION,
         };
         r.read_header()?;
         Ok(r)
@@ -373,11 +432,20 @@ impl NativeReader {
         &self.meta
     }
 
+    /// The file's format version: 1 (pages and write bits) or [`VERSION_RECORDED`].
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
     fn err(&self, at: u64, msg: impl Into<String>) -> Error {
         Error::trace(&self.path, format!("byte {at}"), msg)
     }
 
-    fn chunk_err(&self, at: u64, msg: impl Into<String>) -> Error {
+    pub(crate) fn chunk_err(&self, at: u64, msg: impl Into<String>) -> Error {
         Error::trace(&self.path, format!("byte {at} (chunk {})", self.chunk), msg)
     }
 
@@ -405,12 +473,13 @@ impl NativeReader {
         }
         let version = u32::from_le_bytes(fixed[0..4].try_into().unwrap_or_default());
         let meta_len = u32::from_le_bytes(fixed[4..8].try_into().unwrap_or_default());
-        if version != VERSION {
+        if version != VERSION && version != VERSION_RECORDED {
             return Err(self.err(
                 8,
-                format!("format version {version} is not supported (this build reads {VERSION})"),
+                format!("format version {version} is not supported (this build reads {VERSION} and {VERSION_RECORDED})"),
             ));
         }
+        self.version = version;
         if meta_len > MAX_META {
             return Err(self.err(
                 12,
@@ -483,11 +552,13 @@ impl NativeReader {
     }
 }
 
-impl TraceSource for NativeReader {
-    fn next_chunk(&mut self, buf: &mut Vec<Access>) -> Result<()> {
-        buf.clear();
+impl NativeReader {
+    /// Read the next chunk's header and payload, check its CRC and decompress it; `None` at
+    /// the end marker (whose counts are checked against what was read). The caller decodes
+    /// the payload ([`Self::payload`]) and then calls [`Self::commit`].
+    pub(crate) fn read_payload(&mut self) -> Result<Option<Payload>> {
         if self.done {
-            return Ok(());
+            return Ok(None);
         }
         let at = self.offset;
         let mut h = [0u8; 16];
@@ -508,7 +579,7 @@ impl TraceSource for NativeReader {
         if comp_len == END {
             self.read_trailer(at)?;
             self.done = true;
-            return Ok(());
+            return Ok(None);
         }
         if self.fill(&mut h[4..])? < 12 {
             return Err(self.chunk_err(at, "truncated: the file ends inside a chunk header"));
@@ -522,8 +593,13 @@ impl TraceSource for NativeReader {
                 format!("corrupt chunk header: {n} records (must be 1..={MAX_CHUNK_RECORDS})"),
             ));
         }
-        let min_raw = control_len(n as usize) as u32;
-        if raw_len < min_raw || raw_len > min_raw + n * MAX_RECORD_BYTES || comp_len > raw_len {
+        let (min_raw, max_raw) = if self.version == VERSION {
+            let min = control_len(n as usize) as u32;
+            (min, min + n * MAX_RECORD_BYTES)
+        } else {
+            (super::recorded::PAYLOAD_HEAD as u32, MAX_RAW_V2)
+        };
+        if raw_len < min_raw || raw_len > max_raw || comp_len > raw_len {
             return Err(self.chunk_err(
                 at,
                 format!(
@@ -552,29 +628,71 @@ impl TraceSource for NativeReader {
             ));
         }
         let raw_len = raw_len as usize;
-        let result = if comp_len as usize == raw_len {
-            comp.resize(raw_len + PAD, 0);
-            decode_chunk(&comp, raw_len, n as usize, buf)
-        } else {
-            let mut raw = std::mem::take(&mut self.raw);
-            raw.resize(raw_len + PAD, 0);
-            let r = match lz4_flex::block::decompress_into(&comp, &mut raw[..raw_len]) {
-                Ok(k) if k == raw_len => decode_chunk(&raw, raw_len, n as usize, buf),
-                Ok(k) => Err(format!(
-                    "corrupt chunk: LZ4 payload decompresses to {k} bytes, the header says {raw_len}"
-                )),
-                Err(e) => Err(format!("corrupt chunk: LZ4 payload does not decompress ({e})")),
-            };
-            self.raw = raw;
-            r
+        let payload = Payload {
+            at,
+            n: n as usize,
+            raw_len,
+            in_comp: comp_len as usize == raw_len,
         };
-        self.comp = comp;
-        if let Err(msg) = result {
-            buf.clear();
-            return Err(self.chunk_err(at, msg));
+        if payload.in_comp {
+            comp.resize(raw_len + PAD, 0);
+            self.comp = comp;
+            return Ok(Some(payload));
         }
-        self.records += n as u64;
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.resize(raw_len + PAD, 0);
+        let r = match lz4_flex::block::decompress_into(&comp, &mut raw[..raw_len]) {
+            Ok(k) if k == raw_len => Ok(()),
+            Ok(k) => Err(format!(
+                "corrupt chunk: LZ4 payload decompresses to {k} bytes, the header says {raw_len}"
+            )),
+            Err(e) => Err(format!(
+                "corrupt chunk: LZ4 payload does not decompress ({e})"
+            )),
+        };
+        self.raw = raw;
+        self.comp = comp;
+        r.map_err(|msg| self.chunk_err(at, msg))?;
+        Ok(Some(payload))
+    }
+
+    /// The bytes of a payload [`Self::read_payload`] returned: `raw_len` of them, then
+    /// [`PAD`] more.
+    pub(crate) fn payload(&self, p: &Payload) -> &[u8] {
+        if p.in_comp {
+            &self.comp
+        } else {
+            &self.raw
+        }
+    }
+
+    /// Count a decoded chunk.
+    pub(crate) fn commit(&mut self, p: &Payload) {
+        self.records += p.n as u64;
         self.chunk += 1;
+    }
+}
+
+impl TraceSource for NativeReader {
+    fn next_chunk(&mut self, buf: &mut Vec<Access>) -> Result<()> {
+        buf.clear();
+        // A version-2 chunk may hold only file I/O records: read on until accesses or the end.
+        while buf.is_empty() {
+            let Some(p) = self.read_payload()? else {
+                return Ok(());
+            };
+            let raw = self.payload(&p);
+            let result = if self.version == VERSION {
+                decode_chunk(raw, p.raw_len, p.n, buf)
+            } else {
+                super::recorded::decode_pages_only(raw, p.raw_len, p.n, buf)
+            };
+            if let Err(msg) = result {
+                buf.clear();
+                return Err(self.chunk_err(p.at, msg));
+            }
+            self.commit(&p);
+        }
         Ok(())
     }
 
@@ -773,7 +891,7 @@ mod tests {
         b[8] = 9;
         assert_eq!(
             read_mem(&b).unwrap_err().to_string(),
-            "t.vmt: byte 8: format version 9 is not supported (this build reads 1)"
+            "t.vmt: byte 8: format version 9 is not supported (this build reads 1 and 2)"
         );
         let mut b = bytes.clone();
         b[17] ^= 1; // inside the JSON

@@ -1,0 +1,499 @@
+/* vmrec: a Valgrind tool that records a program's page accesses for vmemsim.
+
+   Built out of tree against Valgrind's tool API (the `valgrind` Debian package ships it:
+   /usr/include/valgrind/pub_tool_*.h and libcoregrind/libvex); see
+   python/vmemsim/recorder/__init__.py for the build and `vmemsim trace record` for use.
+
+   What it records, into the intermediate stream of crates/vmemsim-core/src/trace/recorder.rs
+   (written to --out, a FIFO the converter reads while the program runs):
+   - every guest load and store (and with --ifetch=yes every instruction fetch), folded to
+     page granularity: consecutive data accesses by one thread to one page are one record
+     with a count, a write flag (any of them wrote) and the instruction stamp of the first;
+     fetches are folded the same way, apart from data (a loop on one code page touching many
+     data pages is one fetch record);
+   - successful read / write / pread64 / pwrite64 / mmap system calls on regular files, with
+     a file id, byte offset, length (and the mapping address for mmap), and once per file
+     (device + inode) a file-table record with its path (from /proc/self/fd).
+
+   The stamp is the number of guest instructions executed by all threads before the access:
+   a counter in memory that the instrumented code bumps by the superblock's instruction
+   count at every side exit and at the end, with the instructions since then passed to the
+   helper as a constant, so it is exact (Valgrind runs one thread at a time).
+
+   Cost model: one call to a helper per memory access, whose common case (same page as the
+   previous access) is a compare and an increment; a record (24 bytes) only when the page
+   changes, written in 1 MiB blocks. lackey's --trace-mem, by contrast, formats and writes a
+   line per access.
+
+   Left out: an access that straddles a page boundary counts for its first page only;
+   readv/writev/preadv/sendfile/copy_file_range/io_uring are not recorded; a forked child
+   is not recorded (its inherited buffer is dropped and its stream closed). */
+
+#include "pub_tool_basics.h"
+#include "pub_tool_tooliface.h"
+#include "pub_tool_libcassert.h"
+#include "pub_tool_libcbase.h"
+#include "pub_tool_libcfile.h"
+#include "pub_tool_libcprint.h"
+#include "pub_tool_libcproc.h"
+#include "pub_tool_machine.h"
+#include "pub_tool_mallocfree.h"
+#include "pub_tool_options.h"
+#include "pub_tool_vki.h"
+#include "pub_tool_vkiscnums.h"
+
+/* In libcoregrind but not in the public headers. */
+extern Int VG_(safe_fd)(Int oldfd);
+extern Bool VG_(resolve_filename)(Int fd, const HChar** buf);
+
+/* ------------------------------------------------------------------ options */
+
+static const HChar* clo_out = NULL;
+static Long clo_page_size = 4096;
+static Bool clo_ifetch = False;
+
+static Bool vmrec_process_cmd_line_option(const HChar* arg)
+{
+   if VG_STR_CLO(arg, "--out", clo_out) {}
+   else if VG_INT_CLO(arg, "--page-size", clo_page_size) {}
+   else if VG_BOOL_CLO(arg, "--ifetch", clo_ifetch) {}
+   else return False;
+   return True;
+}
+
+static void vmrec_print_usage(void)
+{
+   VG_(printf)(
+"    --out=PATH           where to write the recorder stream (required)\n"
+"    --page-size=N        bytes per page, a power of two [4096]\n"
+"    --ifetch=yes|no      record instruction fetches too [no]\n");
+}
+
+static void vmrec_print_debug_usage(void) {}
+
+/* ------------------------------------------------------------------ output */
+
+enum { K_READ = 1, K_WRITE = 2, K_FETCH = 3, K_IO = 4, K_FILE = 5, K_END = 6 };
+
+#define BUF_WORDS (1 << 17) /* 1 MiB */
+static ULong buf[BUF_WORDS];
+static UInt buf_n;
+static Int out_fd = -1;
+static UInt page_shift = 12;
+static ULong n_acc_records, n_io_records;
+
+static void flush_buf(void)
+{
+   const UChar* p = (const UChar*)buf;
+   Long left = (Long)buf_n * 8;
+   buf_n = 0;
+   while (out_fd >= 0 && left > 0) {
+      Int chunk = left > (1 << 30) ? (1 << 30) : (Int)left;
+      Int w = VG_(write)(out_fd, p, chunk);
+      if (w <= 0) {
+         VG_(umsg)("vmrec: writing to %s failed; recording stops here\n", clo_out);
+         VG_(close)(out_fd);
+         out_fd = -1;
+         return;
+      }
+      p += w;
+      left -= w;
+   }
+}
+
+static inline void room(UInt words)
+{
+   if (UNLIKELY(buf_n + words > BUF_WORDS))
+      flush_buf();
+}
+
+/* kind in bits 0..7, thread number in 8..31, x in 32..63. */
+static inline ULong head_word(UInt kind, UInt thread, ULong x)
+{
+   return (ULong)kind | ((ULong)(thread & 0xFFFFFF) << 8) | (x << 32);
+}
+
+/* ------------------------------------------------------------------ folding */
+
+static ULong icount;      /* guest instructions, bumped by the instrumented code */
+static UInt cur_thread;   /* number of the thread whose runs are pending */
+
+/* Thread numbers: 1, 2, 3... in the order threads first run (1 = the main thread). Valgrind
+   gives an exited thread's ThreadId to the next new thread, so the number is forgotten when
+   a thread exits. */
+static UInt* tnum;
+static UInt cap_tnum, n_threads;
+
+static UInt thread_number(ThreadId tid)
+{
+   if (tid >= cap_tnum) {
+      UInt cap = cap_tnum ? 2 * cap_tnum : 64;
+      while (cap <= tid)
+         cap *= 2;
+      tnum = VG_(realloc)("vmrec.threads", tnum, cap * sizeof(UInt));
+      for (UInt i = cap_tnum; i < cap; i++)
+         tnum[i] = 0;
+      cap_tnum = cap;
+   }
+   if (tnum[tid] == 0)
+      tnum[tid] = ++n_threads;
+   return tnum[tid];
+}
+
+static void vmrec_thread_exit(ThreadId tid)
+{
+   if (tid < cap_tnum)
+      tnum[tid] = 0;
+}
+
+/* Pending runs; NO_PAGE is no run (real pages are below 2^52). */
+#define NO_PAGE (~0ULL)
+#define MAX_COUNT 0xFFFFFFFFULL
+static ULong d_page = NO_PAGE, d_count, d_stamp;
+static UInt d_write;
+static ULong f_page = NO_PAGE, f_count, f_stamp;
+
+static void emit_run(UInt kind, ULong count, ULong stamp, ULong page)
+{
+   while (count > 0) {
+      ULong c = count > MAX_COUNT ? MAX_COUNT : count;
+      room(3);
+      buf[buf_n++] = head_word(kind, cur_thread, c);
+      buf[buf_n++] = stamp;
+      buf[buf_n++] = page;
+      n_acc_records++;
+      count -= c;
+   }
+}
+
+static void flush_runs(void)
+{
+   if (d_page != NO_PAGE)
+      emit_run(d_write ? K_WRITE : K_READ, d_count, d_stamp, d_page);
+   if (f_page != NO_PAGE)
+      emit_run(K_FETCH, f_count, f_stamp, f_page);
+   d_page = f_page = NO_PAGE;
+}
+
+static void data_miss(ULong page, UWord k, UInt w)
+{
+   if (d_page != NO_PAGE)
+      emit_run(d_write ? K_WRITE : K_READ, d_count, d_stamp, d_page);
+   d_page = page;
+   d_count = 1;
+   d_write = w;
+   d_stamp = icount + k;
+}
+
+/* k: instructions of the current superblock executed since the counter was last bumped. */
+static VG_REGPARM(2) void on_load(Addr a, UWord k)
+{
+   ULong page = (ULong)a >> page_shift;
+   if (LIKELY(page == d_page)) {
+      d_count++;
+      return;
+   }
+   data_miss(page, k, 0);
+}
+
+static VG_REGPARM(2) void on_store(Addr a, UWord k)
+{
+   ULong page = (ULong)a >> page_shift;
+   if (LIKELY(page == d_page)) {
+      d_count++;
+      d_write = 1;
+      return;
+   }
+   data_miss(page, k, 1);
+}
+
+static VG_REGPARM(2) void on_fetch(Addr a, UWord k)
+{
+   ULong page = (ULong)a >> page_shift;
+   if (LIKELY(page == f_page)) {
+      f_count++;
+      return;
+   }
+   if (f_page != NO_PAGE)
+      emit_run(K_FETCH, f_count, f_stamp, f_page);
+   f_page = page;
+   f_count = 1;
+   f_stamp = icount + k;
+}
+
+/* Runs are per thread: a thread switch ends them. */
+static void vmrec_start_client_code(ThreadId tid, ULong blocks_dispatched)
+{
+   UInt t = thread_number(tid);
+   if (t != cur_thread) {
+      flush_runs();
+      cur_thread = t;
+   }
+}
+
+/* ------------------------------------------------------------------ files */
+
+typedef struct { ULong dev, ino; UInt id; } FileKey;
+static FileKey* files;
+static UInt n_files, cap_files;
+
+/* The id of the regular file open on fd (recording its path the first time), or -1. */
+static Int file_id(Int fd, UInt thread)
+{
+   struct vg_stat st;
+   if (fd < 0 || VG_(fstat)(fd, &st) != 0 || !VKI_S_ISREG(st.mode))
+      return -1;
+   for (UInt i = n_files; i > 0; i--)
+      if (files[i - 1].dev == st.dev && files[i - 1].ino == st.ino)
+         return (Int)files[i - 1].id;
+   if (n_files == cap_files) {
+      cap_files = cap_files ? 2 * cap_files : 64;
+      files = VG_(realloc)("vmrec.files", files, cap_files * sizeof(FileKey));
+   }
+   UInt id = n_files + 1;
+   files[n_files].dev = st.dev;
+   files[n_files].ino = st.ino;
+   files[n_files].id = id;
+   n_files++;
+   const HChar* path = NULL;
+   if (!VG_(resolve_filename)(fd, &path) || path == NULL)
+      path = "?";
+   UInt len = VG_(strlen)(path);
+   if (len > 65536)
+      len = 65536;
+   UInt words = (len + 7) / 8;
+   room(2 + words);
+   buf[buf_n++] = head_word(K_FILE, thread, len);
+   buf[buf_n++] = id;
+   buf[buf_n + words - 1] = 0;
+   VG_(memcpy)(&buf[buf_n], path, len);
+   buf_n += words;
+   return (Int)id;
+}
+
+static void vmrec_pre_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs) {}
+
+static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs, SysRes res)
+{
+   if (out_fd < 0 || sr_isError(res))
+      return;
+   UWord r = sr_Res(res);
+   UInt op;
+   Int fd;
+   ULong off = 0, len, addr = 0;
+   switch (sysno) {
+   case __NR_read:
+   case __NR_write:
+   case __NR_pread64:
+   case __NR_pwrite64:
+      if (r == 0)
+         return;
+      fd = (Int)args[0];
+      len = r;
+      op = sysno == __NR_read ? 1 : sysno == __NR_write ? 2 : sysno == __NR_pread64 ? 3 : 4;
+      break;
+   case __NR_mmap:
+      if (args[3] & VKI_MAP_ANONYMOUS)
+         return;
+      fd = (Int)args[4];
+      len = args[1];
+      off = args[5];
+      addr = r;
+      op = 5;
+      break;
+   default:
+      return;
+   }
+   /* Keep the order: runs so far come before the call. */
+   flush_runs();
+   UInt thread = thread_number(tid);
+   Int id = file_id(fd, thread);
+   if (id < 0)
+      return;
+   if (op == 1 || op == 2) {
+      Off64T pos = VG_(lseek)(fd, 0, VKI_SEEK_CUR);
+      if (pos < 0)
+         return;
+      off = (ULong)pos - len;
+   } else if (op == 3 || op == 4) {
+      off = args[3];
+   }
+   room(6);
+   buf[buf_n++] = head_word(K_IO, thread, op);
+   buf[buf_n++] = icount;
+   buf[buf_n++] = (ULong)id;
+   buf[buf_n++] = off;
+   buf[buf_n++] = len;
+   buf[buf_n++] = addr;
+   n_io_records++;
+}
+
+/* A forked child is not recorded: its stream would interleave with the parent's. */
+static void vmrec_atfork_child(ThreadId tid)
+{
+   buf_n = 0;
+   d_page = f_page = NO_PAGE;
+   if (out_fd >= 0)
+      VG_(close)(out_fd);
+   out_fd = -1;
+}
+
+/* ------------------------------------------------------------------ instrumentation */
+
+static void add_call(IRSB* sb, const HChar* name, void* fn, IRExpr* addr, UInt k,
+                     IRExpr* guard)
+{
+   IRExpr** args = mkIRExprVec_2(addr, mkIRExpr_HWord(k));
+   IRDirty* di = unsafeIRDirty_0_N(2, name, VG_(fnptr_to_fnentry)(fn), args);
+   if (guard)
+      di->guard = guard;
+   addStmtToIRSB(sb, IRStmt_Dirty(di));
+}
+
+/* icount += n, inline. */
+static void bump_icount(IRSB* sb, UInt n)
+{
+   if (n == 0)
+      return;
+   IRTemp t1 = newIRTemp(sb->tyenv, Ity_I64);
+   IRTemp t2 = newIRTemp(sb->tyenv, Ity_I64);
+   IRExpr* at = mkIRExpr_HWord((HWord)&icount);
+   addStmtToIRSB(sb, IRStmt_WrTmp(t1, IRExpr_Load(Iend_LE, Ity_I64, at)));
+   addStmtToIRSB(sb, IRStmt_WrTmp(t2, IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(t1),
+                                                   IRExpr_Const(IRConst_U64(n)))));
+   addStmtToIRSB(sb, IRStmt_Store(Iend_LE, mkIRExpr_HWord((HWord)&icount), IRExpr_RdTmp(t2)));
+}
+
+#define LOAD(e, g) add_call(sbOut, "on_load", on_load, (e), n, (g))
+#define STORE(e, g) add_call(sbOut, "on_store", on_store, (e), n, (g))
+
+static IRSB* vmrec_instrument(VgCallbackClosure* closure, IRSB* sbIn,
+                              const VexGuestLayout* layout, const VexGuestExtents* vge,
+                              const VexArchInfo* archinfo_host, IRType gWordTy,
+                              IRType hWordTy)
+{
+   if (gWordTy != hWordTy)
+      VG_(tool_panic)("vmrec: host/guest word size mismatch");
+   IRSB* sbOut = deepCopyIRSBExceptStmts(sbIn);
+   Int i = 0;
+   while (i < sbIn->stmts_used && sbIn->stmts[i]->tag != Ist_IMark) {
+      addStmtToIRSB(sbOut, sbIn->stmts[i]);
+      i++;
+   }
+   UInt n = 0; /* instructions since icount was last bumped */
+   for (; i < sbIn->stmts_used; i++) {
+      IRStmt* st = sbIn->stmts[i];
+      if (!st || st->tag == Ist_NoOp)
+         continue;
+      switch (st->tag) {
+      case Ist_IMark:
+         n++;
+         if (clo_ifetch)
+            add_call(sbOut, "on_fetch", on_fetch, mkIRExpr_HWord(st->Ist.IMark.addr), n, NULL);
+         break;
+      case Ist_WrTmp:
+         if (st->Ist.WrTmp.data->tag == Iex_Load)
+            LOAD(st->Ist.WrTmp.data->Iex.Load.addr, NULL);
+         break;
+      case Ist_Store:
+         STORE(st->Ist.Store.addr, NULL);
+         break;
+      case Ist_StoreG:
+         STORE(st->Ist.StoreG.details->addr, st->Ist.StoreG.details->guard);
+         break;
+      case Ist_LoadG:
+         LOAD(st->Ist.LoadG.details->addr, st->Ist.LoadG.details->guard);
+         break;
+      case Ist_Dirty: {
+         IRDirty* d = st->Ist.Dirty.details;
+         if (d->mFx == Ifx_Read || d->mFx == Ifx_Modify)
+            LOAD(d->mAddr, NULL);
+         if (d->mFx == Ifx_Write || d->mFx == Ifx_Modify)
+            STORE(d->mAddr, NULL);
+         break;
+      }
+      case Ist_CAS:
+         /* A compare-and-swap reads, and writes if it succeeds: counted as a write. */
+         STORE(st->Ist.CAS.details->addr, NULL);
+         break;
+      case Ist_LLSC:
+         if (st->Ist.LLSC.storedata == NULL)
+            LOAD(st->Ist.LLSC.addr, NULL);
+         else
+            STORE(st->Ist.LLSC.addr, NULL);
+         break;
+      case Ist_Exit:
+         bump_icount(sbOut, n);
+         n = 0;
+         break;
+      default:
+         break;
+      }
+      addStmtToIRSB(sbOut, st);
+   }
+   bump_icount(sbOut, n);
+   return sbOut;
+}
+
+/* ------------------------------------------------------------------ setup */
+
+static void vmrec_post_clo_init(void)
+{
+   if (clo_out == NULL) {
+      VG_(fmsg_bad_option)("--out", "vmrec needs --out=PATH\n");
+   }
+   if (clo_page_size < 2 || (clo_page_size & (clo_page_size - 1)) != 0) {
+      VG_(fmsg_bad_option)("--page-size", "must be a power of two of at least 2\n");
+   }
+   page_shift = 0;
+   while ((1LL << page_shift) < clo_page_size)
+      page_shift++;
+   SysRes sr = VG_(open)(clo_out, VKI_O_WRONLY | VKI_O_CREAT | VKI_O_TRUNC, 0600);
+   if (sr_isError(sr)) {
+      VG_(fmsg)("vmrec: cannot open --out=%s\n", clo_out);
+      VG_(exit)(1);
+   }
+   out_fd = VG_(safe_fd)(sr_Res(sr));
+   VG_(memcpy)(&buf[0], "VMRECRAW", 8);
+   buf[1] = 1;
+   buf[2] = (ULong)clo_page_size;
+   buf[3] = clo_ifetch ? 1 : 0;
+   buf_n = 4;
+   VG_(atfork)(NULL, NULL, vmrec_atfork_child);
+}
+
+static void vmrec_fini(Int exitcode)
+{
+   flush_runs();
+   if (out_fd < 0)
+      return;
+   room(3);
+   buf[buf_n++] = head_word(K_END, 0, 0);
+   buf[buf_n++] = n_acc_records;
+   buf[buf_n++] = n_io_records;
+   flush_buf();
+   if (out_fd >= 0)
+      VG_(close)(out_fd);
+   out_fd = -1;
+   if (VG_(clo_verbosity) > 1)
+      VG_(umsg)("vmrec: %llu access records, %llu file I/O records, %llu instructions\n",
+                n_acc_records, n_io_records, icount);
+}
+
+static void vmrec_pre_clo_init(void)
+{
+   VG_(details_name)("vmrec");
+   VG_(details_version)("1");
+   VG_(details_description)("vmemsim page-access recorder");
+   VG_(details_copyright_author)("vmemsim");
+   VG_(details_bug_reports_to)("the vmemsim project");
+   VG_(details_avg_translation_sizeB)(400);
+   VG_(basic_tool_funcs)(vmrec_post_clo_init, vmrec_instrument, vmrec_fini);
+   VG_(needs_command_line_options)(vmrec_process_cmd_line_option, vmrec_print_usage,
+                                   vmrec_print_debug_usage);
+   VG_(needs_syscall_wrapper)(vmrec_pre_syscall, vmrec_post_syscall);
+   VG_(track_start_client_code)(vmrec_start_client_code);
+   VG_(track_pre_thread_ll_exit)(vmrec_thread_exit);
+}
+
+VG_DETERMINE_INTERFACE_VERSION(vmrec_pre_clo_init)

@@ -1,0 +1,266 @@
+"""``vmemsim trace record`` on small C programs with known access patterns.
+
+Each program prints the address range of its own buffer; the trace, filtered to that range,
+must hold exactly the expected page sequence per thread, with the expected counts (each
+program touches a known number of bytes per page with nothing in between), and the expected
+file I/O records. The programs are compiled here with gcc; the tests skip, saying why, only
+when Valgrind, its tool headers or gcc are missing (``make deps-debian`` installs them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vmemsim
+from vmemsim.recorder import available, read_recorded, record
+
+_REASON = available() if shutil.which("gcc") else "gcc is not on PATH (apt-get install gcc)"
+pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"recorder unavailable: {_REASON}")
+
+PAGE = 4096
+
+
+def _compile(tmp: Path, name: str, source: str) -> Path:
+    src = tmp / f"{name}.c"
+    src.write_text(textwrap.dedent(source))
+    exe = tmp / name
+    subprocess.run(["gcc", "-O2", "-pthread", "-o", str(exe), str(src)], check=True)
+    return exe
+
+
+SEQ_TWICE = r"""
+    #include <stdio.h>
+    #include <sys/mman.h>
+    #define N 40
+    int main(void) {
+        volatile char *b = mmap(0, N * 4096, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        printf("%lx %d\n", (unsigned long)b, N);
+        fflush(stdout);
+        for (int r = 0; r < 2; r++)
+            for (int i = 0; i < N; i++) {
+                b[i * 4096] = 1; b[i * 4096 + 100] = 2; b[i * 4096 + 2000] = 3;
+            }
+        return 7;
+    }
+"""
+
+
+def _range(out: str):
+    addr, n = out.split()[:2]
+    return int(addr, 16) // PAGE, int(n)
+
+
+def _in(d, first: int, n: int):
+    m = (d["page"] >= first) & (d["page"] < first + n)
+    return {k: d[k][m] for k in ("page", "write", "ifetch", "tid", "count", "stamp")}
+
+
+def _record_with_output(exe: Path, out: Path, *args: str) -> str:
+    """Record ``exe`` and return what it printed (its buffer's address range)."""
+    so = out.with_suffix(".stdout")
+    with open(so, "w") as f:
+        rec = record([str(exe), *args], str(out), stdout=f)
+    assert rec.stats["complete"], rec
+    _record_with_output.last = rec  # type: ignore[attr-defined]
+    return so.read_text()
+
+
+def test_sequential_twice(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "seq", SEQ_TWICE)
+    out = tmp_path / "seq.vmt"
+    first, n = _range(_record_with_output(exe, out))
+    assert _record_with_output.last.returncode == 7  # type: ignore[attr-defined]
+    d = read_recorded(str(out))
+    assert d["version"] == 2 and d["page_size"] == PAGE
+    b = _in(d, first, n)
+    want = np.concatenate([np.arange(n), np.arange(n)]) + first
+    assert list(b["page"]) == list(want)
+    # Three one-byte stores per page, nothing in between: one write record of count 3.
+    assert b["write"].all() and not b["ifetch"].any()
+    assert set(b["count"].tolist()) == {3}
+    assert set(b["tid"].tolist()) == {1}
+    # Every page costs the same number of instructions: equal stamp steps within a pass.
+    steps = np.diff(b["stamp"][:n].astype(np.int64))
+    assert len(set(steps.tolist())) == 1 and steps[0] > 0
+    # Data stamps never decrease.
+    assert (np.diff(d["stamp"].astype(np.int64)) >= 0).all()
+
+
+TWO_THREADS = r"""
+    #include <pthread.h>
+    #include <stdio.h>
+    #include <sys/mman.h>
+    #define NA 30
+    #define NB 20
+    static volatile char *a, *b;
+    static volatile long sink;
+    static void *wa(void *x) {
+        for (int i = 0; i < NA; i++) { a[i * 4096] = 1; a[i * 4096 + 8] = 1; }
+        return 0;
+    }
+    static void *rb(void *x) {
+        long s = 0;
+        for (int i = NB - 1; i >= 0; i--) s += b[i * 4096];
+        sink = s;
+        return 0;
+    }
+    int main(void) {
+        a = mmap(0, NA * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        b = mmap(0, NB * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        printf("%lx %d\n%lx %d\n", (unsigned long)a, NA, (unsigned long)b, NB);
+        fflush(stdout);
+        pthread_t t1, t2;
+        pthread_create(&t1, 0, wa, 0);
+        pthread_create(&t2, 0, rb, 0);
+        pthread_join(t1, 0);
+        pthread_join(t2, 0);
+        return 0;
+    }
+"""
+
+
+def _merge_runs(b):
+    """Records of one thread, adjacent records of one page merged (a thread switch ends a
+    run, so Valgrind's scheduler may split one); returns [(page, write, count)]."""
+    out = []
+    for p, w, c in zip(b["page"].tolist(), b["write"].tolist(), b["count"].tolist()):
+        if out and out[-1][0] == p:
+            out[-1] = (p, out[-1][1] or w, out[-1][2] + c)
+        else:
+            out.append((p, w, c))
+    return out
+
+
+def test_two_threads_disjoint_ranges(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "threads", TWO_THREADS)
+    out = tmp_path / "threads.vmt"
+    lines = _record_with_output(exe, out).splitlines()
+    (fa, na), (fb, nb) = _range(lines[0]), _range(lines[1])
+    d = read_recorded(str(out))
+    a, b = _in(d, fa, na), _in(d, fb, nb)
+    ta, tb = set(a["tid"].tolist()), set(b["tid"].tolist())
+    # Each range is touched by exactly one thread, neither of them the main thread (1).
+    assert len(ta) == 1 and len(tb) == 1 and ta != tb and 1 not in ta | tb
+    assert _merge_runs(a) == [(fa + i, True, 2) for i in range(na)]
+    assert _merge_runs(b) == [(fb + i, False, 1) for i in reversed(range(nb))]
+    assert vmemsim.trace_info(str(out)).accesses == len(d["page"])
+
+
+FILE_READ = r"""
+    #include <fcntl.h>
+    #include <stdio.h>
+    #include <sys/mman.h>
+    #include <unistd.h>
+    int main(int argc, char **argv) {
+        int k = 6;
+        static char buf[4096];
+        int fd = open(argv[1], O_RDONLY);
+        for (int i = 0; i < k; i++)
+            if (read(fd, buf, 4096) != 4096) return 1;
+        if (pread(fd, buf, 100, 2 * 4096 + 5) != 100) return 1;
+        volatile char *m = mmap(0, k * 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+        long s = 0;
+        for (int i = 0; i < k; i++) s += m[i * 4096];
+        printf("%lx %d\n", (unsigned long)m, k);
+        fflush(stdout);
+        int w = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (write(w, buf, 3000) != 3000 || pwrite(w, buf, 10, 8192) != 10) return 1;
+        close(w);
+        return s == 6 * 'x' ? 0 : 2;
+    }
+"""
+
+
+def test_file_io_records(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "fileread", FILE_READ)
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"x" * (6 * PAGE))
+    written = tmp_path / "written.bin"
+    out = tmp_path / "file.vmt"
+    first, k = _range(_record_with_output(exe, out, str(data), str(written)))
+    d = read_recorded(str(out))
+    ev = [e for e in d["events"] if e["path"] in (str(data), str(written))]
+    got = [(e["op"], e["path"], e["offset"], e["len"], e["addr"]) for e in ev]
+    want = [("read", str(data), i * PAGE, PAGE, 0) for i in range(k)]
+    want += [("pread64", str(data), 2 * PAGE + 5, 100, 0)]
+    want += [("mmap", str(data), 0, k * PAGE, first * PAGE)]
+    want += [("write", str(written), 0, 3000, 0), ("pwrite64", str(written), 8192, 10, 0)]
+    assert got == want
+    assert len({e["file"] for e in ev}) == 2
+    assert all(e["tid"] == 1 for e in ev)
+    # After the mmap record, the mapped pages are read in order, once each (before it, the
+    # same addresses may have held other mappings, e.g. the dynamic loader's).
+    at_mmap = next(e["index"] for e in ev if e["op"] == "mmap")
+    after = {k: v[at_mmap:] for k, v in d.items() if k in ("page", "write", "ifetch", "tid",
+                                                             "count", "stamp")}
+    m = _in(after, first, k)
+    assert list(m["page"]) == [first + i for i in range(k)]
+    assert not m["write"].any() and set(m["count"].tolist()) == {1}
+    # The dynamic loader's own opens of libc are recorded too (mmap of a regular file).
+    assert any(e["op"] == "mmap" and "libc" in (e["path"] or "") for e in d["events"])
+
+
+def test_cli_record_then_every_command(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "seq", SEQ_TWICE)
+    out = tmp_path / "cli.vmt"
+    run = lambda *a: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "vmemsim", *a], capture_output=True, text=True
+    )
+    r = run("trace", "record", "--out", str(out), "--json", "--ifetch", "--", str(exe))
+    assert r.returncode == 7, r.stderr  # the program's status
+    summary = json.loads(r.stdout.splitlines()[-1])
+    assert summary["complete"] and summary["ifetches"] > 0 and summary["trace"] == str(out)
+    d = read_recorded(str(out))
+    assert d["ifetch"].any() and not (d["ifetch"] & d["write"]).any()
+    assert d["meta"]["ifetch"] == "yes" and str(exe) in d["origin"]
+    info = json.loads(run("trace", "info", str(out), "--json").stdout)
+    assert info["accesses"] == len(d["page"])
+    rp = run("replay", "--trace", str(out), "--policy", "lru", "--frames", "50%", "--json")
+    assert rp.returncode == 0, rp.stderr
+    conv = tmp_path / "v1.txt"
+    assert run("trace", "convert", str(out), str(conv)).returncode == 0
+    assert len(conv.read_text().split("\n")) >= len(d["page"])
+
+
+def test_cli_errors(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "trace", "record", "--out",
+                        str(tmp_path / "x.vmt")], capture_output=True, text=True)
+    assert r.returncode == 2 and "no command to record" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "trace", "record", "--out",
+                        str(tmp_path / "x.vmt"), "--", str(tmp_path / "no-such-program")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "the recorder wrote nothing" in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "trace", "record", "--out",
+                        str(tmp_path / "no-dir" / "x.vmt"), "--", "true"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "cannot create the trace" in r.stderr, r.stderr
+    env = dict(os.environ, PATH=str(tmp_path))
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "trace", "record", "--", "true"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2
+    assert "valgrind is not on PATH" in r.stderr and "apt-get install valgrind" in r.stderr
+
+
+def test_program_killed_by_signal(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "killed", r"""
+        #include <signal.h>
+        #include <unistd.h>
+        int main(void) { kill(getpid(), SIGTERM); pause(); return 0; }
+    """)
+    out = tmp_path / "killed.vmt"
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "trace", "record", "--out", str(out),
+                        "--json", "--", str(exe)], capture_output=True, text=True)
+    assert r.returncode == 128 + 15, r.stderr  # as a shell reports a death by SIGTERM
+    summary = json.loads(r.stdout.splitlines()[-1])
+    # Valgrind runs the tool's exit code on a fatal signal: the stream is complete.
+    assert summary["complete"] and summary["records"] == len(read_recorded(str(out))["page"])
