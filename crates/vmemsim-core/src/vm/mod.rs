@@ -2,5 +2,6 @@
 //! native, shadow or nested paging, on a host whose memory manager backs guest memory.
 
 pub mod ops;
+pub mod workloads;
 
 pub use ops::{GuestOp, GuestWorkload};
