@@ -19,7 +19,7 @@
 //! | kind             | keys (default)                                                        |
 //! |------------------|-----------------------------------------------------------------------|
 //! | `stress-vm`      | `vcpus` (4), `bytes` (256MiB over all workers), `rounds` (4), `method` (all), `read` (1), `write_ns` (400), `read_ns` (200), `hang_ns` (0) |
-//! | `redis-like`     | `rps` (10000), `arrivals` (poisson), `vcpus` (1), `keys` (100000), `value_bytes` (1000), `get` (0.9), `dist` (zipfian), `zipf` (0.99), `requests` (100000) or `duration_s`, `start_ns` (0), `load` (1), `parse_ns` (3000), `reply_ns` (4000) |
+//! | `redis-like`     | `rps` (10000), `arrivals` (poisson), `vcpus` (1), `keys` (100000), `value_bytes` (1000), `get` (0.9), `dist` (zipfian), `zipf` (0.99), `requests` (100000) or `duration_s`, `start_ns` (0), `parse_ns` (3000), `reply_ns` (4000) |
 //! | `kernbench-like` | `jobs` (64), `parallel` (4), `text_bytes` (8MiB), `data_bytes` (1MiB), `heap_bytes` (24MiB), `stack_bytes` (128KiB), `job_ns` (40000000), `reuse` (4) |
 //! | `lmbench-like`   | `bench` (lat_mem_rd): `size`, `stride`, `order`, `passes` / `size`, `order`, `iterations` / `procs`, `size`, `rounds`, `hop_ns` |
 //!
@@ -56,6 +56,7 @@
 //! References to one page in a row are merged and compute time is batched as in
 //! [`crate::workload::common::Emitter`].
 
+pub mod redis;
 pub mod stress_vm;
 
 use super::ops::{GuestOp, GuestWorkload};
@@ -78,6 +79,7 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn GuestWorkload>> {
     let kind = kind.trim().to_ascii_lowercase();
     match kind.as_str() {
         "stress-vm" => Ok(Box::new(stress_vm::StressVm::parse(rest, seed)?)),
+        "redis-like" => Ok(Box::new(redis::RedisLike::parse(rest, seed)?)),
         _ => {
             let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
             Err(Error::config(
