@@ -56,6 +56,7 @@
 //! References to one page in a row are merged and compute time is batched as in
 //! [`crate::workload::common::Emitter`].
 
+pub mod kernbench;
 pub mod redis;
 pub mod stress_vm;
 
@@ -80,6 +81,7 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn GuestWorkload>> {
     match kind.as_str() {
         "stress-vm" => Ok(Box::new(stress_vm::StressVm::parse(rest, seed)?)),
         "redis-like" => Ok(Box::new(redis::RedisLike::parse(rest, seed)?)),
+        "kernbench-like" => Ok(Box::new(kernbench::KernbenchLike::parse(rest, seed)?)),
         _ => {
             let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
             Err(Error::config(
