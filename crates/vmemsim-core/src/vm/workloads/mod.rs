@@ -57,6 +57,7 @@
 //! [`crate::workload::common::Emitter`].
 
 pub mod kernbench;
+pub mod lmbench;
 pub mod redis;
 pub mod stress_vm;
 
@@ -82,6 +83,7 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn GuestWorkload>> {
         "stress-vm" => Ok(Box::new(stress_vm::StressVm::parse(rest, seed)?)),
         "redis-like" => Ok(Box::new(redis::RedisLike::parse(rest, seed)?)),
         "kernbench-like" => Ok(Box::new(kernbench::KernbenchLike::parse(rest, seed)?)),
+        "lmbench-like" => Ok(Box::new(lmbench::LmbenchLike::parse(rest, seed)?)),
         _ => {
             let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
             Err(Error::config(
@@ -212,7 +214,16 @@ mod tests {
             e,
             "workload: unknown guest workload 'stress-ng'; valid: stress-vm, redis-like, kernbench-like, lmbench-like"
         );
-        for (spec, vcpus) in [("stress-vm:bytes=64KiB,rounds=1", 4)] {
+        for (spec, vcpus) in [
+            ("stress-vm:bytes=64KiB,rounds=1", 4),
+            ("redis-like:keys=100,requests=10", 1),
+            (
+                "kernbench-like:jobs=2,parallel=2,heap_bytes=64KiB,text_bytes=64KiB",
+                2,
+            ),
+            ("lmbench-like:size=64KiB", 1),
+            ("LMBENCH-LIKE:bench=lat_ctx,rounds=2", 1),
+        ] {
             let mut w = parse(spec, 1).unwrap();
             assert_eq!(w.vcpus(), vcpus, "{spec}");
             let mut buf = Vec::new();
