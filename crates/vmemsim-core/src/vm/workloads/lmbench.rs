@@ -276,14 +276,14 @@ impl LmbenchLike {
         match (self.stage, self.bench.clone()) {
             (Stage::Start, b) => {
                 IMAGE.touch(em, buf);
-                return match b {
+                match b {
                     Bench::MemRd { .. } => Stage::Init { g: 0 },
                     Bench::PageFault { .. } => {
                         em.barrier(buf);
                         Stage::Timed { k: 0, i: 0 }
                     }
                     Bench::Ctx { .. } => Stage::Spawn { p: 1 },
-                };
+                }
             }
             (Stage::Init { g }, Bench::MemRd { stride, .. }) => {
                 let (lo, hi) = self.group_elements(g);
@@ -291,12 +291,12 @@ impl LmbenchLike {
                 for e in lo..hi {
                     em.access(buf, (base + e * stride) / PAGE_BYTES, true);
                 }
-                return if g + 1 < self.groups() {
+                if g + 1 < self.groups() {
                     Stage::Init { g: g + 1 }
                 } else {
                     em.barrier(buf);
                     Stage::Timed { k: 0, i: 0 }
-                };
+                }
             }
             (Stage::Timed { k, i }, Bench::MemRd { stride, passes, .. }) => {
                 if i == 0 {
@@ -308,7 +308,7 @@ impl LmbenchLike {
                     let page = (base + e * stride) / PAGE_BYTES;
                     buf.push(GuestOp::Op(Op::Access { page, write: false }));
                 }
-                return if i + 1 < self.groups() {
+                if i + 1 < self.groups() {
                     Stage::Timed { k, i: i + 1 }
                 } else {
                     em.end(buf);
@@ -317,14 +317,14 @@ impl LmbenchLike {
                     } else {
                         Stage::Done
                     }
-                };
+                }
             }
             (Stage::Timed { k, i }, Bench::PageFault { iterations, .. }) => {
                 if i == 0 {
                     em.begin(buf, REQ_READ);
                 }
                 em.access(buf, self.region() + self.visit(i), false);
-                return if i + 1 < self.groups() {
+                if i + 1 < self.groups() {
                     Stage::Timed { k, i: i + 1 }
                 } else {
                     em.end(buf);
@@ -335,7 +335,7 @@ impl LmbenchLike {
                     } else {
                         Stage::Done
                     }
-                };
+                }
             }
             (Stage::Spawn { p }, Bench::Ctx { procs, size, .. }) => {
                 let pid = p as u32;
@@ -345,11 +345,11 @@ impl LmbenchLike {
                 for q in 0..pages_of(size) {
                     em.access(buf, IMAGE.heap_base() + q, true);
                 }
-                return if p < procs {
+                if p < procs {
                     Stage::Spawn { p: p + 1 }
                 } else {
                     Stage::Timed { k: 0, i: 0 }
-                };
+                }
             }
             (
                 Stage::Timed { k, i },
@@ -372,7 +372,7 @@ impl LmbenchLike {
                     em.compute(SUM_PAGE_NS);
                     em.access(buf, IMAGE.heap_base() + q, false);
                 }
-                return if i + 1 < procs {
+                if i + 1 < procs {
                     Stage::Timed { k, i: i + 1 }
                 } else {
                     if k == 0 {
@@ -385,14 +385,14 @@ impl LmbenchLike {
                     } else {
                         Stage::End
                     }
-                };
+                }
             }
             (Stage::End, Bench::Ctx { procs, .. }) => {
                 em.event(buf, GuestOp::Switch { pid: 0 });
                 for pid in 1..=procs as u32 {
                     em.event(buf, GuestOp::Exit { pid });
                 }
-                return Stage::Done;
+                Stage::Done
             }
             (Stage::Done, _) => Stage::Done,
             // Stages of another bench never occur (each bench starts at its own stage).
@@ -507,6 +507,9 @@ mod tests {
         let want: Vec<u64> = (0..1024).map(|e| e * 64 / 4096).collect();
         assert_eq!(passes[0], want);
         assert_eq!(passes[1], want);
+        // Default: 8 MiB, 64-byte stride, two passes of 131072 loads over 2048 pages.
+        let d = LmbenchLike::parse("", 0).unwrap();
+        assert_eq!((d.footprint_pages(), d.elements()), (4 + 2048, 131072));
         // A stride past a page: elements 0, 5000, ..., 65000 (14 of them) on pages
         // 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 12, 13, 14, 15.
         let (w, s) = run("lmbench-like:size=64KiB,stride=5000,passes=1", 1);

@@ -565,6 +565,14 @@ mod tests {
         assert_eq!((r.robjs.slot, r.robjs.len), (48, 40));
         let (w, s) = run("redis-like:keys=1000,value_bytes=20,requests=500", 2);
         assert_eq!(census(&s).distinct, w.footprint_pages());
+        // Defaults: 100000 keys of 1000 bytes (1006-byte sds, class 1024): image 12, query
+        // 1, reply 1, 131072 buckets = 256 pages, entries and keys 3.2 MB = 782 pages each,
+        // robjs 1.6 MB = 391 pages, values (99999 × 1024 + 1006) bytes = 25000 pages.
+        let w = RedisLike::parse("", 0).unwrap();
+        assert_eq!(
+            w.footprint_pages(),
+            12 + 1 + 1 + 256 + 782 + 782 + 391 + 25000
+        );
     }
 
     #[test]

@@ -292,7 +292,7 @@ mod tests {
         assert_eq!(c.reads, 4 * (3 * 64 + 4));
         assert_eq!(w.footprint_pages(), 4 * (64 + 6));
         assert_eq!(c.distinct, w.footprint_pages());
-        assert!(c.per_pid.get(&0).is_none(), "process 0 touches nothing");
+        assert!(!c.per_pid.contains_key(&0), "process 0 touches nothing");
         // CPU: 3 × 64 × (400 + 200) ns per worker.
         assert_eq!(c.compute_ns, 4 * 3 * 64 * 600);
         // Each round: the region is written in full before it is unmapped.
