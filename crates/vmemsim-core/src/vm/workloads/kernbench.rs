@@ -9,8 +9,8 @@
 //! generator does not know) as process `j + 1`, one process standing for the gcc driver,
 //! `cc1` and `as` of one translation unit. Per job, on its vCPU: `make` writes its job table
 //! (one of 4 heap pages, `j mod 4`), then `Spawn`, `Switch`, the job's body, `Switch` back to
-//! `make`, `Exit`. Each vCPU's first job is preceded, on vCPU 0, by `make`'s own image
-//! (16 text pages read, 4 data pages written, 2 stack pages written).
+//! `make`, `Exit`. Before its first job, vCPU 0 touches `make`'s own image (16 text pages
+//! read, 4 data pages written, 2 stack pages written).
 //!
 //! The body of a job is `steps = heap pages` steps (the compiler's memory grows as it
 //! parses and optimises; GCC's garbage-collected heap is mmap'd pages and obstacks, here one
