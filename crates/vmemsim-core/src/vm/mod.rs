@@ -3,6 +3,7 @@
 
 pub mod machine;
 pub mod ops;
+pub mod workloads;
 
 #[cfg(test)]
 mod tests;

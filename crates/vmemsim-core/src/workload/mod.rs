@@ -64,7 +64,7 @@
 pub mod common;
 pub mod custom;
 pub mod pagerank;
-mod params;
+pub(crate) mod params;
 pub mod tpch;
 pub mod ycsb;
 

@@ -1,0 +1,396 @@
+//! `kernbench-like`: a kernel build, `make -j N` of many short compiler processes (the
+//! nested-paging talk of seed 002 used kernbench, which times `make -j` of the Linux kernel:
+//! fork/exec/exit churn, page-table creation and teardown, CR3 switches).
+//!
+//! # The model
+//!
+//! Process 0 is `make`. Job `j` (0-based) runs on vCPU `j mod parallel` (a static
+//! assignment: `make` hands jobs to whichever slot frees first, which depends on timing the
+//! generator does not know) as process `j + 1`, one process standing for the gcc driver,
+//! `cc1` and `as` of one translation unit. Per job, on its vCPU: `make` writes its job table
+//! (one of 4 heap pages, `j mod 4`), then `Spawn`, `Switch`, the job's body, `Switch` back to
+//! `make`, `Exit`. Before its first job, vCPU 0 touches `make`'s own image (16 text pages
+//! read, 4 data pages written, 2 stack pages written).
+//!
+//! The body of a job is `steps = heap pages` steps (the compiler's memory grows as it
+//! parses and optimises; GCC's garbage-collected heap is mmap'd pages and obstacks, here one
+//! region growing up from the end of data). Step `i`: `job_ns / steps` of compute (split so
+//! the job's total is exactly `job_ns`), the next slice of text read (the text pages are
+//! read in order over the job, each once: the compiler's passes run one after another), one
+//! more text page read uniformly among those already reached (hot code re-executed), the
+//! next slice of stack pages written (the stack deepens over the job), heap page `i` written
+//! (first touch of new memory), then `reuse` accesses to heap pages uniform in `[0, i]`, one
+//! in three a write (GC marking and tree updates). All data pages are written at the start
+//! (relocations, `.data`, `.bss`). Each job draws from its own random stream, so job `j`'s
+//! ops do not depend on the others.
+//!
+//! Sizes and costs (estimates, keys): a `cc1` run of a kernel source file takes 10–100 ms
+//! and touches tens of MiB: `job_ns` = 40 ms, `text_bytes` = 8 MiB of `cc1`'s ~25 MiB text,
+//! `data_bytes` = 1 MiB, `heap_bytes` = 24 MiB, `stack_bytes` = 128 KiB; `jobs` = 64 (a full
+//! kernel build has ~2,000–3,000), `parallel` = 4.
+//!
+//! Footprint: [`GuestWorkload::footprint_pages`] is the peak of live pages, `make`'s plus
+//! `min(parallel, jobs)` jobs' (text + data + heap + stack) pages; all jobs together touch
+//! [`KernbenchLike::touched_pages`].
+//!
+//! # Left out
+//!
+//! Text and libraries shared between the compiler processes (page cache, shared mappings):
+//! each process touches its own copy, per [`GuestOp::Spawn`]; the separate driver, `cc1` and
+//! `as` processes and the shell (one process per job); file reads and writes of sources,
+//! headers and objects; variation of job sizes; `make`'s dynamic job slots; freeing of heap
+//! memory before exit.
+
+use rand::Rng;
+
+use super::{bad_vcpu, GuestEmitter, Image, STACK_TOP, TEXT_BASE};
+use crate::error::Result;
+use crate::vm::ops::{GuestOp, GuestWorkload};
+use crate::workload::common::{pages_of, split, stream, CHUNK_OPS};
+use crate::workload::params::{fmt_size, Params};
+
+const KEYS: &[&str] = &[
+    "jobs",
+    "parallel",
+    "text_bytes",
+    "data_bytes",
+    "heap_bytes",
+    "stack_bytes",
+    "job_ns",
+    "reuse",
+    "seed",
+];
+/// `make`'s own pages.
+const MAKE: Image = Image {
+    text: 16,
+    data: 4,
+    stack: 2,
+};
+/// Heap pages of `make`'s job table.
+const MAKE_JOB_PAGES: u64 = 4;
+const TAG_JOB: u64 = 0x4B42;
+
+#[derive(Clone, Debug)]
+struct Config {
+    jobs: u64,
+    parallel: usize,
+    text_bytes: u64,
+    data_bytes: u64,
+    heap_bytes: u64,
+    stack_bytes: u64,
+    job_ns: u64,
+    reuse: u64,
+    seed: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Stage {
+    /// Before job `j` starts (on this vCPU).
+    Next {
+        j: u64,
+    },
+    /// Step `i` of job `j`.
+    Step {
+        j: u64,
+        i: u64,
+    },
+    Done,
+}
+
+#[derive(Debug)]
+struct Slot {
+    stage: Stage,
+    em: GuestEmitter,
+    rng: rand_xoshiro::Xoshiro256PlusPlus,
+}
+
+/// The kernbench model (see the module docs).
+pub struct KernbenchLike {
+    cfg: Config,
+    image: Image,
+    heap: u64,
+    slots: Vec<Slot>,
+}
+
+impl KernbenchLike {
+    pub(crate) fn parse(text: &str, run_seed: u64) -> Result<KernbenchLike> {
+        let p = Params::parse("kernbench-like", text, KEYS)?;
+        let size = |k: &str, default: u64, min: u64| -> Result<u64> {
+            let b = p.size(k)?.unwrap_or(default);
+            if b < min || b > 1 << 40 {
+                return Err(p.err(
+                    k,
+                    format!("{} is outside [{}, 1TiB]", fmt_size(b), fmt_size(min)),
+                ));
+            }
+            Ok(b)
+        };
+        let cfg = Config {
+            jobs: p.u64_in("jobs", 64, 1, 1 << 24)?,
+            parallel: p.u64_in("parallel", 4, 1, 1024)? as usize,
+            text_bytes: size("text_bytes", 8 << 20, 4096)?,
+            data_bytes: size("data_bytes", 1 << 20, 0)?,
+            heap_bytes: size("heap_bytes", 24 << 20, 4096)?,
+            stack_bytes: size("stack_bytes", 128 << 10, 4096)?,
+            job_ns: p.u64_in("job_ns", 40_000_000, 0, 1 << 40)?,
+            reuse: p.u64_in("reuse", 4, 0, 1024)?,
+            seed: p.seed(run_seed)?,
+        };
+        let image = Image {
+            text: pages_of(cfg.text_bytes),
+            data: pages_of(cfg.data_bytes),
+            stack: pages_of(cfg.stack_bytes),
+        };
+        let slots = (0..cfg.parallel)
+            .map(|v| Slot {
+                stage: if (v as u64) < cfg.jobs {
+                    Stage::Next { j: v as u64 }
+                } else {
+                    Stage::Done
+                },
+                em: GuestEmitter::default(),
+                rng: stream(0, 0, 0),
+            })
+            .collect();
+        Ok(KernbenchLike {
+            heap: image.heap_base(),
+            image,
+            slots,
+            cfg,
+        })
+    }
+
+    /// Pages one job touches.
+    pub fn job_pages(&self) -> u64 {
+        self.image.pages() + self.steps()
+    }
+
+    /// `make`'s pages touched over the run.
+    fn make_pages(&self) -> u64 {
+        MAKE.pages() + self.cfg.jobs.min(MAKE_JOB_PAGES)
+    }
+
+    /// (pid, page) pairs touched over the whole run (every job's pages and `make`'s).
+    pub fn touched_pages(&self) -> u64 {
+        self.make_pages() + self.cfg.jobs * self.job_pages()
+    }
+
+    fn steps(&self) -> u64 {
+        pages_of(self.cfg.heap_bytes)
+    }
+
+    fn step(&self, s: &mut Slot, v: usize, buf: &mut Vec<GuestOp>) {
+        let t = self.cfg.parallel as u64;
+        match s.stage {
+            Stage::Next { j } => {
+                if j < t && v == 0 {
+                    MAKE.touch(&mut s.em, buf);
+                }
+                s.em.access(buf, MAKE.heap_base() + j % MAKE_JOB_PAGES, true);
+                let pid = j as u32 + 1;
+                s.em.event(buf, GuestOp::Spawn { pid });
+                s.em.event(buf, GuestOp::Switch { pid });
+                s.rng = stream(self.cfg.seed, TAG_JOB, j);
+                for p in 0..self.image.data {
+                    s.em.access(buf, TEXT_BASE + self.image.text + p, true);
+                }
+                s.stage = Stage::Step { j, i: 0 };
+            }
+            Stage::Step { j, i } => {
+                let steps = self.steps();
+                if i == steps {
+                    let pid = j as u32 + 1;
+                    s.em.event(buf, GuestOp::Switch { pid: 0 });
+                    s.em.event(buf, GuestOp::Exit { pid });
+                    s.stage = if j + t < self.cfg.jobs {
+                        Stage::Next { j: j + t }
+                    } else {
+                        s.em.flush(buf);
+                        Stage::Done
+                    };
+                    return;
+                }
+                let (lo, hi) = split(self.cfg.job_ns, steps, i);
+                s.em.compute(hi - lo);
+                let (tlo, thi) = split(self.image.text, steps, i);
+                for p in tlo..thi {
+                    s.em.access(buf, TEXT_BASE + p, false);
+                }
+                let hot = s.rng.gen_range(0..thi.max(1));
+                s.em.access(buf, TEXT_BASE + hot, false);
+                let (slo, shi) = split(self.image.stack, steps, i);
+                for p in slo..shi {
+                    s.em.access(buf, STACK_TOP - p, true);
+                }
+                s.em.access(buf, self.heap + i, true);
+                for _ in 0..self.cfg.reuse {
+                    let p = s.rng.gen_range(0..=i);
+                    let write = s.rng.gen_range(0..3) == 0;
+                    s.em.access(buf, self.heap + p, write);
+                }
+                s.stage = Stage::Step { j, i: i + 1 };
+            }
+            Stage::Done => {}
+        }
+    }
+}
+
+impl GuestWorkload for KernbenchLike {
+    fn name(&self) -> String {
+        let c = &self.cfg;
+        format!(
+            "kernbench-like:jobs={},parallel={},text_bytes={},data_bytes={},heap_bytes={},stack_bytes={},job_ns={},reuse={},seed={}",
+            c.jobs,
+            c.parallel,
+            fmt_size(c.text_bytes),
+            fmt_size(c.data_bytes),
+            fmt_size(c.heap_bytes),
+            fmt_size(c.stack_bytes),
+            c.job_ns,
+            c.reuse,
+            c.seed
+        )
+    }
+
+    fn vcpus(&self) -> usize {
+        self.cfg.parallel
+    }
+
+    fn footprint_pages(&self) -> u64 {
+        self.make_pages() + self.cfg.jobs.min(self.cfg.parallel as u64) * self.job_pages()
+    }
+
+    fn next_ops(&mut self, v: usize, buf: &mut Vec<GuestOp>) -> Result<()> {
+        if v >= self.cfg.parallel {
+            return Err(bad_vcpu("kernbench-like", v, self.cfg.parallel));
+        }
+        let mut s = std::mem::replace(
+            &mut self.slots[v],
+            Slot {
+                stage: Stage::Done,
+                em: GuestEmitter::default(),
+                rng: stream(0, 0, 0),
+            },
+        );
+        let start = buf.len();
+        while buf.len() - start < CHUNK_OPS && !matches!(s.stage, Stage::Done) {
+            self.step(&mut s, v, buf);
+        }
+        self.slots[v] = s;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use crate::vm::workloads::parse;
+
+    fn run(spec: &str, seed: u64) -> (Box<dyn GuestWorkload>, Vec<Vec<GuestOp>>) {
+        let mut w = parse(spec, seed).unwrap();
+        let s = drain(w.as_mut(), Order::RoundRobin);
+        (w, s)
+    }
+
+    const SMALL: &str = "kernbench-like:jobs=10,parallel=3,text_bytes=40KiB,data_bytes=8KiB,heap_bytes=64KiB,stack_bytes=12KiB,job_ns=1000000";
+
+    #[test]
+    fn process_churn_and_footprint() {
+        let (w, s) = run(SMALL, 1);
+        let c = census(&s);
+        // 10 jobs: a Spawn, two Switches (in and back to make) and an Exit each.
+        assert_eq!((c.spawns, c.exits, c.switches, c.unmaps), (10, 10, 20, 0));
+        // Jobs 0, 3, 6, 9 on vCPU 0; 1, 4, 7 on vCPU 1; 2, 5, 8 on vCPU 2.
+        let spawned: Vec<u32> = s[1]
+            .iter()
+            .filter_map(|o| match o {
+                GuestOp::Spawn { pid } => Some(*pid),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(spawned, vec![2, 5, 8]);
+        // A job: 10 text + 2 data + 16 heap + 3 stack = 31 pages.
+        let k = KernbenchLike::parse(SMALL.split_once(':').unwrap().1, 1).unwrap();
+        assert_eq!(k.job_pages(), 31);
+        for pid in 1..=10u32 {
+            assert_eq!(c.per_pid[&pid].len(), 31, "pid {pid}");
+        }
+        // make: 22 image pages and its 4 job-table pages.
+        assert_eq!(c.per_pid[&0].len(), 26);
+        assert_eq!(c.distinct, 26 + 10 * 31);
+        assert_eq!(k.touched_pages(), c.distinct);
+        // At most 3 jobs live at once.
+        assert_eq!(w.footprint_pages(), 26 + 3 * 31);
+        // CPU: exactly job_ns per job.
+        assert_eq!(c.compute_ns, 10 * 1_000_000);
+        // Heap accesses of the jobs: per step the new page (a write) and 4 reuses, one in
+        // three a write; merging a reuse into the access before it (same page) only lowers
+        // the counts, so 10 × 16 × 5 = 800 is an upper bound; a reuse repeats the page
+        // before it with probability E[1/(i+1)] = H(16)/16 = 0.211, so at most ~135 of the
+        // 640 merge (sd ~12): more than 620 remain. The reuses' write share stays near 1/3
+        // (binomial sd 0.019 over 640 reuses).
+        let (mut hr, mut hw) = (0u64, 0u64);
+        for st in &s {
+            let mut cur = 0;
+            for op in st {
+                match *op {
+                    GuestOp::Switch { pid } => cur = pid,
+                    GuestOp::Op(crate::workload::Op::Access { page, write })
+                        if cur != 0 && (k.heap..k.heap + 16).contains(&page) =>
+                    {
+                        if write {
+                            hw += 1
+                        } else {
+                            hr += 1
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(hr + hw <= 800 && hr + hw > 620, "{hr} + {hw}");
+        assert!(hw >= 160);
+        let share = (hw - 160) as f64 / (hr + hw - 160) as f64;
+        assert!((share - 1.0 / 3.0).abs() < 0.1, "{share}");
+    }
+
+    #[test]
+    fn defaults_and_determinism() {
+        let w = KernbenchLike::parse("", 0).unwrap();
+        // 2048 text + 256 data + 6144 heap + 32 stack pages.
+        assert_eq!(w.job_pages(), 8480);
+        assert_eq!(w.footprint_pages(), 26 + 4 * 8480);
+        assert_eq!(w.touched_pages(), 26 + 64 * 8480);
+        let (w, a) = run(SMALL, 5);
+        let mut again = parse(SMALL, 5).unwrap();
+        assert_eq!(drain(again.as_mut(), Order::ReverseSerial), a);
+        let (_, b) = run(SMALL, 6);
+        assert_ne!(a, b);
+        assert_eq!(
+            w.name(),
+            "kernbench-like:jobs=10,parallel=3,text_bytes=40KiB,data_bytes=8KiB,heap_bytes=64KiB,stack_bytes=12KiB,job_ns=1000000,reuse=4,seed=5"
+        );
+        let (_, c) = run(&w.name(), 0);
+        assert_eq!(c, a);
+        // More vCPUs than jobs: the idle vCPUs produce nothing.
+        let (_, s) = run("kernbench-like:jobs=1,parallel=2,heap_bytes=8KiB", 1);
+        assert!(s[1].is_empty());
+        assert_eq!(census(&s).spawns, 1);
+    }
+
+    #[test]
+    fn spec_errors_name_the_key() {
+        let e = |s: &str| parse(s, 0).err().unwrap().to_string();
+        assert_eq!(
+            e("kernbench-like:heap_bytes=0"),
+            "kernbench-like.heap_bytes: 0 is outside [4KiB, 1TiB]"
+        );
+        assert_eq!(
+            e("kernbench-like:jobs=0"),
+            "kernbench-like.jobs: 0 is outside [1, 16777216]"
+        );
+        assert!(e("kernbench-like:j=8")
+            .starts_with("kernbench-like.j: unknown key for kernbench-like (valid: jobs,"));
+    }
+}
