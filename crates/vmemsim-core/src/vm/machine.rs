@@ -13,8 +13,10 @@
 //!   the guest's page-table pages (kernel memory: never reclaimed by the guest, but host
 //!   memory like any other gfn, so the host may swap them out and a walk then takes an EPT
 //!   violation).
-//! - Guest processes: pid `p`'s virtual page `v` is page `(p << 27) | v` of the guest
-//!   manager's single page table (so 512 processes of 2^27 pages, 512 GiB, each); its
+//! - Guest processes: each has a 48-bit virtual address space. The guest manager has one page
+//!   table for all of them, so the 1 GiB regions processes use are given dense slots in it in
+//!   order of first use (pid `p`'s page `v` is page `slot(p, v >> 18) << 18 | (v & 0x3ffff)`;
+//!   2 MiB groups, which MG-LRU's walks and Bloom filter work on, stay intact); its
 //!   hardware-walked table is a [`RadixTable`] per process (gVA → gPA) kept in step with the
 //!   manager: mapped when the manager maps a page, unmapped when reclaim unmaps one
 //!   ([`Machine::unmap_log`]), with the TLB shootdown Linux does (`flush_tlb_page` on the
@@ -78,10 +80,15 @@ use crate::workload::Op;
 
 use super::ops::{GuestOp, GuestWorkload};
 
-/// Bits of a guest-virtual page number per process in the guest manager's page table.
-pub const PID_SHIFT: u32 = 27;
-/// Most processes a VM may have at once.
-pub const MAX_PIDS: u32 = 1 << (36 - PID_SHIFT);
+/// Pages per region (1 GiB) folded into the guest manager's page table.
+pub const REGION_SHIFT: u32 = 18;
+/// Guest-virtual pages of a process (48-bit addresses).
+pub const VA_PAGES: u64 = 1 << 36;
+/// Most process ids a VM may use.
+pub const MAX_PIDS: u32 = 1 << 18;
+/// Most 1 GiB regions all processes may touch.
+const MAX_REGIONS: usize = 1 << (36 - REGION_SHIFT);
+const REGION_MASK: u64 = (1 << REGION_SHIFT) - 1;
 /// `tlb_single_page_flush_ceiling`: munmaps of more pages flush the whole address space.
 pub const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
 
@@ -387,6 +394,11 @@ pub struct Vm {
     /// Scratch: host unmaps, and processes whose table logs need draining.
     host_unmaps: Vec<u64>,
     log_buf: Vec<(u64, u16)>,
+    /// (pid, 1 GiB region) → dense slot in the guest manager's page table, and back.
+    regions: std::collections::HashMap<u64, u32>,
+    region_back: Vec<u64>,
+    /// The last region each vCPU used (region key, slot): most accesses skip the hash.
+    region_cache: Vec<(u64, u32)>,
 }
 
 fn pcid(pid: u32) -> u16 {
@@ -509,11 +521,60 @@ impl Vm {
             levels: cfg.guest_levels,
             host_unmaps: Vec::new(),
             log_buf: Vec::new(),
+            regions: std::collections::HashMap::new(),
+            region_back: Vec::new(),
+            region_cache: vec![(u64::MAX, 0); vcpus],
         };
         for c in 0..vcpus {
             vm.kvm_cr3(c, 0, true, false)?;
         }
         Ok(vm)
+    }
+
+    /// The guest manager's page number for page `vpn` of `pid`, giving its region a slot if
+    /// it has none (`v` is the vCPU whose cache to use).
+    fn key(&mut self, v: usize, pid: u32, vpn: u64) -> Result<u64> {
+        let rk = ((pid as u64) << REGION_SHIFT) | (vpn >> REGION_SHIFT);
+        let (ck, cs) = self.region_cache[v];
+        let slot = if ck == rk {
+            cs
+        } else {
+            let slot = match self.regions.get(&rk) {
+                Some(&s) => s,
+                None => {
+                    if self.region_back.len() >= MAX_REGIONS {
+                        return Err(Error::config(
+                            "workload",
+                            format!(
+                                "more than {MAX_REGIONS} GiB-regions of guest address space in use"
+                            ),
+                        ));
+                    }
+                    let s = self.region_back.len() as u32;
+                    self.region_back.push(rk);
+                    self.regions.insert(rk, s);
+                    s
+                }
+            };
+            self.region_cache[v] = (rk, slot);
+            slot
+        };
+        Ok(((slot as u64) << REGION_SHIFT) | (vpn & REGION_MASK))
+    }
+
+    /// The guest manager's page number for `vpn` of `pid` if its region has a slot.
+    fn key_if_any(&self, pid: u32, vpn: u64) -> Option<u64> {
+        let rk = ((pid as u64) << REGION_SHIFT) | (vpn >> REGION_SHIFT);
+        let slot = *self.regions.get(&rk)?;
+        Some(((slot as u64) << REGION_SHIFT) | (vpn & REGION_MASK))
+    }
+
+    /// (pid, vpn) of a guest manager page number.
+    fn unkey(&self, key: u64) -> (u32, u64) {
+        let rk = self.region_back[(key >> REGION_SHIFT) as usize];
+        let pid = (rk >> REGION_SHIFT) as u32;
+        let vpn = ((rk & REGION_MASK) << REGION_SHIFT) | (key & REGION_MASK);
+        (pid, vpn)
     }
 
     fn proc_table(&mut self, pid: u32) -> Result<&mut RadixTable> {
@@ -618,8 +679,8 @@ impl Vm {
         };
         let mut out = Ok(());
         for &key in &log {
-            let pid = (key >> PID_SHIFT) as u32;
-            let va = (key & ((1 << PID_SHIFT) - 1)) << 12;
+            let (pid, vpn) = self.unkey(key);
+            let va = vpn << 12;
             let free = &mut self.pt_free;
             let owner = &mut self.pt_owner;
             let base = self.pt_base;
@@ -713,17 +774,14 @@ impl Vm {
 
     /// One access of vCPU `v` to page `vpn` of its current process.
     pub fn access(&mut self, v: usize, vpn: u64, write: bool) -> Result<()> {
-        if vpn >= 1 << PID_SHIFT {
+        if vpn >= VA_PAGES {
             return Err(Error::config(
                 "workload",
-                format!(
-                    "guest page {vpn} beyond the {} pages of a process",
-                    1u64 << PID_SHIFT
-                ),
+                format!("guest page {vpn:#x} beyond the 48-bit address space of a process"),
             ));
         }
         let pid = self.vcpus[v].pid;
-        let key = ((pid as u64) << PID_SHIFT) | vpn;
+        let key = self.key(v, pid, vpn)?;
         let first = self.guest.stats.first_touch;
         self.guest.access(Access { page: key, write }, u64::MAX);
         if let Some(t) = self.guest.out_of_memory() {
@@ -923,10 +981,11 @@ impl Vm {
     }
 
     fn unmap_range(&mut self, v: usize, pid: u32, start: u64, pages: u64) -> Result<()> {
-        let end = start.saturating_add(pages).min(1 << PID_SHIFT);
+        let end = start.saturating_add(pages).min(VA_PAGES);
         for vpn in start..end {
-            let key = ((pid as u64) << PID_SHIFT) | vpn;
-            self.guest.unmap_page(key);
+            if let Some(key) = self.key_if_any(pid, vpn) {
+                self.guest.unmap_page(key);
+            }
             let free = &mut self.pt_free;
             let owner = &mut self.pt_owner;
             let base = self.pt_base;
@@ -969,8 +1028,9 @@ impl Vm {
         self.proc_table(pid)?;
         let pages = std::mem::take(&mut self.touched[pid as usize]);
         for &vpn in &pages {
-            let key = ((pid as u64) << PID_SHIFT) | vpn;
-            self.guest.unmap_page(key);
+            if let Some(key) = self.key_if_any(pid, vpn) {
+                self.guest.unmap_page(key);
+            }
         }
         let t = self.procs[pid as usize].take().expect("checked");
         for f in t.table_frames() {
@@ -1036,7 +1096,9 @@ impl Vm {
         for (pid, t) in self.procs.iter().enumerate() {
             let Some(t) = t else { continue };
             for &vpn in &self.touched[pid] {
-                let key = ((pid as u64) << PID_SHIFT) | vpn;
+                let Some(key) = self.key_if_any(pid as u32, vpn) else {
+                    continue;
+                };
                 let pte = self.guest.mm.pt.pte(key);
                 let want =
                     (pte & PTE_PRESENT != 0).then(|| (crate::mm::pte_frame(pte) as u64) << 12);
