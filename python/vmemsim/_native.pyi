@@ -7,7 +7,7 @@ A ``source`` is one of (built by ``vmemsim.api``):
 - ``{"pages": uint64 or int64 array, "writes": bool array | None}``
 """
 
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -90,3 +90,20 @@ def record_convert(
 
 def read_recorded(path: str) -> dict[str, Any]:
     """Every record of a native trace with all fields (see ``vmemsim.recorder.read_recorded``)."""
+
+def guest_workload_kinds() -> List[Tuple[str, str]]: ...
+def run_vm(
+    workload: str,
+    seed: int = ...,
+    paging: str = ...,
+    guest_frames: str = ...,
+    host_frames: str = ...,
+    guest_policy: str = ...,
+    host_policy: str = ...,
+    eviction: str = ...,
+    mmu_pages: Optional[int] = ...,
+    guest_levels: int = ...,
+    host_levels: int = ...,
+    pt_pages: int = ...,
+    translate: str = ...,
+) -> str: ...

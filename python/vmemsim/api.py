@@ -975,3 +975,77 @@ def run(
         json.dumps(timed), progress,
     )
     return RunResult.from_json(out)
+
+
+# ---------------------------------------------------------------- virtual machines
+
+
+def guest_workload_kinds() -> List[Tuple[str, str]]:
+    """Every guest workload model (for :func:`run_vm`) as ``(name, description)``."""
+    return list(_native.guest_workload_kinds())
+
+
+class VmResult:
+    """What a VM run (:func:`run_vm`) counted; the core's ``vm::VmResult``.
+
+    ``guest`` and ``host`` are the two memory managers' counters (guest page faults; host
+    faults on guest memory), ``translate`` the vCPUs' translation hardware summed (TLB hits,
+    ``walks``, ``walk_refs``, ``walk_cycles``, walk-cache hits, flushes), ``kvm`` KVM's
+    shadow-MMU statistics under shadow paging (``pf_fixed``, ``mmu_recycled``,
+    ``mmu_shadow_zapped``, ...); the rest are VM events: ``ept_violations``, ``exits`` and
+    exits by reason, ``cr3_loads``, ``shootdown_pages``, process counts.
+    """
+
+    def __init__(self, d: Dict[str, Any], seed: int) -> None:
+        self._d = dict(d)
+        self._d["seed"] = seed
+        self._d["version"] = __import__("vmemsim").__version__
+        for k, v in self._d.items():
+            setattr(self, k, v)
+
+    @property
+    def refs_per_walk(self) -> float:
+        t = self._d["translate"]
+        return t["walk_refs"] / t["walks"] if t["walks"] else 0.0
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dict(self._d)
+
+
+def run_vm(
+    workload: str,
+    paging: str = "tdp",
+    guest_frames: Union[int, str] = "100%",
+    host_frames: Union[int, str] = "100%",
+    guest_policy: str = "clock-lru",
+    host_policy: str = "clock-lru",
+    eviction: str = "fifo",
+    mmu_pages: Optional[int] = None,
+    seed: int = 0,
+    guest_levels: int = 4,
+    host_levels: int = 4,
+    pt_pages: int = 0,
+    translate: Optional[Mapping[str, Any]] = None,
+) -> VmResult:
+    """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
+    ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host, untimed:
+    ``paging`` is ``native`` (no VM), ``tdp`` (nested paging) or ``shadow`` (KVM's shadow
+    MMU, whose pool of ``mmu_pages`` shadow pages is recycled by ``eviction``: ``fifo``,
+    ``clock``, ``clock-leaf``, ``clock-parent``). ``guest_frames`` is a count or a percentage
+    of the workload's footprint; ``host_frames`` a count or a percentage of guest memory.
+    ``translate`` overrides the translation hardware's configuration (TLB geometries,
+    walk caches; unknown keys are errors).
+    """
+    for name, v in (("workload", workload), ("paging", paging), ("eviction", eviction),
+                    ("guest_policy", guest_policy), ("host_policy", host_policy)):
+        if not isinstance(v, str):
+            raise VmemsimError(f"{name}: expected a string, got {v!r}")
+    if mmu_pages is not None:
+        mmu_pages = _count_arg("mmu_pages", mmu_pages)
+    out = _native.run_vm(
+        workload, _seed_arg(seed), paging, _frames_arg(guest_frames), _frames_arg(host_frames),
+        guest_policy, host_policy, eviction, mmu_pages,
+        _count_arg("guest_levels", guest_levels), _count_arg("host_levels", host_levels),
+        _count_arg("pt_pages", pt_pages, lo=0), json.dumps(dict(translate or {})),
+    )
+    return VmResult(json.loads(out), _seed_arg(seed))

@@ -785,6 +785,89 @@ fn check_workload(spec: &str, seed: u64) -> PyResult<(String, usize, u64)> {
     Ok((w.name(), w.threads(), w.footprint_pages()))
 }
 
+/// Every guest workload kind (`vmemsim_core::vm::workloads`) as `(name, description)`.
+#[pyfunction]
+fn guest_workload_kinds() -> Vec<(String, String)> {
+    vmemsim_core::vm::workloads::KINDS
+        .iter()
+        .map(|(n, d)| (n.to_string(), d.to_string()))
+        .collect()
+}
+
+/// Run a guest workload (`vmemsim_core::vm::workloads`) in a VM on a host (untimed:
+/// `vmemsim_core::vm::run`). `guest_frames` is a count or a percentage of the workload's
+/// footprint; `host_frames` a count or a percentage of guest memory (its frames plus its
+/// page-table pages). `translate` is the JSON of `TranslateConfig` (unknown keys are
+/// errors). Returns the JSON of the core's `VmResult`.
+#[pyfunction]
+#[pyo3(signature = (workload, seed=0, paging="tdp", guest_frames="100%", host_frames="100%", guest_policy="clock-lru", host_policy="clock-lru", eviction="fifo", mmu_pages=None, guest_levels=4, host_levels=4, pt_pages=0, translate="{}"))]
+#[allow(clippy::too_many_arguments)]
+fn run_vm(
+    py: Python<'_>,
+    workload: &str,
+    seed: u64,
+    paging: &str,
+    guest_frames: &str,
+    host_frames: &str,
+    guest_policy: &str,
+    host_policy: &str,
+    eviction: &str,
+    mmu_pages: Option<u64>,
+    guest_levels: u8,
+    host_levels: u8,
+    pt_pages: u32,
+    translate: &str,
+) -> PyResult<String> {
+    use vmemsim_core::vm::{self, VmConfig};
+    let paging = vm::Paging::parse(paging).map_err(py_err)?;
+    let translate: vmemsim_core::translate::TranslateConfig = serde_json::from_str(translate)
+        .map_err(|e| {
+            let msg = e.to_string();
+            let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+            config_err("translate", msg)
+        })?;
+    let mut wl = vm::workloads::parse(workload, seed).map_err(py_err)?;
+    let footprint = wl.footprint_pages();
+    let resolve = |key: &str, spec: &str, base: u64| -> PyResult<u32> {
+        match FramesSpec::parse(spec).map_err(|e| config_err(key, e.to_string()))? {
+            FramesSpec::Count(n) => Ok(n),
+            f @ FramesSpec::Percent(_) => {
+                if base == 0 {
+                    return Err(config_err(
+                        key,
+                        "a percentage needs a workload with a footprint",
+                    ));
+                }
+                Ok(f.resolve(base))
+            }
+        }
+    };
+    let g = resolve("guest_frames", guest_frames, footprint)?;
+    let pt = if pt_pages == 0 {
+        g / 256 + 64
+    } else {
+        pt_pages
+    };
+    let h = resolve("host_frames", host_frames, g as u64 + pt as u64)?;
+    let cfg = VmConfig {
+        paging,
+        guest: MachineConfig::new(g),
+        guest_policy: PolicyKind::from_name(guest_policy).map_err(py_err)?,
+        guest_options: PolicyOptions::new(seed),
+        host: MachineConfig::new(h),
+        host_policy: PolicyKind::from_name(host_policy).map_err(py_err)?,
+        host_options: PolicyOptions::new(seed),
+        translate,
+        guest_levels,
+        host_levels,
+        pt_pages: pt,
+        eviction: vmemsim_core::kvm::Eviction::parse("eviction", eviction).map_err(py_err)?,
+        mmu_pages,
+    };
+    let result = py.allow_threads(move || vm::run(&cfg, wl.as_mut()).map_err(py_err))?;
+    to_json(&result)
+}
+
 /// Every workload kind as `(name, description)`.
 #[pyfunction]
 fn workload_kinds() -> Vec<(String, String)> {
@@ -1310,6 +1393,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay_source, m)?)?;
     m.add_function(wrap_pyfunction!(run_timed, m)?)?;
     m.add_function(wrap_pyfunction!(workload_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(guest_workload_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(run_vm, m)?)?;
     m.add_function(wrap_pyfunction!(check_workload, m)?)?;
     m.add_function(wrap_pyfunction!(miss_ratio_curve, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;

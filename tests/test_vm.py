@@ -1,0 +1,69 @@
+"""The VM layer through Python and the CLI: `vmemsim.run_vm` and `vmemsim vm`."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import vmemsim
+from vmemsim import VmemsimError
+
+OFF = {"pwc": {"enabled": False}, "ntlb": {"enabled": False}}
+
+
+def test_guest_workload_kinds():
+    names = [n for n, _ in vmemsim.guest_workload_kinds()]
+    assert names == ["stress-vm", "redis-like", "kernbench-like", "lmbench-like"]
+
+
+def test_references_per_walk_with_the_walk_caches_off():
+    # lat_mem_rd over 64 MiB with a 4 KiB stride: every load is a new page, far more pages
+    # (16,384) than the TLBs hold, so nearly every access walks. With the page-walk caches
+    # and nested TLB off a walk reads 4 entries natively and under shadow paging, and
+    # (4+1)(4+1)-1 = 24 under nested paging (seed 002). Walks that stop at a fault read fewer,
+    # so the mean is at most those values and close to them.
+    spec = "lmbench-like:bench=lat_mem_rd,size=64MiB,stride=4096,passes=2"
+    got = {}
+    for paging in ("native", "shadow", "tdp"):
+        r = vmemsim.run_vm(spec, paging=paging, translate=OFF)
+        got[paging] = r.refs_per_walk
+        assert r.translate["walks"] > 30_000
+    assert got["native"] == pytest.approx(4, abs=0.05)
+    assert got["shadow"] <= 4 and got["shadow"] == pytest.approx(4, abs=0.1)
+    assert got["tdp"] <= 24 and got["tdp"] == pytest.approx(24, abs=0.5)
+
+
+def test_shadow_pool_eviction_and_errors():
+    # Two workers each map 32 MiB: 16 leaf shadow pages plus upper levels and a root each,
+    # more than a pool of 32, so KVM recycles shadow pages with either policy.
+    kw = dict(paging="shadow", guest_frames="100%", mmu_pages=32)
+    spec = "stress-vm:vcpus=2,bytes=64MiB,rounds=2"
+    fifo = vmemsim.run_vm(spec, eviction="fifo", **kw)
+    clock = vmemsim.run_vm(spec, eviction="clock", **kw)
+    for r in (fifo, clock):
+        assert r.kvm["mmu_recycled"] > 0
+        assert r.exits >= r.exits_pf + r.exits_pt_write + r.exits_cr3 + r.exits_invlpg
+    assert clock.kvm["lru_hand_steps"] > 0 and fifo.kvm["lru_hand_steps"] == 0
+    with pytest.raises(VmemsimError, match="eviction"):
+        vmemsim.run_vm(spec, paging="shadow", eviction="lru")
+    with pytest.raises(VmemsimError, match="stress-vm.bites"):
+        vmemsim.run_vm("stress-vm:bites=1MiB")
+    with pytest.raises(VmemsimError, match="translate"):
+        vmemsim.run_vm(spec, translate={"tlb": 1})
+
+
+def test_cli_vm():
+    r = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "vm", "kernbench-like:jobs=4,parallel=2", "--paging",
+         "shadow", "--guest-frames", "60%", "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["paging"] == "shadow" and j["processes_created"] == 1 + 4
+    assert j["processes_exited"] == 4 and j["exits_cr3"] > 0
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "vm", "redis-like:requests=2000"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "refs per walk" in r.stdout and "ept_violations" in r.stdout
