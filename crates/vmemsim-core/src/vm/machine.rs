@@ -772,15 +772,59 @@ impl Vm {
         Ok(absent)
     }
 
-    /// One access of vCPU `v` to page `vpn` of its current process.
-    pub fn access(&mut self, v: usize, vpn: u64, write: bool) -> Result<()> {
-        if vpn >= VA_PAGES {
-            return Err(Error::config(
-                "workload",
-                format!("guest page {vpn:#x} beyond the 48-bit address space of a process"),
-            ));
-        }
-        let pid = self.vcpus[v].pid;
+    /// The vCPU's MMU translates `va` through the tables of the paging mode. `None`: the
+    /// shadow walk found no root and KVM reloaded it; translate again.
+    fn hw_translate(
+        &mut self,
+        v: usize,
+        pid: u32,
+        va: u64,
+        kind: AccessKind,
+    ) -> Result<Option<std::result::Result<crate::translate::Translation, crate::translate::Fault>>>
+    {
+        let vc = &mut self.vcpus[v];
+        Ok(Some(match self.paging {
+            Paging::Native => {
+                let t = self.procs[pid as usize].as_mut().expect("process exists");
+                vc.mmu.translate(Tables::Native(t), va, kind)
+            }
+            Paging::Tdp => {
+                let t = self.procs[pid as usize].as_mut().expect("process exists");
+                let ept = self
+                    .host
+                    .as_mut()
+                    .and_then(|h| h.ept.as_mut())
+                    .expect("tdp has an EPT");
+                vc.mmu.translate(
+                    Tables::Tdp {
+                        guest: t,
+                        host: ept,
+                    },
+                    va,
+                    kind,
+                )
+            }
+            Paging::Shadow => {
+                let mut w = ShadowWalker {
+                    kvm: self.kvm.as_mut().expect("shadow has KVM"),
+                    vcpu: v,
+                    levels: self.levels,
+                    no_root: false,
+                };
+                let out = vc.mmu.translate(Tables::Shadow(&mut w), va, kind);
+                if w.no_root {
+                    self.with_kvm(|k, g| k.reload(g, v))?;
+                    return Ok(None);
+                }
+                out
+            }
+        }))
+    }
+
+    /// The memory managers serve a reference that missed the TLB: the guest's (a guest page
+    /// fault if the page is not mapped; else its accessed and dirty bits, which the walk
+    /// sets) and, under TDP, the host's for the gfn. The process table and the EPT follow.
+    fn serve(&mut self, v: usize, pid: u32, vpn: u64, write: bool) -> Result<()> {
         let key = self.key(v, pid, vpn)?;
         let first = self.guest.stats.first_touch;
         self.guest.access(Access { page: key, write }, u64::MAX);
@@ -821,53 +865,53 @@ impl Vm {
             self.note_pt_peak();
             self.report_pt_writes(v, pid)?;
         }
-        if self.paging == Paging::Tdp {
+        // The host sees the reference too: its accessed bit is the EPT's (TDP) or the shadow
+        // entry's (shadow), set by the same walk.
+        if self.paging != Paging::Native {
             self.host_touch(gfn, write)?;
         }
+        Ok(())
+    }
+
+    /// One access of vCPU `v` to page `vpn` of its current process. The TLB is looked up
+    /// first: a hit touches neither memory manager (as on x86, where the accessed bit is set
+    /// only when a walk fills the TLB, and Linux clears it without a flush); a walk lets both
+    /// managers see the reference; a fault is served by them (and by KVM) and the access
+    /// retried.
+    pub fn access(&mut self, v: usize, vpn: u64, write: bool) -> Result<()> {
+        if vpn >= VA_PAGES {
+            return Err(Error::config(
+                "workload",
+                format!("guest page {vpn:#x} beyond the 48-bit address space of a process"),
+            ));
+        }
+        let pid = self.vcpus[v].pid;
+        let va = vpn << 12;
         let kind = if write {
             AccessKind::Write
         } else {
             AccessKind::Read
         };
-        for _retry in 0..64 {
-            let out = {
-                let vc = &mut self.vcpus[v];
-                match self.paging {
-                    Paging::Native => {
-                        let t = self.procs[pid as usize].as_mut().expect("process exists");
-                        vc.mmu.translate(Tables::Native(t), va, kind)
-                    }
-                    Paging::Tdp => {
-                        let t = self.procs[pid as usize].as_mut().expect("process exists");
-                        let ept = self
-                            .host
-                            .as_mut()
-                            .and_then(|h| h.ept.as_mut())
-                            .expect("tdp has an EPT");
-                        vc.mmu.translate(
-                            Tables::Tdp {
-                                guest: t,
-                                host: ept,
-                            },
-                            va,
-                            kind,
-                        )
-                    }
-                    Paging::Shadow => {
-                        let mut w = ShadowWalker {
-                            kvm: self.kvm.as_mut().expect("shadow has KVM"),
-                            vcpu: v,
-                            levels: self.levels,
-                            no_root: false,
-                        };
-                        let out = vc.mmu.translate(Tables::Shadow(&mut w), va, kind);
-                        if w.no_root {
-                            self.with_kvm(|k, g| k.reload(g, v))?;
-                            continue;
-                        }
-                        out
-                    }
+        match self.hw_translate(v, pid, va, kind)? {
+            Some(Ok(t)) => {
+                if t.level != crate::translate::TlbLevel::Walk {
+                    return Ok(());
                 }
+                return self.serve(v, pid, vpn, write);
+            }
+            Some(Err(_)) | None => {}
+        }
+        let guest_faults = self.guest.stats.faults;
+        self.serve(v, pid, vpn, write)?;
+        if self.paging == Paging::Shadow && self.guest.stats.faults != guest_faults {
+            // Shadow paging intercepts every #PF: the guest's own fault exited first, and KVM
+            // injected it (`pf_guest`) before the guest's handler ran.
+            self.r.exits += 1;
+            self.r.exits_pf += 1;
+        }
+        for _retry in 0..64 {
+            let Some(out) = self.hw_translate(v, pid, va, kind)? else {
+                continue;
             };
             let f = match out {
                 Ok(_) => return Ok(()),
