@@ -892,14 +892,11 @@ impl Vm {
         } else {
             AccessKind::Read
         };
-        match self.hw_translate(v, pid, va, kind)? {
-            Some(Ok(t)) => {
-                if t.level != crate::translate::TlbLevel::Walk {
-                    return Ok(());
-                }
-                return self.serve(v, pid, vpn, write);
+        if let Some(Ok(t)) = self.hw_translate(v, pid, va, kind)? {
+            if t.level != crate::translate::TlbLevel::Walk {
+                return Ok(());
             }
-            Some(Err(_)) | None => {}
+            return self.serve(v, pid, vpn, write);
         }
         let guest_faults = self.guest.stats.faults;
         self.serve(v, pid, vpn, write)?;
