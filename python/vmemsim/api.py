@@ -1015,8 +1015,8 @@ class VmResult:
 def run_vm(
     workload: str,
     paging: str = "tdp",
-    guest_frames: Union[int, str] = "100%",
-    host_frames: Union[int, str] = "100%",
+    guest_frames: Union[int, str] = "200%",
+    host_frames: Union[int, str] = "150%",
     guest_policy: str = "clock-lru",
     host_policy: str = "clock-lru",
     eviction: str = "fifo",
@@ -1033,6 +1033,8 @@ def run_vm(
     MMU, whose pool of ``mmu_pages`` shadow pages is recycled by ``eviction``: ``fifo``,
     ``clock``, ``clock-leaf``, ``clock-parent``). ``guest_frames`` is a count or a percentage
     of the workload's footprint; ``host_frames`` a count or a percentage of guest memory.
+    The defaults (200% and 150%) leave room above both kernels' watermarks, so there is no
+    reclaim unless asked for.
     ``translate`` overrides the translation hardware's configuration (TLB geometries,
     walk caches; unknown keys are errors).
     """

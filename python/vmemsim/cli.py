@@ -615,12 +615,13 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
     p.add_argument("--paging", default="tdp", choices=("native", "tdp", "shadow"),
                    help="translation: native (no VM), tdp (nested paging) or shadow (KVM's "
                    "shadow MMU); default tdp")
-    p.add_argument("--guest-frames", default="100%", metavar="N",
+    p.add_argument("--guest-frames", default="200%", metavar="N",
                    help="guest memory in pages, or a percentage of the workload's footprint "
-                   "(default 100%%)")
-    p.add_argument("--host-frames", default="100%", metavar="N",
+                   "(default 200%%: no reclaim in the guest; the kernel's watermarks keep "
+                   "some memory free, so 100%% already means pressure)")
+    p.add_argument("--host-frames", default="150%", metavar="N",
                    help="host memory for the VM in pages, or a percentage of guest memory "
-                   "(default 100%%)")
+                   "(default 150%%)")
     p.add_argument("--guest-policy", default="clock-lru", metavar="NAME",
                    help="the guest OS's reclaim policy (default clock-lru)")
     p.add_argument("--host-policy", default="clock-lru", metavar="NAME",

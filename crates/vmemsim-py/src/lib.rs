@@ -800,7 +800,7 @@ fn guest_workload_kinds() -> Vec<(String, String)> {
 /// page-table pages). `translate` is the JSON of `TranslateConfig` (unknown keys are
 /// errors). Returns the JSON of the core's `VmResult`.
 #[pyfunction]
-#[pyo3(signature = (workload, seed=0, paging="tdp", guest_frames="100%", host_frames="100%", guest_policy="clock-lru", host_policy="clock-lru", eviction="fifo", mmu_pages=None, guest_levels=4, host_levels=4, pt_pages=0, translate="{}"))]
+#[pyo3(signature = (workload, seed=0, paging="tdp", guest_frames="200%", host_frames="150%", guest_policy="clock-lru", host_policy="clock-lru", eviction="fifo", mmu_pages=None, guest_levels=4, host_levels=4, pt_pages=0, translate="{}"))]
 #[allow(clippy::too_many_arguments)]
 fn run_vm(
     py: Python<'_>,
