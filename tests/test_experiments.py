@@ -54,3 +54,24 @@ def test_mglru_scale_plans_240_runs():
     e = load_experiment(EXP / "mglru-characterization" / "scale.toml")
     # 4 policies x 2 swap devices x 6 (workload, scale) x 5 seeds
     assert e.total == 4 * 2 * 6 * 5
+
+
+def test_kvm_shadow_eviction_quick_run_and_findings(tmp_path):
+    f = EXP / "kvm-shadow-eviction" / "experiment.toml"
+    e = load_experiment(f)
+    # 3 workloads x (4 evictions x 4 pool sizes + tdp) x 5 seeds
+    assert e.total == 3 * 17 * 5
+    out = tmp_path / "res"
+    r = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "sweep", "run", str(f), "--seeds", "1", "--out",
+         str(out), "--workers", "2", "-q"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "51/51 runs done" in r.stdout
+    r = subprocess.run([sys.executable, str(f.parent / "findings.py"), str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| stress-vm |")]
+    assert len(rows) == 4 + 1  # 4 pool sizes, and the TDP row
+

@@ -92,6 +92,7 @@ def read_recorded(path: str) -> dict[str, Any]:
     """Every record of a native trace with all fields (see ``vmemsim.recorder.read_recorded``)."""
 
 def guest_workload_kinds() -> List[Tuple[str, str]]: ...
+def check_guest_workload(spec: str, seed: int) -> Tuple[str, int, int]: ...
 def run_vm(
     workload: str,
     seed: int = ...,

@@ -778,6 +778,13 @@ fn run_timed(
     to_json(&result)
 }
 
+/// Check a guest workload spec: `(canonical spec, vCPUs, footprint pages)`.
+#[pyfunction]
+fn check_guest_workload(spec: &str, seed: u64) -> PyResult<(String, usize, u64)> {
+    let w = vmemsim_core::vm::workloads::parse(spec, seed).map_err(py_err)?;
+    Ok((w.name(), w.vcpus(), w.footprint_pages()))
+}
+
 /// Check a workload spec: `(canonical spec, threads, footprint pages)`.
 #[pyfunction]
 fn check_workload(spec: &str, seed: u64) -> PyResult<(String, usize, u64)> {
@@ -1395,6 +1402,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workload_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(guest_workload_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(run_vm, m)?)?;
+    m.add_function(wrap_pyfunction!(check_guest_workload, m)?)?;
     m.add_function(wrap_pyfunction!(check_workload, m)?)?;
     m.add_function(wrap_pyfunction!(miss_ratio_curve, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;

@@ -52,10 +52,19 @@ def check_runs(exp: Experiment, runs: Sequence[Run]) -> None:
         cfg = r.config
         t = cfg.get("workload.trace")
         model = cfg.get("workload.model")
+        guest = cfg.get("workload.guest")
         where = f"run {r.index} ({describe_run(r)})"
-        if (t is None) == (model is None):
-            raise VmemsimError(f"workload in {where}: give workload.trace (a replay) or "
-                               "workload.model (a timed run), not both or neither")
+        if sum(x is not None for x in (t, model, guest)) != 1:
+            raise VmemsimError(f"workload in {where}: give one of workload.trace (a replay), "
+                               "workload.model (a timed run) or workload.guest (a VM run)")
+        if guest is not None:
+            if guest not in seen_traces:
+                seen_traces.add(guest)
+                try:
+                    _native.check_guest_workload(guest, r.seed)
+                except VmemsimError as e:
+                    raise VmemsimError(f"workload.guest in {where}: {e}") from None
+            continue
         if model is not None and model not in seen_traces:
             seen_traces.add(model)
             try:

@@ -29,7 +29,7 @@ _REPLAY_KEYS = {
     "run.sample_every": "sample_every",
 }
 #: Paths that only label a run.
-_LABEL_KEYS = {"workload.name", "workload.trace", "workload.model"}
+_LABEL_KEYS = {"workload.name", "workload.trace", "workload.model", "workload.guest"}
 #: Keys only timed runs read, and the :func:`vmemsim.run` argument of each.
 _TIMED_KEYS = {
     "machine.cpus": "cpus",
@@ -55,6 +55,71 @@ def _trace(config: Mapping[str, Any], base_dir: str) -> str:
     if t.startswith("gen:") or os.path.isabs(t):
         return t
     return os.path.join(base_dir, t)
+
+
+#: Keys only VM runs read, and the :func:`vmemsim.run_vm` argument of each (the guest's
+#: policy and memory are machine.policy and machine.frames).
+_VM_KEYS = {
+    "machine.policy": "guest_policy",
+    "machine.frames": "guest_frames",
+    "vm.paging": "paging",
+    "vm.host_frames": "host_frames",
+    "vm.host_policy": "host_policy",
+    "vm.eviction": "eviction",
+    "vm.mmu_pages": "mmu_pages",
+    "vm.guest_levels": "guest_levels",
+    "vm.host_levels": "host_levels",
+    "vm.pt_pages": "pt_pages",
+}
+
+
+def is_vm(config: Mapping[str, Any]) -> bool:
+    """A run of a guest workload in a VM."""
+    return config.get("workload.guest") is not None
+
+
+def _check_defaults(config: Mapping[str, Any], only: Any, what: str) -> None:
+    """Keys that belong to another kind of run must stay at their defaults."""
+    from .spec import SCHEMA
+
+    for path, value in config.items():
+        if only(path) and (path not in SCHEMA or value != SCHEMA[path].default):
+            raise VmemsimError(f"{path}: {what}")
+
+
+def vm_kwargs(config: Mapping[str, Any], seed: int) -> Dict[str, Any]:
+    """The :func:`vmemsim.run_vm` arguments of a VM run."""
+    if config.get("workload.trace") is not None or config.get("workload.model") is not None:
+        raise VmemsimError("workload: give one of workload.trace, workload.model, "
+                           "workload.guest")
+    _check_defaults(
+        config,
+        lambda p: (p not in _VM_KEYS and p not in _LABEL_KEYS) and (
+            p.startswith("machine.") or p.startswith("run.") or p in _REPLAY_ONLY),
+        "VM runs do not read this key (the guest's memory is machine.frames and its policy "
+        "machine.policy; the rest is vm.*)",
+    )
+    kw = {arg: config[path] for path, arg in _VM_KEYS.items()
+          if config.get(path) is not None}
+    kw.update(workload=config["workload.guest"], seed=seed)
+    return kw
+
+
+def vm_metrics(r: Any) -> Dict[str, Any]:
+    """The flat metric columns of a :class:`vmemsim.VmResult`."""
+    d = r.to_dict()
+    m: Dict[str, Any] = {"workload_spec": d["workload"]}
+    for k, v in d.items():
+        if isinstance(v, bool) or k in ("seed",):
+            continue
+        if isinstance(v, (int, float)):
+            m[k] = v
+        elif isinstance(v, dict):
+            for kk, vv in v.items():
+                if isinstance(vv, (int, float)) and not isinstance(vv, bool):
+                    m[f"{k}.{kk}"] = vv
+    m["refs_per_walk"] = r.refs_per_walk
+    return m
 
 
 def is_timed(config: Mapping[str, Any]) -> bool:
@@ -89,7 +154,9 @@ def run_kwargs(config: Mapping[str, Any], seed: int) -> Dict[str, Any]:
     if config.get("workload.trace") is not None:
         raise VmemsimError("workload: give workload.trace or workload.model, not both")
     keys = {**{k: v for k, v in _REPLAY_KEYS.items() if k not in _REPLAY_ONLY}, **_TIMED_KEYS}
-    kw = _collect(config, keys, lambda path: path in _REPLAY_ONLY)
+    _check_defaults(config, lambda p: p.startswith("vm."),
+                    "only VM runs (workload.guest) read this key")
+    kw = _collect(config, keys, lambda path: path in _REPLAY_ONLY or path.startswith("vm."))
     kw.update(workload=config["workload.model"], seed=seed)
     return kw
 
@@ -104,8 +171,11 @@ def replay_kwargs(config: Mapping[str, Any], seed: int, base_dir: str) -> Dict[s
         if timed_only and (path not in SCHEMA or value != SCHEMA[path].default):
             raise VmemsimError(f"{path}: only timed runs (workload.model) read this key; "
                                "a trace replay has no CPUs, swap device or costs")
+    _check_defaults(config, lambda p: p.startswith("vm."),
+                    "only VM runs (workload.guest) read this key")
     kw = _collect(config, _REPLAY_KEYS,
-                  lambda path: path in _TIMED_KEYS or path.startswith("machine.costs."))
+                  lambda path: path in _TIMED_KEYS or path.startswith("machine.costs.")
+                  or path.startswith("vm."))
     kw.update(trace=_trace(config, base_dir), seed=seed)
     if not kw.get("sample_every"):
         kw.pop("sample_every", None)
@@ -173,7 +243,10 @@ def run_one(p: Dict[str, Any]) -> Dict[str, Any]:
     }
     try:
         side: Dict[str, Any] = {}
-        if is_timed(p["config"]):
+        if is_vm(p["config"]):
+            result = api.run_vm(**vm_kwargs(p["config"], p["seed"]))
+            rec["metrics"] = vm_metrics(result)
+        elif is_timed(p["config"]):
             result = api.run(**run_kwargs(p["config"], p["seed"]))
             rec["metrics"] = timed_metrics(result)
             if result.latency_buckets:

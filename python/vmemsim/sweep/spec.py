@@ -53,7 +53,7 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
     import tomli as tomllib
 
 #: Sections of the run configuration (what a run is a function of, with its seed).
-CONFIG_SECTIONS = ("machine", "workload", "run")
+CONFIG_SECTIONS = ("machine", "workload", "run", "vm")
 #: Top-level tables of an experiment file.
 FILE_SECTIONS = ("experiment",) + CONFIG_SECTIONS + ("sweep", "report")
 
@@ -120,6 +120,18 @@ def check_int(lo: Optional[int] = None, hi: Optional[int] = None) -> Callable[[A
             rng = f"{lo}..{hi}" if hi is not None else f"at least {lo}"
             raise VmemsimError(f"{where}: must be {rng}, got {v}")
         return int(v)
+
+    return check
+
+
+def check_choice(*choices: str) -> Callable[[Any, str], str]:
+    def check(v: Any, where: str) -> str:
+        s = check_str(v, where)
+        if s not in choices:
+            near = difflib.get_close_matches(s, choices, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise VmemsimError(f"{where}: {s!r} is not one of {', '.join(choices)}{hint}")
+        return s
 
     return check
 
@@ -205,6 +217,22 @@ def _builtin_schema() -> None:
     reg("workload.model", Key(optional(check_str), None,
         "workload model spec for a timed run, e.g. 'ycsb-a:footprint=64MiB' "
         "('vmemsim run --help' lists the kinds; give this or workload.trace)"))
+    reg("workload.guest", Key(optional(check_str), None,
+        "guest workload spec for a VM run, e.g. 'stress-vm:bytes=64MiB' ('vmemsim vm "
+        "--help'); machine.policy and machine.frames are then the guest's"))
+    reg("vm.paging", Key(check_choice("native", "tdp", "shadow"), "tdp",
+        "VM runs: translation: native (no VM), tdp (nested paging) or shadow"))
+    reg("vm.host_frames", Key(check_frames, "150%",
+        "VM runs: host memory in frames, or a percentage of guest memory"))
+    reg("vm.host_policy", Key(check_policy, "clock-lru", "VM runs: the host's reclaim policy"))
+    reg("vm.eviction", Key(check_choice("fifo", "clock", "clock-leaf", "clock-parent"), "fifo",
+        "VM runs, shadow paging: how KVM recycles shadow pages"))
+    reg("vm.mmu_pages", Key(optional(check_int(1)), None,
+        "VM runs, shadow paging: n_max_mmu_pages (unset: KVM's default, 2% of guest pages)"))
+    reg("vm.guest_levels", Key(check_int(4, 5), 4, "VM runs: guest page-table levels"))
+    reg("vm.host_levels", Key(check_int(4, 5), 4, "VM runs: EPT/NPT levels"))
+    reg("vm.pt_pages", Key(check_int(0), 0,
+        "VM runs: guest page-table pages (0: one per 256 guest frames plus 64)"))
     reg("workload.format", Key(optional(check_str), None, "trace format (unset: detected)"))
     reg("workload.page_size", Key(check_int(1), 4096, "bytes per page of the trace"))
     reg("workload.addresses", Key(check_bool, False, "the trace holds byte addresses"))
@@ -489,9 +517,10 @@ def parse_experiment(text: str, file: str = "<experiment>", base_dir: str = ".")
     for path, key in SCHEMA.items():
         if key.required and base.get(path) is None and path not in swept:
             raise VmemsimError(f"{file}: {path}: required ({key.doc})")
-    if all(base.get(p) is None and p not in swept for p in ("workload.trace", "workload.model")):
-        raise VmemsimError(f"{file}: workload: give workload.trace (a replay) or "
-                           "workload.model (a timed run)")
+    if all(base.get(p) is None and p not in swept
+           for p in ("workload.trace", "workload.model", "workload.guest")):
+        raise VmemsimError(f"{file}: workload: give workload.trace (a replay), "
+                           "workload.model (a timed run) or workload.guest (a VM run)")
 
     report = raw.get("report", {})
     for k in report:

@@ -148,7 +148,8 @@ def record_row(rec: Mapping[str, Any], experiment: str) -> Dict[str, Any]:
     for p in _spec._sorted_paths(list(rec.get("config", {}))):
         row[p] = rec["config"][p]
     if row.get("workload.name") is None:  # the label defaults to the trace or the model
-        row["workload.name"] = row.get("workload.trace") or row.get("workload.model")
+        row["workload.name"] = (row.get("workload.trace") or row.get("workload.model")
+                                or row.get("workload.guest"))
     for k, v in (rec.get("metrics") or {}).items():
         if k in row:
             k = f"result.{k}"
