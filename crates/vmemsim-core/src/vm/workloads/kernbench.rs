@@ -287,12 +287,6 @@ mod tests {
     use super::*;
     use crate::vm::workloads::parse;
 
-    fn run(spec: &str, seed: u64) -> (Box<dyn GuestWorkload>, Vec<Vec<GuestOp>>) {
-        let mut w = parse(spec, seed).unwrap();
-        let s = drain(w.as_mut(), Order::RoundRobin);
-        (w, s)
-    }
-
     const SMALL: &str = "kernbench-like:jobs=10,parallel=3,text_bytes=40KiB,data_bytes=8KiB,heap_bytes=64KiB,stack_bytes=12KiB,job_ns=1000000";
 
     #[test]

@@ -470,12 +470,6 @@ mod tests {
     use super::*;
     use crate::vm::workloads::parse;
 
-    fn run(spec: &str, seed: u64) -> (Box<dyn GuestWorkload>, Vec<Vec<GuestOp>>) {
-        let mut w = parse(spec, seed).unwrap();
-        let s = drain(w.as_mut(), Order::RoundRobin);
-        (w, s)
-    }
-
     /// Pages read inside requests, in order, relative to the first page of `region`.
     fn timed_reads(s: &[GuestOp], region: u64) -> Vec<Vec<u64>> {
         let mut out = Vec::new();

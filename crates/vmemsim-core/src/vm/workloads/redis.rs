@@ -511,12 +511,6 @@ mod tests {
     use crate::vm::workloads::parse;
     use crate::workload::Op;
 
-    fn run(spec: &str, seed: u64) -> (Box<dyn GuestWorkload>, Vec<Vec<GuestOp>>) {
-        let mut w = parse(spec, seed).unwrap();
-        let s = drain(w.as_mut(), Order::RoundRobin);
-        (w, s)
-    }
-
     #[test]
     fn jemalloc_size_classes() {
         // jemalloc 5 on x86-64: ..., 96, 112, 128, 160, ..., 1024, ..., 4096, 5120, ...,

@@ -271,12 +271,6 @@ mod tests {
     use crate::vm::workloads::parse;
     use crate::workload::Op;
 
-    fn run(spec: &str, seed: u64) -> (Box<dyn GuestWorkload>, Vec<Vec<GuestOp>>) {
-        let mut w = parse(spec, seed).unwrap();
-        let s = drain(w.as_mut(), Order::RoundRobin);
-        (w, s)
-    }
-
     #[test]
     fn op_mix_and_footprint() {
         // 1 MiB over 4 workers: 64 pages each; 3 rounds of a write and a read pass.

@@ -15,6 +15,13 @@ pub enum Order {
     ReverseSerial,
 }
 
+/// Parse `spec` and drain every vCPU's stream round-robin.
+pub fn run(spec: &str, seed: u64) -> (Box<dyn GuestWorkload>, Vec<Vec<GuestOp>>) {
+    let mut w = crate::vm::workloads::parse(spec, seed).unwrap();
+    let s = drain(w.as_mut(), Order::RoundRobin);
+    (w, s)
+}
+
 /// Every vCPU's full stream, polling in `order`.
 pub fn drain(w: &mut dyn GuestWorkload, order: Order) -> Vec<Vec<GuestOp>> {
     let n = w.vcpus();
