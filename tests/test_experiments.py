@@ -75,3 +75,9 @@ def test_kvm_shadow_eviction_quick_run_and_findings(tmp_path):
     rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| stress-vm |")]
     assert len(rows) == 4 + 1  # 4 pool sizes, and the TDP row
 
+
+def test_nested_paging_plans_54_runs():
+    e = load_experiment(EXP / "nested-paging" / "experiment.toml")
+    # 3 pagings x walk caches off/on x 3 workloads x 3 seeds
+    assert e.total == 3 * 2 * 3 * 3
+

@@ -101,6 +101,8 @@ def vm_kwargs(config: Mapping[str, Any], seed: int) -> Dict[str, Any]:
     )
     kw = {arg: config[path] for path, arg in _VM_KEYS.items()
           if config.get(path) is not None}
+    if config.get("vm.walk_caches") is False:
+        kw["translate"] = {"pwc": {"enabled": False}, "ntlb": {"enabled": False}}
     kw.update(workload=config["workload.guest"], seed=seed)
     return kw
 

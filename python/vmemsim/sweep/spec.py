@@ -229,6 +229,8 @@ def _builtin_schema() -> None:
         "VM runs, shadow paging: how KVM recycles shadow pages"))
     reg("vm.mmu_pages", Key(optional(check_int(1)), None,
         "VM runs, shadow paging: n_max_mmu_pages (unset: KVM's default, 2% of guest pages)"))
+    reg("vm.walk_caches", Key(check_bool, True,
+        "VM runs: page-walk caches and the nested TLB on (false: a walk reads every entry)"))
     reg("vm.guest_levels", Key(check_int(4, 5), 4, "VM runs: guest page-table levels"))
     reg("vm.host_levels", Key(check_int(4, 5), 4, "VM runs: EPT/NPT levels"))
     reg("vm.pt_pages", Key(check_int(0), 0,
