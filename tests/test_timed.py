@@ -128,10 +128,11 @@ def test_timed_runs_in_a_sweep(tmp_path):
     assert lat[lat["kind"] == "all"]["count"].sum() == direct.latency["all"]["count"]
 
 
-def test_an_experiment_needs_a_trace_or_a_model(tmp_path):
+def test_an_experiment_needs_a_trace_a_model_or_a_guest(tmp_path):
     p = tmp_path / "e.toml"
     p.write_text('[experiment]\nname = "x"\n[machine]\nframes = 10\n')
-    with pytest.raises(VmemsimError, match="workload.trace .* or workload.model"):
+    with pytest.raises(VmemsimError,
+                       match=r"workload.trace \(a replay\), workload.model .* or workload.guest"):
         load_experiment(p)
 
 

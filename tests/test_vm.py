@@ -68,3 +68,34 @@ def test_cli_vm():
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "refs per walk" in r.stdout and "ept_violations" in r.stdout
+
+
+def test_vm_runs_in_a_sweep(tmp_path):
+    import textwrap
+
+    from vmemsim.sweep import load_experiment, open_results, run_sweep
+
+    p = tmp_path / "e.toml"
+    p.write_text(textwrap.dedent("""
+        [experiment]
+        name = "vm"
+        seeds = 1
+        [machine]
+        policy = "clock-lru"
+        frames = "200%"
+        [workload]
+        guest = "stress-vm:vcpus=2,bytes=4MiB,rounds=1"
+        [sweep]
+        "vm.paging" = ["native", "tdp", "shadow"]
+        """))
+    s = run_sweep(load_experiment(p), tmp_path / "res", workers=1, progress="quiet")
+    assert (s.ok, s.failed) == (3, 0), s.errors
+    df = open_results(tmp_path / "res").table().set_index("vm.paging")
+    # The same guest program: the same first touches whatever the translation.
+    assert df["guest.first_touch"].nunique() == 1
+    assert df.loc["tdp", "ept_violations"] > 0 and df.loc["native", "ept_violations"] == 0
+    assert df.loc["shadow", "exits_pf"] > 0
+    # A key of another kind of run is an error naming it.
+    p.write_text(p.read_text().replace('frames = "200%"', 'frames = "200%"\nswappiness = 10'))
+    s = run_sweep(load_experiment(p), tmp_path / "res2", workers=1, progress="quiet")
+    assert s.failed == 3 and "machine.swappiness" in " ".join(map(str, s.errors))
