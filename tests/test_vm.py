@@ -99,3 +99,41 @@ def test_vm_runs_in_a_sweep(tmp_path):
     p.write_text(p.read_text().replace('frames = "200%"', 'frames = "200%"\nswappiness = 10'))
     s = run_sweep(load_experiment(p), tmp_path / "res2", workers=1, progress="quiet")
     assert s.failed == 3 and "machine.swappiness" in " ".join(map(str, s.errors))
+
+
+def test_latency_grows_with_the_request_rate_and_the_flamegraph(tmp_path):
+    # An open-loop server with 7 µs of work per request (parse 3 µs + reply 4 µs, the
+    # model's defaults) plus its memory accesses: far below saturation (20,000 requests/s)
+    # a request waits for nobody and takes about its service time; near saturation
+    # (130,000/s, ~0.9 utilisation) it queues, so the mean latency is several times higher.
+    spec = "redis-like:requests=20000,keys=20000,rps={}"
+    low = vmemsim.run_vm(spec.format(20000), paging="shadow")
+    high = vmemsim.run_vm(spec.format(130000), paging="shadow")
+    assert 7_000 <= low.latency["p50"] <= 9_000
+    assert high.latency["mean"] > 3 * low.latency["mean"]
+    assert low.runtime_ns > 20000 / 20000 * 0.9e9  # the arrivals span ~1 s
+    # The flame graph of KVM's handler time.
+    svg = tmp_path / "fg.svg"
+    folded = tmp_path / "fg.folded"
+    r = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "vm", spec.format(50000), "--paging", "shadow",
+         "--mmu-pages", "32", "--flamegraph", str(svg), "--folded", str(folded)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    lines = folded.read_text().splitlines()
+    assert any(ln.startswith("kvm_mmu_page_fault;paging64_page_fault") for ln in lines)
+    assert svg.read_text().startswith("<svg") and "kvm_mmu_page_fault" in svg.read_text()
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "vm", spec.format(1000), "--paging",
+                        "tdp", "--flamegraph", str(svg)], capture_output=True, text=True)
+    assert r.returncode != 0 and "--paging shadow" in r.stderr
+
+
+def test_folded_stacks_parse_and_errors():
+    from vmemsim.flamegraph import parse_folded, render_svg
+
+    root = parse_folded("a;b 3\na;c 2\nd 5\n")
+    assert root.total() == 10 and root.children["a"].total() == 5
+    assert 'a (5 ns, 50.00%)' in render_svg("a;b 3\na;c 2\nd 5\n")
+    with pytest.raises(VmemsimError, match="line 2"):
+        parse_folded("a 1\nb x\n")

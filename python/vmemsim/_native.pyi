@@ -107,4 +107,5 @@ def run_vm(
     host_levels: int = ...,
     pt_pages: int = ...,
     translate: str = ...,
+    costs: str = ...,
 ) -> str: ...

@@ -1026,6 +1026,7 @@ def run_vm(
     host_levels: int = 4,
     pt_pages: int = 0,
     translate: Optional[Mapping[str, Any]] = None,
+    costs: Optional[Mapping[str, Any]] = None,
 ) -> VmResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
     ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host, untimed:
@@ -1036,7 +1037,11 @@ def run_vm(
     The defaults (200% and 150%) leave room above both kernels' watermarks, so there is no
     reclaim unless asked for.
     ``translate`` overrides the translation hardware's configuration (TLB geometries,
-    walk caches; unknown keys are errors).
+    walk caches; unknown keys are errors); ``costs`` the VM's event costs (``exit_ns``,
+    ``guest_major_fault_ns``, ``kvm_work_ns``, ... see ``vm::VmCosts``). The result's
+    ``runtime_ns``, ``time`` (where the vCPUs' time went) and ``latency`` (per request,
+    from its arrival) come from those costs; ``kvm_folded`` is KVM's handler work as folded
+    stacks for a flame graph (:func:`vmemsim.flamegraph.write_svg`).
     """
     for name, v in (("workload", workload), ("paging", paging), ("eviction", eviction),
                     ("guest_policy", guest_policy), ("host_policy", host_policy)):
@@ -1049,5 +1054,6 @@ def run_vm(
         guest_policy, host_policy, eviction, mmu_pages,
         _count_arg("guest_levels", guest_levels), _count_arg("host_levels", host_levels),
         _count_arg("pt_pages", pt_pages, lo=0), json.dumps(dict(translate or {})),
+        json.dumps(dict(costs or {})),
     )
     return VmResult(json.loads(out), _seed_arg(seed))

@@ -633,17 +633,39 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mmu-pages", type=_positive, default=None, metavar="N",
                    help="shadow paging: n_max_mmu_pages (default KVM's: 2%% of guest pages, "
                    "at least 64)")
+    p.add_argument("--cost", action="append", metavar="KEY=NS",
+                   help="event cost (repeatable): exit_ns, guest_minor_fault_ns, "
+                   "guest_major_fault_ns, host_minor_fault_ns, host_major_fault_ns, access_ns, "
+                   "invlpg_ns, cr3_ns, cpu_ghz")
+    p.add_argument("--folded", metavar="FILE",
+                   help="shadow paging: write KVM's handler time as folded stacks")
+    p.add_argument("--flamegraph", metavar="FILE.svg",
+                   help="shadow paging: write KVM's handler time as an SVG flame graph")
     p.add_argument("--seed", type=_int, default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def _run_vm(args: argparse.Namespace) -> int:
+    costs: Dict[str, Any] = {}
+    for k, v in _key_values(args.cost).items():
+        costs[k] = float(v) if k == "cpu_ghz" else _int(v)
     r = run_vm(
         args.workload, paging=args.paging, guest_frames=args.guest_frames,
         host_frames=args.host_frames, guest_policy=args.guest_policy,
         host_policy=args.host_policy, eviction=args.eviction, mmu_pages=args.mmu_pages,
-        seed=args.seed,
+        seed=args.seed, costs=costs or None,
     )
+    if (args.folded or args.flamegraph) and not r.kvm_folded:
+        raise CliError("--folded/--flamegraph: KVM's handler profile exists under "
+                       "--paging shadow only")
+    if args.folded:
+        with open(args.folded, "w", encoding="utf-8") as f:
+            f.write(r.kvm_folded)
+    if args.flamegraph:
+        from .flamegraph import write_svg
+
+        write_svg(r.kvm_folded, args.flamegraph,
+                  title=f"KVM handler time (simulated ns): {r.workload}, {r.to_dict().get('guest_policy')} guest")
     if args.json:
         json.dump(r.to_dict(), sys.stdout)
         sys.stdout.write("\n")
@@ -653,6 +675,14 @@ def _run_vm(args: argparse.Namespace) -> int:
     for k in ("workload", "paging", "guest_policy", "host_policy", "guest_frames",
               "host_frames", "seed", "version"):
         lines.append(f"  {k:<13} {d.get(k)}")
+    lines += ["", f"runtime      {d['runtime_ns'] / 1e9:,.6f} s (simulated)", "", "time (ns)"]
+    for k, v in d["time"].items():
+        lines.append(f"  {k:<24} {v:>14,}")
+    if d.get("latency"):
+        s = d["latency"]
+        lines += ["", "request latency (µs)   count      mean       p50       p99     p99.9    p99.99",
+                  f"  {'all':<18} {int(s['count']):>9,} {s['mean'] / 1e3:>9.1f} "
+                  + " ".join(f"{s[q] / 1e3:>9.1f}" for q in ("p50", "p99", "p999", "p9999"))]
     t = d["translate"]
     lines += ["", "translation"]
     for k in ("accesses", "l1d_hits", "l2_hits", "walks", "walk_refs", "walk_cycles"):

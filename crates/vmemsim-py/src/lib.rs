@@ -807,7 +807,7 @@ fn guest_workload_kinds() -> Vec<(String, String)> {
 /// page-table pages). `translate` is the JSON of `TranslateConfig` (unknown keys are
 /// errors). Returns the JSON of the core's `VmResult`.
 #[pyfunction]
-#[pyo3(signature = (workload, seed=0, paging="tdp", guest_frames="200%", host_frames="150%", guest_policy="clock-lru", host_policy="clock-lru", eviction="fifo", mmu_pages=None, guest_levels=4, host_levels=4, pt_pages=0, translate="{}"))]
+#[pyo3(signature = (workload, seed=0, paging="tdp", guest_frames="200%", host_frames="150%", guest_policy="clock-lru", host_policy="clock-lru", eviction="fifo", mmu_pages=None, guest_levels=4, host_levels=4, pt_pages=0, translate="{}", costs="{}"))]
 #[allow(clippy::too_many_arguments)]
 fn run_vm(
     py: Python<'_>,
@@ -824,6 +824,7 @@ fn run_vm(
     host_levels: u8,
     pt_pages: u32,
     translate: &str,
+    costs: &str,
 ) -> PyResult<String> {
     use vmemsim_core::vm::{self, VmConfig};
     let paging = vm::Paging::parse(paging).map_err(py_err)?;
@@ -833,6 +834,11 @@ fn run_vm(
             let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
             config_err("translate", msg)
         })?;
+    let costs: vm::VmCosts = serde_json::from_str(costs).map_err(|e| {
+        let msg = e.to_string();
+        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+        config_err("costs", msg)
+    })?;
     let mut wl = vm::workloads::parse(workload, seed).map_err(py_err)?;
     let footprint = wl.footprint_pages();
     let resolve = |key: &str, spec: &str, base: u64| -> PyResult<u32> {
@@ -870,6 +876,7 @@ fn run_vm(
         pt_pages: pt,
         eviction: vmemsim_core::kvm::Eviction::parse("eviction", eviction).map_err(py_err)?,
         mmu_pages,
+        costs,
     };
     let result = py.allow_threads(move || vm::run(&cfg, wl.as_mut()).map_err(py_err))?;
     to_json(&result)

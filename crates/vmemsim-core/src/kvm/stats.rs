@@ -204,6 +204,20 @@ pub enum Work {
     HandSteps,
 }
 
+impl Work {
+    /// Every kind, in index order.
+    pub const ALL: [Work; WORK_KINDS] = [
+        Work::Calls,
+        Work::GptesRead,
+        Work::GptesWritten,
+        Work::Sptes,
+        Work::HashProbes,
+        Work::PagesAllocated,
+        Work::PagesFreed,
+        Work::HandSteps,
+    ];
+}
+
 pub const WORK_KINDS: usize = 8;
 const MAX_DEPTH: usize = 12;
 

@@ -53,9 +53,22 @@
 //! every vCPU's TLB. The shadow leaf records the guest frame; the walk's cost is counted in
 //! the vCPU's MMU with entry addresses placed per shadow table.
 //!
+//! # Time
+//!
+//! Each vCPU has its own clock (a host CPU of its own: no contention between vCPUs or with
+//! host threads). Every op advances it by its cost ([`VmCosts`], documented defaults): the
+//! translation's cycles (TLB hit latency or the walk's, from the page-table line cache),
+//! guest and host faults, VM exits, the work KVM's handlers did (priced per unit of work, the
+//! same prices that weigh the flame graph), INVLPGs and CR3 loads, and the program's own CPU
+//! work (`Compute`). Open-loop arrivals (`Arrive`, counted from the vCPU's last barrier, so
+//! after a load phase) leave a vCPU idle until the request arrives; a request's latency runs from its arrival (or its start, without one) to its
+//! end, so it includes queueing behind earlier requests. A `Barrier` moves a vCPU's clock to
+//! the latest vCPU clock (an approximation: vCPUs run chunk by chunk). Runtime is the latest
+//! vCPU clock.
+//!
 //! # Left out (for now)
 //!
-//! Time (this driver counts; it does not schedule vCPUs or charge costs), large pages (guest and
+//! Host CPU contention and host threads (kswapd, the host's reclaim runs inline), large pages (guest and
 //! host tables map 4 KiB pages), copy-on-write between processes, guest page cache and file
 //! I/O, and ballooning or free page reporting (pages the guest frees stay backed on the
 //! host).
@@ -142,6 +155,7 @@ pub struct VmConfig {
     /// default, 2% of guest pages, at least 64).
     pub eviction: Eviction,
     pub mmu_pages: Option<u64>,
+    pub costs: VmCosts,
 }
 
 /// What a VM run counted.
@@ -185,6 +199,75 @@ pub struct VmResult {
     pub pages_unmapped: u64,
     /// Most guest page-table pages in use.
     pub pt_pages_peak: u64,
+    /// Simulated time: when the last vCPU finished, and each vCPU's clock.
+    pub runtime_ns: u64,
+    pub vcpu_ns: Vec<u64>,
+    /// Where the vCPUs' time went (ns, summed over vCPUs).
+    pub time: VmTime,
+    /// Request latency (arrival or start to end), when the workload has requests.
+    pub latency: Option<crate::timed::hist::Summary>,
+    /// `(highest equivalent value ns, count)`: the latency histogram.
+    pub latency_buckets: Vec<(u64, u64)>,
+    /// KVM's handler work as folded stacks weighted in ns (`flamegraph.pl` / inferno
+    /// input), shadow paging only.
+    pub kvm_folded: String,
+}
+
+/// Where simulated time went, in ns summed over vCPUs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmTime {
+    pub translation_ns: u64,
+    pub guest_fault_ns: u64,
+    pub host_fault_ns: u64,
+    pub exit_ns: u64,
+    pub kvm_ns: u64,
+    pub tlb_flush_ns: u64,
+    pub compute_ns: u64,
+    pub idle_ns: u64,
+}
+
+/// Costs of the VM's events. Defaults are estimates unless a source is named.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VmCosts {
+    /// Converts translation cycles to ns (3 GHz).
+    pub cpu_ghz: f64,
+    /// CPU time of an access besides its translation.
+    pub access_ns: u64,
+    /// A guest minor fault (first touch, swap-cache hit): ~1 µs (KERNEL-FACTS).
+    pub guest_minor_fault_ns: u64,
+    /// A guest major fault: a swap-in from the guest's virtual disk (estimate: 100 µs, an
+    /// NVMe read plus virtio overhead).
+    pub guest_major_fault_ns: u64,
+    /// A host fault on guest memory, minor and major (estimates as for the guest).
+    pub host_minor_fault_ns: u64,
+    pub host_major_fault_ns: u64,
+    /// A VM exit and re-entry, without the handler's work: 1,300–2,600 cycles measured on
+    /// SVM (KERNEL-FACTS); 2,000 cycles at 3 GHz.
+    pub exit_ns: u64,
+    /// KVM handler work per unit of each [`crate::kvm::Work`] kind: call, guest PTE read,
+    /// guest PTE written, SPTE, hash probe, shadow page allocated, freed, clock hand step.
+    pub kvm_work_ns: [f64; crate::kvm::WORK_KINDS],
+    /// An INVLPG and a CR3 load (the refills they cause are counted as walks).
+    pub invlpg_ns: u64,
+    pub cr3_ns: u64,
+}
+
+impl Default for VmCosts {
+    fn default() -> Self {
+        VmCosts {
+            cpu_ghz: 3.0,
+            access_ns: 1,
+            guest_minor_fault_ns: 1_000,
+            guest_major_fault_ns: 100_000,
+            host_minor_fault_ns: 1_000,
+            host_major_fault_ns: 100_000,
+            exit_ns: 667,
+            kvm_work_ns: [40.0, 20.0, 20.0, 5.0, 10.0, 150.0, 100.0, 3.0],
+            invlpg_ns: 100,
+            cr3_ns: 50,
+        }
+    }
 }
 
 impl VmResult {
@@ -201,6 +284,11 @@ impl VmResult {
 struct Vcpu {
     mmu: Mmu,
     pid: u32,
+    clock: u64,
+    /// The clock at the vCPU's last barrier: arrivals count from it.
+    epoch: u64,
+    arrival: Option<u64>,
+    req_start: Option<u64>,
     /// The `tlb_gen` of each process this vCPU's TLB has seen (flush on switch if behind).
     seen_gen: Vec<u64>,
 }
@@ -399,6 +487,11 @@ pub struct Vm {
     region_back: Vec<u64>,
     /// The last region each vCPU used (region key, slot): most accesses skip the hash.
     region_cache: Vec<(u64, u32)>,
+    costs: VmCosts,
+    /// Translation cycles so far (all vCPUs), and KVM's priced work already charged.
+    tcycles: u64,
+    kvm_charged: f64,
+    hist: crate::timed::hist::Histogram,
 }
 
 fn pcid(pid: u32) -> u16 {
@@ -484,6 +577,10 @@ impl Vm {
             v.push(Vcpu {
                 mmu,
                 pid: 0,
+                clock: 0,
+                epoch: 0,
+                arrival: None,
+                req_start: None,
                 seen_gen: vec![0],
             });
         }
@@ -524,6 +621,10 @@ impl Vm {
             regions: std::collections::HashMap::new(),
             region_back: Vec::new(),
             region_cache: vec![(u64::MAX, 0); vcpus],
+            costs: cfg.costs.clone(),
+            tcycles: 0,
+            kvm_charged: 0.0,
+            hist: crate::timed::hist::Histogram::new(),
         };
         for c in 0..vcpus {
             vm.kvm_cr3(c, 0, true, false)?;
@@ -775,6 +876,24 @@ impl Vm {
     /// The vCPU's MMU translates `va` through the tables of the paging mode. `None`: the
     /// shadow walk found no root and KVM reloaded it; translate again.
     fn hw_translate(
+        &mut self,
+        v: usize,
+        pid: u32,
+        va: u64,
+        kind: AccessKind,
+    ) -> Result<Option<std::result::Result<crate::translate::Translation, crate::translate::Fault>>>
+    {
+        let out = self.hw_translate_raw(v, pid, va, kind)?;
+        if let Some(r) = &out {
+            self.tcycles += match r {
+                Ok(t) => t.cycles as u64,
+                Err(f) => f.cycles as u64,
+            };
+        }
+        Ok(out)
+    }
+
+    fn hw_translate_raw(
         &mut self,
         v: usize,
         pid: u32,
@@ -1088,8 +1207,46 @@ impl Vm {
     /// accepted and ignored by this untimed driver.
     pub fn op(&mut self, v: usize, op: GuestOp) -> Result<()> {
         match op {
+            GuestOp::Op(Op::Compute { ns }) => {
+                self.vcpus[v].clock += ns as u64;
+                self.r.time.compute_ns += ns as u64;
+                return Ok(());
+            }
+            GuestOp::Arrive { at_ns } => {
+                let vc = &mut self.vcpus[v];
+                let at_ns = vc.epoch.saturating_add(at_ns);
+                if vc.clock < at_ns {
+                    self.r.time.idle_ns += at_ns - vc.clock;
+                    vc.clock = at_ns;
+                }
+                vc.arrival = Some(at_ns);
+                return Ok(());
+            }
+            GuestOp::Op(Op::RequestBegin { .. }) => {
+                let vc = &mut self.vcpus[v];
+                vc.req_start = Some(vc.arrival.take().unwrap_or(vc.clock));
+                return Ok(());
+            }
+            GuestOp::Op(Op::RequestEnd) => {
+                let vc = &mut self.vcpus[v];
+                if let Some(t0) = vc.req_start.take() {
+                    self.hist.record(vc.clock - t0);
+                }
+                return Ok(());
+            }
+            GuestOp::Op(Op::Barrier) => {
+                let latest = self.vcpus.iter().map(|c| c.clock).max().unwrap_or(0);
+                let vc = &mut self.vcpus[v];
+                self.r.time.idle_ns += latest - vc.clock;
+                vc.clock = latest;
+                vc.epoch = latest;
+                return Ok(());
+            }
+            _ => {}
+        }
+        let before = self.work_snapshot();
+        let out = match op {
             GuestOp::Op(Op::Access { page, write }) => self.access(v, page, write),
-            GuestOp::Op(_) | GuestOp::Arrive { .. } => Ok(()),
             GuestOp::Spawn { pid } => self.spawn(pid),
             GuestOp::Switch { pid } => self.switch(v, pid),
             GuestOp::Exit { pid } => self.exit(pid),
@@ -1097,7 +1254,63 @@ impl Vm {
                 let pid = self.vcpus[v].pid;
                 self.unmap_range(v, pid, start, pages)
             }
+            _ => Ok(()),
+        };
+        let after = self.work_snapshot();
+        self.charge(
+            v,
+            &before,
+            &after,
+            matches!(op, GuestOp::Op(Op::Access { .. })),
+        );
+        out
+    }
+
+    fn work_snapshot(&self) -> [u64; 9] {
+        let h = self.host.as_ref().map(|h| &h.m.stats);
+        [
+            self.tcycles,
+            self.guest.stats.minor_faults,
+            self.guest.stats.major_faults,
+            h.map_or(0, |s| s.minor_faults),
+            h.map_or(0, |s| s.major_faults),
+            self.r.exits,
+            self.r.shootdown_pages,
+            self.r.cr3_loads,
+            self.r.nested_flushes,
+        ]
+    }
+
+    /// Advance vCPU `v`'s clock by what the op cost.
+    fn charge(&mut self, v: usize, a: &[u64; 9], b: &[u64; 9], access: bool) {
+        let c = &self.costs;
+        let d = |i: usize| b[i] - a[i];
+        let translation =
+            (d(0) as f64 / c.cpu_ghz).round() as u64 + if access { c.access_ns } else { 0 };
+        let guest = d(1) * c.guest_minor_fault_ns + d(2) * c.guest_major_fault_ns;
+        let host = d(3) * c.host_minor_fault_ns + d(4) * c.host_major_fault_ns;
+        let exits = d(5) * c.exit_ns;
+        let flush = d(6) * c.invlpg_ns + d(7) * c.cr3_ns;
+        let mut kvm = 0;
+        if let Some(k) = &self.kvm {
+            if d(5) > 0 || d(4) > 0 || d(3) > 0 {
+                let p = k.profile();
+                let total: f64 = crate::kvm::Work::ALL
+                    .iter()
+                    .map(|&w| p.total(w) as f64 * self.costs.kvm_work_ns[w as usize])
+                    .sum();
+                kvm = (total - self.kvm_charged).max(0.0).round() as u64;
+                self.kvm_charged = total;
+            }
         }
+        let t = &mut self.r.time;
+        t.translation_ns += translation;
+        t.guest_fault_ns += guest;
+        t.host_fault_ns += host;
+        t.exit_ns += exits;
+        t.kvm_ns += kvm;
+        t.tlb_flush_ns += flush;
+        self.vcpus[v].clock += translation + guest + host + exits + kvm + flush;
     }
 
     /// The counters so far.
@@ -1113,6 +1326,15 @@ impl Vm {
         }
         r.translate = t;
         r.kvm = self.kvm.as_ref().map(|k| k.stats().clone());
+        r.vcpu_ns = self.vcpus.iter().map(|c| c.clock).collect();
+        r.runtime_ns = r.vcpu_ns.iter().copied().max().unwrap_or(0);
+        if self.hist.count() > 0 {
+            r.latency = Some(self.hist.summary());
+            r.latency_buckets = self.hist.buckets();
+        }
+        if let Some(k) = &self.kvm {
+            r.kvm_folded = k.profile().folded(&self.costs.kvm_work_ns);
+        }
         r
     }
 

@@ -8,5 +8,5 @@ pub mod workloads;
 #[cfg(test)]
 mod tests;
 
-pub use machine::{run, Paging, Vm, VmConfig, VmResult};
+pub use machine::{run, Paging, Vm, VmConfig, VmCosts, VmResult, VmTime};
 pub use ops::{GuestOp, GuestWorkload};

@@ -29,7 +29,9 @@ pub enum GuestOp {
     /// freed (`free_pgtables`).
     Unmap { start: u64, pages: u64 },
     /// Open-loop arrival: the next request of this vCPU's stream arrives at simulated time
-    /// `at_ns` (from the start of the run). A vCPU that reaches this op earlier idles until
+    /// `at_ns`, counted from the vCPU's last `Barrier` (or the start of the run), so that a
+    /// load phase before the barrier does not delay the arrivals. A vCPU that reaches this op
+    /// earlier idles until
     /// then; one that reaches it later has a backlog, and the request's latency, measured
     /// from `at_ns` to its `RequestEnd`, includes the wait.
     Arrive { at_ns: u64 },

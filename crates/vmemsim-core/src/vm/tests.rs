@@ -22,6 +22,7 @@ fn cfg(paging: Paging, guest_frames: u32, host_frames: u32, tc: TranslateConfig)
         pt_pages: 0,
         eviction: crate::kvm::Eviction::Fifo,
         mmu_pages: None,
+        costs: Default::default(),
     }
 }
 
@@ -353,4 +354,52 @@ fn every_guest_workload_runs_under_every_paging() {
             "{spec}: {guest_faults:?}"
         );
     }
+}
+
+#[test]
+fn open_loop_requests_wait_for_their_arrival_and_queue_behind_earlier_ones() {
+    // One vCPU: a request arrives at 1,000 ns and computes 500 ns (latency 500); the next
+    // arrives at 1,200 ns but the vCPU is busy until 1,500: it starts late and ends at
+    // 2,000, latency 800 from its arrival. Idle 1,000 ns, compute 1,000 ns, runtime 2,000.
+    let ops = vec![
+        GuestOp::Arrive { at_ns: 1_000 },
+        GuestOp::Op(Op::RequestBegin { kind: 0 }),
+        GuestOp::Op(Op::Compute { ns: 500 }),
+        GuestOp::Op(Op::RequestEnd),
+        GuestOp::Arrive { at_ns: 1_200 },
+        GuestOp::Op(Op::RequestBegin { kind: 0 }),
+        GuestOp::Op(Op::Compute { ns: 500 }),
+        GuestOp::Op(Op::RequestEnd),
+    ];
+    let c = cfg(Paging::Native, 64, 64, TranslateConfig::default());
+    let r = run(&c, &mut Script::new(vec![ops])).unwrap();
+    assert_eq!(r.runtime_ns, 2_000);
+    assert_eq!((r.time.idle_ns, r.time.compute_ns), (1_000, 1_000));
+    let l = r.latency.unwrap();
+    assert_eq!((l.count, l.min, l.max), (2, 500, 800));
+}
+
+#[test]
+fn event_costs_add_up() {
+    // Ten first touches under TDP with the default costs: ten guest minor faults (1 µs
+    // each), each gfn's first host touch a host minor fault (1 µs) and an EPT violation, an
+    // exit of 667 ns; the guest page-table pages add their own host faults and exits.
+    let ops: Vec<GuestOp> = (0..10).map(|p| acc(p, true)).collect();
+    let c = cfg(Paging::Tdp, 1_024, 4_096, TranslateConfig::default());
+    let r = run(&c, &mut Script::new(vec![ops])).unwrap();
+    assert_eq!(r.guest.minor_faults, 10);
+    assert_eq!(r.time.guest_fault_ns, 10 * 1_000);
+    assert_eq!(r.time.host_fault_ns, r.host.minor_faults * 1_000);
+    assert_eq!(r.time.exit_ns, r.exits * 667);
+    assert_eq!(r.exits, r.ept_violations);
+    let t = &r.time;
+    let sum = t.translation_ns
+        + t.guest_fault_ns
+        + t.host_fault_ns
+        + t.exit_ns
+        + t.kvm_ns
+        + t.tlb_flush_ns
+        + t.compute_ns
+        + t.idle_ns;
+    assert_eq!(r.runtime_ns, sum);
 }

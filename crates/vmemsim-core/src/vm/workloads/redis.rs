@@ -34,10 +34,9 @@
 //!
 //! Arrivals: vCPU `v` serves the requests of its own clients at `rps / vcpus` per second,
 //! Poisson (exponential gaps from the vCPU's random stream) or `fixed` (the merged stream of
-//! all vCPUs evenly spaced `1/rps` apart). `at_ns` counts from the start of the run (see
-//! [`GuestOp::Arrive`]) plus `start_ns`: the load phase takes simulated time the generator
-//! cannot know, so set `start_ns` past its end, or have the VM layer count arrivals from the
-//! load phase's barrier.
+//! all vCPUs evenly spaced `1/rps` apart). `at_ns` is `start_ns` plus the arrival's offset;
+//! the VM layer counts it from the vCPU's last barrier (see [`GuestOp::Arrive`]), which here
+//! is the end of the load phase, so arrivals do not queue behind the load.
 //!
 //! Costs (estimates): `parse_ns` = 3,000 ns for the `read` system call and parsing the
 //! command, `reply_ns` = 4,000 ns for building the reply and the `write` system call
