@@ -81,3 +81,9 @@ def test_nested_paging_plans_54_runs():
     # 3 pagings x walk caches off/on x 3 workloads x 3 seeds
     assert e.total == 3 * 2 * 3 * 3
 
+
+def test_kvm_latency_plans_60_runs():
+    e = load_experiment(EXP / "kvm-shadow-eviction" / "latency.toml")
+    # 5 request rates x (3 shadow evictions + tdp) x 3 seeds
+    assert e.total == 5 * 4 * 3
+
