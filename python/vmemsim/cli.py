@@ -1170,14 +1170,15 @@ register(
 )
 register(
     "vm",
-    "run a guest workload in a VM (native, nested or shadow paging; untimed)",
+    "run a guest workload in a VM (native, nested or shadow paging)",
     _configure_vm,
     _run_vm,
     description="Run a guest workload model in a VM on a host: the guest OS's memory "
     "manager, the vCPUs' TLBs and page walks, and the host's memory manager backing guest "
     "memory. Prints translation counts (walks, references per walk), VM exits by reason, "
-    "EPT violations, both managers' faults and, under shadow paging, KVM's shadow-MMU "
-    "statistics. Untimed: counts, not runtime.",
+    "EPT violations, both managers' faults, the simulated runtime and where it went, "
+    "request latency percentiles and, under shadow paging, KVM's shadow-MMU statistics "
+    "(--flamegraph draws KVM's handler time).",
 )
 register(
     "demo",
