@@ -1029,7 +1029,7 @@ def run_vm(
     costs: Optional[Mapping[str, Any]] = None,
 ) -> VmResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
-    ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host, untimed:
+    ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host:
     ``paging`` is ``native`` (no VM), ``tdp`` (nested paging) or ``shadow`` (KVM's shadow
     MMU, whose pool of ``mmu_pages`` shadow pages is recycled by ``eviction``: ``fifo``,
     ``clock``, ``clock-leaf``, ``clock-parent``). ``guest_frames`` is a count or a percentage

@@ -801,8 +801,8 @@ fn guest_workload_kinds() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Run a guest workload (`vmemsim_core::vm::workloads`) in a VM on a host (untimed:
-/// `vmemsim_core::vm::run`). `guest_frames` is a count or a percentage of the workload's
+/// Run a guest workload (`vmemsim_core::vm::workloads`) in a VM on a host
+/// (`vmemsim_core::vm::run`). `guest_frames` is a count or a percentage of the workload's
 /// footprint; `host_frames` a count or a percentage of guest memory (its frames plus its
 /// page-table pages). `translate` is the JSON of `TranslateConfig` (unknown keys are
 /// errors). Returns the JSON of the core's `VmResult`.

@@ -1,4 +1,4 @@
-//! One VM on one host, untimed: guest programs' accesses go through the guest OS's memory
+//! One VM on one host: guest programs' accesses go through the guest OS's memory
 //! manager (a [`Machine`] over guest frames, with its own reclaim policy and guest swap), the
 //! translation hardware of each vCPU ([`Mmu`]: TLBs, walk caches, the page-table line cache)
 //! walking the guest's page tables and, under nested paging, the host's EPT/NPT, and the
@@ -1203,8 +1203,8 @@ impl Vm {
         Ok(())
     }
 
-    /// Run one op of vCPU `v`. Timing ops (compute, requests, barriers, arrivals) are
-    /// accepted and ignored by this untimed driver.
+    /// Run one op of vCPU `v`, advancing its clock by what the op cost (see the module docs'
+    /// "Time").
     pub fn op(&mut self, v: usize, op: GuestOp) -> Result<()> {
         match op {
             GuestOp::Op(Op::Compute { ns }) => {
@@ -1404,7 +1404,7 @@ impl Vm {
 }
 
 /// Run a guest workload to its end on a new VM: the vCPUs' streams interleaved chunk by
-/// chunk (untimed: the order of accesses between vCPUs is round-robin by chunk).
+/// chunk (the order of accesses between vCPUs is round-robin by chunk; each vCPU keeps its own clock).
 pub fn run(cfg: &VmConfig, wl: &mut dyn GuestWorkload) -> Result<VmResult> {
     let n = wl.vcpus();
     let mut vm = Vm::new(cfg, n)?;
