@@ -27,6 +27,7 @@
 //! - Generators ([`crate::generate`]) are sources too, usable wherever a trace is.
 
 pub mod csv;
+pub mod imports;
 pub mod info;
 pub mod native;
 pub mod oracle;
