@@ -51,6 +51,8 @@ __all__ = [
     "convert",
     "generate",
     "generator_kinds",
+    "import_formats",
+    "import_trace",
     "load_trace",
     "mrc",
     "output_format",
@@ -790,17 +792,94 @@ def convert(
     csv: Optional[Union[str, Mapping[str, str]]] = None,
     seed: int = 0,
     progress: Optional[ProgressFn] = None,
+    ifetch: bool = False,
 ) -> int:
     """Copy the trace ``src`` (any trace: a file read with ``from_format`` and the reader
     options, a generator, page numbers) into a new file ``dst`` of ``to_format`` (default: by
     ``dst``'s ending, see :func:`output_format`). Returns the accesses written.
-    oracle-general has no operation field: writes become reads."""
+    oracle-general has no operation field: writes become reads.
+
+    ``from_format`` ``msr`` (or ``snia``) or ``lackey`` imports a public format instead
+    (:func:`import_trace`; ``ifetch`` is its option): the output is always a recorded trace
+    (native version 2), and the return value the records written (access and file I/O)."""
+    if isinstance(from_format, str) and from_format.strip().lower() in IMPORT_NAMES:
+        if to_format is not None and to_format.strip().lower() not in ("native", "vmt"):
+            raise VmemsimError(
+                f"format: an import from {from_format} writes a recorded trace (native); "
+                f"convert that to {to_format} afterwards"
+            )
+        for key, val, default in (("addresses", addresses, False), ("csv", csv, None)):
+            if val != default:
+                raise VmemsimError(f"{key}: not an option of an import from {from_format}")
+        st = import_trace(src, dst, from_format, page_size=page_size, ifetch=ifetch)
+        return st["records"] + st["io_records"]
+    if ifetch:
+        raise VmemsimError("ifetch: only for an import from lackey")
     source = _source_arg(
         src, format=from_format, page_size=page_size, addresses=addresses, csv=csv,
         seed=_seed_arg(seed),
     )
     out = os.fsdecode(os.fspath(dst))
     return _write(source, out, to_format or output_format(out), progress)
+
+
+def import_formats() -> List[Tuple[str, str]]:
+    """The public formats :func:`import_trace` reads, as ``(name, description)``."""
+    return [(str(n), str(d)) for n, d in _native.import_formats()]
+
+
+#: Names ``convert(from_format=...)`` hands to :func:`import_trace` (``snia`` = ``msr``).
+IMPORT_NAMES = ("msr", "snia", "lackey")
+
+
+def import_trace(
+    src: Union[str, "os.PathLike[str]"],
+    dst: Union[str, "os.PathLike[str]"],
+    format: str,
+    page_size: int = 4096,
+    ifetch: bool = False,
+) -> Dict[str, Any]:
+    """Import the file ``src`` in a public format into a new recorded trace (native version
+    2) at ``dst``, whatever ``dst``'s ending:
+
+    - ``msr``: block I/O CSV in the MSR Cambridge / SNIA layout (timestamp, host, disk, type,
+      offset, size, response time): one file per (host, disk), one ``pread64``/``pwrite64``
+      file I/O record per row, stamps in ns since the first row; no access records.
+    - ``lackey``: ``valgrind --tool=lackey --trace-mem=yes`` output: access records of thread
+      1 folded per page (``page_size``), stamps in instructions; ``ifetch`` keeps the ``I``
+      lines as fetch records.
+
+    A name ending in ``.gz`` is decompressed with ``gzip -dc``. Returns the counts (``lines``,
+    ``records``, ``accesses``, ``reads``, ``writes``, ``ifetches``, ``io_records``, ``files``,
+    ``io_bytes``, ``out_of_order``, ``instructions``). Details: ``docs/recording.md``."""
+    if not isinstance(src, (str, os.PathLike)) or (
+        isinstance(src, str) and src.startswith(GEN_PREFIX)
+    ):
+        raise VmemsimError(f"trace: an import reads a file, got {src!r}")
+    if not isinstance(format, str):
+        raise VmemsimError(f"format: expected a name, got {format!r}")
+    if isinstance(page_size, bool) or not isinstance(page_size, numbers.Integral):
+        raise VmemsimError(f"page_size: expected an integer, got {page_size!r}")
+    if page_size <= 0:
+        raise VmemsimError(f"page_size: {page_size} is not a power of two of at least 2")
+    path = os.fsdecode(os.fspath(src))
+    out = os.fsdecode(os.fspath(dst))
+    existed = os.path.lexists(out)
+    if existed:
+        try:
+            if os.path.samefile(path, out):
+                raise VmemsimError(f"{out}: the output is the input trace; give another path")
+        except OSError:
+            pass
+    try:
+        return dict(_native.import_trace(path, out, format, int(page_size), bool(ifetch)))
+    except BaseException:
+        if not existed:
+            try:
+                os.remove(out)
+            except OSError:
+                pass
+        raise
 
 
 def write_trace(

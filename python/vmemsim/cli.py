@@ -23,6 +23,9 @@ Contract (scripts and tests rely on it):
   and ``reuse_distance`` (``p50``, ``p90``, ``p99``, ``max``, ``mean``; null without reuse).
 - ``vmemsim trace convert IN OUT [--from F] [--to F]``: ``--to`` defaults by OUT's ending
   (``.vmt`` native, ``.oracleGeneral`` oracle-general, ``.csv``, anything else text).
+  ``--from msr`` (block I/O CSV, MSR Cambridge / SNIA) or ``--from lackey [--ifetch]``
+  (valgrind lackey ``--trace-mem=yes`` output) imports into a recorded trace (native v2)
+  whatever OUT's ending, and prints the record counts.
 - ``vmemsim trace read TRACE [--json]``: reads the whole trace; prints the accesses and
   M accesses/s (the cost of reading alone).
 - ``vmemsim trace record [--out F] [--page-size N] [--ifetch] [--json] -- CMD ARGS``: runs
@@ -66,7 +69,9 @@ from .api import (
     RunResult,
     TraceInfo,
     VmemsimError,
+    IMPORT_NAMES,
     convert,
+    import_trace,
     mrc,
     output_format,
     policies,
@@ -298,6 +303,7 @@ def add_trace_arguments(
     seed: bool = False,
     format_flags: Sequence[str] = ("--format",),
     trace: bool = True,
+    imports: bool = False,
 ) -> None:
     """The trace to read: ``--trace TRACE`` (or a positional ``TRACE``; none when ``trace``
     is false), ``--format F`` (or other spellings given by ``format_flags``), ``--page-size``,
@@ -312,7 +318,13 @@ def add_trace_arguments(
         dest="format",
         metavar="F",
         default=None,
-        help="trace format (%s); detected when omitted" % ", ".join(_native.trace_formats()),
+        help="trace format (%s); detected when omitted" % ", ".join(_native.trace_formats())
+        + (
+            "; or a public format to import into a recorded trace (%s)"
+            % ", ".join(n for n, _ in _native.import_formats())
+            if imports
+            else ""
+        ),
     )
     p.add_argument(
         "--page-size",
@@ -898,7 +910,14 @@ def format_info(i: TraceInfo, reuse: bool = True) -> str:
 def _configure_trace_convert(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", metavar="IN", help=TRACE_HELP)
     p.add_argument("output", metavar="OUT", help="trace file to create")
-    add_trace_arguments(p, trace=False, seed=True, format_flags=("--from", "--format"))
+    add_trace_arguments(
+        p, trace=False, seed=True, format_flags=("--from", "--format"), imports=True
+    )
+    p.add_argument(
+        "--ifetch",
+        action="store_true",
+        help="with --from lackey: keep instruction fetches (I lines) as fetch records",
+    )
     p.add_argument(
         "--to",
         metavar="F",
@@ -910,6 +929,30 @@ def _configure_trace_convert(p: argparse.ArgumentParser) -> None:
 
 
 def _run_trace_convert(args: argparse.Namespace) -> int:
+    if args.format is not None and args.format.strip().lower() in IMPORT_NAMES:
+        for flag, given in (
+            ("--seed", args.seed != 0),
+            ("--addresses", args.addresses),
+            ("--csv", args.csv is not None),
+        ):
+            if given:
+                raise CliError(f"{flag}: not an option of an import from {args.format}")
+        if args.to is not None and args.to.strip().lower() not in ("native", "vmt"):
+            raise CliError(
+                f"--to: an import from {args.format} writes a recorded trace (native); "
+                f"convert that to {args.to} afterwards"
+            )
+        st = import_trace(
+            args.input, args.output, args.format, page_size=args.page_size, ifetch=args.ifetch
+        )
+        print(
+            f"wrote {st['records']:,} access records ({st['accesses']:,} accesses) and "
+            f"{st['io_records']:,} file I/O records ({st['files']:,} files) from "
+            f"{st['lines']:,} lines to {args.output} (native, recorded; {st['format']})"
+        )
+        return 0
+    if args.ifetch:
+        raise CliError("--ifetch: only with --from lackey")
     fmt = args.to or output_format(args.output)
     kw = trace_kwargs(args)
     kw["from_format"] = kw.pop("format")

@@ -1250,6 +1250,60 @@ fn write_trace(
     })
 }
 
+/// Every import format as `(name, description)` ([`trace::imports::ImportFormat`]).
+#[pyfunction]
+fn import_formats() -> Vec<(String, String)> {
+    trace::imports::ImportFormat::ALL
+        .iter()
+        .map(|e| (e.1.to_string(), e.0.description().to_string()))
+        .collect()
+}
+
+/// Import `path` in the public format `format` (`msr`, `lackey`) into a new recorded trace
+/// (native version 2) at `out`; returns the import's counts as a dict
+/// ([`trace::imports::ImportStats`]). The GIL is released throughout. A failed import leaves
+/// a partial file, which the caller removes.
+#[pyfunction]
+#[pyo3(signature = (path, out, format, page_size=4096, ifetch=false))]
+fn import_trace<'py>(
+    py: Python<'py>,
+    path: String,
+    out: String,
+    format: &str,
+    page_size: u64,
+    ifetch: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    use trace::imports::{import, ImportFormat, ImportOptions};
+    let fmt = ImportFormat::from_name(format).ok_or_else(|| {
+        let names: Vec<&str> = ImportFormat::ALL.iter().map(|e| e.1).collect();
+        config_err(
+            "format",
+            format!(
+                "unknown import format '{format}'; valid: {}",
+                names.join(", ")
+            ),
+        )
+    })?;
+    let opts = ImportOptions { page_size, ifetch };
+    let st = py
+        .allow_threads(move || import(&path, fmt, &opts, &out))
+        .map_err(py_err)?;
+    let d = PyDict::new_bound(py);
+    d.set_item("format", fmt.name())?;
+    d.set_item("lines", st.lines)?;
+    d.set_item("records", st.records)?;
+    d.set_item("accesses", st.accesses)?;
+    d.set_item("reads", st.reads)?;
+    d.set_item("writes", st.writes)?;
+    d.set_item("ifetches", st.ifetches)?;
+    d.set_item("io_records", st.io_records)?;
+    d.set_item("files", st.files)?;
+    d.set_item("io_bytes", st.io_bytes)?;
+    d.set_item("out_of_order", st.out_of_order)?;
+    d.set_item("instructions", st.instructions)?;
+    Ok(d)
+}
+
 /// Convert the `vmrec` Valgrind tool's stream at `raw` (a FIFO it is writing, or a file)
 /// into a recorded (version-2 native) trace at `out`, while the program runs. `origin` and
 /// `extra` go into the trace's header. Returns the conversion's counts as a dict
@@ -1417,6 +1471,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load_trace, m)?)?;
     m.add_function(wrap_pyfunction!(write_trace, m)?)?;
     m.add_function(wrap_pyfunction!(record_convert, m)?)?;
+    m.add_function(wrap_pyfunction!(import_formats, m)?)?;
+    m.add_function(wrap_pyfunction!(import_trace, m)?)?;
     m.add_function(wrap_pyfunction!(read_recorded, m)?)?;
     m.add("VmemsimError", m.py().get_type_bound::<VmemsimError>())?;
     m.add("__version__", replay::VERSION)?;

@@ -15,7 +15,9 @@
 //! Native version 2 ([`recorded`]) is what `vmemsim trace record` writes: per-record thread,
 //! count, instruction stamp and file I/O, in the same framing; every reader of `native`
 //! reads it as a plain access stream, and [`recorded::RecordedReader`] gives all its fields.
-//! [`recorder`] converts the Valgrind recorder's intermediate stream into it.
+//! [`recorder`] converts the Valgrind recorder's intermediate stream into it, and
+//! [`imports`] imports public formats into it: MSR Cambridge / SNIA block I/O CSV (file I/O
+//! records) and valgrind lackey `--trace-mem` output (folded access records).
 //!
 //! Public API used by the CLI and the binding:
 //! - [`open`]`(path, format, &ReaderOptions)` → `Box<dyn TraceSource>`; `format` `None` =
@@ -27,6 +29,7 @@
 //! - Generators ([`crate::generate`]) are sources too, usable wherever a trace is.
 
 pub mod csv;
+pub mod imports;
 pub mod info;
 pub mod native;
 pub mod oracle;
