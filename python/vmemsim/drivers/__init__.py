@@ -225,7 +225,10 @@ def record_workload(name: str, scale: float = 1.0, out_dir: str = ".", seed: int
         if native:
             log(f"{name}: native run: {' '.join(plan.command)}")
             native_info = _run_native(plan)
-            plan = d.prepare(work, scale, seed, opts)  # fresh inputs (the run may have changed them)
+            # Fresh inputs: the native run may have changed them.
+            shutil.rmtree(work, ignore_errors=True)
+            os.makedirs(work)
+            plan = d.prepare(work, scale, seed, opts)
         log(f"{name}: recording: {' '.join(plan.command)}")
         rec = _run_recorded(plan, trace)
     finally:
