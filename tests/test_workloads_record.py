@@ -32,12 +32,16 @@ SIDECAR = {"workload", "trace", "scale", "seed", "options", "command", "client_c
            "returncode", "complete", "trace_bytes", "page_size"}
 
 
-def _smoke(tmp_path, name, scale, **opts):
+def _smoke_prereq(name):
     if _REC is not None:
         pytest.skip(f"recorder unavailable: {_REC}")
     miss = missing_programs(name)
     if miss:
         pytest.skip(f"{name} needs: {'; '.join(miss)}")
+
+
+def _smoke(tmp_path, name, scale, **opts):
+    _smoke_prereq(name)
     side = record_workload(name, scale=scale, out_dir=str(tmp_path), seed=3, options=opts)
     trace = tmp_path / f"{name}.vmt"
     on_disk = json.loads((tmp_path / f"{name}.json").read_text())
@@ -123,6 +127,30 @@ def test_sqlite_tpch(tmp_path):
     side, rec = _smoke(tmp_path, "sqlite-tpch", 0.02, queries="q1,q6")
     assert side["params"]["orders"] == 300 and side["params"]["customers"] == 30
     assert any(e["path"].endswith("tpch.db") for e in rec["events"])
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "vmemsim", "workloads", "record", *args],
+                          capture_output=True, text=True)
+
+
+def test_cli_record_native_gives_the_slowdown(tmp_path):
+    _smoke_prereq("dd")
+    r = _cli("dd", "--scale", str(1 / 512), "--out", str(tmp_path), "--native", "--json")
+    assert r.returncode == 0, r.stderr
+    side = json.loads(r.stdout)
+    assert side == json.loads((tmp_path / "dd.json").read_text())
+    assert side["slowdown_of"] == "seconds" and side["native"]["returncode"] == 0
+    assert side["slowdown"] == pytest.approx(side["duration_seconds"] / side["native"]["seconds"])
+    assert side["trace"] == "dd.vmt" and (tmp_path / "dd.vmt").stat().st_size > 0
+
+
+def test_cli_failing_program_exits_nonzero_and_says_so(tmp_path):
+    _smoke_prereq("kernbench")
+    r = _cli("kernbench", "--scale", "0.01", "--out", str(tmp_path), "-o", "opt=notanumber")
+    assert r.returncode == 1
+    assert "warning: the recorded program exited with status 1" in r.stderr
+    assert json.loads((tmp_path / "kernbench.json").read_text())["returncode"] == 1
 
 
 @pytest.mark.skipif(not os.environ.get("VMEMSIM_SLOW_TESTS"),

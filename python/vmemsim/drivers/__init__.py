@@ -193,7 +193,7 @@ def record_workload(name: str, scale: float = 1.0, out_dir: str = ".", seed: int
 
     _load()
     if name not in DRIVERS:
-        raise KeyError(f"unknown workload '{name}' (known: {', '.join(sorted(DRIVERS))})")
+        raise ValueError(f"unknown workload '{name}' (known: {', '.join(sorted(DRIVERS))})")
     if not scale > 0:
         raise ValueError(f"scale must be positive, got {scale}")
     d = DRIVERS[name]

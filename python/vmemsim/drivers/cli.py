@@ -88,6 +88,11 @@ def _run_record(args: argparse.Namespace) -> int:
         log(f"{args.name}: {side['accesses']:,} accesses in {side['records']:,} records, "
             f"footprint {side['footprint_pages']:,} pages, {side['duration_seconds']:.1f} s"
             f"{extra} -> {args.out}/{side['trace']} + {args.name}.json")
+    if side["returncode"] != 0 or not side["complete"]:
+        log(f"{args.name}: warning: the recorded program exited with status "
+            f"{side['returncode']}{'' if side['complete'] else ' (recording incomplete)'}; "
+            "the trace holds what it did until then")
+        return 1
     return 0
 
 
