@@ -40,7 +40,10 @@ def _smoke_prereq(name):
         pytest.skip(f"{name} needs: {'; '.join(miss)}")
 
 
-def _smoke(tmp_path, name, scale, **opts):
+def _smoke(tmp_path, name, scale, full=True, **opts):
+    """``full=False``: no read of every record (read_recorded holds ~30 bytes per record in
+    memory: cc1's and Python's start-up alone are tens of millions of records, igraph's
+    import ~0.7 G)."""
     _smoke_prereq(name)
     side = record_workload(name, scale=scale, out_dir=str(tmp_path), seed=3, options=opts)
     trace = tmp_path / f"{name}.vmt"
@@ -50,12 +53,17 @@ def _smoke(tmp_path, name, scale, **opts):
     assert side["seed"] == 3 and side["scale"] == scale
     assert side["complete"] and side["returncode"] == 0
     assert side["accesses"] >= side["records"] > 0
+    assert side["trace_bytes"] == trace.stat().st_size > 0
+    assert all(v and v != "unknown" for v in side["programs"].values())
+    assert not (tmp_path / f".{name}-work").exists()
+    if not full:
+        info = vmemsim.trace_info(str(trace), reuse=False)
+        assert info.accesses == side["records"]
+        return side, None
     rec = read_recorded(str(trace))
     assert len(rec["page"]) == side["records"]
     assert int(rec["count"].sum()) == side["accesses"]
     assert np.unique(rec["page"]).size == side["footprint_pages"]
-    assert all(v and v != "unknown" for v in side["programs"].values())
-    assert not (tmp_path / f".{name}-work").exists()
     return side, rec
 
 
@@ -94,7 +102,7 @@ def test_dd_copies_in_bs_sized_reads_and_writes(tmp_path):
 
 
 def test_kernbench_records_cc1(tmp_path):
-    side, _ = _smoke(tmp_path, "kernbench", 0.0125)
+    side, _ = _smoke(tmp_path, "kernbench", 0.0125, full=False)
     assert os.path.basename(side["command"][0]) == "cc1"
     assert side["params"]["functions"] == 5
 
@@ -124,9 +132,10 @@ def test_memcached_ycsb(tmp_path, wl, reads):
 
 
 def test_sqlite_tpch(tmp_path):
-    side, rec = _smoke(tmp_path, "sqlite-tpch", 0.02, queries="q1,q6")
+    side, _ = _smoke(tmp_path, "sqlite-tpch", 0.02, full=False, queries="q1,q6")
     assert side["params"]["orders"] == 300 and side["params"]["customers"] == 30
-    assert any(e["path"].endswith("tpch.db") for e in rec["events"])
+    # SQLite reads its database with pread64: file I/O records.
+    assert side["io_records"] > 0 and side["files"] >= 1
 
 
 def _cli(*args):
@@ -156,7 +165,7 @@ def test_cli_failing_program_exits_nonzero_and_says_so(tmp_path):
 @pytest.mark.skipif(not os.environ.get("VMEMSIM_SLOW_TESTS"),
                     reason="slow (~40 s): set VMEMSIM_SLOW_TESTS=1")
 def test_pagerank(tmp_path):
-    side, _ = _smoke(tmp_path, "pagerank", 1 / 256)
+    side, _ = _smoke(tmp_path, "pagerank", 1 / 256, full=False)
     assert side["params"]["log2_vertices"] == 7
 
 
@@ -220,5 +229,3 @@ def test_tpch_tables_follow_the_spec_ranges(tmp_path):
     lo, hi = db.execute("SELECT min(o_orderdate), max(o_orderdate) FROM orders").fetchone()
     assert "1992-01-01" <= lo and hi <= "1998-08-02"
 
-
-del vmemsim
