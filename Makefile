@@ -4,7 +4,7 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 export PIP_ROOT_USER_ACTION := ignore
 
-.PHONY: test install recorder deps-debian rust-test py-test demo clean
+.PHONY: test install recorder deps-debian deps-drivers rust-test py-test demo clean
 
 test: install rust-test py-test
 
@@ -24,6 +24,14 @@ recorder:
 deps-debian:
 	apt-get install -y --no-install-recommends valgrind gcc libc6-dev || \
 	  (apt-get update -qq && apt-get install -y --no-install-recommends valgrind gcc libc6-dev)
+
+# Programs of `vmemsim workloads record` (run as root; CI calls it): Debian packages, and
+# python-igraph (the pagerank driver) through the package's "drivers" extra.
+DRIVER_DEBS := redis-server redis-tools memcached pbzip2 gzip coreutils gcc
+deps-drivers:
+	apt-get install -y --no-install-recommends $(DRIVER_DEBS) || \
+	  (apt-get update -qq && apt-get install -y --no-install-recommends $(DRIVER_DEBS))
+	$(PIP) install -q --disable-pip-version-check "igraph>=0.10"
 
 rust-test:
 	cargo test -p vmemsim-core
