@@ -137,3 +137,59 @@ def test_folded_stacks_parse_and_errors():
     assert 'a (5 ns, 50.00%)' in render_svg("a;b 3\na;c 2\nd 5\n")
     with pytest.raises(VmemsimError, match="line 2"):
         parse_folded("a 1\nb x\n")
+
+
+def test_large_pages_in_both_dimensions(tmp_path):
+    # lat_mem_rd over 64 MiB, one load per 4 KiB page, twice, plus the program's 2 text
+    # pages, 1 data page and 1 stack page. With 4 KiB pages the guest's first touches are
+    # 16,384 + 4. With 2 MiB guest pages: the buffer is mapped top-down below mmap_base
+    # (page 0x7_ffff_7fff, the last of its 2 MiB region), so its 16,384 pages span 33 2 MiB
+    # regions; text and data share one, the stack has one: 35. With 2 MiB pages on both
+    # sides the TLBs (32 + 1,536 2 MiB entries) hold them all, so walks are a handful,
+    # against one per load otherwise.
+    spec = "lmbench-like:bench=lat_mem_rd,size=64MiB,stride=4096,passes=2"
+    small = vmemsim.run_vm(spec, paging="tdp")
+    large = vmemsim.run_vm(spec, paging="tdp", guest_page="2m", host_page="2m")
+    assert small.guest["first_touch"] == 16_384 + 4
+    assert large.guest["first_touch"] == 35
+    assert large.to_dict()["guest_page"] == "2m" and large.to_dict()["host_page"] == "2m"
+    assert small.translate["walks"] > 16_384
+    assert large.translate["walks"] < 200
+    # A guest 2 MiB page on 4 KiB host pages is splintered: the TLB caches 4 KiB pieces.
+    split = vmemsim.run_vm(spec, paging="tdp", guest_page="2m", host_page="4k")
+    assert split.translate["splintered"] > 16_384
+    with pytest.raises(VmemsimError, match="guest_page"):
+        vmemsim.run_vm(spec, guest_page="3m")
+    with pytest.raises(VmemsimError, match="guest_frames"):
+        vmemsim.run_vm(spec, guest_page="2m", guest_frames=1000)
+    # The CLI and a sweep take the same keys; vm.costs.* reach the VM's costs.
+    r = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "vm", spec, "--guest-page", "2m", "--host-page",
+         "2m", "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["guest"]["first_touch"] == 35
+    import textwrap
+
+    from vmemsim.sweep import load_experiment, open_results, run_sweep
+
+    p = tmp_path / "e.toml"
+    p.write_text(textwrap.dedent(f"""
+        [experiment]
+        name = "pages"
+        seeds = 1
+        [machine]
+        policy = "clock-lru"
+        frames = "200%"
+        [workload]
+        guest = "{spec}"
+        [vm.costs]
+        clear_page_ns = 1000
+        [sweep]
+        "vm.guest_page" = ["4k", "2m"]
+        """))
+    s = run_sweep(load_experiment(p), tmp_path / "res", workers=1, progress="quiet")
+    assert (s.ok, s.failed) == (2, 0), s.errors
+    df = open_results(tmp_path / "res").table().set_index("vm.guest_page")
+    # 35 first-touch faults of 2 MiB pages: 35 × (1 µs + 511 × 1 µs clearing).
+    assert df.loc["2m", "time.guest_fault_ns"] == 35 * (1_000 + 511 * 1_000)
+    assert df.loc["4k", "time.guest_fault_ns"] == (16_384 + 4) * 1_000

@@ -1106,6 +1106,8 @@ def run_vm(
     pt_pages: int = 0,
     translate: Optional[Mapping[str, Any]] = None,
     costs: Optional[Mapping[str, Any]] = None,
+    guest_page: str = "4k",
+    host_page: str = "4k",
 ) -> VmResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
     ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host:
@@ -1121,9 +1123,14 @@ def run_vm(
     ``runtime_ns``, ``time`` (where the vCPUs' time went) and ``latency`` (per request,
     from its arrival) come from those costs; ``kvm_folded`` is KVM's handler work as folded
     stacks for a flame graph (:func:`vmemsim.flamegraph.write_svg`).
+    ``guest_page`` and ``host_page`` (``4k``, ``2m``, ``1g``) are the page sizes the guest
+    maps its processes' memory with and the host backs guest memory with (2 MiB as THP,
+    1 GiB as hugetlbfs, never reclaimed); percentages of frames are rounded up to whole
+    pages of that size.
     """
     for name, v in (("workload", workload), ("paging", paging), ("eviction", eviction),
-                    ("guest_policy", guest_policy), ("host_policy", host_policy)):
+                    ("guest_policy", guest_policy), ("host_policy", host_policy),
+                    ("guest_page", guest_page), ("host_page", host_page)):
         if not isinstance(v, str):
             raise VmemsimError(f"{name}: expected a string, got {v!r}")
     if mmu_pages is not None:
@@ -1133,6 +1140,6 @@ def run_vm(
         guest_policy, host_policy, eviction, mmu_pages,
         _count_arg("guest_levels", guest_levels), _count_arg("host_levels", host_levels),
         _count_arg("pt_pages", pt_pages, lo=0), json.dumps(dict(translate or {})),
-        json.dumps(dict(costs or {})),
+        json.dumps(dict(costs or {})), guest_page, host_page,
     )
     return VmResult(json.loads(out), _seed_arg(seed))

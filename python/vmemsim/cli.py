@@ -645,10 +645,16 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mmu-pages", type=_positive, default=None, metavar="N",
                    help="shadow paging: n_max_mmu_pages (default KVM's: 2%% of guest pages, "
                    "at least 64)")
+    p.add_argument("--guest-page", default="4k", choices=("4k", "2m", "1g"),
+                   help="page size of the guest's mappings: 2m as THP, 1g as hugetlbfs "
+                   "(default 4k)")
+    p.add_argument("--host-page", default="4k", choices=("4k", "2m", "1g"),
+                   help="page size the host backs guest memory with (tdp, shadow): 2m as "
+                   "THP, 1g as hugetlbfs (default 4k)")
     p.add_argument("--cost", action="append", metavar="KEY=NS",
                    help="event cost (repeatable): exit_ns, guest_minor_fault_ns, "
                    "guest_major_fault_ns, host_minor_fault_ns, host_major_fault_ns, access_ns, "
-                   "invlpg_ns, cr3_ns, cpu_ghz")
+                   "invlpg_ns, cr3_ns, clear_page_ns, swap_page_ns, cpu_ghz")
     p.add_argument("--folded", metavar="FILE",
                    help="shadow paging: write KVM's handler time as folded stacks")
     p.add_argument("--flamegraph", metavar="FILE.svg",
@@ -665,7 +671,8 @@ def _run_vm(args: argparse.Namespace) -> int:
         args.workload, paging=args.paging, guest_frames=args.guest_frames,
         host_frames=args.host_frames, guest_policy=args.guest_policy,
         host_policy=args.host_policy, eviction=args.eviction, mmu_pages=args.mmu_pages,
-        seed=args.seed, costs=costs or None,
+        seed=args.seed, costs=costs or None, guest_page=args.guest_page,
+        host_page=args.host_page,
     )
     if (args.folded or args.flamegraph) and not r.kvm_folded:
         raise CliError("--folded/--flamegraph: KVM's handler profile exists under "
@@ -685,7 +692,7 @@ def _run_vm(args: argparse.Namespace) -> int:
     d = r.to_dict()
     lines = [f"{PROG} vm"]
     for k in ("workload", "paging", "guest_policy", "host_policy", "guest_frames",
-              "host_frames", "seed", "version"):
+              "host_frames", "guest_page", "host_page", "seed", "version"):
         lines.append(f"  {k:<13} {d.get(k)}")
     lines += ["", f"runtime      {d['runtime_ns'] / 1e9:,.6f} s (simulated)", "", "time (ns)"]
     for k, v in d["time"].items():

@@ -807,7 +807,7 @@ fn guest_workload_kinds() -> Vec<(String, String)> {
 /// page-table pages). `translate` is the JSON of `TranslateConfig` (unknown keys are
 /// errors). Returns the JSON of the core's `VmResult`.
 #[pyfunction]
-#[pyo3(signature = (workload, seed=0, paging="tdp", guest_frames="200%", host_frames="150%", guest_policy="clock-lru", host_policy="clock-lru", eviction="fifo", mmu_pages=None, guest_levels=4, host_levels=4, pt_pages=0, translate="{}", costs="{}"))]
+#[pyo3(signature = (workload, seed=0, paging="tdp", guest_frames="200%", host_frames="150%", guest_policy="clock-lru", host_policy="clock-lru", eviction="fifo", mmu_pages=None, guest_levels=4, host_levels=4, pt_pages=0, translate="{}", costs="{}", guest_page="4k", host_page="4k"))]
 #[allow(clippy::too_many_arguments)]
 fn run_vm(
     py: Python<'_>,
@@ -825,8 +825,24 @@ fn run_vm(
     pt_pages: u32,
     translate: &str,
     costs: &str,
+    guest_page: &str,
+    host_page: &str,
 ) -> PyResult<String> {
+    use vmemsim_core::translate::PageSize;
     use vmemsim_core::vm::{self, VmConfig};
+    let page = |key: &str, s: &str| -> PyResult<PageSize> {
+        match s.to_ascii_lowercase().as_str() {
+            "4k" | "4kib" | "4096" => Ok(PageSize::K4),
+            "2m" | "2mib" => Ok(PageSize::M2),
+            "1g" | "1gib" => Ok(PageSize::G1),
+            _ => Err(config_err(
+                key,
+                format!("unknown page size {s:?} (4k, 2m, 1g)"),
+            )),
+        }
+    };
+    let guest_page = page("guest_page", guest_page)?;
+    let host_page = page("host_page", host_page)?;
     let paging = vm::Paging::parse(paging).map_err(py_err)?;
     let translate: vmemsim_core::translate::TranslateConfig = serde_json::from_str(translate)
         .map_err(|e| {
@@ -841,7 +857,8 @@ fn run_vm(
     })?;
     let mut wl = vm::workloads::parse(workload, seed).map_err(py_err)?;
     let footprint = wl.footprint_pages();
-    let resolve = |key: &str, spec: &str, base: u64| -> PyResult<u32> {
+    // A percentage is rounded up to whole pages of the side's page size.
+    let resolve = |key: &str, spec: &str, base: u64, size: PageSize| -> PyResult<u32> {
         match FramesSpec::parse(spec).map_err(|e| config_err(key, e.to_string()))? {
             FramesSpec::Count(n) => Ok(n),
             f @ FramesSpec::Percent(_) => {
@@ -851,17 +868,19 @@ fn run_vm(
                         "a percentage needs a workload with a footprint",
                     ));
                 }
-                Ok(f.resolve(base))
+                let unit = size.bytes() >> 12;
+                let n = (f.resolve(base) as u64).div_ceil(unit) * unit;
+                u32::try_from(n).map_err(|_| config_err(key, format!("{n} frames is too many")))
             }
         }
     };
-    let g = resolve("guest_frames", guest_frames, footprint)?;
+    let g = resolve("guest_frames", guest_frames, footprint, guest_page)?;
     let pt = if pt_pages == 0 {
         g / 256 + 64
     } else {
         pt_pages
     };
-    let h = resolve("host_frames", host_frames, g as u64 + pt as u64)?;
+    let h = resolve("host_frames", host_frames, g as u64 + pt as u64, host_page)?;
     let cfg = VmConfig {
         paging,
         guest: MachineConfig::new(g),
@@ -876,6 +895,8 @@ fn run_vm(
         pt_pages: pt,
         eviction: vmemsim_core::kvm::Eviction::parse("eviction", eviction).map_err(py_err)?,
         mmu_pages,
+        guest_page,
+        host_page,
         costs,
     };
     let result = py.allow_threads(move || vm::run(&cfg, wl.as_mut()).map_err(py_err))?;

@@ -70,6 +70,8 @@ _VM_KEYS = {
     "vm.guest_levels": "guest_levels",
     "vm.host_levels": "host_levels",
     "vm.pt_pages": "pt_pages",
+    "vm.guest_page": "guest_page",
+    "vm.host_page": "host_page",
 }
 
 
@@ -101,6 +103,10 @@ def vm_kwargs(config: Mapping[str, Any], seed: int) -> Dict[str, Any]:
     )
     kw = {arg: config[path] for path, arg in _VM_KEYS.items()
           if config.get(path) is not None}
+    costs = {path[len("vm.costs."):]: v for path, v in config.items()
+             if path.startswith("vm.costs.")}
+    if costs:
+        kw["costs"] = costs
     if config.get("vm.walk_caches") is False:
         kw["translate"] = {"pwc": {"enabled": False}, "ntlb": {"enabled": False}}
     kw.update(workload=config["workload.guest"], seed=seed)

@@ -233,6 +233,14 @@ def _builtin_schema() -> None:
         "VM runs: page-walk caches and the nested TLB on (false: a walk reads every entry)"))
     reg("vm.guest_levels", Key(check_int(4, 5), 4, "VM runs: guest page-table levels"))
     reg("vm.host_levels", Key(check_int(4, 5), 4, "VM runs: EPT/NPT levels"))
+    reg("vm.guest_page", Key(check_choice("4k", "2m", "1g"), "4k",
+        "VM runs: page size of the guest's mappings (2m as THP, 1g as hugetlbfs)"))
+    reg("vm.host_page", Key(check_choice("4k", "2m", "1g"), "4k",
+        "VM runs: page size the host backs guest memory with (tdp, shadow)"))
+    register_open_table("vm.costs", "VM runs: event costs (exit_ns, guest_minor_fault_ns, "
+                        "guest_major_fault_ns, host_minor_fault_ns, host_major_fault_ns, "
+                        "access_ns, invlpg_ns, cr3_ns, clear_page_ns, swap_page_ns, cpu_ghz, "
+                        "kvm_work_ns; see vmemsim.run_vm)")
     reg("vm.pt_pages", Key(check_int(0), 0,
         "VM runs: guest page-table pages (0: one per 256 guest frames plus 64)"))
     reg("workload.format", Key(optional(check_str), None, "trace format (unset: detected)"))

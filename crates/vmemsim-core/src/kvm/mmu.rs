@@ -637,22 +637,36 @@ impl ShadowMmu {
     /// MMU-notifier unmap of one guest frame (`kvm_unmap_gfn_range` → `kvm_zap_rmap`), when
     /// the host reclaims or migrates the page backing it. Returns the SPTEs dropped.
     pub fn unmap_gfn(&mut self, gfn: u64) -> u32 {
-        if gfn >= self.cfg.guest_pages {
+        self.unmap_gfn_range(gfn, 1)
+    }
+
+    /// MMU-notifier unmap of `count` guest frames from `start` (`kvm_unmap_gfn_range` over a
+    /// host large page: one notifier call, each frame's rmaps zapped). Returns the SPTEs
+    /// dropped.
+    pub fn unmap_gfn_range(&mut self, start: u64, count: u64) -> u32 {
+        let end = start.saturating_add(count).min(self.cfg.guest_pages);
+        if start >= end {
             return 0;
         }
         self.prof.enter(KvmFn::KvmUnmapGfnRange);
         let mut n = 0;
-        for level in 1..=3u8 {
-            let base = gfn & !(pages_per_entry(level) - 1);
-            let mut s = self.rmap[base as usize].head;
-            while s != NIL {
-                let next = self.slot_links.next(s);
-                self.prof.add(Work::Sptes, 1);
-                if self.sps[s as usize / SPTE_PER_PAGE].role.level == level {
-                    self.drop_spte(s as usize);
-                    n += 1;
+        for gfn in start..end {
+            for level in 1..=3u8 {
+                let base = gfn & !(pages_per_entry(level) - 1);
+                if level > 1 && base != gfn && base >= start {
+                    // That large entry's rmap was visited at its base frame.
+                    continue;
                 }
-                s = next;
+                let mut s = self.rmap[base as usize].head;
+                while s != NIL {
+                    let next = self.slot_links.next(s);
+                    self.prof.add(Work::Sptes, 1);
+                    if self.sps[s as usize / SPTE_PER_PAGE].role.level == level {
+                        self.drop_spte(s as usize);
+                        n += 1;
+                    }
+                    s = next;
+                }
             }
         }
         if n > 0 {

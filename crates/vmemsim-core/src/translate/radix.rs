@@ -290,12 +290,12 @@ impl RadixTable {
         None
     }
 
-    /// Entry `index` of the live table at physical address `table_pa`, in the architectural
+    /// Entry `index` of the live table at physical frame `table_frame`, in the architectural
     /// encoding (SDM 4.5: P, W, U, A, D, PS, G and the address of the next table or page),
     /// as a reader of guest page tables through guest memory sees it; `None` if no live table
     /// is there. Every entry is user-accessible (the model has no kernel/user split).
-    pub fn entry_arch(&self, table_pa: u64, index: usize) -> Option<u64> {
-        let t = *self.by_frame.get(&table_pa)? as usize;
+    pub fn entry_arch(&self, table_frame: u64, index: usize) -> Option<u64> {
+        let t = *self.by_frame.get(&table_frame)? as usize;
         let e = self.entries[t * ENTRIES + index % ENTRIES];
         if e & PTE_P == 0 {
             return Some(0);
@@ -306,14 +306,15 @@ impl RadixTable {
             e | USER
         } else {
             let child = (e >> PAYLOAD_SHIFT) as usize;
-            self.frames[child] | (e & 0xfff) | USER | PTE_A
+            (self.frames[child] << 12) | (e & 0xfff) | USER | PTE_A
         })
     }
 
     /// Sets the accessed and dirty bits given in `bits` on entry `index` of the table at
-    /// `table_pa` (a hypervisor updating guest A/D bits, `FNAME(update_accessed_dirty_bits)`).
-    pub fn set_ad(&mut self, table_pa: u64, index: usize, bits: u64) {
-        if let Some(&t) = self.by_frame.get(&table_pa) {
+    /// frame `table_frame` (a hypervisor updating guest A/D bits,
+    /// `FNAME(update_accessed_dirty_bits)`).
+    pub fn set_ad(&mut self, table_frame: u64, index: usize, bits: u64) {
+        if let Some(&t) = self.by_frame.get(&table_frame) {
             let slot = t as usize * ENTRIES + index % ENTRIES;
             if self.entries[slot] & PTE_P != 0 {
                 self.entries[slot] |= bits & (PTE_A | PTE_D);

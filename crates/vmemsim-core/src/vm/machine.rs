@@ -66,12 +66,35 @@
 //! the latest vCPU clock (an approximation: vCPUs run chunk by chunk). Runtime is the latest
 //! vCPU clock.
 //!
+//! # Large pages
+//!
+//! `guest_page` and `host_page` (4 KiB, 2 MiB, 1 GiB) set the page size of each dimension,
+//! for all of a run's memory, as when THP is `always` and every fault finds a free huge page
+//! (`do_huge_pmd_anonymous_page`), or when memory is hugetlbfs. Each memory manager then
+//! works in its own page size: its frames, its pages, its reclaim and swap are large pages
+//! (a 2 MiB page is reclaimed and swapped whole, as `add_to_swap` does for a THP when swap
+//! has a free cluster), and each mapping is one entry at level 2 or 3: a guest process's
+//! table maps its 2 MiB or 1 GiB pages, the EPT maps the host's, and KVM's shadow MMU maps
+//! a guest large page with one large SPTE when the host page is at least as large
+//! (`kvm_mmu_max_mapping_level` with `host_pfn_mapping_level`) and splinters it into
+//! smaller SPTEs under a direct shadow page otherwise; a guest large page on smaller host
+//! pages is splintered in the TLB too (the TLB caches the smaller of the two sizes). 1 GiB
+//! pages are hugetlbfs pages, which Linux never reclaims: a run whose manager would reclaim
+//! one ends with an error. A first-touch fault on a large page also clears it (`clear_page_ns`
+//! per 4 KiB beyond the first) and a swap-in reads all of it (`swap_page_ns` per further 4 KiB).
+//! Watermarks are computed on the manager's count of large pages.
+//!
+//! Left out: mixed page sizes in one run (THP's fallback to 4 KiB pages when no huge page
+//! is free, khugepaged's collapse, a THP split on partial munmap — a munmap frees every
+//! large page it touches), and Linux 6.8's 4 KiB swap-in of a swapped-out THP. (KVM's
+//! `lpage_info` rule, no large SPTE over a shadowed guest page table, is modelled, but guest
+//! page tables live outside the data frames here, so it only bites at their boundary.)
+//!
 //! # Left out (for now)
 //!
-//! Host CPU contention and host threads (kswapd, the host's reclaim runs inline), large pages (guest and
-//! host tables map 4 KiB pages), copy-on-write between processes, guest page cache and file
-//! I/O, and ballooning or free page reporting (pages the guest frees stay backed on the
-//! host).
+//! Host CPU contention and host threads (kswapd, the host's reclaim runs inline),
+//! copy-on-write between processes, guest page cache and file I/O, and ballooning or free
+//! page reporting (pages the guest frees stay backed on the host).
 
 use serde::{Deserialize, Serialize};
 
@@ -102,6 +125,9 @@ pub const MAX_PIDS: u32 = 1 << 18;
 /// Most 1 GiB regions all processes may touch.
 const MAX_REGIONS: usize = 1 << (36 - REGION_SHIFT);
 const REGION_MASK: u64 = (1 << REGION_SHIFT) - 1;
+/// PWC hit ratios that make a walk-grid cell "hit" and "miss" in [`VmResult::walk_breakdown`].
+pub const WALK_HIT_AT_LEAST: f64 = 0.9;
+pub const WALK_MISS_AT_MOST: f64 = 0.1;
 /// `tlb_single_page_flush_ceiling`: munmaps of more pages flush the whole address space.
 pub const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
 
@@ -155,6 +181,12 @@ pub struct VmConfig {
     /// default, 2% of guest pages, at least 64).
     pub eviction: Eviction,
     pub mmu_pages: Option<u64>,
+    /// The page size the guest maps its processes' memory with (4 KiB; 2 MiB as THP
+    /// everywhere; 1 GiB as hugetlbfs, never reclaimed) and the one the host backs guest
+    /// memory with (QEMU's mapping on THP or hugetlbfs; tdp and shadow only). See the
+    /// module docs' "Large pages".
+    pub guest_page: PageSize,
+    pub host_page: PageSize,
     pub costs: VmCosts,
 }
 
@@ -167,12 +199,21 @@ pub struct VmResult {
     pub host_policy: String,
     pub guest_frames: u32,
     pub host_frames: u32,
+    /// Page sizes of the guest's mappings and of the host's backing.
+    pub guest_page: Option<PageSize>,
+    pub host_page: Option<PageSize>,
     /// Guest memory manager's counters (its faults are guest page faults).
     pub guest: Stats,
     /// Host memory manager's counters (tdp; its faults on guest memory are EPT violations).
     pub host: Stats,
     /// The vCPUs' translation hardware, summed.
     pub translate: TranslateStats,
+    /// The 2D walk grid of seed 002 (lookups and PWC hits per cell, NTLB skips per row),
+    /// summed over vCPUs, and its cells classified by PWC hit ratio: "hit" ≥ 90%, "miss"
+    /// ≤ 10%, "mixed" between (the talk gives no thresholds; these are ours), with the PWC
+    /// misses each class accounts for.
+    pub walk_grid: crate::translate::WalkGrid,
+    pub walk_breakdown: crate::translate::WalkBreakdown,
     /// EPT violations / NPFs: the host had no entry for a gfn (data or guest page table).
     pub ept_violations: u64,
     /// Of those, for a guest page-table page met by a walk.
@@ -251,6 +292,12 @@ pub struct VmCosts {
     /// An INVLPG and a CR3 load (the refills they cause are counted as walks).
     pub invlpg_ns: u64,
     pub cr3_ns: u64,
+    /// Clearing one more 4 KiB of a large page at its first-touch fault (`clear_huge_page`):
+    /// 300 ns per 4 KiB, ~13.6 GB/s (estimate).
+    pub clear_page_ns: u64,
+    /// Reading or writing one more 4 KiB of a large page at a swap-in (estimate: 1 µs, a
+    /// sequential NVMe transfer at ~4 GB/s).
+    pub swap_page_ns: u64,
 }
 
 impl Default for VmCosts {
@@ -266,6 +313,8 @@ impl Default for VmCosts {
             kvm_work_ns: [40.0, 20.0, 20.0, 5.0, 10.0, 150.0, 100.0, 3.0],
             invlpg_ns: 100,
             cr3_ns: 50,
+            clear_page_ns: 300,
+            swap_page_ns: 1_000,
         }
     }
 }
@@ -300,25 +349,44 @@ struct HostSide {
     ept: Option<RadixTable>,
     /// Next EPT table frame (host kernel memory beyond host RAM).
     ept_next_frame: u64,
+    /// log2 of 4 KiB pages per host page: the host manager's page `gfn >> shift` backs
+    /// guest frame `gfn`.
+    shift: u32,
+}
+
+/// Error when a memory manager reclaimed a 1 GiB page: those are hugetlbfs pages, which
+/// Linux never reclaims (`key` is `vm.guest_page` or `vm.host_page`).
+fn hugetlb_reclaimed(key: &str, side: &str) -> Error {
+    Error::config(
+        key,
+        format!(
+            "1 GiB pages are hugetlbfs pages, which Linux never reclaims, but the {side} ran \
+             out of them: give the {side} memory for the whole footprint, or use 2m pages"
+        ),
+    )
 }
 
 impl HostSide {
     /// The host serves guest page `gfn` (and the EPT maps it). Returns whether the host had
     /// no mapping for it (an EPT violation under TDP; a host fault under shadow paging).
     fn touch(&mut self, gfn: u64, write: bool) -> Result<bool> {
-        let before = self.m.mm.pt.pte(gfn) & PTE_PRESENT != 0;
+        let key = gfn >> self.shift;
         let absent = match &self.ept {
             Some(ept) => ept.lookup(gfn << 12).is_none(),
-            None => !before,
+            None => self.m.mm.pt.pte(key) & PTE_PRESENT == 0,
         };
-        self.m.access(Access { page: gfn, write }, u64::MAX);
+        let evictions = self.m.stats.evictions;
+        self.m.access(Access { page: key, write }, u64::MAX);
         if let Some(t) = self.m.out_of_memory() {
             return Err(Error::config(
                 "vm.host_frames",
                 format!("host out of memory at its access {t}: give the host more frames"),
             ));
         }
-        let pte = self.m.mm.pt.pte(gfn);
+        if self.shift == 18 && self.m.stats.evictions != evictions {
+            return Err(hugetlb_reclaimed("vm.host_page", "host"));
+        }
+        let pte = self.m.mm.pt.pte(key);
         if pte & PTE_PRESENT == 0 {
             return Err(Error::config(
                 "vm.host_frames",
@@ -326,33 +394,36 @@ impl HostSide {
             ));
         }
         if let Some(ept) = self.ept.as_mut() {
-            let hpa = (crate::mm::pte_frame(pte) as u64) << 12;
+            let base = (key << self.shift) << 12;
+            let hpa = ((crate::mm::pte_frame(pte) as u64) << self.shift) << 12;
+            let size = PageSize::ALL[(self.shift / 9) as usize];
             let next = &mut self.ept_next_frame;
             let mut alloc = || {
                 let f = *next;
                 *next += 1;
-                Some(f << 12)
+                Some(f)
             };
-            let mapped = ept.lookup(gfn << 12).map(|(pa, _, _)| pa);
+            let mapped = ept.lookup(base).map(|(pa, _, _)| pa);
             if mapped != Some(hpa) {
                 if mapped.is_some() {
-                    ept.unmap(gfn << 12, &mut |_| {});
+                    ept.unmap(base, &mut |_| {});
                 }
-                ept.map(gfn << 12, hpa, PageSize::K4, PTE_W, &mut alloc)?;
+                ept.map(base, hpa, size, PTE_W, &mut alloc)?;
             }
         }
         Ok(absent)
     }
 
-    /// The gfns host reclaim unmapped since the last call (the EPT entries are dropped here).
+    /// The host pages (`gfn >> shift`) host reclaim unmapped since the last call (the EPT
+    /// entries are dropped here).
     fn take_unmaps(&mut self, out: &mut Vec<u64>) {
         out.clear();
         if let Some(log) = self.m.unmap_log.as_mut() {
             out.append(log);
         }
         if let Some(ept) = self.ept.as_mut() {
-            for &gfn in out.iter() {
-                ept.unmap(gfn << 12, &mut |_| {});
+            for &key in out.iter() {
+                ept.unmap((key << self.shift) << 12, &mut |_| {});
             }
         }
     }
@@ -378,7 +449,7 @@ impl GuestMemory for GuestView<'_> {
     fn read_gpte(&self, table_gfn: u64, index: usize) -> GuestPte {
         GuestPte(
             self.table(table_gfn)
-                .and_then(|t| t.entry_arch(table_gfn << 12, index))
+                .and_then(|t| t.entry_arch(table_gfn, index))
                 .unwrap_or(0),
         )
     }
@@ -392,17 +463,18 @@ impl GuestMemory for GuestView<'_> {
             return;
         };
         if let Some(Some(t)) = self.procs.get_mut(pid as usize) {
-            t.set_ad(table_gfn << 12, index, pte.0 & (PTE_A | PTE_D));
+            t.set_ad(table_gfn, index, pte.0 & (PTE_A | PTE_D));
         }
     }
     fn faultin_pfn(&mut self, gfn: u64, write: bool) -> u8 {
         if let Err(e) = self.host.touch(gfn, write) {
             self.err.get_or_insert(e);
         }
-        1
+        // `host_pfn_mapping_level`: the level the host maps the page at.
+        1 + (self.host.shift / 9) as u8
     }
     fn host_present(&self, gfn: u64) -> bool {
-        self.host.m.mm.pt.pte(gfn) & PTE_PRESENT != 0
+        self.host.m.mm.pt.pte(gfn >> self.host.shift) & PTE_PRESENT != 0
     }
 }
 
@@ -478,6 +550,8 @@ pub struct Vm {
     vcpus: Vec<Vcpu>,
     r: VmResult,
     guest_frames: u32,
+    /// log2 of 4 KiB pages per guest page: the guest manager's pages are guest pages.
+    gshift: u32,
     levels: u8,
     /// Scratch: host unmaps, and processes whose table logs need draining.
     host_unmaps: Vec<u64>,
@@ -509,10 +583,54 @@ impl Vm {
         if vcpus == 0 {
             return Err(Error::config("vm.vcpus", "must be at least 1"));
         }
+        let gshift = cfg.guest_page.shift() - 12;
+        let hshift = cfg.host_page.shift() - 12;
+        // Each manager works in its own page size: its frames are large pages.
+        let units = |key: &str, frames: u32, shift: u32, what: &str| -> Result<u32> {
+            if frames == 0 || frames % (1 << shift) != 0 {
+                return Err(Error::config(
+                    key,
+                    format!(
+                        "{what} of {frames} 4 KiB frames is not a whole number of {:?} pages \
+                         ({} frames each)",
+                        PageSize::ALL[(shift / 9) as usize],
+                        1u64 << shift
+                    ),
+                ));
+            }
+            Ok(frames >> shift)
+        };
+        // Zone watermarks are 4 KiB page counts: a manager of large pages reclaims when its
+        // free large pages hold fewer 4 KiB pages than the watermark. hugetlbfs pages (1 GiB)
+        // are a pool outside the zones' watermarks.
+        let unit_marks = |c: &MachineConfig, shift: u32| -> Option<crate::watermarks::Watermarks> {
+            if shift == 0 {
+                return c.watermarks;
+            }
+            let w = c
+                .watermarks
+                .unwrap_or_else(|| crate::watermarks::Watermarks::derive(c.frames));
+            let units = c.frames >> shift;
+            let conv = |x: u32| {
+                if shift >= 18 {
+                    0
+                } else {
+                    x.div_ceil(1 << shift).min(units.saturating_sub(1) / 2)
+                }
+            };
+            Some(crate::watermarks::Watermarks {
+                min: conv(w.min),
+                low: conv(w.low),
+                high: conv(w.high),
+            })
+        };
+        let mut guest_cfg = cfg.guest.clone();
+        guest_cfg.frames = units("vm.guest_frames", cfg.guest.frames, gshift, "guest memory")?;
+        guest_cfg.watermarks = unit_marks(&cfg.guest, gshift);
         let guest_policy = cfg
             .guest_policy
-            .build(cfg.guest.frames, &cfg.guest_options, Boxer)?;
-        let mut guest = Machine::new(&cfg.guest, guest_policy)?;
+            .build(guest_cfg.frames, &cfg.guest_options, Boxer)?;
+        let mut guest = Machine::new(&guest_cfg, guest_policy)?;
         guest.unmap_log = Some(Vec::new());
         let guest_frames = cfg.guest.frames;
         let pt_pages = if cfg.pt_pages == 0 {
@@ -526,15 +644,18 @@ impl Vm {
         let host = match cfg.paging {
             Paging::Native => None,
             Paging::Tdp | Paging::Shadow => {
+                let mut host_cfg = cfg.host.clone();
+                host_cfg.frames = units("vm.host_frames", cfg.host.frames, hshift, "host memory")?;
+                host_cfg.watermarks = unit_marks(&cfg.host, hshift);
                 let p = cfg
                     .host_policy
-                    .build(cfg.host.frames, &cfg.host_options, Boxer)?;
-                let mut m = Machine::new(&cfg.host, p)?;
+                    .build(host_cfg.frames, &cfg.host_options, Boxer)?;
+                let mut m = Machine::new(&host_cfg, p)?;
                 m.unmap_log = Some(Vec::new());
                 // EPT tables live beyond host RAM: frames from host_frames + 1 on.
                 let root = cfg.host.frames as u64;
                 let ept = if cfg.paging == Paging::Tdp {
-                    Some(RadixTable::new(cfg.host_levels, root << 12)?)
+                    Some(RadixTable::new(cfg.host_levels, root)?)
                 } else {
                     None
                 };
@@ -542,6 +663,7 @@ impl Vm {
                     m,
                     ept,
                     ept_next_frame: root + 1,
+                    shift: hshift,
                 })
             }
         };
@@ -562,7 +684,7 @@ impl Vm {
             .pop()
             .ok_or_else(|| Error::config("vm.pt_pages", "no page for process 0's table"))?;
         pt_owner[(root - pt_base) as usize] = 0;
-        let mut t0 = RadixTable::new(cfg.guest_levels, root << 12)?;
+        let mut t0 = RadixTable::new(cfg.guest_levels, root)?;
         if kvm.is_some() {
             t0.log = Some(Vec::new());
         }
@@ -597,6 +719,8 @@ impl Vm {
             } else {
                 cfg.host.frames
             },
+            guest_page: Some(cfg.guest_page),
+            host_page: (cfg.paging != Paging::Native).then_some(cfg.host_page),
             processes_created: 1,
             ..VmResult::default()
         };
@@ -615,6 +739,7 @@ impl Vm {
             vcpus: v,
             r,
             guest_frames,
+            gshift,
             levels: cfg.guest_levels,
             host_unmaps: Vec::new(),
             log_buf: Vec::new(),
@@ -660,21 +785,22 @@ impl Vm {
             self.region_cache[v] = (rk, slot);
             slot
         };
-        Ok(((slot as u64) << REGION_SHIFT) | (vpn & REGION_MASK))
+        Ok(((slot as u64) << (REGION_SHIFT - self.gshift)) | ((vpn & REGION_MASK) >> self.gshift))
     }
 
     /// The guest manager's page number for `vpn` of `pid` if its region has a slot.
     fn key_if_any(&self, pid: u32, vpn: u64) -> Option<u64> {
         let rk = ((pid as u64) << REGION_SHIFT) | (vpn >> REGION_SHIFT);
         let slot = *self.regions.get(&rk)?;
-        Some(((slot as u64) << REGION_SHIFT) | (vpn & REGION_MASK))
+        Some(((slot as u64) << (REGION_SHIFT - self.gshift)) | ((vpn & REGION_MASK) >> self.gshift))
     }
 
-    /// (pid, vpn) of a guest manager page number.
+    /// (pid, first vpn) of a guest manager page number.
     fn unkey(&self, key: u64) -> (u32, u64) {
-        let rk = self.region_back[(key >> REGION_SHIFT) as usize];
+        let per = REGION_SHIFT - self.gshift;
+        let rk = self.region_back[(key >> per) as usize];
         let pid = (rk >> REGION_SHIFT) as u32;
-        let vpn = ((rk & REGION_MASK) << REGION_SHIFT) | (key & REGION_MASK);
+        let vpn = ((rk & REGION_MASK) << REGION_SHIFT) | ((key & ((1 << per) - 1)) << self.gshift);
         (pid, vpn)
     }
 
@@ -731,11 +857,10 @@ impl Vm {
                 buf.append(log);
             }
         }
-        for &(table_pa, idx) in &buf {
-            let gfn = table_pa >> 12;
+        for &(gfn, idx) in &buf {
             let pte = self.procs[pid as usize]
                 .as_ref()
-                .and_then(|t| t.entry_arch(table_pa, idx as usize))
+                .and_then(|t| t.entry_arch(gfn, idx as usize))
                 .unwrap_or(0);
             let w = self
                 .with_kvm(|k, g| k.guest_pt_write(g, v, gfn, idx as usize, GuestPte(pte), true))?;
@@ -762,7 +887,7 @@ impl Vm {
         }
         let root = self.procs[pid as usize]
             .as_ref()
-            .map(|t| t.root_frame() >> 12)
+            .map(|t| t.root_frame())
             .ok_or_else(|| Error::config("workload", format!("process {pid} does not exist")))?;
         let p = pcid(pid);
         self.with_kvm(|k, g| k.set_cr3(g, v, root, p, noflush))?;
@@ -787,8 +912,8 @@ impl Vm {
             let base = self.pt_base;
             if let Some(Some(t)) = self.procs.get_mut(pid as usize) {
                 t.unmap(va, &mut |f| {
-                    free.push(f >> 12);
-                    owner[((f >> 12) - base) as usize] = FREE_PT;
+                    free.push(f);
+                    owner[(f - base) as usize] = FREE_PT;
                 });
             }
             if out.is_ok() {
@@ -842,8 +967,8 @@ impl Vm {
                 }
                 Paging::Shadow => {
                     if let Some(k) = self.kvm.as_mut() {
-                        for &gfn in &gfns {
-                            k.unmap_gfn(gfn);
+                        for &key in &gfns {
+                            k.unmap_gfn_range(key << host.shift, 1 << host.shift);
                         }
                         if k.take_remote_flush() {
                             for v in &mut self.vcpus {
@@ -946,6 +1071,7 @@ impl Vm {
     fn serve(&mut self, v: usize, pid: u32, vpn: u64, write: bool) -> Result<()> {
         let key = self.key(v, pid, vpn)?;
         let first = self.guest.stats.first_touch;
+        let evictions = self.guest.stats.evictions;
         self.guest.access(Access { page: key, write }, u64::MAX);
         if let Some(t) = self.guest.out_of_memory() {
             return Err(Error::config(
@@ -953,16 +1079,23 @@ impl Vm {
                 format!("guest out of memory at its access {t}: give the guest more frames"),
             ));
         }
+        if self.gshift == 18 && self.guest.stats.evictions != evictions {
+            return Err(hugetlb_reclaimed("vm.guest_page", "guest"));
+        }
+        let unit = 1u64 << self.gshift;
+        let base_vpn = vpn & !(unit - 1);
         if self.guest.stats.first_touch != first {
-            self.touched[pid as usize].push(vpn);
+            self.touched[pid as usize].push(base_vpn);
         }
         self.sync_guest_unmaps(v)?;
         let pte = self.guest.mm.pt.pte(key);
-        let gfn = crate::mm::pte_frame(pte) as u64;
-        let va = vpn << 12;
+        let base_gfn = (crate::mm::pte_frame(pte) as u64) << self.gshift;
+        let gfn = base_gfn | (vpn & (unit - 1));
+        let va = base_vpn << 12;
+        let size = PageSize::ALL[(self.gshift / 9) as usize];
         // Keep the process's hardware table in step with the manager.
         let mapped = self.proc_table(pid)?.lookup(va).map(|(pa, _, _)| pa);
-        if mapped != Some(gfn << 12) {
+        if mapped != Some(base_gfn << 12) {
             let t = self.procs[pid as usize].as_mut().expect("checked above");
             if mapped.is_some() {
                 t.unmap(va, &mut |_| {});
@@ -970,10 +1103,10 @@ impl Vm {
             let free = &mut self.pt_free;
             let owner = &mut self.pt_owner;
             let base = self.pt_base;
-            t.map(va, gfn << 12, PageSize::K4, PTE_W, &mut || {
+            t.map(va, base_gfn << 12, size, PTE_W, &mut || {
                 let f = free.pop()?;
                 owner[(f - base) as usize] = pid;
-                Some(f << 12)
+                Some(f)
             })
             .map_err(|_| {
                 Error::config(
@@ -1128,7 +1261,7 @@ impl Vm {
             )
         })?;
         self.pt_owner[(root - self.pt_base) as usize] = pid;
-        let mut t = RadixTable::new(self.levels, root << 12)?;
+        let mut t = RadixTable::new(self.levels, root)?;
         if self.kvm.is_some() {
             t.log = Some(Vec::new());
         }
@@ -1140,9 +1273,15 @@ impl Vm {
         Ok(())
     }
 
+    /// munmap of `pages` pages from `start`. With large guest pages every large page the
+    /// range touches goes whole (Linux would split a THP and free the range's part; a
+    /// hugetlbfs range must be aligned).
     fn unmap_range(&mut self, v: usize, pid: u32, start: u64, pages: u64) -> Result<()> {
+        let unit = 1u64 << self.gshift;
         let end = start.saturating_add(pages).min(VA_PAGES);
-        for vpn in start..end {
+        let start = start & !(unit - 1);
+        let n = (end.saturating_sub(start)).div_ceil(unit);
+        for vpn in (start..end).step_by(unit as usize) {
             if let Some(key) = self.key_if_any(pid, vpn) {
                 self.guest.unmap_page(key);
             }
@@ -1151,8 +1290,8 @@ impl Vm {
             let base = self.pt_base;
             if let Some(Some(t)) = self.procs.get_mut(pid as usize) {
                 let gone = t.unmap(vpn << 12, &mut |f| {
-                    free.push(f >> 12);
-                    owner[((f >> 12) - base) as usize] = FREE_PT;
+                    free.push(f);
+                    owner[(f - base) as usize] = FREE_PT;
                 });
                 if gone.is_some() {
                     self.r.pages_unmapped += 1;
@@ -1160,9 +1299,10 @@ impl Vm {
             }
         }
         self.report_pt_writes(v, pid)?;
-        // `flush_tlb_mm_range`: per page up to the ceiling, else the whole address space.
-        if pages <= TLB_SINGLE_PAGE_FLUSH_CEILING {
-            for vpn in start..end {
+        // `flush_tlb_mm_range`: one INVLPG per page (of the mapping's size, `stride_shift`)
+        // up to the ceiling, else the whole address space.
+        if n <= TLB_SINGLE_PAGE_FLUSH_CEILING {
+            for vpn in (start..end).step_by(unit as usize) {
                 self.shootdown(pid, vpn << 12)?;
             }
         } else {
@@ -1194,7 +1334,7 @@ impl Vm {
         }
         let t = self.procs[pid as usize].take().expect("checked");
         for f in t.table_frames() {
-            let gfn = f >> 12;
+            let gfn = f;
             self.pt_free.push(gfn);
             self.pt_owner[(gfn - self.pt_base) as usize] = FREE_PT;
         }
@@ -1266,7 +1406,7 @@ impl Vm {
         out
     }
 
-    fn work_snapshot(&self) -> [u64; 9] {
+    fn work_snapshot(&self) -> [u64; 11] {
         let h = self.host.as_ref().map(|h| &h.m.stats);
         [
             self.tcycles,
@@ -1278,17 +1418,26 @@ impl Vm {
             self.r.shootdown_pages,
             self.r.cr3_loads,
             self.r.nested_flushes,
+            self.guest.stats.first_touch,
+            h.map_or(0, |s| s.first_touch),
         ]
     }
 
     /// Advance vCPU `v`'s clock by what the op cost.
-    fn charge(&mut self, v: usize, a: &[u64; 9], b: &[u64; 9], access: bool) {
+    fn charge(&mut self, v: usize, a: &[u64; 11], b: &[u64; 11], access: bool) {
         let c = &self.costs;
         let d = |i: usize| b[i] - a[i];
         let translation =
             (d(0) as f64 / c.cpu_ghz).round() as u64 + if access { c.access_ns } else { 0 };
-        let guest = d(1) * c.guest_minor_fault_ns + d(2) * c.guest_major_fault_ns;
-        let host = d(3) * c.host_minor_fault_ns + d(4) * c.host_major_fault_ns;
+        // A large page's fault clears (first touch) or reads (swap-in) all of it.
+        let gx = (1u64 << self.gshift) - 1;
+        let hx = self.host.as_ref().map_or(0, |h| (1u64 << h.shift) - 1);
+        let guest = d(1) * c.guest_minor_fault_ns
+            + d(2) * c.guest_major_fault_ns
+            + gx * (d(9) * c.clear_page_ns + d(2) * c.swap_page_ns);
+        let host = d(3) * c.host_minor_fault_ns
+            + d(4) * c.host_major_fault_ns
+            + hx * (d(10) * c.clear_page_ns + d(4) * c.swap_page_ns);
         let exits = d(5) * c.exit_ns;
         let flush = d(6) * c.invlpg_ns + d(7) * c.cr3_ns;
         let mut kvm = 0;
@@ -1325,6 +1474,21 @@ impl Vm {
             t.add(v.mmu.stats());
         }
         r.translate = t;
+        let mut g = crate::translate::WalkGrid::default();
+        for v in &self.vcpus {
+            let vg = v.mmu.grid();
+            for (row, vrow) in g.cells.iter_mut().zip(vg.cells.iter()) {
+                for (c, vc) in row.iter_mut().zip(vrow.iter()) {
+                    c.lookups += vc.lookups;
+                    c.pwc_hits += vc.pwc_hits;
+                }
+            }
+            for (s, vs) in g.ntlb_skips.iter_mut().zip(vg.ntlb_skips.iter()) {
+                *s += vs;
+            }
+        }
+        r.walk_breakdown = g.classify(WALK_HIT_AT_LEAST, WALK_MISS_AT_MOST);
+        r.walk_grid = g;
         r.kvm = self.kvm.as_ref().map(|k| k.stats().clone());
         r.vcpu_ns = self.vcpus.iter().map(|c| c.clock).collect();
         r.runtime_ns = r.vcpu_ns.iter().copied().max().unwrap_or(0);
@@ -1363,8 +1527,8 @@ impl Vm {
                     continue;
                 };
                 let pte = self.guest.mm.pt.pte(key);
-                let want =
-                    (pte & PTE_PRESENT != 0).then(|| (crate::mm::pte_frame(pte) as u64) << 12);
+                let want = (pte & PTE_PRESENT != 0)
+                    .then(|| (crate::mm::pte_frame(pte) as u64) << (12 + self.gshift));
                 let got = t.lookup(vpn << 12).map(|(pa, _, _)| pa);
                 if want != got {
                     return Err(format!(
@@ -1374,15 +1538,21 @@ impl Vm {
             }
         }
         if let Some(HostSide {
-            m, ept: Some(ept), ..
+            m,
+            ept: Some(ept),
+            shift,
+            ..
         }) = &self.host
         {
             for gfn in 0..self.guest_frames as u64 + self.pt_total {
                 let Some((pa, _, _)) = ept.lookup(gfn << 12) else {
                     continue;
                 };
-                let pte = m.mm.pt.pte(gfn);
-                if pte & PTE_PRESENT == 0 || (crate::mm::pte_frame(pte) as u64) << 12 != pa {
+                let pte = m.mm.pt.pte(gfn >> shift);
+                let want = (((crate::mm::pte_frame(pte) as u64) << shift)
+                    | (gfn & ((1 << shift) - 1)))
+                    << 12;
+                if pte & PTE_PRESENT == 0 || want != pa {
                     return Err(format!("EPT maps gfn {gfn} to {pa:#x}, the host does not"));
                 }
             }

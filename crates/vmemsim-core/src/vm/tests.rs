@@ -4,7 +4,7 @@ use super::*;
 use crate::engine::MachineConfig;
 use crate::error::Result;
 use crate::policy::{PolicyKind, PolicyOptions};
-use crate::translate::TranslateConfig;
+use crate::translate::{PageSize, TranslateConfig};
 use crate::workload::Op;
 
 fn cfg(paging: Paging, guest_frames: u32, host_frames: u32, tc: TranslateConfig) -> VmConfig {
@@ -22,6 +22,8 @@ fn cfg(paging: Paging, guest_frames: u32, host_frames: u32, tc: TranslateConfig)
         pt_pages: 0,
         eviction: crate::kvm::Eviction::Fifo,
         mmu_pages: None,
+        guest_page: PageSize::K4,
+        host_page: PageSize::K4,
         costs: Default::default(),
     }
 }
@@ -99,6 +101,20 @@ fn a_nested_walk_reads_24_entries_and_a_native_one_4() {
     let pt = r.pt_pages_peak;
     assert!((3 + 56..=3 + 57).contains(&pt), "{pt}");
     assert_eq!(r.ept_violations, 4_096 + pt);
+    // With the walk caches off every one of the 24 cells of the 2D grid (5 rows: guest
+    // levels 4..1 and the final gPA; 5 columns: host levels 4..1 and the guest entry itself,
+    // less the data access) is a PWC "miss" cell.
+    let b = r.walk_breakdown;
+    assert_eq!((b.hit_cells, b.mixed_cells, b.miss_cells), (0, 0, 24));
+    assert_eq!(
+        b.miss_cell_misses,
+        r.walk_grid
+            .cells
+            .iter()
+            .flatten()
+            .map(|c| c.lookups)
+            .sum::<u64>()
+    );
     let (walks, refs, r) = second_pass(Paging::Native, 4_096);
     assert_eq!((walks, refs), (4_096, 4 * 4_096));
     assert_eq!(r.ept_violations, 0);
@@ -402,4 +418,227 @@ fn event_costs_add_up() {
         + t.compute_ns
         + t.idle_ns;
     assert_eq!(r.runtime_ns, sum);
+}
+
+/// TLBs of one entry per page size (L1 and L2): accesses cycling over a few pages of
+/// different TLB sets miss every time.
+fn tiny_tlbs() -> TranslateConfig {
+    use crate::translate::{Geometry, TlbGeometry};
+    let one = TlbGeometry {
+        k4: Geometry::new(1, 1),
+        m2: Geometry::new(1, 1),
+        g1: Geometry::new(1, 1),
+    };
+    let mut tc = TranslateConfig::default().caches_off();
+    tc.l1d = one;
+    tc.l2 = one;
+    tc
+}
+
+/// References per TLB miss of pass 2 over pages `0, stride, 2·stride, …` (`n` of them),
+/// with the given levels and page sizes, every translation cache off.
+fn refs_per_miss(
+    paging: Paging,
+    levels: (u8, u8),
+    sizes: (PageSize, PageSize),
+    n: u64,
+    stride: u64,
+) -> (u64, u64, VmResult) {
+    let gunit = sizes.0.bytes() >> 12;
+    let hunit = sizes.1.bytes() >> 12;
+    // Guest memory for n guest pages (whole large pages), the host for all of it plus the
+    // page-table pages (whole host pages).
+    // Twice what the pages need: the zone watermarks keep some memory free.
+    let g = (2 * (n * stride).div_ceil(gunit) * gunit).max(2 * gunit) as u32;
+    let h = (2 * (g as u64 + g as u64 / 256 + 64).div_ceil(hunit) * hunit) as u32;
+    let mut c = cfg(paging, g, h, tiny_tlbs());
+    c.guest_levels = levels.0;
+    c.host_levels = levels.1;
+    c.guest_page = sizes.0;
+    c.host_page = sizes.1;
+    let mut vm = Vm::new(&c, 1).unwrap();
+    for p in 0..n {
+        vm.access(0, p * stride, true).unwrap();
+    }
+    let a = vm.result();
+    for p in 0..n {
+        vm.access(0, p * stride, false).unwrap();
+    }
+    let b = vm.result();
+    vm.check_mirror().unwrap();
+    vm.validate().unwrap();
+    (
+        b.translate.walks - a.translate.walks,
+        b.translate.walk_refs - a.translate.walk_refs,
+        b,
+    )
+}
+
+#[test]
+fn large_pages_remove_rows_and_columns_of_the_nested_walk() {
+    use PageSize::*;
+    // (g + 1)(h + 1) − 1 with g, h the levels walked in each dimension (seed 002's talk):
+    // 4K/4K 24; a 2 MiB host page removes a column (19), a 2 MiB guest page a row (19),
+    // both 15, 1 GiB pages in both 8; 5-level guest tables 29 on 4-level EPT, 35 on
+    // 5-level. Four pages 2 MiB apart (or 1 GiB apart for 1 GiB guest pages), each its own
+    // TLB entry in a one-entry TLB: every access of pass 2 misses.
+    let cases: [((u8, u8), (PageSize, PageSize), u64, u64); 8] = [
+        ((4, 4), (K4, K4), 512, 24),
+        ((4, 4), (K4, M2), 512, 19),
+        ((4, 4), (M2, K4), 512, 19),
+        ((4, 4), (M2, M2), 512, 15),
+        ((4, 4), (G1, G1), 1 << 18, 8),
+        ((4, 4), (M2, G1), 512, 11),
+        ((5, 4), (K4, K4), 512, 29),
+        ((5, 5), (K4, K4), 512, 35),
+    ];
+    for (levels, sizes, stride, want) in cases {
+        let n = if sizes.0 == G1 { 2 } else { 4 };
+        let (walks, refs, r) = refs_per_miss(Paging::Tdp, levels, sizes, n, stride);
+        assert_eq!(walks, n, "{levels:?} {sizes:?}");
+        assert_eq!(
+            refs,
+            want * n,
+            "{levels:?} {sizes:?}: {refs} refs in {walks} walks"
+        );
+        assert_eq!(r.guest_page, Some(sizes.0));
+        assert_eq!(r.host_page, Some(sizes.1));
+    }
+    // Natively a 2 MiB page is a 3-level walk, a 1 GiB page a 2-level one.
+    for (size, stride, want) in [(K4, 512, 4), (M2, 512, 3), (G1, 1 << 18, 2)] {
+        let n = if size == G1 { 2 } else { 4 };
+        let (walks, refs, _) = refs_per_miss(Paging::Native, (4, 4), (size, K4), n, stride);
+        assert_eq!((walks, refs), (n, want * n), "{size:?}");
+    }
+    // Under shadow paging a guest 2 MiB page on 2 MiB host pages is one 2 MiB SPTE: 3
+    // references; on 4 KiB host pages KVM splinters it under a direct shadow page: 4.
+    for (host, want) in [(M2, 3), (K4, 4)] {
+        let (walks, refs, r) = refs_per_miss(Paging::Shadow, (4, 4), (M2, host), 4, 512);
+        assert_eq!((walks, refs), (4, want * 4), "{host:?}");
+        assert_eq!(r.guest.faults, 4);
+    }
+}
+
+#[test]
+fn a_guest_large_page_on_small_host_pages_is_splintered_in_the_tlb() {
+    // One process writes the 512 4 KiB pages of one guest 2 MiB page with the default TLBs.
+    // Walks (faulting ones included): the first access walks into the guest's not-present
+    // entry (a guest fault, which maps the 2 MiB page and has the host back its first 4 KiB
+    // piece), walks again into the host's missing pages of the guest's page tables (root,
+    // PUD and PMD tables), and once more to the end.
+    // - On 2 MiB host pages the three table pages share one host page: 3 walks, and the TLB
+    //   then holds one 2 MiB entry, so the other 511 accesses hit it. EPT violations: the
+    //   data's and the tables' 2 MiB pages.
+    // - On 4 KiB host pages each table page is its own EPT violation (walks 2 to 4, then 5
+    //   succeeds), and the TLB caches 4 KiB pieces: each of the other 511 pieces misses,
+    //   walks into an EPT violation and walks again. 5 + 2 × 511 walks; EPT violations 512
+    //   for the data plus 3; the guest still takes one fault.
+    for (host, walks, ept) in [(PageSize::M2, 3, 2), (PageSize::K4, 5 + 2 * 511, 512 + 3)] {
+        let mut c = cfg(Paging::Tdp, 8 * 512, 16 * 512, TranslateConfig::default());
+        c.guest_page = PageSize::M2;
+        c.host_page = host;
+        let mut vm = Vm::new(&c, 1).unwrap();
+        for p in 0..512 {
+            vm.op(0, acc(p, true)).unwrap();
+        }
+        let r = vm.result();
+        assert_eq!(r.translate.walks, walks, "{host:?}");
+        assert_eq!(r.guest.faults, 1, "{host:?}");
+        assert_eq!(r.guest.first_touch, 1, "{host:?}");
+        assert_eq!(r.ept_violations, ept, "{host:?}");
+        vm.check_mirror().unwrap();
+        vm.validate().unwrap();
+        // The time of the guest's one fault: 1 µs plus clearing 511 more 4 KiB pieces at
+        // 300 ns each = 154,300 ns. The host's: two 2 MiB first touches the same, or 515
+        // 4 KiB ones at 1 µs.
+        assert_eq!(r.time.guest_fault_ns, 1_000 + 511 * 300, "{host:?}");
+        let host_ns = match host {
+            PageSize::M2 => 2 * (1_000 + 511 * 300),
+            _ => (512 + 3) * 1_000,
+        };
+        assert_eq!(r.time.host_fault_ns, host_ns, "{host:?}");
+    }
+}
+
+#[test]
+fn guest_2m_pages_are_reclaimed_and_swapped_whole() {
+    // 8 guest 2 MiB frames, one process writes 12 pieces of 2 MiB, then reads the first
+    // again: the guest reclaims whole 2 MiB pages, so the read is a major fault that brings
+    // back all 512 pieces (one fault, not 512) and the table maps a 2 MiB page again.
+    let mut c = cfg(Paging::Tdp, 8 * 512, 16 * 512, TranslateConfig::default());
+    c.guest_page = PageSize::M2;
+    c.host_page = PageSize::M2;
+    let mut vm = Vm::new(&c, 1).unwrap();
+    for p in 0..12 * 512 {
+        vm.op(0, acc(p, true)).unwrap();
+    }
+    let a = vm.result();
+    assert_eq!(a.guest.first_touch, 12);
+    assert!(a.guest.evictions >= 4, "{}", a.guest.evictions);
+    for p in 0..512 {
+        vm.op(0, acc(p, false)).unwrap();
+    }
+    let b = vm.result();
+    assert_eq!(b.guest.major_faults - a.guest.major_faults, 1);
+    assert_eq!(b.guest.faults - a.guest.faults, 1);
+    // A 2 MiB swap-in: 100 µs plus 511 × 1 µs.
+    assert_eq!(
+        b.time.guest_fault_ns - a.time.guest_fault_ns,
+        100_000 + 511 * 1_000
+    );
+    vm.check_mirror().unwrap();
+    vm.validate().unwrap();
+}
+
+#[test]
+fn a_munmap_of_large_pages_flushes_per_large_page() {
+    // Two 2 MiB pages mapped and unmapped (1,024 4 KiB pages, far above the 33-page
+    // ceiling, but 2 pages of the mapping's size): two INVLPGs, no full flush.
+    let mut c = cfg(Paging::Tdp, 4 * 512, 8 * 512, TranslateConfig::default());
+    c.guest_page = PageSize::M2;
+    c.host_page = PageSize::M2;
+    let mut vm = Vm::new(&c, 1).unwrap();
+    for p in 0..1024 {
+        vm.access(0, p, true).unwrap();
+    }
+    vm.op(
+        0,
+        GuestOp::Unmap {
+            start: 0,
+            pages: 1024,
+        },
+    )
+    .unwrap();
+    let r = vm.result();
+    assert_eq!(r.shootdown_pages, 2);
+    assert_eq!(r.cr3_flushes, 0);
+    assert_eq!(r.pages_unmapped, 2);
+    vm.validate().unwrap();
+}
+
+#[test]
+fn large_page_configurations_that_cannot_work_are_errors() {
+    // Guest memory not a whole number of 2 MiB pages.
+    let mut c = cfg(Paging::Tdp, 1000, 4096, TranslateConfig::default());
+    c.guest_page = PageSize::M2;
+    let e = Vm::new(&c, 1).err().unwrap().to_string();
+    assert!(e.contains("vm.guest_frames") && e.contains("M2"), "{e}");
+    // 1 GiB pages are hugetlbfs: reclaiming one is an error naming the key.
+    let g = 2 << 18;
+    let mut c = cfg(Paging::Tdp, g, 4 << 18, TranslateConfig::default());
+    c.guest_page = PageSize::G1;
+    c.host_page = PageSize::G1;
+    let mut vm = Vm::new(&c, 1).unwrap();
+    let mut err = None;
+    for p in 0..6u64 {
+        if let Err(e) = vm.access(0, p << 18, true) {
+            err = Some(e.to_string());
+            break;
+        }
+    }
+    let e = err.expect("three 1 GiB pages do not fit in two");
+    assert!(
+        e.contains("vm.guest_page") && e.contains("hugetlbfs"),
+        "{e}"
+    );
 }
