@@ -587,7 +587,7 @@ impl Vm {
         let hshift = cfg.host_page.shift() - 12;
         // Each manager works in its own page size: its frames are large pages.
         let units = |key: &str, frames: u32, shift: u32, what: &str| -> Result<u32> {
-            if frames == 0 || frames % (1 << shift) != 0 {
+            if frames == 0 || !frames.is_multiple_of(1 << shift) {
                 return Err(Error::config(
                     key,
                     format!(

@@ -482,7 +482,8 @@ fn large_pages_remove_rows_and_columns_of_the_nested_walk() {
     // both 15, 1 GiB pages in both 8; 5-level guest tables 29 on 4-level EPT, 35 on
     // 5-level. Four pages 2 MiB apart (or 1 GiB apart for 1 GiB guest pages), each its own
     // TLB entry in a one-entry TLB: every access of pass 2 misses.
-    let cases: [((u8, u8), (PageSize, PageSize), u64, u64); 8] = [
+    type Case = ((u8, u8), (PageSize, PageSize), u64, u64);
+    let cases: [Case; 8] = [
         ((4, 4), (K4, K4), 512, 24),
         ((4, 4), (K4, M2), 512, 19),
         ((4, 4), (M2, K4), 512, 19),
