@@ -147,6 +147,9 @@ pub struct Machine<P: Policy> {
     /// When set, the page numbers whose mapping reclaim removed (`try_to_unmap`), for a layer
     /// above that mirrors the page tables (the VM layer's TLBs and hardware tables).
     pub unmap_log: Option<Vec<u64>>,
+    /// When set, the priority of every reclaim pass (`shrink_node`), for a layer above whose
+    /// shrinkers `shrink_slab` would call in that pass (the VM layer's KVM MMU shrinker).
+    pub shrink_log: Option<Vec<u8>>,
 }
 
 /// State of `swapin_nr_pages` (mm/swap_state.c): readahead hits since the last fault, the
@@ -246,6 +249,7 @@ impl<P: Policy> Machine<P> {
             ra: ReadaheadState::default(),
             oom_at: None,
             unmap_log: None,
+            shrink_log: None,
             defer_kswapd: cfg.defer_kswapd,
             swap_sync_io: cfg.swap_sync_io,
             kswapd_awake: false,
@@ -644,6 +648,9 @@ impl<P: Policy> Machine<P> {
     /// One reclaim pass: ask the policy for victims and free them. Returns pages freed and
     /// pages scanned.
     fn shrink(&mut self, reason: ReclaimReason, nr: u32, priority: u8) -> (u32, u64) {
+        if let Some(log) = self.shrink_log.as_mut() {
+            log.push(priority);
+        }
         let mut sc = ScanControl {
             nr_to_reclaim: nr,
             priority,

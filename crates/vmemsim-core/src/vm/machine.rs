@@ -125,6 +125,42 @@ pub const MAX_PIDS: u32 = 1 << 18;
 /// Most 1 GiB regions all processes may touch.
 const MAX_REGIONS: usize = 1 << (36 - REGION_SHIFT);
 const REGION_MASK: u64 = (1 << REGION_SHIFT) - 1;
+/// `do_shrink_slab` for one shrinker at one reclaim priority: `freeable` objects
+/// (`count_objects`), `deferred` work carried from earlier calls (`nr_deferred`), `seeks`
+/// (the cost of recreating an object; KVM's `mmu_shrinker` has `DEFAULT_SEEKS * 10` = 20),
+/// `batch` (`SHRINK_BATCH` = 128). Returns the `nr_to_scan` of each `scan_objects` call to
+/// make and the new deferred count. As Linux 6.8 (`mm/shrinker.c`): delta = (freeable >>
+/// priority) · 4 / seeks; the total is (deferred >> priority) + delta, at most twice
+/// `freeable`; scan in batches while the total is at least a batch or all of `freeable`;
+/// defer deferred + delta − scanned, at most twice `freeable`.
+pub fn shrink_slab_plan(
+    freeable: u64,
+    deferred: u64,
+    priority: u32,
+    seeks: u64,
+    batch: u64,
+    out: &mut Vec<u64>,
+) -> u64 {
+    out.clear();
+    if freeable == 0 {
+        return deferred;
+    }
+    let delta = (freeable >> priority) * 4 / seeks;
+    let mut total = ((deferred >> priority) + delta).min(2 * freeable);
+    let mut scanned = 0;
+    while total >= batch || total >= freeable {
+        let n = total.min(batch);
+        out.push(n);
+        scanned += n;
+        total -= n;
+    }
+    (deferred + delta).saturating_sub(scanned).min(2 * freeable)
+}
+
+/// KVM's `mmu_shrinker.seeks` and the shrinkers' `SHRINK_BATCH`.
+pub const MMU_SHRINKER_SEEKS: u64 = 20;
+pub const SHRINK_BATCH: u64 = 128;
+
 /// PWC hit ratios that make a walk-grid cell "hit" and "miss" in [`VmResult::walk_breakdown`].
 pub const WALK_HIT_AT_LEAST: f64 = 0.9;
 pub const WALK_MISS_AT_MOST: f64 = 0.1;
@@ -235,6 +271,11 @@ pub struct VmResult {
     pub deferred_flushes: u64,
     /// INVEPT-like flushes after host reclaim unmapped guest memory.
     pub nested_flushes: u64,
+    /// Shadow paging: calls of KVM's shrinker (`mmu_shrink_scan`, which zaps the oldest
+    /// shadow pages) by host reclaim passes through `do_shrink_slab`, and the shadow pages
+    /// they zapped.
+    pub mmu_shrink_scans: u64,
+    pub mmu_shrink_zapped: u64,
     pub processes_created: u64,
     pub processes_exited: u64,
     pub pages_unmapped: u64,
@@ -562,6 +603,10 @@ pub struct Vm {
     /// The last region each vCPU used (region key, slot): most accesses skip the hash.
     region_cache: Vec<(u64, u32)>,
     costs: VmCosts,
+    /// KVM's shrinker: work deferred by `do_shrink_slab`, and scratch for its batches.
+    shrink_deferred: u64,
+    shrink_plan: Vec<u64>,
+    shrink_passes: Vec<u8>,
     /// Translation cycles so far (all vCPUs), and KVM's priced work already charged.
     tcycles: u64,
     kvm_charged: f64,
@@ -652,6 +697,9 @@ impl Vm {
                     .build(host_cfg.frames, &cfg.host_options, Boxer)?;
                 let mut m = Machine::new(&host_cfg, p)?;
                 m.unmap_log = Some(Vec::new());
+                if cfg.paging == Paging::Shadow {
+                    m.shrink_log = Some(Vec::new());
+                }
                 // EPT tables live beyond host RAM: frames from host_frames + 1 on.
                 let root = cfg.host.frames as u64;
                 let ept = if cfg.paging == Paging::Tdp {
@@ -747,6 +795,9 @@ impl Vm {
             region_back: Vec::new(),
             region_cache: vec![(u64::MAX, 0); vcpus],
             costs: cfg.costs.clone(),
+            shrink_deferred: 0,
+            shrink_plan: Vec::new(),
+            shrink_passes: Vec::new(),
             tcycles: 0,
             kvm_charged: 0.0,
             hist: crate::timed::hist::Histogram::new(),
@@ -957,6 +1008,37 @@ impl Vm {
         };
         let mut gfns = std::mem::take(&mut self.host_unmaps);
         host.take_unmaps(&mut gfns);
+        // Each host reclaim pass (`shrink_node`) also ran the shrinkers (`shrink_slab`),
+        // KVM's `mmu_shrinker` among them, at that pass's priority.
+        let mut passes = std::mem::take(&mut self.shrink_passes);
+        passes.clear();
+        if let Some(log) = host.m.shrink_log.as_mut() {
+            passes.append(log);
+        }
+        if let Some(k) = self.kvm.as_mut() {
+            let mut plan = std::mem::take(&mut self.shrink_plan);
+            for &priority in &passes {
+                self.shrink_deferred = shrink_slab_plan(
+                    k.n_used(),
+                    self.shrink_deferred,
+                    priority as u32,
+                    MMU_SHRINKER_SEEKS,
+                    SHRINK_BATCH,
+                    &mut plan,
+                );
+                self.r.mmu_shrink_scans += plan.len() as u64;
+                for &n in &plan {
+                    self.r.mmu_shrink_zapped += k.shrink(n);
+                }
+            }
+            self.shrink_plan = plan;
+            if k.take_remote_flush() {
+                for v in &mut self.vcpus {
+                    v.mmu.flush_vpid(VPID);
+                }
+            }
+        }
+        self.shrink_passes = passes;
         if !gfns.is_empty() {
             match self.paging {
                 Paging::Tdp => {

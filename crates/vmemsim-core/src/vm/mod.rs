@@ -8,5 +8,5 @@ pub mod workloads;
 #[cfg(test)]
 mod tests;
 
-pub use machine::{run, Paging, Vm, VmConfig, VmCosts, VmResult, VmTime};
+pub use machine::{run, shrink_slab_plan, Paging, Vm, VmConfig, VmCosts, VmResult, VmTime};
 pub use ops::{GuestOp, GuestWorkload};

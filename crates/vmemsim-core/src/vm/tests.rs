@@ -643,3 +643,38 @@ fn large_page_configurations_that_cannot_work_are_errors() {
         "{e}"
     );
 }
+
+#[test]
+fn kvm_shrinker_scans_as_do_shrink_slab() {
+    let mut plan = Vec::new();
+    // A 4 GiB guest's default pool, 20,971 shadow pages, at DEF_PRIORITY (12): delta =
+    // (20,971 >> 12) · 4 / 20 = 5 · 4 / 20 = 1, and the deferred work counts >> 12: the
+    // total stays far below a batch of 128 and below 20,971, so nothing is ever scanned and
+    // the deferred work grows by one a call.
+    let mut d = 0;
+    for i in 1..=1000 {
+        d = shrink_slab_plan(20_971, d, 12, 20, 128, &mut plan);
+        assert!(plan.is_empty());
+        assert_eq!(d, i);
+    }
+    // At priority 0: delta = 20,971 · 4 / 20 = 4,194 = 32 · 128 + 98: 32 batches, 98 deferred;
+    // then 98 + 4,194 = 4,292 = 33 · 128 + 68.
+    let d = shrink_slab_plan(20_971, 0, 0, 20, 128, &mut plan);
+    assert_eq!((plan.len(), plan[0], d), (32, 128, 98));
+    let d = shrink_slab_plan(20_971, d, 0, 20, 128, &mut plan);
+    assert_eq!((plan.len(), d), (33, 68));
+    // A pool of 100 at priority 0: delta 20 a call, deferred (20, 40, 60, 80) until the
+    // total (80 + 20 at the fifth call) reaches all 100 objects: one scan of 100, nothing
+    // deferred.
+    let mut d = 0;
+    for _ in 0..4 {
+        d = shrink_slab_plan(100, d, 0, 20, 128, &mut plan);
+        assert!(plan.is_empty());
+    }
+    assert_eq!(d, 80);
+    let d = shrink_slab_plan(100, d, 0, 20, 128, &mut plan);
+    assert_eq!((plan.as_slice(), d), (&[100u64][..], 0));
+    // Nothing to free: nothing scanned, the deferred work kept.
+    assert_eq!(shrink_slab_plan(0, 7, 0, 20, 128, &mut plan), 7);
+    assert!(plan.is_empty());
+}
