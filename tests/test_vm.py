@@ -193,3 +193,30 @@ def test_large_pages_in_both_dimensions(tmp_path):
     # 35 first-touch faults of 2 MiB pages: 35 × (1 µs + 511 × 1 µs clearing).
     assert df.loc["2m", "time.guest_fault_ns"] == 35 * (1_000 + 511 * 1_000)
     assert df.loc["4k", "time.guest_fault_ns"] == (16_384 + 4) * 1_000
+
+
+def test_several_vms_share_the_host():
+    # Two VMs of stress-vm (16 MiB written twice; guest memory 200% of it, 8,204 frames plus
+    # 96 page-table pages each): with a host of 150% of their memory each runs as it would
+    # alone; with 40% (6,640 frames for the 8,236 pages they touch) the host reclaims guest
+    # memory of both (host major faults, more EPT violations) and the merged result sums
+    # the VMs.
+    spec = "stress-vm:vcpus=1,bytes=16MiB,rounds=2"
+    alone = [vmemsim.run_vm(spec, seed=s) for s in (3, 4)]
+    both = vmemsim.run_vm(spec, seed=3, vms=2)
+    assert len(both.per_vm) == 2
+    for one, shared in zip(alone, both.per_vm):
+        assert one.guest == shared["guest"]
+        assert one.ept_violations == shared["ept_violations"]
+    assert both.ept_violations == sum(r.ept_violations for r in alone)
+    assert both.host["major_faults"] == 0
+    tight = vmemsim.run_vm(spec, seed=3, vms=2, host_frames="40%")
+    assert tight.host_frames == 6_640
+    assert tight.host["major_faults"] > 0
+    assert all(r["ept_violations"] > alone[0].ept_violations for r in tight.per_vm)
+    with pytest.raises(VmemsimError, match="native"):
+        vmemsim.run_vm(spec, paging="native", vms=2)
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "vm", spec, "--vms", "2", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert len(json.loads(r.stdout)["per_vm"]) == 2

@@ -1108,6 +1108,7 @@ def run_vm(
     costs: Optional[Mapping[str, Any]] = None,
     guest_page: str = "4k",
     host_page: str = "4k",
+    vms: int = 1,
 ) -> VmResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
     ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host:
@@ -1126,7 +1127,9 @@ def run_vm(
     ``guest_page`` and ``host_page`` (``4k``, ``2m``, ``1g``) are the page sizes the guest
     maps its processes' memory with and the host backs guest memory with (2 MiB as THP,
     1 GiB as hugetlbfs, never reclaimed); percentages of frames are rounded up to whole
-    pages of that size.
+    pages of that size. ``vms`` VMs (each running the workload with seed ``seed + i``)
+    share the host: ``host_frames`` as a percentage is then of all their memory, the
+    result's counters are sums over the VMs and ``per_vm`` holds each VM's own result.
     """
     for name, v in (("workload", workload), ("paging", paging), ("eviction", eviction),
                     ("guest_policy", guest_policy), ("host_policy", host_policy),
@@ -1140,6 +1143,6 @@ def run_vm(
         guest_policy, host_policy, eviction, mmu_pages,
         _count_arg("guest_levels", guest_levels), _count_arg("host_levels", host_levels),
         _count_arg("pt_pages", pt_pages, lo=0), json.dumps(dict(translate or {})),
-        json.dumps(dict(costs or {})), guest_page, host_page,
+        json.dumps(dict(costs or {})), guest_page, host_page, _count_arg("vms", vms),
     )
     return VmResult(json.loads(out), _seed_arg(seed))

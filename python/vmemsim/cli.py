@@ -651,6 +651,9 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host-page", default="4k", choices=("4k", "2m", "1g"),
                    help="page size the host backs guest memory with (tdp, shadow): 2m as "
                    "THP, 1g as hugetlbfs (default 4k)")
+    p.add_argument("--vms", type=_positive, default=1, metavar="N",
+                   help="run N VMs of the workload (seeds S, S+1, ...) on one host sharing "
+                   "its memory (default 1; --host-frames as a percentage is of all of them)")
     p.add_argument("--cost", action="append", metavar="KEY=NS",
                    help="event cost (repeatable): exit_ns, guest_minor_fault_ns, "
                    "guest_major_fault_ns, host_minor_fault_ns, host_major_fault_ns, access_ns, "
@@ -672,7 +675,7 @@ def _run_vm(args: argparse.Namespace) -> int:
         host_frames=args.host_frames, guest_policy=args.guest_policy,
         host_policy=args.host_policy, eviction=args.eviction, mmu_pages=args.mmu_pages,
         seed=args.seed, costs=costs or None, guest_page=args.guest_page,
-        host_page=args.host_page,
+        host_page=args.host_page, vms=args.vms,
     )
     if (args.folded or args.flamegraph) and not r.kvm_folded:
         raise CliError("--folded/--flamegraph: KVM's handler profile exists under "

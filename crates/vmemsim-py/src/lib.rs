@@ -807,7 +807,7 @@ fn guest_workload_kinds() -> Vec<(String, String)> {
 /// page-table pages). `translate` is the JSON of `TranslateConfig` (unknown keys are
 /// errors). Returns the JSON of the core's `VmResult`.
 #[pyfunction]
-#[pyo3(signature = (workload, seed=0, paging="tdp", guest_frames="200%", host_frames="150%", guest_policy="clock-lru", host_policy="clock-lru", eviction="fifo", mmu_pages=None, guest_levels=4, host_levels=4, pt_pages=0, translate="{}", costs="{}", guest_page="4k", host_page="4k"))]
+#[pyo3(signature = (workload, seed=0, paging="tdp", guest_frames="200%", host_frames="150%", guest_policy="clock-lru", host_policy="clock-lru", eviction="fifo", mmu_pages=None, guest_levels=4, host_levels=4, pt_pages=0, translate="{}", costs="{}", guest_page="4k", host_page="4k", vms=1))]
 #[allow(clippy::too_many_arguments)]
 fn run_vm(
     py: Python<'_>,
@@ -827,6 +827,7 @@ fn run_vm(
     costs: &str,
     guest_page: &str,
     host_page: &str,
+    vms: u32,
 ) -> PyResult<String> {
     use vmemsim_core::translate::PageSize;
     use vmemsim_core::vm::{self, VmConfig};
@@ -855,8 +856,15 @@ fn run_vm(
         let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
         config_err("costs", msg)
     })?;
-    let mut wl = vm::workloads::parse(workload, seed).map_err(py_err)?;
-    let footprint = wl.footprint_pages();
+    if vms == 0 {
+        return Err(config_err("vms", "at least one VM"));
+    }
+    // VM i runs the workload with seed + i.
+    let mut wls = Vec::with_capacity(vms as usize);
+    for i in 0..vms as u64 {
+        wls.push(vm::workloads::parse(workload, seed.wrapping_add(i)).map_err(py_err)?);
+    }
+    let footprint = wls[0].footprint_pages();
     // A percentage is rounded up to whole pages of the side's page size.
     let resolve = |key: &str, spec: &str, base: u64, size: PageSize| -> PyResult<u32> {
         match FramesSpec::parse(spec).map_err(|e| config_err(key, e.to_string()))? {
@@ -880,7 +888,13 @@ fn run_vm(
     } else {
         pt_pages
     };
-    let h = resolve("host_frames", host_frames, g as u64 + pt as u64, host_page)?;
+    // A percentage of host memory is of all the VMs' memory.
+    let h = resolve(
+        "host_frames",
+        host_frames,
+        vms as u64 * (g as u64 + pt as u64),
+        host_page,
+    )?;
     let cfg = VmConfig {
         paging,
         guest: MachineConfig::new(g),
@@ -899,7 +913,8 @@ fn run_vm(
         host_page,
         costs,
     };
-    let result = py.allow_threads(move || vm::run(&cfg, wl.as_mut()).map_err(py_err))?;
+    let cfgs = vec![cfg; vms as usize];
+    let result = py.allow_threads(move || vm::run_many(&cfgs, &mut wls).map_err(py_err))?;
     to_json(&result)
 }
 

@@ -71,6 +71,7 @@ _VM_KEYS = {
     "vm.host_levels": "host_levels",
     "vm.pt_pages": "pt_pages",
     "vm.guest_page": "guest_page",
+    "vm.count": "vms",
     "vm.host_page": "host_page",
 }
 

@@ -233,6 +233,9 @@ def _builtin_schema() -> None:
         "VM runs: page-walk caches and the nested TLB on (false: a walk reads every entry)"))
     reg("vm.guest_levels", Key(check_int(4, 5), 4, "VM runs: guest page-table levels"))
     reg("vm.host_levels", Key(check_int(4, 5), 4, "VM runs: EPT/NPT levels"))
+    reg("vm.count", Key(check_int(1, 4096), 1,
+        "VM runs: VMs of the workload (seeds seed, seed+1, ...) sharing the host's memory "
+        "(vm.host_frames as a percentage is of all of them)"))
     reg("vm.guest_page", Key(check_choice("4k", "2m", "1g"), "4k",
         "VM runs: page size of the guest's mappings (2m as THP, 1g as hugetlbfs)"))
     reg("vm.host_page", Key(check_choice("4k", "2m", "1g"), "4k",

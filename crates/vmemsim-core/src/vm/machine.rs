@@ -90,6 +90,15 @@
 //! `lpage_info` rule, no large SPTE over a shadowed guest page table, is modelled, but guest
 //! page tables live outside the data frames here, so it only bites at their boundary.)
 //!
+//! # Several VMs
+//!
+//! VMs on one host ([`run_many`], [`host_for`], [`Vm::on_host`]) share the host's memory
+//! manager ([`HostShared`]): each VM's guest memory is a range of host pages, so one VM's
+//! faults reclaim another's pages (the oldest first, whoever owns them), and the owner
+//! applies those unmaps to its EPT or shadow MMU before its next op. KVM's shrinker counts
+//! every VM's shadow pages and zaps in one VM per call, rotating. Each VM has its own vCPUs,
+//! each on a host CPU of its own.
+//!
 //! # Left out (for now)
 //!
 //! Host CPU contention and host threads (kswapd, the host's reclaim runs inline),
@@ -291,8 +300,14 @@ pub struct VmResult {
     /// `(highest equivalent value ns, count)`: the latency histogram.
     pub latency_buckets: Vec<(u64, u64)>,
     /// KVM's handler work as folded stacks weighted in ns (`flamegraph.pl` / inferno
-    /// input), shadow paging only.
+    /// input), shadow paging only; with several VMs each stack starts with `vmN`.
     pub kvm_folded: String,
+    /// Several VMs on one host ([`run_many`]): each VM's own result (its `host` is the shared
+    /// host's). The fields above are then the sums over the VMs (counters, time categories,
+    /// guest memory), the latest vCPU clock (`runtime_ns`), all vCPUs' clocks, all requests'
+    /// latency, and the shared host's counters and memory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_vm: Vec<VmResult>,
 }
 
 /// Where simulated time went, in ns summed over vCPUs.
@@ -383,15 +398,91 @@ struct Vcpu {
     seen_gen: Vec<u64>,
 }
 
-/// The host: its memory manager over QEMU's mapping of guest memory (host page `gfn` backs
-/// guest page `gfn`) and, under TDP, the EPT.
-struct HostSide {
+/// The host's memory manager, shared by the VMs on it: each VM's guest memory is a range of
+/// host pages (QEMU's anonymous mapping of that VM), VM `i`'s from `bases[i]` on. Reclaim
+/// while one VM runs may take another's pages; those wait in `pending` until that VM runs
+/// again (it applies them to its EPT or shadow MMU before its next access: no VM runs while
+/// another one's op is simulated). KVM's shrinker counts the shadow pages of every VM and
+/// zaps in one VM per call, rotating (`mmu_shrink_scan` moves the VM it shrank to the tail
+/// of `vm_list`).
+pub struct HostShared {
     m: Machine<BoxedPolicy>,
+    bases: Vec<u64>,
+    /// Per VM: its host pages (relative to its base) reclaimed and not yet applied.
+    pending: Vec<Vec<u64>>,
+    /// Per VM: batches KVM's shrinker is to zap in it, not yet applied.
+    pending_zap: Vec<Vec<u64>>,
+    /// Per VM: its shadow pages in use, as of its last op (`count_objects` sums them).
+    n_used: Vec<u64>,
+    shrink_deferred: u64,
+    next_shrink: usize,
+    scratch: Vec<u64>,
+    passes: Vec<u8>,
+}
+
+impl HostShared {
+    /// Route the host's reclaim unmaps to the VMs owning the pages, and run KVM's shrinker for
+    /// each reclaim pass.
+    fn distribute(&mut self) {
+        let mut log = std::mem::take(&mut self.scratch);
+        log.clear();
+        if let Some(l) = self.m.unmap_log.as_mut() {
+            log.append(l);
+        }
+        for &key in &log {
+            let owner = self.bases.partition_point(|&b| b <= key) - 1;
+            self.pending[owner].push(key - self.bases[owner]);
+        }
+        self.scratch = log;
+        let mut passes = std::mem::take(&mut self.passes);
+        passes.clear();
+        if let Some(l) = self.m.shrink_log.as_mut() {
+            passes.append(l);
+        }
+        let mut plan = Vec::new();
+        for &priority in &passes {
+            let freeable: u64 = self.n_used.iter().sum();
+            self.shrink_deferred = shrink_slab_plan(
+                freeable,
+                self.shrink_deferred,
+                priority as u32,
+                MMU_SHRINKER_SEEKS,
+                SHRINK_BATCH,
+                &mut plan,
+            );
+            for &n in &plan {
+                let k = self.n_used.len();
+                let Some(vm) = (0..k)
+                    .map(|d| (self.next_shrink + d) % k)
+                    .find(|&v| self.n_used[v] > 0)
+                else {
+                    break;
+                };
+                self.pending_zap[vm].push(n);
+                self.n_used[vm] = self.n_used[vm].saturating_sub(n);
+                self.next_shrink = (vm + 1) % k;
+            }
+        }
+        self.passes = passes;
+    }
+
+    /// The host's memory manager (its counters, its invariants).
+    pub fn machine(&self) -> &Machine<BoxedPolicy> {
+        &self.m
+    }
+}
+
+/// One VM's side of the host: its range of the shared host memory and, under TDP, its EPT.
+struct HostSide {
+    shared: std::rc::Rc<std::cell::RefCell<HostShared>>,
+    vm: usize,
+    /// The host page backing the VM's gfn 0.
+    base: u64,
     ept: Option<RadixTable>,
     /// Next EPT table frame (host kernel memory beyond host RAM).
     ept_next_frame: u64,
-    /// log2 of 4 KiB pages per host page: the host manager's page `gfn >> shift` backs
-    /// guest frame `gfn`.
+    /// log2 of 4 KiB pages per host page: host page `base + (gfn >> shift)` backs guest
+    /// frame `gfn`.
     shift: u32,
 }
 
@@ -411,31 +502,35 @@ impl HostSide {
     /// The host serves guest page `gfn` (and the EPT maps it). Returns whether the host had
     /// no mapping for it (an EPT violation under TDP; a host fault under shadow paging).
     fn touch(&mut self, gfn: u64, write: bool) -> Result<bool> {
-        let key = gfn >> self.shift;
+        let rel = gfn >> self.shift;
+        let key = self.base + rel;
+        let mut sh = self.shared.borrow_mut();
         let absent = match &self.ept {
             Some(ept) => ept.lookup(gfn << 12).is_none(),
-            None => self.m.mm.pt.pte(key) & PTE_PRESENT == 0,
+            None => sh.m.mm.pt.pte(key) & PTE_PRESENT == 0,
         };
-        let evictions = self.m.stats.evictions;
-        self.m.access(Access { page: key, write }, u64::MAX);
-        if let Some(t) = self.m.out_of_memory() {
+        let evictions = sh.m.stats.evictions;
+        sh.m.access(Access { page: key, write }, u64::MAX);
+        if let Some(t) = sh.m.out_of_memory() {
             return Err(Error::config(
                 "vm.host_frames",
                 format!("host out of memory at its access {t}: give the host more frames"),
             ));
         }
-        if self.shift == 18 && self.m.stats.evictions != evictions {
+        if self.shift == 18 && sh.m.stats.evictions != evictions {
             return Err(hugetlb_reclaimed("vm.host_page", "host"));
         }
-        let pte = self.m.mm.pt.pte(key);
+        let pte = sh.m.mm.pt.pte(key);
         if pte & PTE_PRESENT == 0 {
             return Err(Error::config(
                 "vm.host_frames",
                 format!("gfn {gfn} not present on the host after its fault"),
             ));
         }
+        sh.distribute();
+        drop(sh);
         if let Some(ept) = self.ept.as_mut() {
-            let base = (key << self.shift) << 12;
+            let base = (rel << self.shift) << 12;
             let hpa = ((crate::mm::pte_frame(pte) as u64) << self.shift) << 12;
             let size = PageSize::ALL[(self.shift / 9) as usize];
             let next = &mut self.ept_next_frame;
@@ -455,18 +550,32 @@ impl HostSide {
         Ok(absent)
     }
 
-    /// The host pages (`gfn >> shift`) host reclaim unmapped since the last call (the EPT
-    /// entries are dropped here).
-    fn take_unmaps(&mut self, out: &mut Vec<u64>) {
+    /// The VM's host pages (`gfn >> shift`) host reclaim unmapped since the last call (the
+    /// EPT entries are dropped here), and the shrinker's batches to zap.
+    fn take_unmaps(&mut self, out: &mut Vec<u64>, zaps: &mut Vec<u64>) {
         out.clear();
-        if let Some(log) = self.m.unmap_log.as_mut() {
-            out.append(log);
+        zaps.clear();
+        {
+            let mut sh = self.shared.borrow_mut();
+            out.append(&mut sh.pending[self.vm]);
+            zaps.append(&mut sh.pending_zap[self.vm]);
         }
         if let Some(ept) = self.ept.as_mut() {
-            for &key in out.iter() {
-                ept.unmap((key << self.shift) << 12, &mut |_| {});
+            for &rel in out.iter() {
+                ept.unmap((rel << self.shift) << 12, &mut |_| {});
             }
         }
+    }
+
+    fn present(&self, gfn: u64) -> bool {
+        self.shared
+            .borrow()
+            .m
+            .mm
+            .pt
+            .pte(self.base + (gfn >> self.shift))
+            & PTE_PRESENT
+            != 0
     }
 }
 
@@ -515,7 +624,7 @@ impl GuestMemory for GuestView<'_> {
         1 + (self.host.shift / 9) as u8
     }
     fn host_present(&self, gfn: u64) -> bool {
-        self.host.m.mm.pt.pte(gfn >> self.host.shift) & PTE_PRESENT != 0
+        self.host.present(gfn)
     }
 }
 
@@ -603,10 +712,8 @@ pub struct Vm {
     /// The last region each vCPU used (region key, slot): most accesses skip the hash.
     region_cache: Vec<(u64, u32)>,
     costs: VmCosts,
-    /// KVM's shrinker: work deferred by `do_shrink_slab`, and scratch for its batches.
-    shrink_deferred: u64,
+    /// Scratch: KVM's shrinker's batches to zap in this VM.
     shrink_plan: Vec<u64>,
-    shrink_passes: Vec<u8>,
     /// Translation cycles so far (all vCPUs), and KVM's priced work already charged.
     tcycles: u64,
     kvm_charged: f64,
@@ -623,52 +730,131 @@ const VPID: u16 = 1;
 const HOST_PCID: u16 = 0;
 const FREE_PT: u32 = u32::MAX;
 
+/// Frames of a memory manager of `2^shift`-page pages: `frames` must be a whole number of
+/// them.
+fn units(key: &str, frames: u32, shift: u32, what: &str) -> Result<u32> {
+    if frames == 0 || !frames.is_multiple_of(1 << shift) {
+        return Err(Error::config(
+            key,
+            format!(
+                "{what} of {frames} 4 KiB frames is not a whole number of {:?} pages \
+                 ({} frames each)",
+                PageSize::ALL[(shift / 9) as usize],
+                1u64 << shift
+            ),
+        ));
+    }
+    Ok(frames >> shift)
+}
+
+/// Zone watermarks are 4 KiB page counts: a manager of large pages reclaims when its free
+/// large pages hold fewer 4 KiB pages than the watermark. hugetlbfs pages (1 GiB) are a pool
+/// outside the zones' watermarks.
+fn unit_marks(c: &MachineConfig, shift: u32) -> Option<crate::watermarks::Watermarks> {
+    if shift == 0 {
+        return c.watermarks;
+    }
+    let w = c
+        .watermarks
+        .unwrap_or_else(|| crate::watermarks::Watermarks::derive(c.frames));
+    let units = c.frames >> shift;
+    let conv = |x: u32| {
+        if shift >= 18 {
+            0
+        } else {
+            x.div_ceil(1 << shift).min(units.saturating_sub(1) / 2)
+        }
+    };
+    Some(crate::watermarks::Watermarks {
+        min: conv(w.min),
+        low: conv(w.low),
+        high: conv(w.high),
+    })
+}
+
+/// Guest page-table pages of a VM (kernel memory beyond its frames).
+fn pt_pages_of(cfg: &VmConfig) -> u64 {
+    if cfg.pt_pages == 0 {
+        cfg.guest.frames as u64 / 256 + 64
+    } else {
+        cfg.pt_pages as u64
+    }
+}
+
+/// The host of `cfgs` (one per VM; the host's memory, policy and page size are the first
+/// one's): its memory manager, with each VM's guest memory and page tables as a range of
+/// host pages.
+pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<HostShared>>> {
+    let cfg = cfgs
+        .first()
+        .ok_or_else(|| Error::config("vm", "no VM to host"))?;
+    let hshift = cfg.host_page.shift() - 12;
+    for c in cfgs {
+        if c.host_page != cfg.host_page {
+            return Err(Error::config(
+                "vm.host_page",
+                "the VMs on one host must use the same host page size",
+            ));
+        }
+    }
+    let mut host_cfg = cfg.host.clone();
+    host_cfg.frames = units("vm.host_frames", cfg.host.frames, hshift, "host memory")?;
+    host_cfg.watermarks = unit_marks(&cfg.host, hshift);
+    let p = cfg
+        .host_policy
+        .build(host_cfg.frames, &cfg.host_options, Boxer)?;
+    let mut m = Machine::new(&host_cfg, p)?;
+    m.unmap_log = Some(Vec::new());
+    if cfgs.iter().any(|c| c.paging == Paging::Shadow) {
+        m.shrink_log = Some(Vec::new());
+    }
+    let mut bases = Vec::with_capacity(cfgs.len());
+    let mut next = 0u64;
+    for c in cfgs {
+        bases.push(next);
+        next += (c.guest.frames as u64 + pt_pages_of(c)).div_ceil(1 << hshift);
+    }
+    let n = cfgs.len();
+    Ok(std::rc::Rc::new(std::cell::RefCell::new(HostShared {
+        m,
+        bases,
+        pending: vec![Vec::new(); n],
+        pending_zap: vec![Vec::new(); n],
+        n_used: vec![0; n],
+        shrink_deferred: 0,
+        next_shrink: 0,
+        scratch: Vec::new(),
+        passes: Vec::new(),
+    })))
+}
+
 impl Vm {
     pub fn new(cfg: &VmConfig, vcpus: usize) -> Result<Vm> {
+        let host = match cfg.paging {
+            Paging::Native => None,
+            _ => Some((host_for(&[cfg])?, 0)),
+        };
+        Vm::on_host(cfg, vcpus, host)
+    }
+
+    /// A VM on a host shared with other VMs (`host`: the host and this VM's index in it, as
+    /// [`host_for`] built it); `None` for native paging.
+    pub fn on_host(
+        cfg: &VmConfig,
+        vcpus: usize,
+        host: Option<(std::rc::Rc<std::cell::RefCell<HostShared>>, usize)>,
+    ) -> Result<Vm> {
         if vcpus == 0 {
             return Err(Error::config("vm.vcpus", "must be at least 1"));
         }
+        if (cfg.paging == Paging::Native) != host.is_none() {
+            return Err(Error::config(
+                "vm.paging",
+                "a native run has no host; a VM needs one",
+            ));
+        }
         let gshift = cfg.guest_page.shift() - 12;
         let hshift = cfg.host_page.shift() - 12;
-        // Each manager works in its own page size: its frames are large pages.
-        let units = |key: &str, frames: u32, shift: u32, what: &str| -> Result<u32> {
-            if frames == 0 || !frames.is_multiple_of(1 << shift) {
-                return Err(Error::config(
-                    key,
-                    format!(
-                        "{what} of {frames} 4 KiB frames is not a whole number of {:?} pages \
-                         ({} frames each)",
-                        PageSize::ALL[(shift / 9) as usize],
-                        1u64 << shift
-                    ),
-                ));
-            }
-            Ok(frames >> shift)
-        };
-        // Zone watermarks are 4 KiB page counts: a manager of large pages reclaims when its
-        // free large pages hold fewer 4 KiB pages than the watermark. hugetlbfs pages (1 GiB)
-        // are a pool outside the zones' watermarks.
-        let unit_marks = |c: &MachineConfig, shift: u32| -> Option<crate::watermarks::Watermarks> {
-            if shift == 0 {
-                return c.watermarks;
-            }
-            let w = c
-                .watermarks
-                .unwrap_or_else(|| crate::watermarks::Watermarks::derive(c.frames));
-            let units = c.frames >> shift;
-            let conv = |x: u32| {
-                if shift >= 18 {
-                    0
-                } else {
-                    x.div_ceil(1 << shift).min(units.saturating_sub(1) / 2)
-                }
-            };
-            Some(crate::watermarks::Watermarks {
-                min: conv(w.min),
-                low: conv(w.low),
-                high: conv(w.high),
-            })
-        };
         let mut guest_cfg = cfg.guest.clone();
         guest_cfg.frames = units("vm.guest_frames", cfg.guest.frames, gshift, "guest memory")?;
         guest_cfg.watermarks = unit_marks(&cfg.guest, gshift);
@@ -678,37 +864,27 @@ impl Vm {
         let mut guest = Machine::new(&guest_cfg, guest_policy)?;
         guest.unmap_log = Some(Vec::new());
         let guest_frames = cfg.guest.frames;
-        let pt_pages = if cfg.pt_pages == 0 {
-            guest_frames / 256 + 64
-        } else {
-            cfg.pt_pages
-        } as u64;
+        let pt_pages = pt_pages_of(cfg);
         let pt_base = guest_frames as u64;
         let mut pt_free: Vec<u64> = (pt_base..pt_base + pt_pages).rev().collect();
         let mut pt_owner = vec![FREE_PT; pt_pages as usize];
-        let host = match cfg.paging {
-            Paging::Native => None,
-            Paging::Tdp | Paging::Shadow => {
-                let mut host_cfg = cfg.host.clone();
-                host_cfg.frames = units("vm.host_frames", cfg.host.frames, hshift, "host memory")?;
-                host_cfg.watermarks = unit_marks(&cfg.host, hshift);
-                let p = cfg
-                    .host_policy
-                    .build(host_cfg.frames, &cfg.host_options, Boxer)?;
-                let mut m = Machine::new(&host_cfg, p)?;
-                m.unmap_log = Some(Vec::new());
-                if cfg.paging == Paging::Shadow {
-                    m.shrink_log = Some(Vec::new());
-                }
-                // EPT tables live beyond host RAM: frames from host_frames + 1 on.
-                let root = cfg.host.frames as u64;
+        let host = match host {
+            None => None,
+            Some((shared, vm)) => {
+                let base = *shared.borrow().bases.get(vm).ok_or_else(|| {
+                    Error::config("vm", format!("VM {vm} is not one of its host's"))
+                })?;
+                // EPT tables live beyond host RAM, each VM's in a range of its own.
+                let root = cfg.host.frames as u64 + ((vm as u64) << 24);
                 let ept = if cfg.paging == Paging::Tdp {
                     Some(RadixTable::new(cfg.host_levels, root)?)
                 } else {
                     None
                 };
                 Some(HostSide {
-                    m,
+                    shared,
+                    vm,
+                    base,
                     ept,
                     ept_next_frame: root + 1,
                     shift: hshift,
@@ -795,9 +971,7 @@ impl Vm {
             region_back: Vec::new(),
             region_cache: vec![(u64::MAX, 0); vcpus],
             costs: cfg.costs.clone(),
-            shrink_deferred: 0,
             shrink_plan: Vec::new(),
-            shrink_passes: Vec::new(),
             tcycles: 0,
             kvm_charged: 0.0,
             hist: crate::timed::hist::Histogram::new(),
@@ -908,7 +1082,14 @@ impl Vm {
                 buf.append(log);
             }
         }
+        let mut stored = u64::MAX;
         for &(gfn, idx) in &buf {
+            // The guest's store goes to host memory: the host backs the table page (under
+            // TDP the walks that read it do the same).
+            if gfn != stored {
+                stored = gfn;
+                self.host_touch(gfn, true)?;
+            }
             let pte = self.procs[pid as usize]
                 .as_ref()
                 .and_then(|t| t.entry_arch(gfn, idx as usize))
@@ -1007,38 +1188,8 @@ impl Vm {
             return;
         };
         let mut gfns = std::mem::take(&mut self.host_unmaps);
-        host.take_unmaps(&mut gfns);
-        // Each host reclaim pass (`shrink_node`) also ran the shrinkers (`shrink_slab`),
-        // KVM's `mmu_shrinker` among them, at that pass's priority.
-        let mut passes = std::mem::take(&mut self.shrink_passes);
-        passes.clear();
-        if let Some(log) = host.m.shrink_log.as_mut() {
-            passes.append(log);
-        }
-        if let Some(k) = self.kvm.as_mut() {
-            let mut plan = std::mem::take(&mut self.shrink_plan);
-            for &priority in &passes {
-                self.shrink_deferred = shrink_slab_plan(
-                    k.n_used(),
-                    self.shrink_deferred,
-                    priority as u32,
-                    MMU_SHRINKER_SEEKS,
-                    SHRINK_BATCH,
-                    &mut plan,
-                );
-                self.r.mmu_shrink_scans += plan.len() as u64;
-                for &n in &plan {
-                    self.r.mmu_shrink_zapped += k.shrink(n);
-                }
-            }
-            self.shrink_plan = plan;
-            if k.take_remote_flush() {
-                for v in &mut self.vcpus {
-                    v.mmu.flush_vpid(VPID);
-                }
-            }
-        }
-        self.shrink_passes = passes;
+        let mut zaps = std::mem::take(&mut self.shrink_plan);
+        host.take_unmaps(&mut gfns, &mut zaps);
         if !gfns.is_empty() {
             match self.paging {
                 Paging::Tdp => {
@@ -1049,21 +1200,30 @@ impl Vm {
                 }
                 Paging::Shadow => {
                     if let Some(k) = self.kvm.as_mut() {
-                        for &key in &gfns {
-                            k.unmap_gfn_range(key << host.shift, 1 << host.shift);
-                        }
-                        if k.take_remote_flush() {
-                            for v in &mut self.vcpus {
-                                v.mmu.flush_vpid(VPID);
-                            }
+                        for &rel in &gfns {
+                            k.unmap_gfn_range(rel << host.shift, 1 << host.shift);
                         }
                     }
                 }
                 Paging::Native => {}
             }
         }
+        if let Some(k) = self.kvm.as_mut() {
+            // KVM's shrinker, run by host reclaim passes (`HostShared::distribute`).
+            for &n in &zaps {
+                self.r.mmu_shrink_scans += 1;
+                self.r.mmu_shrink_zapped += k.shrink(n);
+            }
+            if k.take_remote_flush() {
+                for v in &mut self.vcpus {
+                    v.mmu.flush_vpid(VPID);
+                }
+            }
+            host.shared.borrow_mut().n_used[host.vm] = k.n_used();
+        }
         gfns.clear();
         self.host_unmaps = gfns;
+        self.shrink_plan = zaps;
     }
 
     /// The host serves `gfn` (counting an EPT violation when the EPT had no entry).
@@ -1428,6 +1588,8 @@ impl Vm {
     /// Run one op of vCPU `v`, advancing its clock by what the op cost (see the module docs'
     /// "Time").
     pub fn op(&mut self, v: usize, op: GuestOp) -> Result<()> {
+        // Host reclaim while another VM ran may have taken this VM's pages.
+        self.sync_host_unmaps();
         match op {
             GuestOp::Op(Op::Compute { ns }) => {
                 self.vcpus[v].clock += ns as u64;
@@ -1489,7 +1651,8 @@ impl Vm {
     }
 
     fn work_snapshot(&self) -> [u64; 11] {
-        let h = self.host.as_ref().map(|h| &h.m.stats);
+        let shared = self.host.as_ref().map(|h| h.shared.borrow());
+        let h = shared.as_ref().map(|s| &s.m.stats);
         [
             self.tcycles,
             self.guest.stats.minor_faults,
@@ -1549,7 +1712,7 @@ impl Vm {
         let mut r = self.r.clone();
         r.guest = self.guest.stats.clone();
         if let Some(h) = &self.host {
-            r.host = h.m.stats.clone();
+            r.host = h.shared.borrow().m.stats.clone();
         }
         let mut t = TranslateStats::default();
         for v in &self.vcpus {
@@ -1582,6 +1745,11 @@ impl Vm {
             r.kvm_folded = k.profile().folded(&self.costs.kvm_work_ns);
         }
         r
+    }
+
+    /// Request latencies so far.
+    pub fn latency_histogram(&self) -> &crate::timed::hist::Histogram {
+        &self.hist
     }
 
     /// Guest frames holding pages now (mapped or in the guest's swap cache).
@@ -1620,17 +1788,19 @@ impl Vm {
             }
         }
         if let Some(HostSide {
-            m,
+            shared,
+            base,
             ept: Some(ept),
             shift,
             ..
         }) = &self.host
         {
+            let sh = shared.borrow();
             for gfn in 0..self.guest_frames as u64 + self.pt_total {
                 let Some((pa, _, _)) = ept.lookup(gfn << 12) else {
                     continue;
                 };
-                let pte = m.mm.pt.pte(gfn >> shift);
+                let pte = sh.m.mm.pt.pte(base + (gfn >> shift));
                 let want = (((crate::mm::pte_frame(pte) as u64) << shift)
                     | (gfn & ((1 << shift) - 1)))
                     << 12;
@@ -1646,7 +1816,7 @@ impl Vm {
     pub fn validate(&self) -> std::result::Result<(), String> {
         self.guest.validate()?;
         if let Some(h) = &self.host {
-            h.m.validate()?;
+            h.shared.borrow().m.validate()?;
         }
         if let Some(k) = &self.kvm {
             k.validate()?;
@@ -1681,4 +1851,147 @@ pub fn run(cfg: &VmConfig, wl: &mut dyn GuestWorkload) -> Result<VmResult> {
     let mut r = vm.result();
     r.workload = wl.name();
     Ok(r)
+}
+
+/// Run several VMs, each with its workload, on one host: their guest memory shares the host's
+/// memory manager (its frames, reclaim and swap: the first config's `host`, `host_policy`,
+/// `host_page`), so one VM's pressure reclaims another's pages. Each VM keeps its own guest
+/// OS, translation, vCPUs and (shadow paging) KVM MMU; all vCPUs run round-robin chunk by
+/// chunk, each on a host CPU of its own. Returns the merged result with each VM's in
+/// [`VmResult::per_vm`].
+pub fn run_many(cfgs: &[VmConfig], wls: &mut [Box<dyn GuestWorkload>]) -> Result<VmResult> {
+    if cfgs.is_empty() || cfgs.len() != wls.len() {
+        return Err(Error::config(
+            "vm",
+            format!("{} configurations for {} workloads", cfgs.len(), wls.len()),
+        ));
+    }
+    if cfgs.len() == 1 {
+        return run(&cfgs[0], wls[0].as_mut());
+    }
+    if cfgs.iter().any(|c| c.paging == Paging::Native) {
+        return Err(Error::config(
+            "vm.count",
+            "native paging runs no VM: several VMs need tdp or shadow",
+        ));
+    }
+    let refs: Vec<&VmConfig> = cfgs.iter().collect();
+    let host = host_for(&refs)?;
+    let mut vms = Vec::with_capacity(cfgs.len());
+    for (i, (c, w)) in cfgs.iter().zip(wls.iter()).enumerate() {
+        vms.push(Vm::on_host(c, w.vcpus(), Some((host.clone(), i)))?);
+    }
+    let mut live: Vec<Vec<bool>> = wls.iter().map(|w| vec![true; w.vcpus()]).collect();
+    let mut buf = Vec::new();
+    while live.iter().flatten().any(|&l| l) {
+        for (i, vm) in vms.iter_mut().enumerate() {
+            for (v, alive) in live[i].iter_mut().enumerate() {
+                if !*alive {
+                    continue;
+                }
+                buf.clear();
+                wls[i].next_ops(v, &mut buf)?;
+                if buf.is_empty() {
+                    *alive = false;
+                    continue;
+                }
+                for &op in &buf {
+                    vm.op(v, op)?;
+                }
+            }
+        }
+    }
+    let mut per = Vec::with_capacity(vms.len());
+    let mut hist = crate::timed::hist::Histogram::new();
+    for (vm, w) in vms.iter_mut().zip(wls.iter()) {
+        vm.sync_host_unmaps();
+        let mut r = vm.result();
+        r.workload = w.name();
+        hist.merge(vm.latency_histogram());
+        per.push(r);
+    }
+    let mut merged = merge_results(&per)?;
+    let sh = host.borrow();
+    merged.host = sh.m.stats.clone();
+    merged.host_frames = per[0].host_frames;
+    if hist.count() > 0 {
+        merged.latency = Some(hist.summary());
+        merged.latency_buckets = hist.buckets();
+    }
+    merged.per_vm = per;
+    Ok(merged)
+}
+
+/// The sums of several VMs' results (see [`VmResult::per_vm`]); strings and enums are the
+/// first VM's, except the workload names, joined with " + ".
+fn merge_results(rs: &[VmResult]) -> Result<VmResult> {
+    use serde_json::Value;
+    fn add(a: &mut Value, b: &Value) {
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => {
+                let sum = match (x.as_u64(), y.as_u64()) {
+                    (Some(p), Some(q)) => Value::from(p.saturating_add(q)),
+                    _ => Value::from(x.as_f64().unwrap_or(0.0) + y.as_f64().unwrap_or(0.0)),
+                };
+                *x = match sum {
+                    Value::Number(n) => n,
+                    _ => unreachable!("a sum of numbers is a number"),
+                };
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                for (k, yv) in y {
+                    match x.get_mut(k) {
+                        Some(xv) => add(xv, yv),
+                        None => {
+                            x.insert(k.clone(), yv.clone());
+                        }
+                    }
+                }
+            }
+            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+                for (xv, yv) in x.iter_mut().zip(y) {
+                    add(xv, yv);
+                }
+            }
+            (a @ Value::Null, b) => *a = b.clone(),
+            _ => {}
+        }
+    }
+    let to_value = |r: &VmResult| {
+        let mut v = r.clone();
+        v.per_vm.clear();
+        v.latency = None;
+        v.latency_buckets.clear();
+        v.vcpu_ns.clear();
+        v.kvm_folded.clear();
+        serde_json::to_value(&v).map_err(|e| Error::config("vm", format!("result: {e}")))
+    };
+    let mut acc = to_value(&rs[0])?;
+    for r in &rs[1..] {
+        add(&mut acc, &to_value(r)?);
+    }
+    let mut m: VmResult =
+        serde_json::from_value(acc).map_err(|e| Error::config("vm", format!("result: {e}")))?;
+    let first = &rs[0];
+    m.paging = first.paging;
+    m.guest_policy = first.guest_policy.clone();
+    m.host_policy = first.host_policy.clone();
+    m.guest_page = first.guest_page;
+    m.host_page = first.host_page;
+    m.workload = rs
+        .iter()
+        .map(|r| r.workload.as_str())
+        .collect::<Vec<_>>()
+        .join(" + ");
+    m.vcpu_ns = rs.iter().flat_map(|r| r.vcpu_ns.iter().copied()).collect();
+    m.runtime_ns = rs.iter().map(|r| r.runtime_ns).max().unwrap_or(0);
+    m.walk_breakdown = m.walk_grid.classify(WALK_HIT_AT_LEAST, WALK_MISS_AT_MOST);
+    let mut folded = String::new();
+    for (i, r) in rs.iter().enumerate() {
+        for line in r.kvm_folded.lines() {
+            folded.push_str(&format!("vm{i};{line}\n"));
+        }
+    }
+    m.kvm_folded = folded;
+    Ok(m)
 }

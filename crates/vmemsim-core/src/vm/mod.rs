@@ -8,5 +8,8 @@ pub mod workloads;
 #[cfg(test)]
 mod tests;
 
-pub use machine::{run, shrink_slab_plan, Paging, Vm, VmConfig, VmCosts, VmResult, VmTime};
+pub use machine::{
+    host_for, run, run_many, shrink_slab_plan, HostShared, Paging, Vm, VmConfig, VmCosts, VmResult,
+    VmTime,
+};
 pub use ops::{GuestOp, GuestWorkload};

@@ -678,3 +678,106 @@ fn kvm_shrinker_scans_as_do_shrink_slab() {
     assert_eq!(shrink_slab_plan(0, 7, 0, 20, 128, &mut plan), 7);
     assert!(plan.is_empty());
 }
+
+#[test]
+fn vms_on_one_host_share_its_memory_and_see_each_others_reclaim() {
+    // Two VMs of 512 guest frames each (plus 512/256 + 64 = 66 page-table pages each, so VM
+    // 1's memory is host pages 578..1156) on a host of 700 frames: VM 0 writes 400 pages,
+    // then VM 1 writes 400. The host cannot hold 808 pages (data and tables), so VM 1's
+    // faults reclaim host pages, the oldest first: all of them VM 0's. VM 0's EPT (or shadow
+    // MMU) must lose those entries before VM 0 runs again (an entry to a reclaimed page would
+    // let its walks use a frame that now holds VM 1's data: `check_mirror` would fail), and
+    // VM 0's second pass takes an EPT violation (a host fault) for every page it lost.
+    for paging in [Paging::Tdp, Paging::Shadow] {
+        let c = cfg(paging, 512, 700, TranslateConfig::default());
+        let host = host_for(&[&c, &c]).unwrap();
+        let mut a = Vm::on_host(&c, 1, Some((host.clone(), 0))).unwrap();
+        let mut b = Vm::on_host(&c, 1, Some((host.clone(), 1))).unwrap();
+        for p in 0..400 {
+            a.op(0, acc(p, true)).unwrap();
+        }
+        let a1 = a.result();
+        assert_eq!(a1.host.evictions, 0, "{paging:?}");
+        for p in 0..400 {
+            b.op(0, acc(p, true)).unwrap();
+        }
+        let present = |lo: u64, hi: u64| {
+            let sh = host.borrow();
+            (lo..hi)
+                .filter(|&k| sh.machine().mm.pt.pte(k) & crate::mm::PTE_PRESENT != 0)
+                .count() as u64
+        };
+        let taken = host.borrow().machine().stats.evictions;
+        assert!(taken >= 100, "{paging:?}: {taken}");
+        // 400 data pages and 4 page-table pages (root, PUD, PMD, one PTE table) per VM.
+        assert_eq!(present(0, 578), 404 - taken, "{paging:?}");
+        assert_eq!(present(578, 1156), 404, "{paging:?}");
+        a.op(0, GuestOp::Op(Op::Barrier)).unwrap();
+        a.check_mirror().unwrap();
+        for p in 0..400 {
+            a.op(0, acc(p, false)).unwrap();
+        }
+        let a2 = a.result();
+        assert!(a2.host.faults - a1.host.faults - 404 >= taken, "{paging:?}");
+        if paging == Paging::Tdp {
+            assert!(a2.ept_violations - a1.ept_violations >= taken, "{paging:?}");
+        }
+        // The guest saw none of it: no new guest faults.
+        assert_eq!(a2.guest.faults, a1.guest.faults, "{paging:?}");
+        for vm in [&mut a, &mut b] {
+            vm.op(0, GuestOp::Op(Op::Barrier)).unwrap();
+            vm.check_mirror().unwrap();
+            vm.validate().unwrap();
+        }
+    }
+}
+
+#[test]
+fn vms_with_room_on_the_host_run_as_they_would_alone() {
+    // Two workloads in two VMs on a host with room for both: each VM's counts are those of
+    // its own run alone, and the merged result sums them.
+    let spec = [
+        "stress-vm:vcpus=2,bytes=4MiB,rounds=2",
+        "kernbench-like:jobs=4,parallel=2",
+    ];
+    let mut c = cfg(Paging::Tdp, 4_096, 4_096 + 96, TranslateConfig::default());
+    let alone: Vec<VmResult> = spec
+        .iter()
+        .map(|s| {
+            let mut w = crate::vm::workloads::parse(s, 7).unwrap();
+            run(&c, w.as_mut()).unwrap()
+        })
+        .collect();
+    c.host.frames = 2 * (4_096 + 96);
+    let cfgs = [c.clone(), c.clone()];
+    let mut wls: Vec<Box<dyn GuestWorkload>> = spec
+        .iter()
+        .map(|s| crate::vm::workloads::parse(s, 7).unwrap())
+        .collect();
+    let m = run_many(&cfgs, &mut wls).unwrap();
+    assert_eq!(m.per_vm.len(), 2);
+    for (one, shared) in alone.iter().zip(&m.per_vm) {
+        assert_eq!(one.guest, shared.guest);
+        assert_eq!(one.translate, shared.translate);
+        assert_eq!(one.ept_violations, shared.ept_violations);
+        assert_eq!(one.runtime_ns, shared.runtime_ns);
+    }
+    assert_eq!(
+        m.guest.accesses,
+        alone[0].guest.accesses + alone[1].guest.accesses
+    );
+    assert_eq!(
+        m.ept_violations,
+        alone[0].ept_violations + alone[1].ept_violations
+    );
+    assert_eq!(m.runtime_ns, alone[0].runtime_ns.max(alone[1].runtime_ns));
+    assert_eq!(m.vcpu_ns.len(), 4);
+    assert_eq!(
+        m.host.first_touch,
+        alone[0].host.first_touch + alone[1].host.first_touch
+    );
+    assert_eq!(
+        m.workload,
+        format!("{} + {}", alone[0].workload, alone[1].workload)
+    );
+}
