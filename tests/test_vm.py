@@ -14,7 +14,7 @@ OFF = {"pwc": {"enabled": False}, "ntlb": {"enabled": False}}
 
 def test_guest_workload_kinds():
     names = [n for n, _ in vmemsim.guest_workload_kinds()]
-    assert names == ["stress-vm", "redis-like", "kernbench-like", "lmbench-like"]
+    assert names == ["stress-vm", "redis-like", "kernbench-like", "lmbench-like", "trace"]
 
 
 def test_references_per_walk_with_the_walk_caches_off():
@@ -220,3 +220,19 @@ def test_several_vms_share_the_host():
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert len(json.loads(r.stdout)["per_vm"]) == 2
+
+
+def test_a_shipped_real_program_trace_runs_in_a_vm():
+    # traces/sort-300k.vmt (GNU sort recorded by `vmemsim trace record`) as a guest process:
+    # every distinct page of the trace is one guest first touch (guest memory 200% of the
+    # trace's footprint, no reclaim), under native, nested and shadow paging alike.
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "traces" / "sort-300k.vmt"
+    info = vmemsim.trace_info(str(path))
+    for paging in ("native", "tdp", "shadow"):
+        r = vmemsim.run_vm(f"trace:path={path}", paging=paging)
+        assert r.guest["first_touch"] == info.distinct_pages, paging
+        assert r.time["compute_ns"] > 0
+    with pytest.raises(VmemsimError, match="trace.path"):
+        vmemsim.run_vm("trace:path=/nonexistent.vmt")

@@ -622,7 +622,8 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "workload", metavar="WORKLOAD",
         help="guest workload model spec, e.g. 'stress-vm:bytes=64MiB', 'redis-like:rps=20000', "
-        "'kernbench-like', 'lmbench-like:bench=lat_mem_rd,size=64MiB'",
+        "'kernbench-like', 'lmbench-like:bench=lat_mem_rd,size=64MiB', or a recorded real "
+        "program: 'trace:path=traces/sort-300k.vmt,vcpus=1'",
     )
     p.add_argument("--paging", default="tdp", choices=("native", "tdp", "shadow"),
                    help="translation: native (no VM), tdp (nested paging) or shadow (KVM's "

@@ -8,7 +8,7 @@
 //! [`crate::workload::parse`]:
 //!
 //! ```text
-//! spec   := kind [ ':' params ]       stress-vm, redis-like, kernbench-like, lmbench-like
+//! spec   := kind [ ':' params ]       stress-vm, redis-like, kernbench-like, lmbench-like, trace
 //! params := key '=' value ( ',' key '=' value )*
 //! ```
 //!
@@ -22,6 +22,7 @@
 //! | `redis-like`     | `rps` (10000), `arrivals` (poisson), `vcpus` (1), `keys` (100000), `value_bytes` (1000), `get` (0.9), `dist` (zipfian), `zipf` (0.99), `requests` (100000) or `duration_s`, `start_ns` (0), `parse_ns` (3000), `reply_ns` (4000) |
 //! | `kernbench-like` | `jobs` (64), `parallel` (4), `text_bytes` (8MiB), `data_bytes` (1MiB), `heap_bytes` (24MiB), `stack_bytes` (128KiB), `job_ns` (40000000), `reuse` (4) |
 //! | `lmbench-like`   | `bench` (lat_mem_rd): `size`, `stride`, `order`, `passes` / `size`, `order`, `iterations` / `procs`, `size`, `rounds`, `hop_ns` |
+//! | `trace`          | `path` (required), `vcpus` (1), `ns_per_insn` (0.3): a recorded program, see [`trace`] |
 //!
 //! Each model's layout, costs and what it leaves out are documented in [`stress_vm`],
 //! [`redis`], [`kernbench`] and [`lmbench`].
@@ -60,6 +61,7 @@ pub mod kernbench;
 pub mod lmbench;
 pub mod redis;
 pub mod stress_vm;
+pub mod trace;
 
 use super::ops::{GuestOp, GuestWorkload};
 use crate::error::{Error, Result};
@@ -72,6 +74,7 @@ pub const KINDS: &[(&str, &str)] = &[
     ("redis-like", "single-threaded key-value server driven open-loop at `rps` requests/s, GET/SET on a dict"),
     ("kernbench-like", "make -j N of cc1-like jobs: process spawn, text reads, heap growth, compute, exit"),
     ("lmbench-like", "LMBench lat_mem_rd (strided reads), lat_pagefault (first-touch faults), lat_ctx (token passing)"),
+    ("trace", "a recorded real program (native trace, path=FILE) as one guest process, threads spread over vcpus"),
 ];
 
 /// Parse a guest workload spec (grammar in the module docs) with `seed` as the run's seed.
@@ -84,6 +87,7 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn GuestWorkload>> {
         "redis-like" => Ok(Box::new(redis::RedisLike::parse(rest, seed)?)),
         "kernbench-like" => Ok(Box::new(kernbench::KernbenchLike::parse(rest, seed)?)),
         "lmbench-like" => Ok(Box::new(lmbench::LmbenchLike::parse(rest, seed)?)),
+        "trace" => Ok(Box::new(trace::TraceGuest::parse(rest, seed)?)),
         _ => {
             let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
             Err(Error::config(
@@ -212,7 +216,7 @@ mod tests {
         let e = parse("stress-ng:vm=4", 0).err().unwrap().to_string();
         assert_eq!(
             e,
-            "workload: unknown guest workload 'stress-ng'; valid: stress-vm, redis-like, kernbench-like, lmbench-like"
+            "workload: unknown guest workload 'stress-ng'; valid: stress-vm, redis-like, kernbench-like, lmbench-like, trace"
         );
         for (spec, vcpus) in [
             ("stress-vm:bytes=64KiB,rounds=1", 4),

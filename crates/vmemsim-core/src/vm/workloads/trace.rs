@@ -1,0 +1,324 @@
+//! `trace`: a recorded real program run inside the VM. The trace is a native trace file
+//! (version 1 or 2: `vmemsim trace record`, `vmemsim workloads record`, `trace convert`, a
+//! shipped trace under `traces/`), replayed as guest-virtual page accesses of one guest
+//! process.
+//!
+//! Keys: `path` (required; relative to the working directory), `vcpus` (1), `ns_per_insn`
+//! (0.3: about one instruction per cycle at 3.3 GHz; kept to the picosecond), `seed` (unused: the stream is the
+//! trace's; kept for the common grammar).
+//!
+//! # What a record becomes
+//!
+//! - An access record is one [`Op::Access`] of its page (reads and instruction fetches as
+//!   reads, a write if any folded access wrote). The record's further same-page accesses
+//!   (`count` − 1) hit the TLB and touch no memory manager; they are not replayed one by one.
+//! - The instructions executed since the previous record (the difference of the records'
+//!   global instruction stamps, version 2) become [`Op::Compute`] of `ns_per_insn` each,
+//!   charged to the vCPU of the record's thread: the recorder serialises threads, so the
+//!   instructions before a record were run by its thread, except around a thread switch.
+//!   Version-1 traces have no stamps: no compute.
+//! - Threads (the recorder's thread ids, in order of first appearance) are spread over
+//!   `vcpus` vCPUs round-robin, all in process 0, sharing one address space as threads do.
+//!   A recorded program that forked has its processes' pages in that one address space too
+//!   (copy-on-write sharing is left out of the VM layer in any case).
+//! - File I/O records are skipped: the VM layer has no guest page cache yet.
+//!
+//! The trace is read twice: once when the workload is built (its distinct pages are the
+//! footprint that percentages of guest memory refer to), then streamed while it runs.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use crate::error::{Error, Result};
+use crate::trace::recorded::{Event, RecordedReader};
+use crate::workload::params::Params;
+use crate::workload::Op;
+
+use super::super::machine::VA_PAGES;
+use super::super::ops::{GuestOp, GuestWorkload};
+
+const KEYS: &[&str] = &["path", "vcpus", "ns_per_insn", "seed"];
+/// Ops handed out per `next_ops` call at most.
+const CHUNK: usize = 4096;
+
+/// A recorded trace as a guest workload (see the module docs).
+pub struct TraceGuest {
+    path: String,
+    vcpus: usize,
+    ns_per_insn: f64,
+    seed: u64,
+    footprint: u64,
+    reader: RecordedReader,
+    events: Vec<Event>,
+    next: usize,
+    done: bool,
+    queues: Vec<VecDeque<GuestOp>>,
+    /// Recorder thread id → vCPU.
+    threads: HashMap<u32, usize>,
+    last_stamp: u64,
+    /// `ns_per_insn` in ps, and the ps not yet emitted (so that short gaps add up exactly).
+    ps_per_insn: u64,
+    carry_ps: u64,
+}
+
+fn open(p: &Params, path: &str) -> Result<RecordedReader> {
+    let r = RecordedReader::open(path).map_err(|e| p.err("path", e.to_string()))?;
+    let ps = r.meta().page_size;
+    if ps != 4096 {
+        return Err(p.err(
+            "path",
+            format!("{path}: pages of {ps} bytes; a guest trace needs 4 KiB pages"),
+        ));
+    }
+    Ok(r)
+}
+
+impl TraceGuest {
+    pub(crate) fn parse(text: &str, run_seed: u64) -> Result<TraceGuest> {
+        let p = Params::parse("trace", text, KEYS)?;
+        let path = p
+            .get("path")
+            .ok_or_else(|| p.err("path", "missing: give path=FILE (a native trace)"))?
+            .to_string();
+        let vcpus = p.u64_in("vcpus", 1, 1, 1024)? as usize;
+        let ns_per_insn = p.f64_in("ns_per_insn", 0.3, 0.0, 1e6)?;
+        let seed = p.seed(run_seed)?;
+        // First pass: the footprint, and the pages' range.
+        let mut r = open(&p, &path)?;
+        let mut pages = HashSet::new();
+        let mut buf = Vec::new();
+        loop {
+            r.next_events(&mut buf)
+                .map_err(|e| p.err("path", e.to_string()))?;
+            if buf.is_empty() {
+                break;
+            }
+            for e in &buf {
+                if let Event::Access(a) = e {
+                    if a.page >= VA_PAGES {
+                        return Err(p.err(
+                            "path",
+                            format!(
+                                "{path}: page {:#x} is beyond a 48-bit address space",
+                                a.page
+                            ),
+                        ));
+                    }
+                    pages.insert(a.page);
+                }
+            }
+        }
+        Ok(TraceGuest {
+            reader: open(&p, &path)?,
+            path,
+            vcpus,
+            ns_per_insn,
+            seed,
+            footprint: pages.len() as u64,
+            events: Vec::new(),
+            next: 0,
+            done: false,
+            queues: vec![VecDeque::new(); vcpus],
+            threads: HashMap::new(),
+            last_stamp: 0,
+            ps_per_insn: (ns_per_insn * 1000.0).round() as u64,
+            carry_ps: 0,
+        })
+    }
+
+    /// Route the next record to its vCPU's queue; false at the end of the trace.
+    fn pull(&mut self) -> Result<bool> {
+        if self.next == self.events.len() {
+            if self.done {
+                return Ok(false);
+            }
+            self.reader
+                .next_events(&mut self.events)
+                .map_err(|e| Error::config("trace.path", format!("{}: {e}", self.path)))?;
+            self.next = 0;
+            if self.events.is_empty() {
+                self.done = true;
+                return Ok(false);
+            }
+        }
+        let e = &self.events[self.next];
+        self.next += 1;
+        let Event::Access(a) = e else {
+            return Ok(true);
+        };
+        let n = self.threads.len();
+        let v = *self.threads.entry(a.tid).or_insert(n % self.vcpus);
+        let q = &mut self.queues[v];
+        if a.stamp > self.last_stamp {
+            self.carry_ps = self
+                .carry_ps
+                .saturating_add((a.stamp - self.last_stamp).saturating_mul(self.ps_per_insn));
+            self.last_stamp = a.stamp;
+            while self.carry_ps >= 1000 {
+                let ns = (self.carry_ps / 1000).min(u32::MAX as u64) as u32;
+                q.push_back(GuestOp::Op(Op::Compute { ns }));
+                self.carry_ps -= ns as u64 * 1000;
+            }
+        }
+        q.push_back(GuestOp::Op(Op::Access {
+            page: a.page,
+            write: a.write,
+        }));
+        Ok(true)
+    }
+}
+
+impl GuestWorkload for TraceGuest {
+    fn name(&self) -> String {
+        format!(
+            "trace:path={},vcpus={},ns_per_insn={},seed={}",
+            self.path, self.vcpus, self.ns_per_insn, self.seed
+        )
+    }
+
+    fn vcpus(&self) -> usize {
+        self.vcpus
+    }
+
+    fn footprint_pages(&self) -> u64 {
+        self.footprint
+    }
+
+    fn next_ops(&mut self, v: usize, buf: &mut Vec<GuestOp>) -> Result<()> {
+        if v >= self.vcpus {
+            return Err(super::bad_vcpu("trace", v, self.vcpus));
+        }
+        while self.queues[v].is_empty() {
+            if !self.pull()? {
+                break;
+            }
+        }
+        let q = &mut self.queues[v];
+        let n = q.len().min(CHUNK);
+        buf.extend(q.drain(..n));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::recorded::{Recorded, RecordedWriter};
+    use crate::trace::TraceMeta;
+
+    /// Thread 1 writes pages 0x1000..0x1010 (16 records, 1,000 instructions apart), thread 2
+    /// reads pages 0x2000..0x2008 interleaved after each of thread 1's first 8 (500
+    /// instructions after it); a file table entry in between.
+    fn trace_file(name: &str) -> String {
+        let path = std::env::temp_dir().join(format!(
+            "vmemsim-guest-trace-{}-{name}.vmt",
+            std::process::id()
+        ));
+        let path = path.to_str().unwrap().to_string();
+        let meta = TraceMeta {
+            page_size: 4096,
+            ..TraceMeta::default()
+        };
+        let mut w = RecordedWriter::create(&path, meta).unwrap();
+        w.file(1, "/etc/hosts").unwrap();
+        for i in 0..16u64 {
+            w.access(Recorded {
+                page: 0x1000 + i,
+                write: true,
+                tid: 1,
+                count: 3,
+                stamp: 1_000 * (i + 1),
+                ..Recorded::default()
+            })
+            .unwrap();
+            if i < 8 {
+                w.access(Recorded {
+                    page: 0x2000 + i,
+                    tid: 2,
+                    count: 1,
+                    stamp: 1_000 * (i + 1) + 500,
+                    ..Recorded::default()
+                })
+                .unwrap();
+            }
+        }
+        w.into_inner().unwrap();
+        path
+    }
+
+    fn drain(w: &mut TraceGuest, v: usize) -> Vec<GuestOp> {
+        let mut all = Vec::new();
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            w.next_ops(v, &mut buf).unwrap();
+            if buf.is_empty() {
+                return all;
+            }
+            all.extend_from_slice(&buf);
+        }
+    }
+
+    #[test]
+    fn records_become_accesses_and_compute_per_thread() {
+        let path = trace_file("two");
+        let mut w = TraceGuest::parse(&format!("path={path},vcpus=2,ns_per_insn=0.5"), 0).unwrap();
+        assert_eq!(w.footprint_pages(), 24);
+        assert_eq!(w.vcpus(), 2);
+        let v0 = drain(&mut w, 0);
+        let v1 = drain(&mut w, 1);
+        let pages = |ops: &[GuestOp]| -> Vec<(u64, bool)> {
+            ops.iter()
+                .filter_map(|o| match o {
+                    GuestOp::Op(Op::Access { page, write }) => Some((*page, *write)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let ns = |ops: &[GuestOp]| -> u64 {
+            ops.iter()
+                .map(|o| match o {
+                    GuestOp::Op(Op::Compute { ns }) => *ns as u64,
+                    _ => 0,
+                })
+                .sum()
+        };
+        // Thread 1 (first seen) on vCPU 0, thread 2 on vCPU 1, each in recorded order.
+        let want0: Vec<(u64, bool)> = (0..16).map(|i| (0x1000 + i, true)).collect();
+        let want1: Vec<(u64, bool)> = (0..8).map(|i| (0x2000 + i, false)).collect();
+        assert_eq!(pages(&v0), want0);
+        assert_eq!(pages(&v1), want1);
+        // Instructions between records, at 0.5 ns each, charged to the next record's thread:
+        // thread 1's first record follows 1,000 instructions, its next 8 follow thread 2's
+        // records by 500 each, its last 7 follow its own by 1,000; thread 2's 8 records
+        // follow thread 1's by 500 each. Total 16,000 instructions = the last stamp.
+        assert_eq!(ns(&v0), (1_000 + 8 * 500 + 7 * 1_000) / 2);
+        assert_eq!(ns(&v1), 8 * 500 / 2);
+        assert!(w.name().starts_with(&format!("trace:path={path},vcpus=2")));
+        std::fs::remove_file(&path).ok();
+    }
+
+    #[test]
+    fn a_trace_runs_in_a_vm_and_bad_specs_name_the_key() {
+        let path = trace_file("vm");
+        let mut w = super::super::parse(&format!("trace:path={path}"), 0).unwrap();
+        let mut cfg = crate::vm::tests_support::cfg_tdp(64, 256);
+        cfg.costs.access_ns = 0;
+        let r = crate::vm::run(&cfg, w.as_mut()).unwrap();
+        // Each of the 24 pages is accessed once: one guest fault (first touch) each, and the
+        // guest's manager sees each access once (every one misses the TLB); compute is the
+        // last stamp, 16,000 instructions, × 0.3 ns.
+        assert_eq!(r.guest.first_touch, 24);
+        assert_eq!(r.guest.accesses, 24);
+        assert_eq!(r.time.compute_ns, 4_800);
+        std::fs::remove_file(&path).ok();
+        for (spec, key) in [
+            ("trace", "trace.path"),
+            ("trace:path=/nonexistent.vmt", "trace.path"),
+            ("trace:path=x,vcpus=0", "trace.vcpus"),
+            ("trace:path=x,speed=2", "trace.speed"),
+        ] {
+            let e = super::super::parse(spec, 0).err().unwrap().to_string();
+            assert!(e.contains(key), "{spec}: {e}");
+        }
+    }
+}
