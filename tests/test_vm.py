@@ -220,6 +220,12 @@ def test_several_vms_share_the_host():
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert len(json.loads(r.stdout)["per_vm"]) == 2
+    # Different workloads, one VM each: guest memory is 200% of each one's footprint (4,096
+    # and 8,192 pages of stress-vm's regions plus the worker's 6 image pages: 2 × 4,102 =
+    # 8,204 and 2 × 8,198 = 16,396 frames).
+    mixed = vmemsim.run_vm([spec, "stress-vm:vcpus=1,bytes=32MiB,rounds=1"])
+    assert [v["guest_frames"] for v in mixed.per_vm] == [8_204, 16_396]
+    assert mixed.guest_frames == 8_204 + 16_396
 
 
 def test_a_shipped_real_program_trace_runs_in_a_vm():

@@ -1092,7 +1092,7 @@ class VmResult:
 
 
 def run_vm(
-    workload: str,
+    workload: Union[str, Sequence[str]],
     paging: str = "tdp",
     guest_frames: Union[int, str] = "200%",
     host_frames: Union[int, str] = "150%",
@@ -1127,19 +1127,26 @@ def run_vm(
     ``guest_page`` and ``host_page`` (``4k``, ``2m``, ``1g``) are the page sizes the guest
     maps its processes' memory with and the host backs guest memory with (2 MiB as THP,
     1 GiB as hugetlbfs, never reclaimed); percentages of frames are rounded up to whole
-    pages of that size. ``vms`` VMs (each running the workload with seed ``seed + i``)
-    share the host: ``host_frames`` as a percentage is then of all their memory, the
+    pages of that size. ``vms`` VMs (each running the workload with seed ``seed + i``), or
+    one VM per spec when ``workload`` is a list of specs, share the host: ``guest_frames`` as
+    a percentage is of each VM's own workload, ``host_frames`` of all their memory; the
     result's counters are sums over the VMs and ``per_vm`` holds each VM's own result.
     """
-    for name, v in (("workload", workload), ("paging", paging), ("eviction", eviction),
+    workloads = [workload] if isinstance(workload, str) else list(workload)
+    if len(workloads) > 1 and vms == 1:
+        vms = len(workloads)
+    for name, v in (("paging", paging), ("eviction", eviction),
                     ("guest_policy", guest_policy), ("host_policy", host_policy),
                     ("guest_page", guest_page), ("host_page", host_page)):
         if not isinstance(v, str):
             raise VmemsimError(f"{name}: expected a string, got {v!r}")
     if mmu_pages is not None:
         mmu_pages = _count_arg("mmu_pages", mmu_pages)
+    for v in workloads:
+        if not isinstance(v, str):
+            raise VmemsimError(f"workload: expected a string, got {v!r}")
     out = _native.run_vm(
-        workload, _seed_arg(seed), paging, _frames_arg(guest_frames), _frames_arg(host_frames),
+        workloads, _seed_arg(seed), paging, _frames_arg(guest_frames), _frames_arg(host_frames),
         guest_policy, host_policy, eviction, mmu_pages,
         _count_arg("guest_levels", guest_levels), _count_arg("host_levels", host_levels),
         _count_arg("pt_pages", pt_pages, lo=0), json.dumps(dict(translate or {})),

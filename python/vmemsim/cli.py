@@ -620,8 +620,8 @@ def _run_run(args: argparse.Namespace) -> int:
 
 def _configure_vm(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "workload", metavar="WORKLOAD",
-        help="guest workload model spec, e.g. 'stress-vm:bytes=64MiB', 'redis-like:rps=20000', "
+        "workload", metavar="WORKLOAD", nargs="+",
+        help="guest workload spec (several: one VM each, on one host), e.g. 'stress-vm:bytes=64MiB', 'redis-like:rps=20000', "
         "'kernbench-like', 'lmbench-like:bench=lat_mem_rd,size=64MiB', or a recorded real "
         "program: 'trace:path=traces/sort-300k.vmt,vcpus=1'",
     )
@@ -671,8 +671,11 @@ def _run_vm(args: argparse.Namespace) -> int:
     costs: Dict[str, Any] = {}
     for k, v in _key_values(args.cost).items():
         costs[k] = float(v) if k == "cpu_ghz" else _int(v)
+    if len(args.workload) > 1 and args.vms not in (1, len(args.workload)):
+        raise CliError(f"--vms {args.vms}: {len(args.workload)} workloads make "
+                       f"{len(args.workload)} VMs")
     r = run_vm(
-        args.workload, paging=args.paging, guest_frames=args.guest_frames,
+        args.workload if len(args.workload) > 1 else args.workload[0], paging=args.paging, guest_frames=args.guest_frames,
         host_frames=args.host_frames, guest_policy=args.guest_policy,
         host_policy=args.host_policy, eviction=args.eviction, mmu_pages=args.mmu_pages,
         seed=args.seed, costs=costs or None, guest_page=args.guest_page,

@@ -811,7 +811,7 @@ fn guest_workload_kinds() -> Vec<(String, String)> {
 #[allow(clippy::too_many_arguments)]
 fn run_vm(
     py: Python<'_>,
-    workload: &str,
+    workload: Vec<String>,
     seed: u64,
     paging: &str,
     guest_frames: &str,
@@ -856,15 +856,21 @@ fn run_vm(
         let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
         config_err("costs", msg)
     })?;
-    if vms == 0 {
+    if vms == 0 || workload.is_empty() {
         return Err(config_err("vms", "at least one VM"));
     }
-    // VM i runs the workload with seed + i.
-    let mut wls = Vec::with_capacity(vms as usize);
-    for i in 0..vms as u64 {
-        wls.push(vm::workloads::parse(workload, seed.wrapping_add(i)).map_err(py_err)?);
+    if workload.len() > 1 && vms as usize != workload.len() {
+        return Err(config_err(
+            "vms",
+            format!("{vms} VMs for {} workloads", workload.len()),
+        ));
     }
-    let footprint = wls[0].footprint_pages();
+    // VM i runs workload i (or the one workload) with seed + i.
+    let mut wls = Vec::with_capacity(vms as usize);
+    for i in 0..vms as usize {
+        let spec = &workload[i.min(workload.len() - 1)];
+        wls.push(vm::workloads::parse(spec, seed.wrapping_add(i as u64)).map_err(py_err)?);
+    }
     // A percentage is rounded up to whole pages of the side's page size.
     let resolve = |key: &str, spec: &str, base: u64, size: PageSize| -> PyResult<u32> {
         match FramesSpec::parse(spec).map_err(|e| config_err(key, e.to_string()))? {
@@ -882,19 +888,26 @@ fn run_vm(
             }
         }
     };
-    let g = resolve("guest_frames", guest_frames, footprint, guest_page)?;
-    let pt = if pt_pages == 0 {
-        g / 256 + 64
-    } else {
-        pt_pages
-    };
+    // Guest memory as a percentage is of each VM's own workload.
+    let mut gs = Vec::with_capacity(wls.len());
+    for w in &wls {
+        let g = resolve(
+            "guest_frames",
+            guest_frames,
+            w.footprint_pages(),
+            guest_page,
+        )?;
+        let pt = if pt_pages == 0 {
+            g / 256 + 64
+        } else {
+            pt_pages
+        };
+        gs.push((g, pt));
+    }
     // A percentage of host memory is of all the VMs' memory.
-    let h = resolve(
-        "host_frames",
-        host_frames,
-        vms as u64 * (g as u64 + pt as u64),
-        host_page,
-    )?;
+    let all: u64 = gs.iter().map(|&(g, pt)| g as u64 + pt as u64).sum();
+    let h = resolve("host_frames", host_frames, all, host_page)?;
+    let (g, pt) = gs[0];
     let cfg = VmConfig {
         paging,
         guest: MachineConfig::new(g),
@@ -913,7 +926,14 @@ fn run_vm(
         host_page,
         costs,
     };
-    let cfgs = vec![cfg; vms as usize];
+    let cfgs: Vec<VmConfig> = gs
+        .iter()
+        .map(|&(g, pt)| VmConfig {
+            guest: MachineConfig::new(g),
+            pt_pages: pt,
+            ..cfg.clone()
+        })
+        .collect();
     let result = py.allow_threads(move || vm::run_many(&cfgs, &mut wls).map_err(py_err))?;
     to_json(&result)
 }
