@@ -242,3 +242,21 @@ def test_a_shipped_real_program_trace_runs_in_a_vm():
         assert r.time["compute_ns"] > 0
     with pytest.raises(VmemsimError, match="trace.path"):
         vmemsim.run_vm("trace:path=/nonexistent.vmt")
+
+
+def test_timed_swap_devices_for_the_host():
+    # stress-vm with the host at 50% of guest memory swaps guest memory out and in. With a
+    # timed device every page the host swapped out is a device write (pages written =
+    # pswpout) and every host major fault one read request (with its readahead window),
+    # and zram's compression (35 µs a page by default) is CPU time of the
+    # faulting vCPUs: host fault time at least 35 µs per page written.
+    spec = "stress-vm:vcpus=2,bytes=32MiB,rounds=2"
+    r = vmemsim.run_vm(spec, host_frames="50%", host_swap="zram")
+    d = r.host_device
+    assert r.host["pswpout"] > 0
+    assert d["pages_written"] == r.host["pswpout"]
+    assert d["read_requests"] == r.host["major_faults"]
+    assert r.time["host_fault_ns"] >= 35_000 * r.host["pswpout"]
+    assert r.guest_device is None
+    with pytest.raises(VmemsimError, match="host_swap"):
+        vmemsim.run_vm(spec, host_swap="floppy")

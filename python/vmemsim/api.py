@@ -1109,6 +1109,8 @@ def run_vm(
     guest_page: str = "4k",
     host_page: str = "4k",
     vms: int = 1,
+    host_swap: Optional[str] = None,
+    guest_swap: Optional[str] = None,
 ) -> VmResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
     ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host:
@@ -1131,7 +1133,14 @@ def run_vm(
     one VM per spec when ``workload`` is a list of specs, share the host: ``guest_frames`` as
     a percentage is of each VM's own workload, ``host_frames`` of all their memory; the
     result's counters are sums over the VMs and ``per_vm`` holds each VM's own result.
+    ``host_swap`` and ``guest_swap`` (device specs as ``vmemsim run --swap``: ``ssd``,
+    ``nvme``, ``zram``, ``remote``, with ``key=value`` parameters) give a side's swap a timed
+    device (queueing, zram's CPU time) instead of the flat major-fault cost; the result's
+    ``host_device`` / ``guest_device`` are the devices' counters.
     """
+    for name, v in (("host_swap", host_swap), ("guest_swap", guest_swap)):
+        if v is not None and not isinstance(v, str):
+            raise VmemsimError(f"{name}: expected a device spec string, got {v!r}")
     workloads = [workload] if isinstance(workload, str) else list(workload)
     if len(workloads) > 1 and vms == 1:
         vms = len(workloads)
@@ -1151,5 +1160,6 @@ def run_vm(
         _count_arg("guest_levels", guest_levels), _count_arg("host_levels", host_levels),
         _count_arg("pt_pages", pt_pages, lo=0), json.dumps(dict(translate or {})),
         json.dumps(dict(costs or {})), guest_page, host_page, _count_arg("vms", vms),
+        host_swap, guest_swap,
     )
     return VmResult(json.loads(out), _seed_arg(seed))

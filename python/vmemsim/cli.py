@@ -652,6 +652,12 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host-page", default="4k", choices=("4k", "2m", "1g"),
                    help="page size the host backs guest memory with (tdp, shadow): 2m as "
                    "THP, 1g as hugetlbfs (default 4k)")
+    p.add_argument("--host-swap", default=None, metavar="DEVICE",
+                   help="timed swap device for the host's swap of guest memory: ssd, nvme, "
+                   "zram, remote, with key=value parameters (default: a flat "
+                   "host_major_fault_ns per major fault)")
+    p.add_argument("--guest-swap", default=None, metavar="DEVICE",
+                   help="timed swap device for the guest's own swap (as --host-swap)")
     p.add_argument("--vms", type=_positive, default=1, metavar="N",
                    help="run N VMs of the workload (seeds S, S+1, ...) on one host sharing "
                    "its memory (default 1; --host-frames as a percentage is of all of them)")
@@ -679,7 +685,8 @@ def _run_vm(args: argparse.Namespace) -> int:
         host_frames=args.host_frames, guest_policy=args.guest_policy,
         host_policy=args.host_policy, eviction=args.eviction, mmu_pages=args.mmu_pages,
         seed=args.seed, costs=costs or None, guest_page=args.guest_page,
-        host_page=args.host_page, vms=args.vms,
+        host_page=args.host_page, vms=args.vms, host_swap=args.host_swap,
+        guest_swap=args.guest_swap,
     )
     if (args.folded or args.flamegraph) and not r.kvm_folded:
         raise CliError("--folded/--flamegraph: KVM's handler profile exists under "

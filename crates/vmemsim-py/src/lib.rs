@@ -807,7 +807,7 @@ fn guest_workload_kinds() -> Vec<(String, String)> {
 /// page-table pages). `translate` is the JSON of `TranslateConfig` (unknown keys are
 /// errors). Returns the JSON of the core's `VmResult`.
 #[pyfunction]
-#[pyo3(signature = (workload, seed=0, paging="tdp", guest_frames="200%", host_frames="150%", guest_policy="clock-lru", host_policy="clock-lru", eviction="fifo", mmu_pages=None, guest_levels=4, host_levels=4, pt_pages=0, translate="{}", costs="{}", guest_page="4k", host_page="4k", vms=1))]
+#[pyo3(signature = (workload, seed=0, paging="tdp", guest_frames="200%", host_frames="150%", guest_policy="clock-lru", host_policy="clock-lru", eviction="fifo", mmu_pages=None, guest_levels=4, host_levels=4, pt_pages=0, translate="{}", costs="{}", guest_page="4k", host_page="4k", vms=1, host_swap=None, guest_swap=None))]
 #[allow(clippy::too_many_arguments)]
 fn run_vm(
     py: Python<'_>,
@@ -828,7 +828,19 @@ fn run_vm(
     guest_page: &str,
     host_page: &str,
     vms: u32,
+    host_swap: Option<&str>,
+    guest_swap: Option<&str>,
 ) -> PyResult<String> {
+    let device = |key: &str,
+                  s: Option<&str>|
+     -> PyResult<Option<vmemsim_core::device::DeviceSpec>> {
+        s.map(|s| {
+            vmemsim_core::device::DeviceSpec::parse(s).map_err(|e| config_err(key, e.to_string()))
+        })
+        .transpose()
+    };
+    let host_swap = device("host_swap", host_swap)?;
+    let guest_swap = device("guest_swap", guest_swap)?;
     use vmemsim_core::translate::PageSize;
     use vmemsim_core::vm::{self, VmConfig};
     let page = |key: &str, s: &str| -> PyResult<PageSize> {
@@ -924,6 +936,8 @@ fn run_vm(
         mmu_pages,
         guest_page,
         host_page,
+        host_swap,
+        guest_swap,
         costs,
     };
     let cfgs: Vec<VmConfig> = gs

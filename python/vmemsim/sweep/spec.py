@@ -233,6 +233,11 @@ def _builtin_schema() -> None:
         "VM runs: page-walk caches and the nested TLB on (false: a walk reads every entry)"))
     reg("vm.guest_levels", Key(check_int(4, 5), 4, "VM runs: guest page-table levels"))
     reg("vm.host_levels", Key(check_int(4, 5), 4, "VM runs: EPT/NPT levels"))
+    reg("vm.host_swap", Key(optional(check_str), None,
+        "VM runs: timed swap device of the host (ssd, nvme, zram, remote with key=value "
+        "parameters; unset: a flat cost per major fault)"))
+    reg("vm.guest_swap", Key(optional(check_str), None,
+        "VM runs: timed swap device of the guest (as vm.host_swap)"))
     reg("vm.count", Key(check_int(1, 4096), 1,
         "VM runs: VMs of the workload (seeds seed, seed+1, ...) sharing the host's memory "
         "(vm.host_frames as a percentage is of all of them)"))

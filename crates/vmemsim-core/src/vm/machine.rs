@@ -90,6 +90,20 @@
 //! `lpage_info` rule, no large SPTE over a shadowed guest page table, is modelled, but guest
 //! page tables live outside the data frames here, so it only bites at their boundary.)
 //!
+//! # Swap devices
+//!
+//! Without a device, a major fault costs a flat `guest_major_fault_ns` / `host_major_fault_ns`.
+//! With `guest_swap` / `host_swap` (a [`crate::device`] spec: `ssd`, `nvme`, `zram`,
+//! `remote`), each memory manager's swap I/O goes to that device at the simulated time of the
+//! op that caused it, as in the timing engine: a major fault costs the minor fault's kernel
+//! path plus the wait for its read (queueing behind other requests on the device's channels
+//! included), reclaim's write-backs are asynchronous but occupy the device, and zram's
+//! compression and decompression are CPU time of the vCPU that caused them. The host's
+//! device is shared by all the VMs on it. Left out: zram's pool is not charged against the
+//! host's memory (as under a memory cgroup limit), pages compress as `Numeric` data, and
+//! vCPUs, whose clocks run apart between chunks, may submit out of time order (a lagging
+//! vCPU's request can queue behind one submitted at a later time).
+//!
 //! # Several VMs
 //!
 //! VMs on one host ([`run_many`], [`host_for`], [`Vm::on_host`]) share the host's memory
@@ -232,6 +246,11 @@ pub struct VmConfig {
     /// module docs' "Large pages".
     pub guest_page: PageSize,
     pub host_page: PageSize,
+    /// Swap devices with timing (`crate::device`: ssd, nvme, zram, remote) for the host's
+    /// swap of guest memory and the guest's own swap. `None`: a major fault costs the flat
+    /// `host_major_fault_ns` / `guest_major_fault_ns`. See the module docs' "Swap devices".
+    pub host_swap: Option<crate::device::DeviceSpec>,
+    pub guest_swap: Option<crate::device::DeviceSpec>,
     pub costs: VmCosts,
 }
 
@@ -247,6 +266,9 @@ pub struct VmResult {
     /// Page sizes of the guest's mappings and of the host's backing.
     pub guest_page: Option<PageSize>,
     pub host_page: Option<PageSize>,
+    /// The swap devices' counters (requests, queueing, busy time), when timed devices are set.
+    pub guest_device: Option<crate::device::DeviceStats>,
+    pub host_device: Option<crate::device::DeviceStats>,
     /// Guest memory manager's counters (its faults are guest page faults).
     pub guest: Stats,
     /// Host memory manager's counters (tdp; its faults on guest memory are EPT violations).
@@ -398,6 +420,65 @@ struct Vcpu {
     seen_gen: Vec<u64>,
 }
 
+/// A timed swap device fed with a memory manager's logged swap I/O (as the timing engine's
+/// `do_io`): each request is submitted at the simulated time of the op that caused it.
+struct SwapDev {
+    dev: Box<dyn crate::device::SwapDevice>,
+    /// 4 KiB pages per swap slot (a large page is swapped whole).
+    per_slot: u32,
+    io: Vec<crate::mm::SwapIo>,
+    classes: Vec<crate::device::ContentClass>,
+}
+
+impl SwapDev {
+    fn new(spec: &crate::device::DeviceSpec, shift: u32) -> Result<SwapDev> {
+        Ok(SwapDev {
+            dev: crate::device::build(spec)?,
+            per_slot: 1 << shift,
+            io: Vec::new(),
+            classes: Vec::new(),
+        })
+    }
+
+    /// Submit what `m` logged at `now`: the submitting CPU's time (zram's compression and
+    /// decompression, a block device's submission path) and when the last read completes
+    /// (0: no read). Page contents compress as `Numeric` data (the VM layer has no per-page
+    /// content model).
+    fn run(&mut self, m: &mut Machine<BoxedPolicy>, now: u64) -> (u64, u64) {
+        use crate::device::{ContentClass, IoKind};
+        use crate::mm::SwapIo;
+        if !m.mm.swap.device.has_log() {
+            return (0, 0);
+        }
+        m.mm.swap.device.take_log(&mut self.io);
+        let mut cpu = 0u64;
+        let mut done = 0u64;
+        for &x in &self.io {
+            let t = now + cpu;
+            let (kind, slot, n) = match x {
+                SwapIo::Read { slot, n } => (IoKind::Read, slot, n),
+                SwapIo::Write { slot } => (IoKind::Write, slot, 1),
+                SwapIo::Discard { slot } => {
+                    self.dev
+                        .discard(slot as u64 * self.per_slot as u64, self.per_slot);
+                    continue;
+                }
+            };
+            self.classes.clear();
+            self.classes
+                .resize((n * self.per_slot) as usize, ContentClass::Numeric);
+            let c = self
+                .dev
+                .submit(t, kind, slot as u64 * self.per_slot as u64, &self.classes);
+            cpu += c.cpu_ns;
+            if kind == IoKind::Read {
+                done = done.max(c.done_at);
+            }
+        }
+        (cpu, done)
+    }
+}
+
 /// The host's memory manager, shared by the VMs on it: each VM's guest memory is a range of
 /// host pages (QEMU's anonymous mapping of that VM), VM `i`'s from `bases[i]` on. Reclaim
 /// while one VM runs may take another's pages; those wait in `pending` until that VM runs
@@ -407,6 +488,8 @@ struct Vcpu {
 /// of `vm_list`).
 pub struct HostShared {
     m: Machine<BoxedPolicy>,
+    /// The host's timed swap device, if any, and log2 of 4 KiB pages per host page.
+    dev: Option<SwapDev>,
     bases: Vec<u64>,
     /// Per VM: its host pages (relative to its base) reclaimed and not yet applied.
     pending: Vec<Vec<u64>>,
@@ -712,6 +795,8 @@ pub struct Vm {
     /// The last region each vCPU used (region key, slot): most accesses skip the hash.
     region_cache: Vec<(u64, u32)>,
     costs: VmCosts,
+    /// The guest's timed swap device, if any.
+    guest_dev: Option<SwapDev>,
     /// Scratch: KVM's shrinker's batches to zap in this VM.
     shrink_plan: Vec<u64>,
     /// Translation cycles so far (all vCPUs), and KVM's priced work already charged.
@@ -816,6 +901,13 @@ pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<Hos
     }
     let n = cfgs.len();
     Ok(std::rc::Rc::new(std::cell::RefCell::new(HostShared {
+        dev: match &cfg.host_swap {
+            Some(spec) => {
+                m.mm.swap.device.log_on = true;
+                Some(SwapDev::new(spec, hshift)?)
+            }
+            None => None,
+        },
         m,
         bases,
         pending: vec![Vec::new(); n],
@@ -863,6 +955,7 @@ impl Vm {
             .build(guest_cfg.frames, &cfg.guest_options, Boxer)?;
         let mut guest = Machine::new(&guest_cfg, guest_policy)?;
         guest.unmap_log = Some(Vec::new());
+        guest.mm.swap.device.log_on = cfg.guest_swap.is_some();
         let guest_frames = cfg.guest.frames;
         let pt_pages = pt_pages_of(cfg);
         let pt_base = guest_frames as u64;
@@ -972,6 +1065,10 @@ impl Vm {
             region_cache: vec![(u64::MAX, 0); vcpus],
             costs: cfg.costs.clone(),
             shrink_plan: Vec::new(),
+            guest_dev: match &cfg.guest_swap {
+                Some(spec) => Some(SwapDev::new(spec, gshift)?),
+                None => None,
+            },
             tcycles: 0,
             kvm_charged: 0.0,
             hist: crate::timed::hist::Histogram::new(),
@@ -1677,12 +1774,28 @@ impl Vm {
         // A large page's fault clears (first touch) or reads (swap-in) all of it.
         let gx = (1u64 << self.gshift) - 1;
         let hx = self.host.as_ref().map_or(0, |h| (1u64 << h.shift) - 1);
+        // With a timed swap device a major fault costs the minor fault's kernel path here;
+        // the device's time is added by `device_io`.
+        let (gmaj, gswap) = if self.guest_dev.is_some() {
+            (c.guest_minor_fault_ns, 0)
+        } else {
+            (c.guest_major_fault_ns, c.swap_page_ns)
+        };
+        let host_dev = self
+            .host
+            .as_ref()
+            .is_some_and(|h| h.shared.borrow().dev.is_some());
+        let (hmaj, hswap) = if host_dev {
+            (c.host_minor_fault_ns, 0)
+        } else {
+            (c.host_major_fault_ns, c.swap_page_ns)
+        };
         let guest = d(1) * c.guest_minor_fault_ns
-            + d(2) * c.guest_major_fault_ns
-            + gx * (d(9) * c.clear_page_ns + d(2) * c.swap_page_ns);
+            + d(2) * gmaj
+            + gx * (d(9) * c.clear_page_ns + d(2) * gswap);
         let host = d(3) * c.host_minor_fault_ns
-            + d(4) * c.host_major_fault_ns
-            + hx * (d(10) * c.clear_page_ns + d(4) * c.swap_page_ns);
+            + d(4) * hmaj
+            + hx * (d(10) * c.clear_page_ns + d(4) * hswap);
         let exits = d(5) * c.exit_ns;
         let flush = d(6) * c.invlpg_ns + d(7) * c.cr3_ns;
         let mut kvm = 0;
@@ -1705,6 +1818,37 @@ impl Vm {
         t.kvm_ns += kvm;
         t.tlb_flush_ns += flush;
         self.vcpus[v].clock += translation + guest + host + exits + kvm + flush;
+        self.device_io(v);
+    }
+
+    /// Hand the swap I/O the op caused to the timed devices at the vCPU's clock: their CPU
+    /// time (zram) and the wait for the last read to complete (the faulting access waits;
+    /// writes are asynchronous, as `swap_writepage`'s) go to the vCPU, as guest or host fault
+    /// time.
+    fn device_io(&mut self, v: usize) {
+        let now = self.vcpus[v].clock;
+        let (gcpu, gdone) = match self.guest_dev.as_mut() {
+            Some(d) => d.run(&mut self.guest, now),
+            None => (0, 0),
+        };
+        let (hcpu, hdone) = match self.host.as_ref() {
+            Some(h) => {
+                let mut sh = h.shared.borrow_mut();
+                let sh = &mut *sh;
+                match sh.dev.as_mut() {
+                    Some(d) => d.run(&mut sh.m, now + gcpu),
+                    None => (0, 0),
+                }
+            }
+            None => (0, 0),
+        };
+        let t = now + gcpu + hcpu;
+        let gwait = gdone.saturating_sub(t);
+        let hwait = hdone.saturating_sub(t.max(gdone));
+        let tm = &mut self.r.time;
+        tm.guest_fault_ns += gcpu + gwait;
+        tm.host_fault_ns += hcpu + hwait;
+        self.vcpus[v].clock = t + gwait + hwait;
     }
 
     /// The counters so far.
@@ -1735,6 +1879,11 @@ impl Vm {
         r.walk_breakdown = g.classify(WALK_HIT_AT_LEAST, WALK_MISS_AT_MOST);
         r.walk_grid = g;
         r.kvm = self.kvm.as_ref().map(|k| k.stats().clone());
+        r.guest_device = self.guest_dev.as_ref().map(|d| d.dev.stats());
+        r.host_device = self
+            .host
+            .as_ref()
+            .and_then(|h| h.shared.borrow().dev.as_ref().map(|d| d.dev.stats()));
         r.vcpu_ns = self.vcpus.iter().map(|c| c.clock).collect();
         r.runtime_ns = r.vcpu_ns.iter().copied().max().unwrap_or(0);
         if self.hist.count() > 0 {

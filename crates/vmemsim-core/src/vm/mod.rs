@@ -40,6 +40,8 @@ pub(crate) mod tests_support {
             mmu_pages: None,
             guest_page: PageSize::K4,
             host_page: PageSize::K4,
+            host_swap: None,
+            guest_swap: None,
             costs: Default::default(),
         }
     }

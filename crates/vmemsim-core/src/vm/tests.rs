@@ -24,6 +24,8 @@ fn cfg(paging: Paging, guest_frames: u32, host_frames: u32, tc: TranslateConfig)
         mmu_pages: None,
         guest_page: PageSize::K4,
         host_page: PageSize::K4,
+        host_swap: None,
+        guest_swap: None,
         costs: Default::default(),
     }
 }
@@ -780,4 +782,49 @@ fn vms_with_room_on_the_host_run_as_they_would_alone() {
         m.workload,
         format!("{} + {}", alone[0].workload, alone[1].workload)
     );
+}
+
+#[test]
+fn a_timed_host_swap_device_makes_the_faulting_access_wait_for_its_read() {
+    // The host (300 frames, no swap readahead) swaps guest memory to a device with a 100 µs
+    // read latency, 4,096 MB/s (1 µs per 4 KiB page), no submission cost and room for 1,024
+    // requests (so the write-backs never delay the read). After 400 pages written, page 0
+    // is swapped out on the host; reading it again is one host major fault: the minor
+    // fault's kernel path (1 µs) plus the read, 100 µs + 1 µs, waited for by the vCPU.
+    let mut c = cfg(Paging::Tdp, 512, 300, TranslateConfig::default());
+    c.host.page_cluster = Some(0);
+    c.host_swap = Some(
+        crate::device::DeviceSpec::parse(
+            "nvme:read_latency_us=100,write_latency_us=5,bw_mbps=4096,qd=1024,submit_us=0",
+        )
+        .unwrap(),
+    );
+    let mut vm = Vm::new(&c, 1).unwrap();
+    for p in 0..400 {
+        vm.op(0, acc(p, true)).unwrap();
+    }
+    let a = vm.result();
+    assert!(a.host.pswpout > 0);
+    vm.op(0, acc(0, false)).unwrap();
+    let b = vm.result();
+    assert_eq!(b.host.major_faults - a.host.major_faults, 1);
+    assert_eq!(b.host.minor_faults - a.host.minor_faults, 0);
+    assert_eq!(
+        b.time.host_fault_ns - a.time.host_fault_ns,
+        1_000 + 100_000 + 1_000
+    );
+    let d = b.host_device.unwrap();
+    assert_eq!(d.pages_written, b.host.pswpout);
+    assert_eq!(d.pages_read, b.host.pswpin);
+    // The same run with the flat cost instead: 100 µs per major fault.
+    c.host_swap = None;
+    let mut vm = Vm::new(&c, 1).unwrap();
+    for p in 0..400 {
+        vm.op(0, acc(p, true)).unwrap();
+    }
+    let a = vm.result();
+    vm.op(0, acc(0, false)).unwrap();
+    let b = vm.result();
+    assert_eq!(b.time.host_fault_ns - a.time.host_fault_ns, 100_000);
+    assert!(b.host_device.is_none());
 }
