@@ -76,10 +76,10 @@ def test_kvm_shadow_eviction_quick_run_and_findings(tmp_path):
     assert len(rows) == 4 + 1  # 4 pool sizes, and the TDP row
 
 
-def test_nested_paging_plans_54_runs():
+def test_nested_paging_plans_216_runs():
     e = load_experiment(EXP / "nested-paging" / "experiment.toml")
-    # 3 pagings x walk caches off/on x 3 workloads x 3 seeds
-    assert e.total == 3 * 2 * 3 * 3
+    # 3 pagings x walk caches off/on x 4 (guest, host) page sizes x 3 workloads x 3 seeds
+    assert e.total == 3 * 2 * 4 * 3 * 3
 
 
 def test_kvm_latency_plans_60_runs():
