@@ -46,8 +46,11 @@ def main() -> None:
         print(f"{case:<14}{paging:<8}{page:<7}{n:>12,}{r.translate['walks']:>10,}"
               f"{r.refs_per_walk:>10.2f}{w:>9.3f}{n / w / 1e6:>9.2f}", flush=True)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"peak RSS of this process: {rss / 1024:,.0f} MiB "
-          f"(the largest run: a 65,536-page footprint in 131,072 guest and 196,704 host frames)")
+    # The largest run: a 65,536-page footprint in 131,072 guest and 196,704 host frames.
+    pages = 131_072 + 196_704
+    print(f"peak RSS of this process: {rss / 1024:,.0f} MiB, {rss * 1024 / pages:,.0f} bytes "
+          f"per simulated page of the largest run ({pages:,} guest and host frames; the "
+          f"Python interpreter and numpy included)")
 
 
 if __name__ == "__main__":

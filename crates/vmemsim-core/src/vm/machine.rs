@@ -795,8 +795,15 @@ pub struct Vm {
     /// The last region each vCPU used (region key, slot): most accesses skip the hash.
     region_cache: Vec<(u64, u32)>,
     costs: VmCosts,
-    /// The guest's timed swap device, if any.
+    /// The guest's timed swap device, if any, and whether the host has one.
     guest_dev: Option<SwapDev>,
+    host_dev: bool,
+    /// The access in progress: translation cycles at its start, and the counters before its
+    /// slow path (see `mark`).
+    op_c0: u64,
+    snap: Option<[u64; 11]>,
+    /// Other VMs run on this VM's host.
+    shares_host: bool,
     /// Scratch: KVM's shrinker's batches to zap in this VM.
     shrink_plan: Vec<u64>,
     /// Translation cycles so far (all vCPUs), and KVM's priced work already charged.
@@ -984,6 +991,12 @@ impl Vm {
                 })
             }
         };
+        let host_dev = host
+            .as_ref()
+            .is_some_and(|h| h.shared.borrow().dev.is_some());
+        let shares_host = host
+            .as_ref()
+            .is_some_and(|h| h.shared.borrow().bases.len() > 1);
         let kvm = if cfg.paging == Paging::Shadow {
             Some(ShadowMmu::new(ShadowMmuConfig {
                 guest_pages: pt_base + pt_pages,
@@ -1065,6 +1078,10 @@ impl Vm {
             region_cache: vec![(u64::MAX, 0); vcpus],
             costs: cfg.costs.clone(),
             shrink_plan: Vec::new(),
+            op_c0: 0,
+            snap: None,
+            shares_host,
+            host_dev,
             guest_dev: match &cfg.guest_swap {
                 Some(spec) => Some(SwapDev::new(spec, gshift)?),
                 None => None,
@@ -1284,6 +1301,12 @@ impl Vm {
         let Some(host) = self.host.as_mut() else {
             return;
         };
+        {
+            let sh = host.shared.borrow();
+            if sh.pending[host.vm].is_empty() && sh.pending_zap[host.vm].is_empty() {
+                return;
+            }
+        }
         let mut gfns = std::mem::take(&mut self.host_unmaps);
         let mut zaps = std::mem::take(&mut self.shrink_plan);
         host.take_unmaps(&mut gfns, &mut zaps);
@@ -1316,7 +1339,6 @@ impl Vm {
                     v.mmu.flush_vpid(VPID);
                 }
             }
-            host.shared.borrow_mut().n_used[host.vm] = k.n_used();
         }
         gfns.clear();
         self.host_unmaps = gfns;
@@ -1396,6 +1418,7 @@ impl Vm {
                 };
                 let out = vc.mmu.translate(Tables::Shadow(&mut w), va, kind);
                 if w.no_root {
+                    self.mark();
                     self.with_kvm(|k, g| k.reload(g, v))?;
                     return Ok(None);
                 }
@@ -1487,8 +1510,10 @@ impl Vm {
             if t.level != crate::translate::TlbLevel::Walk {
                 return Ok(());
             }
+            self.mark();
             return self.serve(v, pid, vpn, write);
         }
+        self.mark();
         let guest_faults = self.guest.stats.faults;
         self.serve(v, pid, vpn, write)?;
         if self.paging == Paging::Shadow && self.guest.stats.faults != guest_faults {
@@ -1685,8 +1710,11 @@ impl Vm {
     /// Run one op of vCPU `v`, advancing its clock by what the op cost (see the module docs'
     /// "Time").
     pub fn op(&mut self, v: usize, op: GuestOp) -> Result<()> {
-        // Host reclaim while another VM ran may have taken this VM's pages.
-        self.sync_host_unmaps();
+        // Host reclaim while another VM ran may have taken this VM's pages (alone on its
+        // host, a VM applies its unmaps right after each host touch).
+        if self.shares_host {
+            self.sync_host_unmaps();
+        }
         match op {
             GuestOp::Op(Op::Compute { ns }) => {
                 self.vcpus[v].clock += ns as u64;
@@ -1725,9 +1753,31 @@ impl Vm {
             }
             _ => {}
         }
+        if let GuestOp::Op(Op::Access { page, write }) = op {
+            // Most accesses hit the TLB and change nothing but the translation cycles: the
+            // other counters are snapshotted only once the access takes the slow path
+            // (`mark`), where they have not changed yet.
+            self.op_c0 = self.tcycles;
+            self.snap = None;
+            let out = self.access(v, page, write);
+            match self.snap.take() {
+                None => {
+                    let c = &self.costs;
+                    // Rounded to the nearest ns (half up; the cycles are never negative).
+                    let ns =
+                        ((self.tcycles - self.op_c0) as f64 / c.cpu_ghz + 0.5) as u64 + c.access_ns;
+                    self.r.time.translation_ns += ns;
+                    self.vcpus[v].clock += ns;
+                }
+                Some(before) => {
+                    let after = self.work_snapshot();
+                    self.charge(v, &before, &after, true);
+                }
+            }
+            return out;
+        }
         let before = self.work_snapshot();
         let out = match op {
-            GuestOp::Op(Op::Access { page, write }) => self.access(v, page, write),
             GuestOp::Spawn { pid } => self.spawn(pid),
             GuestOp::Switch { pid } => self.switch(v, pid),
             GuestOp::Exit { pid } => self.exit(pid),
@@ -1745,6 +1795,16 @@ impl Vm {
             matches!(op, GuestOp::Op(Op::Access { .. })),
         );
         out
+    }
+
+    /// Snapshot the counters an op's cost is computed from, once per access, before its
+    /// slow path changes any of them (translation cycles as at the op's start).
+    fn mark(&mut self) {
+        if self.snap.is_none() {
+            let mut s = self.work_snapshot();
+            s[0] = self.op_c0;
+            self.snap = Some(s);
+        }
     }
 
     fn work_snapshot(&self) -> [u64; 11] {
@@ -1781,11 +1841,7 @@ impl Vm {
         } else {
             (c.guest_major_fault_ns, c.swap_page_ns)
         };
-        let host_dev = self
-            .host
-            .as_ref()
-            .is_some_and(|h| h.shared.borrow().dev.is_some());
-        let (hmaj, hswap) = if host_dev {
+        let (hmaj, hswap) = if self.host_dev {
             (c.host_minor_fault_ns, 0)
         } else {
             (c.host_major_fault_ns, c.swap_page_ns)
@@ -1801,6 +1857,11 @@ impl Vm {
         let mut kvm = 0;
         if let Some(k) = &self.kvm {
             if d(5) > 0 || d(4) > 0 || d(3) > 0 {
+                // KVM's shrinker counts the VM's shadow pages (they change only in exits
+                // and host faults).
+                if let Some(h) = &self.host {
+                    h.shared.borrow_mut().n_used[h.vm] = k.n_used();
+                }
                 let p = k.profile();
                 let total: f64 = crate::kvm::Work::ALL
                     .iter()
@@ -1818,7 +1879,9 @@ impl Vm {
         t.kvm_ns += kvm;
         t.tlb_flush_ns += flush;
         self.vcpus[v].clock += translation + guest + host + exits + kvm + flush;
-        self.device_io(v);
+        if self.host_dev || self.guest_dev.is_some() {
+            self.device_io(v);
+        }
     }
 
     /// Hand the swap I/O the op caused to the timed devices at the vCPU's clock: their CPU

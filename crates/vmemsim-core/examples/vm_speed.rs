@@ -1,0 +1,58 @@
+//! Simulated guest accesses per second of a VM run (TLB-friendly and TLB-hostile
+//! lat_mem_rd under native, tdp and shadow paging), without Python in the way; for
+//! `valgrind --tool=callgrind` comparisons of the VM layer's hot path.
+//!
+//!     cargo run --release -p vmemsim-core --example vm_speed [friendly|hostile] [native|tdp|shadow]
+
+use std::time::Instant;
+
+use vmemsim_core::engine::MachineConfig;
+use vmemsim_core::policy::{PolicyKind, PolicyOptions};
+use vmemsim_core::translate::{PageSize, TranslateConfig};
+use vmemsim_core::vm::{self, Paging, VmConfig};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let case = args.get(1).map_or("friendly", |s| s.as_str());
+    let pagings: Vec<&str> = match args.get(2) {
+        Some(p) => vec![p.as_str()],
+        None => vec!["native", "tdp", "shadow"],
+    };
+    let spec = match case {
+        "hostile" => "lmbench-like:bench=lat_mem_rd,size=256MiB,stride=4096,passes=4",
+        _ => "lmbench-like:bench=lat_mem_rd,size=128KiB,stride=64,passes=400",
+    };
+    for p in pagings {
+        let mut wl = vm::workloads::parse(spec, 0).expect("spec");
+        let g = (wl.footprint_pages() * 2) as u32;
+        let pt = g / 256 + 64;
+        let cfg = VmConfig {
+            paging: Paging::parse(p).expect("paging"),
+            guest: MachineConfig::new(g),
+            guest_policy: PolicyKind::from_name("clock-lru").unwrap(),
+            guest_options: PolicyOptions::new(0),
+            host: MachineConfig::new((g + pt) * 3 / 2),
+            host_policy: PolicyKind::from_name("clock-lru").unwrap(),
+            host_options: PolicyOptions::new(0),
+            translate: TranslateConfig::default(),
+            guest_levels: 4,
+            host_levels: 4,
+            pt_pages: pt,
+            eviction: vmemsim_core::kvm::Eviction::Fifo,
+            mmu_pages: None,
+            guest_page: PageSize::K4,
+            host_page: PageSize::K4,
+            host_swap: None,
+            guest_swap: None,
+            costs: Default::default(),
+        };
+        let t = Instant::now();
+        let r = vm::run(&cfg, wl.as_mut()).expect("run");
+        let s = t.elapsed().as_secs_f64();
+        let n = r.translate.accesses;
+        println!(
+            "{case} {p}: {n} accesses in {s:.3} s = {:.2} M/s",
+            n as f64 / s / 1e6
+        );
+    }
+}
