@@ -264,3 +264,115 @@ def test_program_killed_by_signal(tmp_path: Path) -> None:
     summary = json.loads(r.stdout.splitlines()[-1])
     # Valgrind runs the tool's exit code on a fatal signal: the stream is complete.
     assert summary["complete"] and summary["records"] == len(read_recorded(str(out))["page"])
+
+
+# The parent touches pages [0, N) of its buffer, forks; the child touches [M, M + K) and
+# leaves by _exit; the parent waits, then touches [R, R + L). With "exec", a second child
+# execs this program again ("execd"), which touches [X, X + Y) of its own buffer.
+FORK = r"""
+    #include <stdio.h>
+    #include <string.h>
+    #include <sys/mman.h>
+    #include <sys/wait.h>
+    #include <unistd.h>
+    enum { N = 12, M = 20, K = 7, R = 40, L = 5, X = 50, Y = 4 };
+    static void touch(volatile char *b, int from, int n) {
+        for (int i = from; i < from + n; i++) {
+            b[i * 4096] = 1; b[i * 4096 + 64] = 2; b[i * 4096 + 128] = 3;
+        }
+    }
+    int main(int argc, char **argv) {
+        volatile char *b = mmap(0, 64 * 4096, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (argc > 1 && strcmp(argv[1], "execd") == 0) {
+            printf("execd %lx %d\n", (unsigned long)b, getpid());
+            fflush(stdout);
+            touch(b, X, Y);
+            return 0;
+        }
+        printf("parent %lx %d\n", (unsigned long)b, getpid());
+        fflush(stdout);
+        touch(b, 0, N);
+        pid_t c = fork();
+        if (c == 0) { touch(b, M, K); _exit(0); }
+        waitpid(c, 0, 0);
+        printf("child %d\n", c);
+        fflush(stdout);
+        touch(b, R, L);
+        if (argc > 1 && strcmp(argv[1], "exec") == 0) {
+            pid_t e = fork();
+            if (e == 0) { execl(argv[0], argv[0], "execd", (char *)0); _exit(127); }
+            waitpid(e, 0, 0);
+            printf("exec %d\n", e);
+            fflush(stdout);
+        }
+        return 0;
+    }
+"""
+
+
+def _by_tid(d, first: int, n: int):
+    """{tid: [(page - first, write, count)]} of the records in [first, first + n)."""
+    b = _in(d, first, n)
+    out: dict = {}
+    for t in sorted(set(b["tid"].tolist())):
+        m = b["tid"] == t
+        out[t] = [(p - first, w, c) for p, w, c in
+                  _merge_runs({k: v[m] for k, v in b.items()})]
+    return out
+
+
+def _touched(lo: int, n: int):
+    return [(i, True, 3) for i in range(lo, lo + n)]
+
+
+def test_forked_child_is_recorded_under_its_own_tid(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "fork", FORK)
+    out = tmp_path / "fork.vmt"
+    lines = [ln.split() for ln in _record_with_output(exe, out).splitlines()]
+    first, parent = int(lines[0][1], 16) // PAGE, int(lines[0][2])
+    child = int(lines[1][1])
+    st = _record_with_output.last.stats  # type: ignore[attr-defined]
+    assert st["processes"] == 2 and st["complete"]
+    d = read_recorded(str(out))
+    # Parent: [0, N) then [R, R + L) as thread 1; the child (tid pid * 1000 + 1): [M, M + K),
+    # each page once (nothing of the parent's sent twice, nothing of the child's lost).
+    assert _by_tid(d, first, 64) == {
+        1: _touched(0, 12) + _touched(40, 5),
+        child * 1000 + 1: _touched(20, 7),
+    }
+    assert set(d["tid"].tolist()) == {1, child * 1000 + 1}
+    assert "pid * 1000" in d["meta"]["tid"]
+    # The parent's records of its buffer come before the fork and after the wait: the
+    # child's lie between them in the file.
+    b = _in(d, first, 64)
+    assert (np.diff(np.flatnonzero(b["tid"] != 1)) == 1).all()
+    assert parent > 0
+
+
+def test_exec_under_trace_children(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "fork", FORK)
+    out = tmp_path / "exec.vmt"
+    so = tmp_path / "exec.stdout"
+    with open(so, "w") as f:
+        rec = record([str(exe), "exec"], str(out), stdout=f,
+                     valgrind_args=["--trace-children=yes"])
+    assert rec.returncode == 0 and rec.stats["complete"], rec
+    lines = {ln.split()[0]: ln.split()[1:] for ln in so.read_text().splitlines()}
+    first = int(lines["parent"][0], 16) // PAGE
+    child, execd = int(lines["child"][0]), int(lines["exec"][0])
+    assert int(lines["execd"][1]) == execd
+    xfirst = int(lines["execd"][0], 16) // PAGE
+    # Three processes: the parent and two forked children, one of which exec'd this program
+    # again (a fresh tool instance that shares the pre-exec tids: same pid, same thread).
+    assert rec.stats["processes"] == 3
+    d = read_recorded(str(out))
+    assert set(d["tid"].tolist()) == {1, child * 1000 + 1, execd * 1000 + 1}
+    got = _by_tid(d, first, 64)
+    assert got[1] == _touched(0, 12) + _touched(40, 5)
+    assert got[child * 1000 + 1] == _touched(20, 7)
+    xd = _by_tid(d, xfirst, 64)
+    assert xd[execd * 1000 + 1] == _touched(50, 4)
+    # The exec'd program's own file I/O (the loader mapping libc) is under its tid.
+    assert any(e["tid"] == execd * 1000 + 1 and e["op"] == "mmap" and "libc" in e["path"]
+               for e in d["events"])

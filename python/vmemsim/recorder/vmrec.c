@@ -25,9 +25,20 @@
    changes, written in 1 MiB blocks. lackey's --trace-mem, by contrast, formats and writes a
    line per access.
 
+   Processes: every block written starts with a process record (pid, parent pid) and is
+   written under an exclusive flock() on the stream, so that the blocks of a forked child
+   (which runs on under this same tool instance) never interleave with its parent's. Before
+   a fork the parent flushes its runs and buffer (nothing is sent twice: the child starts
+   with an empty buffer); the child reopens the stream (its own open file description, so
+   that flock excludes the parent), numbers its threads from 1 and counts its own records
+   for its own end record. Before execve a process sends its end record (an exec'd program
+   under --trace-children=yes is a fresh tool instance that sends the stream header again
+   and starts the same pid anew; if execve fails the next block starts it again). The
+   converter (recorder.rs) gives each process's threads distinct trace tids.
+
    Left out: an access that straddles a page boundary counts for its first page only;
-   readv/writev/preadv/sendfile/copy_file_range/io_uring are not recorded; a forked child
-   is not recorded (its inherited buffer is dropped and its stream closed). */
+   readv/writev/preadv/sendfile/copy_file_range/io_uring are not recorded; a process killed
+   (SIGKILL) while writing a block corrupts the stream from there. */
 
 #include "pub_tool_basics.h"
 #include "pub_tool_tooliface.h"
@@ -45,6 +56,8 @@
 /* In libcoregrind but not in the public headers. */
 extern Int VG_(safe_fd)(Int oldfd);
 extern Bool VG_(resolve_filename)(Int fd, const HChar** buf);
+extern SysRes VG_(do_syscall)(UWord sysno, UWord a1, UWord a2, UWord a3, UWord a4, UWord a5,
+                              UWord a6, UWord a7, UWord a8);
 
 /* ------------------------------------------------------------------ options */
 
@@ -73,20 +86,46 @@ static void vmrec_print_debug_usage(void) {}
 
 /* ------------------------------------------------------------------ output */
 
-enum { K_READ = 1, K_WRITE = 2, K_FETCH = 3, K_IO = 4, K_FILE = 5, K_END = 6 };
+enum { K_READ = 1, K_WRITE = 2, K_FETCH = 3, K_IO = 4, K_FILE = 5, K_END = 6, K_PROC = 7 };
 
 #define BUF_WORDS (1 << 17) /* 1 MiB */
+/* Words kept free at the start of the buffer for a block's head: the stream header (4 words,
+   first block of a tool instance only) and the process record (3 words). */
+#define HEAD_WORDS 7
 static ULong buf[BUF_WORDS];
-static UInt buf_n;
+static UInt buf_n = HEAD_WORDS;
 static Int out_fd = -1;
 static UInt page_shift = 12;
+/* Records sent since this process's start (for its end record). */
 static ULong n_acc_records, n_io_records;
+static Int my_pid, my_ppid;
+static Bool send_header; /* the next block begins with the stream header */
+static Bool send_start;  /* the next block starts this process's records */
 
+/* The block's head goes in front of the records, then the block is written whole under an
+   exclusive flock (a write to a pipe above PIPE_BUF bytes is not atomic). */
 static void flush_buf(void)
 {
-   const UChar* p = (const UChar*)buf;
-   Long left = (Long)buf_n * 8;
-   buf_n = 0;
+   if (buf_n == HEAD_WORDS)
+      return;
+   UInt first = HEAD_WORDS - 3;
+   buf[first] = (ULong)K_PROC | ((ULong)(send_start ? 1 : 0) << 32);
+   buf[first + 1] = (ULong)my_pid;
+   buf[first + 2] = (ULong)my_ppid;
+   if (send_header) {
+      first -= 4;
+      VG_(memcpy)(&buf[first], "VMRECRAW", 8);
+      buf[first + 1] = 2;
+      buf[first + 2] = (ULong)clo_page_size;
+      buf[first + 3] = clo_ifetch ? 1 : 0;
+   }
+   const UChar* p = (const UChar*)&buf[first];
+   Long left = (Long)(buf_n - first) * 8;
+   buf_n = HEAD_WORDS;
+   if (out_fd < 0)
+      return;
+   send_header = send_start = False;
+   VG_(do_syscall)(__NR_flock, out_fd, 2 /* LOCK_EX */, 0, 0, 0, 0, 0, 0);
    while (out_fd >= 0 && left > 0) {
       Int chunk = left > (1 << 30) ? (1 << 30) : (Int)left;
       Int w = VG_(write)(out_fd, p, chunk);
@@ -99,6 +138,7 @@ static void flush_buf(void)
       p += w;
       left -= w;
    }
+   VG_(do_syscall)(__NR_flock, out_fd, 8 /* LOCK_UN */, 0, 0, 0, 0, 0, 0);
 }
 
 static inline void room(UInt words)
@@ -231,6 +271,8 @@ static void vmrec_start_client_code(ThreadId tid, ULong blocks_dispatched)
    }
 }
 
+static void send_end(void);
+
 /* ------------------------------------------------------------------ files */
 
 typedef struct { ULong dev, ino; UInt id; } FileKey;
@@ -271,7 +313,12 @@ static Int file_id(Int fd, UInt thread)
    return (Int)id;
 }
 
-static void vmrec_pre_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs) {}
+/* An execve that succeeds ends this tool instance without its fini: send the end first. */
+static void vmrec_pre_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs)
+{
+   if (sysno == __NR_execve || sysno == __NR_execveat)
+      send_end();
+}
 
 static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs, SysRes res)
 {
@@ -328,14 +375,51 @@ static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs
    n_io_records++;
 }
 
-/* A forked child is not recorded: its stream would interleave with the parent's. */
+/* The end of this process's records: before exit, and before execve. */
+static void send_end(void)
+{
+   flush_runs();
+   room(3);
+   buf[buf_n++] = head_word(K_END, 0, 0);
+   buf[buf_n++] = n_acc_records;
+   buf[buf_n++] = n_io_records;
+   flush_buf();
+   n_acc_records = n_io_records = 0;
+   send_start = True;
+}
+
+/* Before fork: everything so far goes out now, so that the child starts empty and the
+   parent's file-table entries precede the child's records. */
+static void vmrec_atfork_pre(ThreadId tid)
+{
+   flush_runs();
+   flush_buf();
+}
+
+/* In the child: its own stream description, process, thread numbers and counts. */
 static void vmrec_atfork_child(ThreadId tid)
 {
-   buf_n = 0;
+   buf_n = HEAD_WORDS;
    d_page = f_page = NO_PAGE;
-   if (out_fd >= 0)
+   if (out_fd >= 0) {
       VG_(close)(out_fd);
-   out_fd = -1;
+      SysRes sr = VG_(open)(clo_out, VKI_O_WRONLY | VKI_O_APPEND, 0);
+      if (sr_isError(sr)) {
+         VG_(umsg)("vmrec: a forked child cannot reopen %s; it is not recorded\n", clo_out);
+         out_fd = -1;
+      } else {
+         out_fd = VG_(safe_fd)(sr_Res(sr));
+      }
+   }
+   my_ppid = my_pid;
+   my_pid = VG_(getpid)();
+   n_acc_records = n_io_records = 0;
+   send_start = True;
+   send_header = False;
+   for (UInt i = 0; i < cap_tnum; i++)
+      tnum[i] = 0;
+   n_threads = 0;
+   cur_thread = thread_number(tid);
 }
 
 /* ------------------------------------------------------------------ instrumentation */
@@ -448,36 +532,30 @@ static void vmrec_post_clo_init(void)
    page_shift = 0;
    while ((1LL << page_shift) < clo_page_size)
       page_shift++;
-   SysRes sr = VG_(open)(clo_out, VKI_O_WRONLY | VKI_O_CREAT | VKI_O_TRUNC, 0600);
+   /* O_APPEND: a regular file as --out takes the blocks of several processes in turn. */
+   SysRes sr = VG_(open)(clo_out, VKI_O_WRONLY | VKI_O_CREAT | VKI_O_TRUNC | VKI_O_APPEND, 0600);
    if (sr_isError(sr)) {
       VG_(fmsg)("vmrec: cannot open --out=%s\n", clo_out);
       VG_(exit)(1);
    }
    out_fd = VG_(safe_fd)(sr_Res(sr));
-   VG_(memcpy)(&buf[0], "VMRECRAW", 8);
-   buf[1] = 1;
-   buf[2] = (ULong)clo_page_size;
-   buf[3] = clo_ifetch ? 1 : 0;
-   buf_n = 4;
-   VG_(atfork)(NULL, NULL, vmrec_atfork_child);
+   my_pid = VG_(getpid)();
+   my_ppid = VG_(getppid)();
+   send_header = send_start = True;
+   VG_(atfork)(vmrec_atfork_pre, NULL, vmrec_atfork_child);
 }
 
 static void vmrec_fini(Int exitcode)
 {
-   flush_runs();
    if (out_fd < 0)
       return;
-   room(3);
-   buf[buf_n++] = head_word(K_END, 0, 0);
-   buf[buf_n++] = n_acc_records;
-   buf[buf_n++] = n_io_records;
-   flush_buf();
+   if (VG_(clo_verbosity) > 1)
+      VG_(umsg)("vmrec: pid %d: %llu access records, %llu file I/O records, %llu instructions\n",
+                my_pid, n_acc_records, n_io_records, icount);
+   send_end();
    if (out_fd >= 0)
       VG_(close)(out_fd);
    out_fd = -1;
-   if (VG_(clo_verbosity) > 1)
-      VG_(umsg)("vmrec: %llu access records, %llu file I/O records, %llu instructions\n",
-                n_acc_records, n_io_records, icount);
 }
 
 static void vmrec_pre_clo_init(void)
