@@ -376,3 +376,80 @@ def test_exec_under_trace_children(tmp_path: Path) -> None:
     # The exec'd program's own file I/O (the loader mapping libc) is under its tid.
     assert any(e["tid"] == execd * 1000 + 1 and e["op"] == "mmap" and "libc" in e["path"]
                for e in d["events"])
+
+
+# An 8-byte store inside page 0, an 8-byte store across pages 0 and 1, an 8-byte load across
+# pages 1 and 2, a 2-byte load across pages 2 and 3 (unaligned accesses, one instruction each).
+STRADDLE = r"""
+    #include <stdint.h>
+    #include <stdio.h>
+    #include <sys/mman.h>
+    int main(void) {
+        char *b = mmap(0, 4 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        printf("%lx %d\n", (unsigned long)b, 4);
+        fflush(stdout);
+        uint64_t v;
+        uint16_t h;
+        __asm__ volatile("movq %1, (%0)" :: "r"(b + 4088), "r"(7ul) : "memory");
+        __asm__ volatile("movq %1, (%0)" :: "r"(b + 4092), "r"(9ul) : "memory");
+        __asm__ volatile("movq (%1), %0" : "=r"(v) : "r"(b + 2 * 4096 - 2) : "memory");
+        __asm__ volatile("movw (%1), %0" : "=r"(h) : "r"(b + 3 * 4096 - 1) : "memory");
+        return (int)(v + h) & 1;
+    }
+"""
+
+
+def test_access_straddling_a_page_boundary_counts_on_both_pages(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "straddle", STRADDLE)
+    out = tmp_path / "straddle.vmt"
+    first, n = _range(_record_with_output(exe, out))
+    d = read_recorded(str(out))
+    # The program's accesses come after its printf (a write record on the .stdout file);
+    # before it the dynamic loader may have used the same addresses.
+    at = [e["index"] for e in d["events"] if e["op"] == "write"
+          and e["path"].endswith(".stdout")][-1]
+    b = _in({k: v[at:] for k, v in d.items() if k in ("page", "write", "ifetch", "tid",
+                                                       "count", "stamp")}, first, n)
+    # Page 0: two stores; page 1: the straddling store's second half, then the load's first
+    # half (one run: a write among its accesses); page 2: two load halves; page 3: one.
+    assert _merge_runs(b) == [(first, True, 2), (first + 1, True, 2), (first + 2, False, 2),
+                              (first + 3, False, 1)]
+
+
+VECTORED = r"""
+    #define _GNU_SOURCE
+    #include <fcntl.h>
+    #include <sys/uio.h>
+    #include <unistd.h>
+    static char a[4096], b[300], c[50];
+    int main(int argc, char **argv) {
+        int fd = open(argv[1], O_RDONLY);
+        struct iovec v[2] = {{a, 4096}, {b, 300}};
+        if (readv(fd, v, 2) != 4396) return 1;              /* bytes 0..4395 */
+        struct iovec w[2] = {{b, 100}, {c, 50}};
+        if (preadv(fd, w, 2, 10000) != 150) return 1;       /* 10000..10149 */
+        if (preadv2(fd, w, 2, -1, 0) != 150) return 1;      /* at the position: 4396.. */
+        int o = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (writev(o, v, 2) != 4396) return 1;
+        if (pwritev(o, w, 2, 8192) != 150) return 1;
+        if (pwritev2(o, w, 2, 20000, 0) != 150) return 1;
+        close(o);
+        return 0;
+    }
+"""
+
+
+def test_vectored_io_is_recorded_as_the_plain_calls(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "vectored", VECTORED)
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"y" * (5 * PAGE))
+    written = tmp_path / "written.bin"
+    out = tmp_path / "vec.vmt"
+    rec = record([str(exe), str(data), str(written)], str(out))
+    assert rec.returncode == 0 and rec.stats["complete"]
+    d = read_recorded(str(out))
+    got = [(e["op"], e["path"], e["offset"], e["len"]) for e in d["events"]
+           if e["path"] in (str(data), str(written))]
+    assert got == [("read", str(data), 0, 4396), ("pread64", str(data), 10000, 150),
+                   ("read", str(data), 4396, 150), ("write", str(written), 0, 4396),
+                   ("pwrite64", str(written), 8192, 150), ("pwrite64", str(written), 20000, 150)]

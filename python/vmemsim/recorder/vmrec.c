@@ -11,9 +11,14 @@
      with a count, a write flag (any of them wrote) and the instruction stamp of the first;
      fetches are folded the same way, apart from data (a loop on one code page touching many
      data pages is one fetch record);
+   - an access that straddles a page boundary (an unaligned 8-byte load across two pages)
+     counts once on each page it touches: on its first page, then on the next;
    - successful read / write / pread64 / pwrite64 / mmap system calls on regular files, with
      a file id, byte offset, length (and the mapping address for mmap), and once per file
-     (device + inode) a file-table record with its path (from /proc/self/fd).
+     (device + inode) a file-table record with its path (from /proc/self/fd); readv / writev
+     / preadv / pwritev / preadv2 / pwritev2 are recorded as one record per call, as the
+     plain call with the same effect on the file (read / write / pread64 / pwrite64: the
+     iovecs fill or drain one consecutive file range, of the bytes transferred).
 
    The stamp is the number of guest instructions executed by all threads before the access:
    a counter in memory that the instrumented code bumps by the superblock's instruction
@@ -36,8 +41,9 @@
    and starts the same pid anew; if execve fails the next block starts it again). The
    converter (recorder.rs) gives each process's threads distinct trace tids.
 
-   Left out: an access that straddles a page boundary counts for its first page only;
-   readv/writev/preadv/sendfile/copy_file_range/io_uring are not recorded; a process killed
+   Left out: sendfile/copy_file_range/splice/io_uring and munmap are not recorded (the trace
+   format has no record for them); an access spanning more than two pages (a page size
+   below the access size) counts on its first and last page only; a process killed
    (SIGKILL) while writing a block corrupts the stream from there. */
 
 #include "pub_tool_basics.h"
@@ -225,26 +231,43 @@ static void data_miss(ULong page, UWord k, UInt w)
    d_stamp = icount + k;
 }
 
-/* k: instructions of the current superblock executed since the counter was last bumped. */
-static VG_REGPARM(2) void on_load(Addr a, UWord k)
+/* The access [a, a + size - 1] on the page of a, then, if it straddles, on the page of its
+   last byte too. ks: the instructions since the counter was bumped (low 32 bits) and the
+   access size less one (high 32 bits). */
+static void data_access(Addr a, UWord ks, UInt w)
 {
    ULong page = (ULong)a >> page_shift;
-   if (LIKELY(page == d_page)) {
+   ULong last = ((ULong)a + (ks >> 32)) >> page_shift;
+   UWord k = ks & 0xFFFFFFFFUL;
+   if (page == d_page) {
+      d_count++;
+      d_write |= w;
+   } else {
+      data_miss(page, k, w);
+   }
+   if (last != page)
+      data_miss(last, k, w);
+}
+
+static VG_REGPARM(2) void on_load(Addr a, UWord ks)
+{
+   ULong page = (ULong)a >> page_shift;
+   if (LIKELY(page == d_page) && LIKELY((((ULong)a + (ks >> 32)) >> page_shift) == page)) {
       d_count++;
       return;
    }
-   data_miss(page, k, 0);
+   data_access(a, ks, 0);
 }
 
-static VG_REGPARM(2) void on_store(Addr a, UWord k)
+static VG_REGPARM(2) void on_store(Addr a, UWord ks)
 {
    ULong page = (ULong)a >> page_shift;
-   if (LIKELY(page == d_page)) {
+   if (LIKELY(page == d_page) && LIKELY((((ULong)a + (ks >> 32)) >> page_shift) == page)) {
       d_count++;
       d_write = 1;
       return;
    }
-   data_miss(page, k, 1);
+   data_access(a, ks, 1);
 }
 
 static VG_REGPARM(2) void on_fetch(Addr a, UWord k)
@@ -338,7 +361,34 @@ static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs
       fd = (Int)args[0];
       len = r;
       op = sysno == __NR_read ? 1 : sysno == __NR_write ? 2 : sysno == __NR_pread64 ? 3 : 4;
+      off = args[3];
       break;
+   /* Vectored calls: one record of the plain call (the iovecs cover one file range). */
+   case __NR_readv:
+   case __NR_writev:
+      if (r == 0)
+         return;
+      fd = (Int)args[0];
+      len = r;
+      op = sysno == __NR_readv ? 1 : 2;
+      break;
+   case __NR_preadv:
+   case __NR_pwritev:
+   case __NR_preadv2:
+   case __NR_pwritev2: {
+      if (r == 0)
+         return;
+      fd = (Int)args[0];
+      len = r;
+      Bool rd = sysno == __NR_preadv || sysno == __NR_preadv2;
+      /* pos_l (64 bits on amd64); preadv2/pwritev2 at offset -1 use the file position. */
+      off = args[3];
+      if ((sysno == __NR_preadv2 || sysno == __NR_pwritev2) && (Long)off == -1)
+         op = rd ? 1 : 2;
+      else
+         op = rd ? 3 : 4;
+      break;
+   }
    case __NR_mmap:
       if (args[3] & VKI_MAP_ANONYMOUS)
          return;
@@ -362,8 +412,6 @@ static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs
       if (pos < 0)
          return;
       off = (ULong)pos - len;
-   } else if (op == 3 || op == 4) {
-      off = args[3];
    }
    room(6);
    buf[buf_n++] = head_word(K_IO, thread, op);
@@ -424,10 +472,12 @@ static void vmrec_atfork_child(ThreadId tid)
 
 /* ------------------------------------------------------------------ instrumentation */
 
-static void add_call(IRSB* sb, const HChar* name, void* fn, IRExpr* addr, UInt k,
+/* size: bytes of the access (0 for fetches), passed less one in the high half of k. */
+static void add_call(IRSB* sb, const HChar* name, void* fn, IRExpr* addr, UInt k, Int size,
                      IRExpr* guard)
 {
-   IRExpr** args = mkIRExprVec_2(addr, mkIRExpr_HWord(k));
+   HWord ks = (HWord)k | (size > 1 ? (HWord)(size - 1) << 32 : 0);
+   IRExpr** args = mkIRExprVec_2(addr, mkIRExpr_HWord(ks));
    IRDirty* di = unsafeIRDirty_0_N(2, name, VG_(fnptr_to_fnentry)(fn), args);
    if (guard)
       di->guard = guard;
@@ -448,8 +498,9 @@ static void bump_icount(IRSB* sb, UInt n)
    addStmtToIRSB(sb, IRStmt_Store(Iend_LE, mkIRExpr_HWord((HWord)&icount), IRExpr_RdTmp(t2)));
 }
 
-#define LOAD(e, g) add_call(sbOut, "on_load", on_load, (e), n, (g))
-#define STORE(e, g) add_call(sbOut, "on_store", on_store, (e), n, (g))
+#define LOAD(e, sz, g) add_call(sbOut, "on_load", on_load, (e), n, (sz), (g))
+#define STORE(e, sz, g) add_call(sbOut, "on_store", on_store, (e), n, (sz), (g))
+#define SIZE(e) sizeofIRType(typeOfIRExpr(sbIn->tyenv, (e)))
 
 static IRSB* vmrec_instrument(VgCallbackClosure* closure, IRSB* sbIn,
                               const VexGuestLayout* layout, const VexGuestExtents* vge,
@@ -473,38 +524,49 @@ static IRSB* vmrec_instrument(VgCallbackClosure* closure, IRSB* sbIn,
       case Ist_IMark:
          n++;
          if (clo_ifetch)
-            add_call(sbOut, "on_fetch", on_fetch, mkIRExpr_HWord(st->Ist.IMark.addr), n, NULL);
+            add_call(sbOut, "on_fetch", on_fetch, mkIRExpr_HWord(st->Ist.IMark.addr), n, 0,
+                     NULL);
          break;
       case Ist_WrTmp:
          if (st->Ist.WrTmp.data->tag == Iex_Load)
-            LOAD(st->Ist.WrTmp.data->Iex.Load.addr, NULL);
+            LOAD(st->Ist.WrTmp.data->Iex.Load.addr,
+                 sizeofIRType(st->Ist.WrTmp.data->Iex.Load.ty), NULL);
          break;
       case Ist_Store:
-         STORE(st->Ist.Store.addr, NULL);
+         STORE(st->Ist.Store.addr, SIZE(st->Ist.Store.data), NULL);
          break;
-      case Ist_StoreG:
-         STORE(st->Ist.StoreG.details->addr, st->Ist.StoreG.details->guard);
+      case Ist_StoreG: {
+         IRStoreG* sg = st->Ist.StoreG.details;
+         STORE(sg->addr, SIZE(sg->data), sg->guard);
          break;
-      case Ist_LoadG:
-         LOAD(st->Ist.LoadG.details->addr, st->Ist.LoadG.details->guard);
+      }
+      case Ist_LoadG: {
+         IRLoadG* lg = st->Ist.LoadG.details;
+         IRType t_res, t_arg;
+         typeOfIRLoadGOp(lg->cvt, &t_res, &t_arg);
+         LOAD(lg->addr, sizeofIRType(t_arg), lg->guard);
          break;
+      }
       case Ist_Dirty: {
          IRDirty* d = st->Ist.Dirty.details;
          if (d->mFx == Ifx_Read || d->mFx == Ifx_Modify)
-            LOAD(d->mAddr, NULL);
+            LOAD(d->mAddr, d->mSize, NULL);
          if (d->mFx == Ifx_Write || d->mFx == Ifx_Modify)
-            STORE(d->mAddr, NULL);
+            STORE(d->mAddr, d->mSize, NULL);
          break;
       }
-      case Ist_CAS:
+      case Ist_CAS: {
          /* A compare-and-swap reads, and writes if it succeeds: counted as a write. */
-         STORE(st->Ist.CAS.details->addr, NULL);
+         IRCAS* c = st->Ist.CAS.details;
+         STORE(c->addr, SIZE(c->dataLo) * (c->dataHi ? 2 : 1), NULL);
          break;
+      }
       case Ist_LLSC:
          if (st->Ist.LLSC.storedata == NULL)
-            LOAD(st->Ist.LLSC.addr, NULL);
+            LOAD(st->Ist.LLSC.addr,
+                 sizeofIRType(typeOfIRTemp(sbIn->tyenv, st->Ist.LLSC.result)), NULL);
          else
-            STORE(st->Ist.LLSC.addr, NULL);
+            STORE(st->Ist.LLSC.addr, SIZE(st->Ist.LLSC.storedata), NULL);
          break;
       case Ist_Exit:
          bump_icount(sbOut, n);
