@@ -27,7 +27,7 @@ deps-debian:
 
 # Programs of `vmemsim workloads record` (run as root; CI calls it): Debian packages, and
 # python-igraph (the pagerank driver) through the package's "drivers" extra.
-DRIVER_DEBS := redis-server redis-tools memcached pbzip2 gzip coreutils gcc
+DRIVER_DEBS := redis-server redis-tools memcached pbzip2 gzip coreutils gcc stress-ng
 deps-drivers:
 	apt-get install -y --no-install-recommends $(DRIVER_DEBS) || \
 	  (apt-get update -qq && apt-get install -y --no-install-recommends $(DRIVER_DEBS))

@@ -7,14 +7,23 @@ Workloads (each skipped, saying so, when its programs are missing):
   the benchmark's throughput, native over recorded (= recorded wall / native wall for the
   same requests); lackey and Valgrind's ``none`` tool (the cost of Valgrind alone) beside.
 - ``gzip``: ``gzip -c`` of a generated file (CPU-bound), wall time per input byte.
+- ``drivers``: the issue's set through the ``vmemsim workloads`` drivers (the same inputs,
+  servers and clients as ``vmemsim workloads record``): ``redis`` (redis-benchmark SET+GET),
+  ``memcached`` (the YCSB-like client, workload a: load then operations) and ``sqlite-tpch``
+  (Q1, Q3, Q6 on SQLite, a batch run). Each configuration (native, recorded, lackey) runs
+  ``--reps`` times (default 3); the medians are quoted. Servers: wall time of the client
+  phase per request; sqlite-tpch: wall time of the whole run (Python start-up included).
 
 For each: slowdown vs native, and for the recorder the trace's bytes per million accesses
 (accesses = the loads, stores and fetches the recorded records fold).
 
     python benchmarks/bench_record.py [--requests 200000] [--gzip-mb 16] [--only redis]
+    python benchmarks/bench_record.py --only drivers [--reps 3] [--redis-scale 0.2] ...
 
-lackey runs on a tenth of the work (it is ~100x slower still); the ratios are per request /
-per byte, so they compare. ``apt-get install redis-server redis-tools`` gives redis.
+lackey runs on a tenth of the work (it is ~100x slower still; ``--lackey-fraction``); the
+ratios are per request / per byte, so they compare. For sqlite-tpch lackey runs the same
+work (a batch run's start-up does not scale with the input). ``apt-get install redis-server
+redis-tools`` gives redis (``make deps-drivers`` every driver's programs).
 """
 
 from __future__ import annotations
@@ -204,11 +213,134 @@ def run_gzip(mb: int) -> Dict[str, object]:
     return out
 
 
+# ---------------------------------------------------------------- the drivers' workloads
+
+
+def _units(name: str, params: Dict[str, object]) -> float:
+    """Requests a server's client phase makes (1 for a batch run)."""
+    if name == "redis":
+        return float(params["requests_per_test"]) * 2  # type: ignore[arg-type]
+    if name == "memcached":
+        return float(params["records"]) + float(params["operations"])  # type: ignore[arg-type]
+    return 1.0
+
+
+def _run_under(plan, prefix: List[str], pass_fds=()) -> Dict[str, float]:
+    """The plan with its command run under ``prefix`` (none: native): wall of the whole run
+    and of the client phase."""
+    from vmemsim.drivers import wait_until
+
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([*prefix, *plan.command], stdout=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, pass_fds=pass_fds)
+    info: Dict[str, float] = {}
+    try:
+        if plan.drive is not None:
+            wait_until(plan.ready, plan.command[0], timeout=600,
+                       alive=lambda: proc.poll() is None)
+            t1 = time.perf_counter()
+            plan.drive()
+            info["drive_seconds"] = time.perf_counter() - t1
+            plan.stop()
+        rc = proc.wait(timeout=3600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    info["seconds"] = time.perf_counter() - t0
+    if rc != 0:
+        raise RuntimeError(f"{plan.command[0]} exited with status {rc}")
+    return info
+
+
+def _median(xs: List[float]) -> float:
+    ys = sorted(xs)
+    n = len(ys)
+    return ys[n // 2] if n % 2 else (ys[n // 2 - 1] + ys[n // 2]) / 2
+
+
+def run_driver(name: str, scale: float, lackey_scale: float, reps: int,
+               opts: Optional[Dict[str, str]] = None,
+               modes: tuple = ("native", "record", "lackey")) -> Dict[str, object]:
+    """Native, recorded and lackey-through-a-pipe runs of driver ``name``, ``reps`` times
+    each (interleaved: native, record, lackey, native, ...), with medians. ``modes`` must
+    include native."""
+    from vmemsim.drivers import DRIVERS, _load, _run_recorded
+
+    _load()
+    d = DRIVERS[name]
+    o = {k: str(v[0]) for k, v in d.options.items()}
+    o.update(opts or {})
+    vg = find_valgrind()
+    key = "drive_seconds" if name in ("redis", "memcached") else "seconds"
+    runs: Dict[str, List[Dict[str, object]]] = {m: [] for m in modes}
+    for _ in range(reps):
+        for mode in modes:
+            work = tempfile.mkdtemp(prefix=f"bench-record-{name}-")
+            try:
+                sc = lackey_scale if mode == "lackey" else scale
+                plan = d.prepare(work, sc, 1, o)
+                units = _units(name, plan.params)
+                if mode == "native":
+                    r: Dict[str, object] = dict(_run_under(plan, []))
+                elif mode == "record":
+                    trace = os.path.join(work, "t.vmt")
+                    info = _run_recorded(plan, trace)
+                    st = info["stats"]
+                    size = os.path.getsize(trace)
+                    r = {key: info[key], "seconds": info["seconds"],
+                         "accesses": st["accesses"], "records": st["records"],
+                         "trace_bytes": size,
+                         "bytes_per_million_accesses": size / (st["accesses"] / 1e6)}
+                else:
+                    rfd, wfd = os.pipe()
+                    lbox: Dict[str, int] = {}
+                    reader = threading.Thread(target=_lackey_pipe_reader, args=(rfd, lbox))
+                    reader.start()
+                    try:
+                        r = dict(_run_under(plan, [str(vg["exe"]), "--tool=lackey",
+                                                   "--trace-mem=yes", f"--log-fd={wfd}"],
+                                            pass_fds=(wfd,)))
+                    finally:
+                        os.close(wfd)
+                        reader.join()
+                    r["pipe_bytes"] = lbox.get("bytes", 0)
+                r["units"] = units
+                r["per_unit"] = float(r[key]) / units  # type: ignore[arg-type]
+                runs[mode].append(r)
+                print(f"  {name} {mode} (scale {sc}): {r[key]:.2f} s", file=sys.stderr)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+    med = {m: _median([float(r["per_unit"]) for r in rs]) for m, rs in runs.items()}  # type: ignore[arg-type]
+    out: Dict[str, object] = {
+        "scale": scale, "lackey_scale": lackey_scale, "reps": reps, "of": key, "runs": runs,
+        "median_per_unit": med,
+    }
+    if "record" in runs:
+        out.update(
+            record_slowdown=med["record"] / med["native"],
+            record_bytes_per_million_accesses=_median(
+                [float(r["bytes_per_million_accesses"]) for r in runs["record"]]),  # type: ignore[arg-type]
+            record_accesses=_median([float(r["accesses"]) for r in runs["record"]]),  # type: ignore[arg-type]
+        )
+    if "lackey" in runs:
+        out["lackey_slowdown"] = med["lackey"] / med["native"]
+    return out
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--requests", type=int, default=200_000, help="redis-benchmark -n")
     ap.add_argument("--gzip-mb", type=int, default=16)
-    ap.add_argument("--only", choices=["redis", "gzip"], default=None)
+    ap.add_argument("--only", choices=["redis", "gzip", "drivers"], default=None)
+    ap.add_argument("--reps", type=int, default=3, help="runs per configuration (drivers)")
+    ap.add_argument("--redis-scale", type=float, default=0.2)
+    ap.add_argument("--memcached-scale", type=float, default=0.2)
+    ap.add_argument("--sqlite-scale", type=float, default=0.1)
+    ap.add_argument("--lackey-fraction", type=float, default=0.1,
+                    help="lackey's share of the servers' work")
+    ap.add_argument("--no-lackey", action="store_true",
+                    help="drivers: native and recorded runs only")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     results: Dict[str, object] = {"cpus": os.cpu_count()}
@@ -219,11 +351,35 @@ def main(argv: Optional[List[str]] = None) -> int:
             print("redis: skipped (apt-get install redis-server redis-tools)", file=sys.stderr)
     if args.only in (None, "gzip"):
         results["gzip"] = run_gzip(args.gzip_mb)
+    if args.only in (None, "drivers"):
+        from vmemsim.drivers import missing_programs
+
+        for name, sc, lsc in (
+            ("redis", args.redis_scale, args.redis_scale * args.lackey_fraction),
+            ("memcached", args.memcached_scale, args.memcached_scale * args.lackey_fraction),
+            ("sqlite-tpch", args.sqlite_scale, args.sqlite_scale),
+        ):
+            miss = missing_programs(name)
+            if miss:
+                print(f"{name}: skipped ({'; '.join(miss)})", file=sys.stderr)
+                continue
+            modes = ("native", "record") if args.no_lackey else ("native", "record", "lackey")
+            results[name] = run_driver(name, sc, lsc, args.reps, modes=modes)
     if args.json:
         print(json.dumps(results, indent=1))
         return 0
+    for w in ("redis", "memcached", "sqlite-tpch"):
+        r = results.get(w)
+        if not isinstance(r, dict) or "median_per_unit" not in r:
+            continue
+        lk = (f", lackey {r['lackey_slowdown']:.0f}x (scale {r['lackey_scale']})"
+              if "lackey_slowdown" in r else "")
+        print(f"{w} (scale {r['scale']}, medians of {r['reps']}, {r['of']}): record "
+              f"{r['record_slowdown']:.1f}x native{lk}; "
+              f"{r['record_bytes_per_million_accesses']:,.0f} trace bytes per M accesses "
+              f"({r['record_accesses'] / 1e6:,.0f} M accesses)")
     for w in ("redis", "gzip"):
-        if w not in results:
+        if w not in results or "median_per_unit" in results[w]:  # type: ignore[operator]
             continue
         r = results[w]
         print(f"{w}:")

@@ -264,3 +264,192 @@ def test_program_killed_by_signal(tmp_path: Path) -> None:
     summary = json.loads(r.stdout.splitlines()[-1])
     # Valgrind runs the tool's exit code on a fatal signal: the stream is complete.
     assert summary["complete"] and summary["records"] == len(read_recorded(str(out))["page"])
+
+
+# The parent touches pages [0, N) of its buffer, forks; the child touches [M, M + K) and
+# leaves by _exit; the parent waits, then touches [R, R + L). With "exec", a second child
+# execs this program again ("execd"), which touches [X, X + Y) of its own buffer.
+FORK = r"""
+    #include <stdio.h>
+    #include <string.h>
+    #include <sys/mman.h>
+    #include <sys/wait.h>
+    #include <unistd.h>
+    enum { N = 12, M = 20, K = 7, R = 40, L = 5, X = 50, Y = 4 };
+    static void touch(volatile char *b, int from, int n) {
+        for (int i = from; i < from + n; i++) {
+            b[i * 4096] = 1; b[i * 4096 + 64] = 2; b[i * 4096 + 128] = 3;
+        }
+    }
+    int main(int argc, char **argv) {
+        volatile char *b = mmap(0, 64 * 4096, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (argc > 1 && strcmp(argv[1], "execd") == 0) {
+            printf("execd %lx %d\n", (unsigned long)b, getpid());
+            fflush(stdout);
+            touch(b, X, Y);
+            return 0;
+        }
+        printf("parent %lx %d\n", (unsigned long)b, getpid());
+        fflush(stdout);
+        touch(b, 0, N);
+        pid_t c = fork();
+        if (c == 0) { touch(b, M, K); _exit(0); }
+        waitpid(c, 0, 0);
+        printf("child %d\n", c);
+        fflush(stdout);
+        touch(b, R, L);
+        if (argc > 1 && strcmp(argv[1], "exec") == 0) {
+            pid_t e = fork();
+            if (e == 0) { execl(argv[0], argv[0], "execd", (char *)0); _exit(127); }
+            waitpid(e, 0, 0);
+            printf("exec %d\n", e);
+            fflush(stdout);
+        }
+        return 0;
+    }
+"""
+
+
+def _by_tid(d, first: int, n: int):
+    """{tid: [(page - first, write, count)]} of the records in [first, first + n)."""
+    b = _in(d, first, n)
+    out: dict = {}
+    for t in sorted(set(b["tid"].tolist())):
+        m = b["tid"] == t
+        out[t] = [(p - first, w, c) for p, w, c in
+                  _merge_runs({k: v[m] for k, v in b.items()})]
+    return out
+
+
+def _touched(lo: int, n: int):
+    return [(i, True, 3) for i in range(lo, lo + n)]
+
+
+def test_forked_child_is_recorded_under_its_own_tid(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "fork", FORK)
+    out = tmp_path / "fork.vmt"
+    lines = [ln.split() for ln in _record_with_output(exe, out).splitlines()]
+    first, parent = int(lines[0][1], 16) // PAGE, int(lines[0][2])
+    child = int(lines[1][1])
+    st = _record_with_output.last.stats  # type: ignore[attr-defined]
+    assert st["processes"] == 2 and st["complete"]
+    d = read_recorded(str(out))
+    # Parent: [0, N) then [R, R + L) as thread 1; the child (tid pid * 1000 + 1): [M, M + K),
+    # each page once (nothing of the parent's sent twice, nothing of the child's lost).
+    assert _by_tid(d, first, 64) == {
+        1: _touched(0, 12) + _touched(40, 5),
+        child * 1000 + 1: _touched(20, 7),
+    }
+    assert set(d["tid"].tolist()) == {1, child * 1000 + 1}
+    assert "pid * 1000" in d["meta"]["tid"]
+    # The parent's records of its buffer come before the fork and after the wait: the
+    # child's lie between them in the file.
+    b = _in(d, first, 64)
+    assert (np.diff(np.flatnonzero(b["tid"] != 1)) == 1).all()
+    assert parent > 0
+
+
+def test_exec_under_trace_children(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "fork", FORK)
+    out = tmp_path / "exec.vmt"
+    so = tmp_path / "exec.stdout"
+    with open(so, "w") as f:
+        rec = record([str(exe), "exec"], str(out), stdout=f,
+                     valgrind_args=["--trace-children=yes"])
+    assert rec.returncode == 0 and rec.stats["complete"], rec
+    lines = {ln.split()[0]: ln.split()[1:] for ln in so.read_text().splitlines()}
+    first = int(lines["parent"][0], 16) // PAGE
+    child, execd = int(lines["child"][0]), int(lines["exec"][0])
+    assert int(lines["execd"][1]) == execd
+    xfirst = int(lines["execd"][0], 16) // PAGE
+    # Three processes: the parent and two forked children, one of which exec'd this program
+    # again (a fresh tool instance that shares the pre-exec tids: same pid, same thread).
+    assert rec.stats["processes"] == 3
+    d = read_recorded(str(out))
+    assert set(d["tid"].tolist()) == {1, child * 1000 + 1, execd * 1000 + 1}
+    got = _by_tid(d, first, 64)
+    assert got[1] == _touched(0, 12) + _touched(40, 5)
+    assert got[child * 1000 + 1] == _touched(20, 7)
+    xd = _by_tid(d, xfirst, 64)
+    assert xd[execd * 1000 + 1] == _touched(50, 4)
+    # The exec'd program's own file I/O (the loader mapping libc) is under its tid.
+    assert any(e["tid"] == execd * 1000 + 1 and e["op"] == "mmap" and "libc" in e["path"]
+               for e in d["events"])
+
+
+# An 8-byte store inside page 0, an 8-byte store across pages 0 and 1, an 8-byte load across
+# pages 1 and 2, a 2-byte load across pages 2 and 3 (unaligned accesses, one instruction each).
+STRADDLE = r"""
+    #include <stdint.h>
+    #include <stdio.h>
+    #include <sys/mman.h>
+    int main(void) {
+        char *b = mmap(0, 4 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        printf("%lx %d\n", (unsigned long)b, 4);
+        fflush(stdout);
+        uint64_t v;
+        uint16_t h;
+        __asm__ volatile("movq %1, (%0)" :: "r"(b + 4088), "r"(7ul) : "memory");
+        __asm__ volatile("movq %1, (%0)" :: "r"(b + 4092), "r"(9ul) : "memory");
+        __asm__ volatile("movq (%1), %0" : "=r"(v) : "r"(b + 2 * 4096 - 2) : "memory");
+        __asm__ volatile("movw (%1), %0" : "=r"(h) : "r"(b + 3 * 4096 - 1) : "memory");
+        return (int)(v + h) & 1;
+    }
+"""
+
+
+def test_access_straddling_a_page_boundary_counts_on_both_pages(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "straddle", STRADDLE)
+    out = tmp_path / "straddle.vmt"
+    first, n = _range(_record_with_output(exe, out))
+    d = read_recorded(str(out))
+    # The program's accesses come after its printf (a write record on the .stdout file);
+    # before it the dynamic loader may have used the same addresses.
+    at = [e["index"] for e in d["events"] if e["op"] == "write"
+          and e["path"].endswith(".stdout")][-1]
+    b = _in({k: v[at:] for k, v in d.items() if k in ("page", "write", "ifetch", "tid",
+                                                       "count", "stamp")}, first, n)
+    # Page 0: two stores; page 1: the straddling store's second half, then the load's first
+    # half (one run: a write among its accesses); page 2: two load halves; page 3: one.
+    assert _merge_runs(b) == [(first, True, 2), (first + 1, True, 2), (first + 2, False, 2),
+                              (first + 3, False, 1)]
+
+
+VECTORED = r"""
+    #define _GNU_SOURCE
+    #include <fcntl.h>
+    #include <sys/uio.h>
+    #include <unistd.h>
+    static char a[4096], b[300], c[50];
+    int main(int argc, char **argv) {
+        int fd = open(argv[1], O_RDONLY);
+        struct iovec v[2] = {{a, 4096}, {b, 300}};
+        if (readv(fd, v, 2) != 4396) return 1;              /* bytes 0..4395 */
+        struct iovec w[2] = {{b, 100}, {c, 50}};
+        if (preadv(fd, w, 2, 10000) != 150) return 1;       /* 10000..10149 */
+        if (preadv2(fd, w, 2, -1, 0) != 150) return 1;      /* at the position: 4396.. */
+        int o = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (writev(o, v, 2) != 4396) return 1;
+        if (pwritev(o, w, 2, 8192) != 150) return 1;
+        if (pwritev2(o, w, 2, 20000, 0) != 150) return 1;
+        close(o);
+        return 0;
+    }
+"""
+
+
+def test_vectored_io_is_recorded_as_the_plain_calls(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "vectored", VECTORED)
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"y" * (5 * PAGE))
+    written = tmp_path / "written.bin"
+    out = tmp_path / "vec.vmt"
+    rec = record([str(exe), str(data), str(written)], str(out))
+    assert rec.returncode == 0 and rec.stats["complete"]
+    d = read_recorded(str(out))
+    got = [(e["op"], e["path"], e["offset"], e["len"]) for e in d["events"]
+           if e["path"] in (str(data), str(written))]
+    assert got == [("read", str(data), 0, 4396), ("pread64", str(data), 10000, 150),
+                   ("read", str(data), 4396, 150), ("write", str(written), 0, 4396),
+                   ("pwrite64", str(written), 8192, 150), ("pwrite64", str(written), 20000, 150)]

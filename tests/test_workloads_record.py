@@ -72,7 +72,7 @@ def test_list_names_every_driver():
                          capture_output=True, text=True, check=True).stdout
     names = [json.loads(line)["name"] for line in out.splitlines()]
     assert names == sorted(["redis", "memcached", "gzip", "pbzip2", "dd", "kernbench",
-                            "sqlite-tpch", "pagerank"])
+                            "sqlite-tpch", "pagerank", "stress-ng"])
     assert names == driver_names()
 
 
@@ -111,6 +111,35 @@ def test_pbzip2(tmp_path):
     side, rec = _smoke(tmp_path, "pbzip2", 0.01, threads="2")
     # The main thread and at least the two compressor threads.
     assert side["threads"] >= 3 and np.unique(rec["tid"]).size == side["threads"]
+
+
+def _contiguous_runs(pages):
+    u = np.unique(pages)
+    return np.split(u, np.flatnonzero(np.diff(u) != 1) + 1)
+
+
+def test_stress_ng_vm_records_its_forked_workers(tmp_path):
+    # 2 workers, 1 MiB (scale 1/256 is below the 1 MiB floor), which stress-ng 0.15 divides
+    # between them (older versions give each the whole), write64: every 64-bit word of the
+    # buffer is written on each pass.
+    side, rec = _smoke(tmp_path, "stress-ng", 1 / 256, method="write64")
+    assert side["params"]["vm_bytes"] == 1 << 20 and side["params"]["vm_ops"] == 31
+    # stress-ng's parent, and per worker the worker and (0.15) the child it forks to do the
+    # work: all recorded, each process its own tids (pid * 1000 + 1 for a child's thread).
+    assert side["processes"] >= 1 + 2
+    tids = np.unique(rec["tid"]).tolist()
+    assert tids[0] == 1 and len(tids) == side["threads"] == side["processes"]
+    assert all(t > 1000 and t % 1000 == 1 for t in tids[1:])
+    # Two processes each write every page of a range of at least 128 pages (a worker's
+    # buffer), pages that stress-ng's parent never touches.
+    sweepers = 0
+    for t in tids[1:]:
+        m = (rec["tid"] == t) & rec["write"]
+        for run in _contiguous_runs(rec["page"][m]):
+            if len(run) >= 128:
+                sweepers += 1
+                assert not np.isin(rec["page"][rec["tid"] == 1], run).any()
+    assert sweepers == 2
 
 
 def test_redis(tmp_path):

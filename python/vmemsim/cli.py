@@ -1028,6 +1028,12 @@ def _configure_trace_record(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--ifetch", action="store_true", help="record instruction fetches too")
     p.add_argument(
+        "--trace-children",
+        action="store_true",
+        help="record programs that CMD and its children exec too (forked children are "
+        "always recorded)",
+    )
+    p.add_argument(
         "--json", action="store_true", help="print the summary as one JSON object on stdout"
     )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="CMD", help="the program to run")
@@ -1045,7 +1051,8 @@ def _run_trace_record(args: argparse.Namespace) -> int:
         raise CliError(f"--page-size: {args.page_size} is not a power of two of at least 2")
     out = args.out or os.path.basename(cmd[0]) + ".vmt"
     try:
-        rec = record(cmd, out, page_size=args.page_size, ifetch=args.ifetch)
+        rec = record(cmd, out, page_size=args.page_size, ifetch=args.ifetch,
+                     valgrind_args=["--trace-children=yes"] if args.trace_children else [])
     except Unavailable as e:
         raise CliError(f"cannot record: {e}") from None
     st = rec.stats
@@ -1058,7 +1065,8 @@ def _run_trace_record(args: argparse.Namespace) -> int:
     else:
         sys.stderr.write(
             f"{PROG}: recorded {st['accesses']:,} accesses in {st['records']:,} records "
-            f"({st['threads']} threads, {st['io_records']:,} file I/O records on "
+            f"({st['threads']} threads in {st['processes']} processes, "
+            f"{st['io_records']:,} file I/O records on "
             f"{st['files']} files, {st['instructions']:,} instructions) in {rec.seconds:.2f} s "
             f"-> {out} ({size:,} bytes, {per_m:,.0f} bytes per million accesses)\n"
         )

@@ -122,9 +122,12 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_recorder_stream(words in proptest::collection::vec((0u64..8, any::<u64>()), 0..60)) {
-        let mut b = vmemsim_core::trace::recorder::RAW_MAGIC.to_vec();
-        for w in [1u64, 4096, 0].into_iter().chain(words.iter().map(|(k, x)| k | x << 8)) {
+    fn arbitrary_recorder_stream(words in proptest::collection::vec((0u64..9, any::<u64>()), 0..60), start: bool) {
+        use vmemsim_core::trace::recorder::{RAW_MAGIC, RAW_VERSION};
+        let mut b = RAW_MAGIC.to_vec();
+        // Most cases open a process's block (kind 7, start flag) so that records are reached.
+        let open: &[u64] = if start { &[7 | 1 << 32, 100, 1] } else { &[] };
+        for w in [RAW_VERSION, 4096, 0].into_iter().chain(open.iter().copied()).chain(words.iter().map(|(k, x)| k | x << 8)) {
             b.extend_from_slice(&w.to_le_bytes());
         }
         let _ = vmemsim_core::trace::recorder::convert_stream(&b[..], "raw", |_| {

@@ -1400,10 +1400,11 @@ fn record_convert<'py>(
             meta.extra.extend(extra);
             meta.extra.insert(
                 "stamp".into(),
-                "guest instructions executed before the record (all threads)".into(),
+                "guest instructions executed before the record (all threads of its process; a forked child counts on from its parent's count at the fork)".into(),
             );
             meta.extra
                 .insert("ifetch".into(), if h.ifetch { "yes" } else { "no" }.into());
+            meta.extra.insert("tid".into(), recorder::TID_DOC.into());
             // Compress in a second thread when there are cores for it beside the program
             // and the parsing thread.
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -1426,6 +1427,7 @@ fn record_convert<'py>(
     d.set_item("io_records", st.io_records)?;
     d.set_item("files", st.files)?;
     d.set_item("threads", st.threads)?;
+    d.set_item("processes", st.processes)?;
     d.set_item("instructions", st.instructions)?;
     d.set_item("raw_bytes", st.raw_bytes)?;
     d.set_item("complete", st.complete)?;

@@ -7,10 +7,11 @@ a client that is not recorded; it writes ``DIR/NAME.vmt`` and a JSON sidecar ``D
 ``native=True`` the same work also runs without the recorder first, and the sidecar gives the
 recorded-over-native slowdown.
 
-The recorder records the main process of the command only (forked children and programs it
-``exec``s are not recorded), so a driver records the process that does the work: the server
-of a client/server pair, ``cc1`` rather than the ``gcc`` driver, ``python3 script.py`` for
-Python-hosted engines (SQLite, igraph), whose C code runs in that process.
+The recorder records the command's process and its forked children (programs they ``exec``
+only with ``--trace-children``), so a driver records the process that does the work: the
+server of a client/server pair, ``cc1`` rather than the ``gcc`` driver, ``python3 script.py``
+for Python-hosted engines (SQLite, igraph), whose C code runs in that process; stress-ng with
+its forked workers.
 """
 
 from __future__ import annotations
@@ -255,6 +256,7 @@ def record_workload(name: str, scale: float = 1.0, out_dir: str = ".", seed: int
         "reads": st["reads"],
         "writes": st["writes"],
         "threads": st["threads"],
+        "processes": st["processes"],
         "instructions": st["instructions"],
         "io_records": st["io_records"],
         "files": st["files"],

@@ -1,8 +1,5 @@
-"""Batch programs recorded from start to exit: gzip, pbzip2, dd, kernbench (gcc's cc1).
-
-Not here: ``stress-ng --vm``. stress-ng runs every stressor in a forked child and the parent
-only waits, and the recorder does not record forked children, so its trace would hold the
-parent's bookkeeping, not the page-fault storm.
+"""Batch programs recorded from start to exit: gzip, pbzip2, dd, kernbench (gcc's cc1),
+stress-ng --vm (its forked workers are recorded, each process under its own thread ids).
 """
 
 from __future__ import annotations
@@ -141,6 +138,26 @@ def _kernbench(work: str, scale: float, seed: int, opts: Dict[str, str]) -> Plan
                         "preprocess": ["gcc", "-E", "-o", pre, src]})
 
 
+# ---------------------------------------------------------------- stress-ng --vm
+
+
+def _stress_ng(work: str, scale: float, seed: int, opts: Dict[str, str]) -> Plan:
+    workers = int(opts["workers"])
+    if workers < 1:
+        raise ValueError(f"stress-ng: workers must be at least 1, got {workers}")
+    # --vm-bytes 128 MiB x scale (at least 1 MiB, whole pages), which stress-ng (0.15)
+    # divides among the workers; bogo operations in all: 8000 x scale (at least 8). Each vm
+    # worker forks a child that does the work (so that the OOM killer takes the child, not
+    # the worker): the trace holds the parent's set-up, each worker's bookkeeping and each
+    # child's sweeps, under distinct tids.
+    nbytes = max(int(128 * scale * (1 << 20)) // 4096 * 4096, 1 << 20)
+    ops = max(int(8000 * scale), 8)
+    cmd = ["stress-ng", "--vm", str(workers), "--vm-bytes", str(nbytes), "--vm-ops", str(ops),
+           "--vm-method", opts["method"], "--seed", str(seed), "--temp-path", work, "-q"]
+    return Plan(command=cmd, params={"workers": workers, "vm_bytes": nbytes,
+                                     "vm_ops": ops, "method": opts["method"]})
+
+
 register(Driver(
     name="gzip", help="gzip -c of a generated 8 MiB x scale text file",
     needs={"gzip": APT.format("gzip")}, modules={}, prepare=_gzip,
@@ -162,4 +179,12 @@ register(Driver(
     "at -O2; cc1 itself is recorded, not the gcc driver",
     needs={"gcc": APT.format("gcc")}, modules={}, prepare=_kernbench,
     versions={"gcc": ["gcc", "--version"]}, options={"opt": (2, "optimisation level")},
+))
+register(Driver(
+    name="stress-ng", help="stress-ng --vm: 2 workers sweeping 128 MiB x scale in all with "
+    "the vm methods in turn, 8000 x scale bogo ops (forked workers recorded)",
+    needs={"stress-ng": APT.format("stress-ng")}, modules={}, prepare=_stress_ng,
+    versions={"stress-ng": ["stress-ng", "--version"]},
+    options={"workers": (2, "stress-ng --vm N"),
+             "method": ("all", "stress-ng --vm-method (all: every method in turn)")},
 ))

@@ -11,9 +11,14 @@
      with a count, a write flag (any of them wrote) and the instruction stamp of the first;
      fetches are folded the same way, apart from data (a loop on one code page touching many
      data pages is one fetch record);
+   - an access that straddles a page boundary (an unaligned 8-byte load across two pages)
+     counts once on each page it touches: on its first page, then on the next;
    - successful read / write / pread64 / pwrite64 / mmap system calls on regular files, with
      a file id, byte offset, length (and the mapping address for mmap), and once per file
-     (device + inode) a file-table record with its path (from /proc/self/fd).
+     (device + inode) a file-table record with its path (from /proc/self/fd); readv / writev
+     / preadv / pwritev / preadv2 / pwritev2 are recorded as one record per call, as the
+     plain call with the same effect on the file (read / write / pread64 / pwrite64: the
+     iovecs fill or drain one consecutive file range, of the bytes transferred).
 
    The stamp is the number of guest instructions executed by all threads before the access:
    a counter in memory that the instrumented code bumps by the superblock's instruction
@@ -25,9 +30,21 @@
    changes, written in 1 MiB blocks. lackey's --trace-mem, by contrast, formats and writes a
    line per access.
 
-   Left out: an access that straddles a page boundary counts for its first page only;
-   readv/writev/preadv/sendfile/copy_file_range/io_uring are not recorded; a forked child
-   is not recorded (its inherited buffer is dropped and its stream closed). */
+   Processes: every block written starts with a process record (pid, parent pid) and is
+   written under an exclusive flock() on the stream, so that the blocks of a forked child
+   (which runs on under this same tool instance) never interleave with its parent's. Before
+   a fork the parent flushes its runs and buffer (nothing is sent twice: the child starts
+   with an empty buffer); the child reopens the stream (its own open file description, so
+   that flock excludes the parent), numbers its threads from 1 and counts its own records
+   for its own end record. Before execve a process sends its end record (an exec'd program
+   under --trace-children=yes is a fresh tool instance that sends the stream header again
+   and starts the same pid anew; if execve fails the next block starts it again). The
+   converter (recorder.rs) gives each process's threads distinct trace tids.
+
+   Left out: sendfile/copy_file_range/splice/io_uring and munmap are not recorded (the trace
+   format has no record for them); an access spanning more than two pages (a page size
+   below the access size) counts on its first and last page only; a process killed
+   (SIGKILL) while writing a block corrupts the stream from there. */
 
 #include "pub_tool_basics.h"
 #include "pub_tool_tooliface.h"
@@ -45,6 +62,8 @@
 /* In libcoregrind but not in the public headers. */
 extern Int VG_(safe_fd)(Int oldfd);
 extern Bool VG_(resolve_filename)(Int fd, const HChar** buf);
+extern SysRes VG_(do_syscall)(UWord sysno, UWord a1, UWord a2, UWord a3, UWord a4, UWord a5,
+                              UWord a6, UWord a7, UWord a8);
 
 /* ------------------------------------------------------------------ options */
 
@@ -73,20 +92,46 @@ static void vmrec_print_debug_usage(void) {}
 
 /* ------------------------------------------------------------------ output */
 
-enum { K_READ = 1, K_WRITE = 2, K_FETCH = 3, K_IO = 4, K_FILE = 5, K_END = 6 };
+enum { K_READ = 1, K_WRITE = 2, K_FETCH = 3, K_IO = 4, K_FILE = 5, K_END = 6, K_PROC = 7 };
 
 #define BUF_WORDS (1 << 17) /* 1 MiB */
+/* Words kept free at the start of the buffer for a block's head: the stream header (4 words,
+   first block of a tool instance only) and the process record (3 words). */
+#define HEAD_WORDS 7
 static ULong buf[BUF_WORDS];
-static UInt buf_n;
+static UInt buf_n = HEAD_WORDS;
 static Int out_fd = -1;
 static UInt page_shift = 12;
+/* Records sent since this process's start (for its end record). */
 static ULong n_acc_records, n_io_records;
+static Int my_pid, my_ppid;
+static Bool send_header; /* the next block begins with the stream header */
+static Bool send_start;  /* the next block starts this process's records */
 
+/* The block's head goes in front of the records, then the block is written whole under an
+   exclusive flock (a write to a pipe above PIPE_BUF bytes is not atomic). */
 static void flush_buf(void)
 {
-   const UChar* p = (const UChar*)buf;
-   Long left = (Long)buf_n * 8;
-   buf_n = 0;
+   if (buf_n == HEAD_WORDS)
+      return;
+   UInt first = HEAD_WORDS - 3;
+   buf[first] = (ULong)K_PROC | ((ULong)(send_start ? 1 : 0) << 32);
+   buf[first + 1] = (ULong)my_pid;
+   buf[first + 2] = (ULong)my_ppid;
+   if (send_header) {
+      first -= 4;
+      VG_(memcpy)(&buf[first], "VMRECRAW", 8);
+      buf[first + 1] = 2;
+      buf[first + 2] = (ULong)clo_page_size;
+      buf[first + 3] = clo_ifetch ? 1 : 0;
+   }
+   const UChar* p = (const UChar*)&buf[first];
+   Long left = (Long)(buf_n - first) * 8;
+   buf_n = HEAD_WORDS;
+   if (out_fd < 0)
+      return;
+   send_header = send_start = False;
+   VG_(do_syscall)(__NR_flock, out_fd, 2 /* LOCK_EX */, 0, 0, 0, 0, 0, 0);
    while (out_fd >= 0 && left > 0) {
       Int chunk = left > (1 << 30) ? (1 << 30) : (Int)left;
       Int w = VG_(write)(out_fd, p, chunk);
@@ -99,6 +144,7 @@ static void flush_buf(void)
       p += w;
       left -= w;
    }
+   VG_(do_syscall)(__NR_flock, out_fd, 8 /* LOCK_UN */, 0, 0, 0, 0, 0, 0);
 }
 
 static inline void room(UInt words)
@@ -185,26 +231,43 @@ static void data_miss(ULong page, UWord k, UInt w)
    d_stamp = icount + k;
 }
 
-/* k: instructions of the current superblock executed since the counter was last bumped. */
-static VG_REGPARM(2) void on_load(Addr a, UWord k)
+/* The access [a, a + size - 1] on the page of a, then, if it straddles, on the page of its
+   last byte too. ks: the instructions since the counter was bumped (low 32 bits) and the
+   access size less one (high 32 bits). */
+static void data_access(Addr a, UWord ks, UInt w)
 {
    ULong page = (ULong)a >> page_shift;
-   if (LIKELY(page == d_page)) {
+   ULong last = ((ULong)a + (ks >> 32)) >> page_shift;
+   UWord k = ks & 0xFFFFFFFFUL;
+   if (page == d_page) {
+      d_count++;
+      d_write |= w;
+   } else {
+      data_miss(page, k, w);
+   }
+   if (last != page)
+      data_miss(last, k, w);
+}
+
+static VG_REGPARM(2) void on_load(Addr a, UWord ks)
+{
+   ULong page = (ULong)a >> page_shift;
+   if (LIKELY(page == d_page) && LIKELY((((ULong)a + (ks >> 32)) >> page_shift) == page)) {
       d_count++;
       return;
    }
-   data_miss(page, k, 0);
+   data_access(a, ks, 0);
 }
 
-static VG_REGPARM(2) void on_store(Addr a, UWord k)
+static VG_REGPARM(2) void on_store(Addr a, UWord ks)
 {
    ULong page = (ULong)a >> page_shift;
-   if (LIKELY(page == d_page)) {
+   if (LIKELY(page == d_page) && LIKELY((((ULong)a + (ks >> 32)) >> page_shift) == page)) {
       d_count++;
       d_write = 1;
       return;
    }
-   data_miss(page, k, 1);
+   data_access(a, ks, 1);
 }
 
 static VG_REGPARM(2) void on_fetch(Addr a, UWord k)
@@ -230,6 +293,8 @@ static void vmrec_start_client_code(ThreadId tid, ULong blocks_dispatched)
       cur_thread = t;
    }
 }
+
+static void send_end(void);
 
 /* ------------------------------------------------------------------ files */
 
@@ -271,7 +336,12 @@ static Int file_id(Int fd, UInt thread)
    return (Int)id;
 }
 
-static void vmrec_pre_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs) {}
+/* An execve that succeeds ends this tool instance without its fini: send the end first. */
+static void vmrec_pre_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs)
+{
+   if (sysno == __NR_execve || sysno == __NR_execveat)
+      send_end();
+}
 
 static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs, SysRes res)
 {
@@ -291,7 +361,34 @@ static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs
       fd = (Int)args[0];
       len = r;
       op = sysno == __NR_read ? 1 : sysno == __NR_write ? 2 : sysno == __NR_pread64 ? 3 : 4;
+      off = args[3];
       break;
+   /* Vectored calls: one record of the plain call (the iovecs cover one file range). */
+   case __NR_readv:
+   case __NR_writev:
+      if (r == 0)
+         return;
+      fd = (Int)args[0];
+      len = r;
+      op = sysno == __NR_readv ? 1 : 2;
+      break;
+   case __NR_preadv:
+   case __NR_pwritev:
+   case __NR_preadv2:
+   case __NR_pwritev2: {
+      if (r == 0)
+         return;
+      fd = (Int)args[0];
+      len = r;
+      Bool rd = sysno == __NR_preadv || sysno == __NR_preadv2;
+      /* pos_l (64 bits on amd64); preadv2/pwritev2 at offset -1 use the file position. */
+      off = args[3];
+      if ((sysno == __NR_preadv2 || sysno == __NR_pwritev2) && (Long)off == -1)
+         op = rd ? 1 : 2;
+      else
+         op = rd ? 3 : 4;
+      break;
+   }
    case __NR_mmap:
       if (args[3] & VKI_MAP_ANONYMOUS)
          return;
@@ -315,8 +412,6 @@ static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs
       if (pos < 0)
          return;
       off = (ULong)pos - len;
-   } else if (op == 3 || op == 4) {
-      off = args[3];
    }
    room(6);
    buf[buf_n++] = head_word(K_IO, thread, op);
@@ -328,22 +423,61 @@ static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs
    n_io_records++;
 }
 
-/* A forked child is not recorded: its stream would interleave with the parent's. */
+/* The end of this process's records: before exit, and before execve. */
+static void send_end(void)
+{
+   flush_runs();
+   room(3);
+   buf[buf_n++] = head_word(K_END, 0, 0);
+   buf[buf_n++] = n_acc_records;
+   buf[buf_n++] = n_io_records;
+   flush_buf();
+   n_acc_records = n_io_records = 0;
+   send_start = True;
+}
+
+/* Before fork: everything so far goes out now, so that the child starts empty and the
+   parent's file-table entries precede the child's records. */
+static void vmrec_atfork_pre(ThreadId tid)
+{
+   flush_runs();
+   flush_buf();
+}
+
+/* In the child: its own stream description, process, thread numbers and counts. */
 static void vmrec_atfork_child(ThreadId tid)
 {
-   buf_n = 0;
+   buf_n = HEAD_WORDS;
    d_page = f_page = NO_PAGE;
-   if (out_fd >= 0)
+   if (out_fd >= 0) {
       VG_(close)(out_fd);
-   out_fd = -1;
+      SysRes sr = VG_(open)(clo_out, VKI_O_WRONLY | VKI_O_APPEND, 0);
+      if (sr_isError(sr)) {
+         VG_(umsg)("vmrec: a forked child cannot reopen %s; it is not recorded\n", clo_out);
+         out_fd = -1;
+      } else {
+         out_fd = VG_(safe_fd)(sr_Res(sr));
+      }
+   }
+   my_ppid = my_pid;
+   my_pid = VG_(getpid)();
+   n_acc_records = n_io_records = 0;
+   send_start = True;
+   send_header = False;
+   for (UInt i = 0; i < cap_tnum; i++)
+      tnum[i] = 0;
+   n_threads = 0;
+   cur_thread = thread_number(tid);
 }
 
 /* ------------------------------------------------------------------ instrumentation */
 
-static void add_call(IRSB* sb, const HChar* name, void* fn, IRExpr* addr, UInt k,
+/* size: bytes of the access (0 for fetches), passed less one in the high half of k. */
+static void add_call(IRSB* sb, const HChar* name, void* fn, IRExpr* addr, UInt k, Int size,
                      IRExpr* guard)
 {
-   IRExpr** args = mkIRExprVec_2(addr, mkIRExpr_HWord(k));
+   HWord ks = (HWord)k | (size > 1 ? (HWord)(size - 1) << 32 : 0);
+   IRExpr** args = mkIRExprVec_2(addr, mkIRExpr_HWord(ks));
    IRDirty* di = unsafeIRDirty_0_N(2, name, VG_(fnptr_to_fnentry)(fn), args);
    if (guard)
       di->guard = guard;
@@ -364,8 +498,9 @@ static void bump_icount(IRSB* sb, UInt n)
    addStmtToIRSB(sb, IRStmt_Store(Iend_LE, mkIRExpr_HWord((HWord)&icount), IRExpr_RdTmp(t2)));
 }
 
-#define LOAD(e, g) add_call(sbOut, "on_load", on_load, (e), n, (g))
-#define STORE(e, g) add_call(sbOut, "on_store", on_store, (e), n, (g))
+#define LOAD(e, sz, g) add_call(sbOut, "on_load", on_load, (e), n, (sz), (g))
+#define STORE(e, sz, g) add_call(sbOut, "on_store", on_store, (e), n, (sz), (g))
+#define SIZE(e) sizeofIRType(typeOfIRExpr(sbIn->tyenv, (e)))
 
 static IRSB* vmrec_instrument(VgCallbackClosure* closure, IRSB* sbIn,
                               const VexGuestLayout* layout, const VexGuestExtents* vge,
@@ -389,38 +524,49 @@ static IRSB* vmrec_instrument(VgCallbackClosure* closure, IRSB* sbIn,
       case Ist_IMark:
          n++;
          if (clo_ifetch)
-            add_call(sbOut, "on_fetch", on_fetch, mkIRExpr_HWord(st->Ist.IMark.addr), n, NULL);
+            add_call(sbOut, "on_fetch", on_fetch, mkIRExpr_HWord(st->Ist.IMark.addr), n, 0,
+                     NULL);
          break;
       case Ist_WrTmp:
          if (st->Ist.WrTmp.data->tag == Iex_Load)
-            LOAD(st->Ist.WrTmp.data->Iex.Load.addr, NULL);
+            LOAD(st->Ist.WrTmp.data->Iex.Load.addr,
+                 sizeofIRType(st->Ist.WrTmp.data->Iex.Load.ty), NULL);
          break;
       case Ist_Store:
-         STORE(st->Ist.Store.addr, NULL);
+         STORE(st->Ist.Store.addr, SIZE(st->Ist.Store.data), NULL);
          break;
-      case Ist_StoreG:
-         STORE(st->Ist.StoreG.details->addr, st->Ist.StoreG.details->guard);
+      case Ist_StoreG: {
+         IRStoreG* sg = st->Ist.StoreG.details;
+         STORE(sg->addr, SIZE(sg->data), sg->guard);
          break;
-      case Ist_LoadG:
-         LOAD(st->Ist.LoadG.details->addr, st->Ist.LoadG.details->guard);
+      }
+      case Ist_LoadG: {
+         IRLoadG* lg = st->Ist.LoadG.details;
+         IRType t_res, t_arg;
+         typeOfIRLoadGOp(lg->cvt, &t_res, &t_arg);
+         LOAD(lg->addr, sizeofIRType(t_arg), lg->guard);
          break;
+      }
       case Ist_Dirty: {
          IRDirty* d = st->Ist.Dirty.details;
          if (d->mFx == Ifx_Read || d->mFx == Ifx_Modify)
-            LOAD(d->mAddr, NULL);
+            LOAD(d->mAddr, d->mSize, NULL);
          if (d->mFx == Ifx_Write || d->mFx == Ifx_Modify)
-            STORE(d->mAddr, NULL);
+            STORE(d->mAddr, d->mSize, NULL);
          break;
       }
-      case Ist_CAS:
+      case Ist_CAS: {
          /* A compare-and-swap reads, and writes if it succeeds: counted as a write. */
-         STORE(st->Ist.CAS.details->addr, NULL);
+         IRCAS* c = st->Ist.CAS.details;
+         STORE(c->addr, SIZE(c->dataLo) * (c->dataHi ? 2 : 1), NULL);
          break;
+      }
       case Ist_LLSC:
          if (st->Ist.LLSC.storedata == NULL)
-            LOAD(st->Ist.LLSC.addr, NULL);
+            LOAD(st->Ist.LLSC.addr,
+                 sizeofIRType(typeOfIRTemp(sbIn->tyenv, st->Ist.LLSC.result)), NULL);
          else
-            STORE(st->Ist.LLSC.addr, NULL);
+            STORE(st->Ist.LLSC.addr, SIZE(st->Ist.LLSC.storedata), NULL);
          break;
       case Ist_Exit:
          bump_icount(sbOut, n);
@@ -448,36 +594,30 @@ static void vmrec_post_clo_init(void)
    page_shift = 0;
    while ((1LL << page_shift) < clo_page_size)
       page_shift++;
-   SysRes sr = VG_(open)(clo_out, VKI_O_WRONLY | VKI_O_CREAT | VKI_O_TRUNC, 0600);
+   /* O_APPEND: a regular file as --out takes the blocks of several processes in turn. */
+   SysRes sr = VG_(open)(clo_out, VKI_O_WRONLY | VKI_O_CREAT | VKI_O_TRUNC | VKI_O_APPEND, 0600);
    if (sr_isError(sr)) {
       VG_(fmsg)("vmrec: cannot open --out=%s\n", clo_out);
       VG_(exit)(1);
    }
    out_fd = VG_(safe_fd)(sr_Res(sr));
-   VG_(memcpy)(&buf[0], "VMRECRAW", 8);
-   buf[1] = 1;
-   buf[2] = (ULong)clo_page_size;
-   buf[3] = clo_ifetch ? 1 : 0;
-   buf_n = 4;
-   VG_(atfork)(NULL, NULL, vmrec_atfork_child);
+   my_pid = VG_(getpid)();
+   my_ppid = VG_(getppid)();
+   send_header = send_start = True;
+   VG_(atfork)(vmrec_atfork_pre, NULL, vmrec_atfork_child);
 }
 
 static void vmrec_fini(Int exitcode)
 {
-   flush_runs();
    if (out_fd < 0)
       return;
-   room(3);
-   buf[buf_n++] = head_word(K_END, 0, 0);
-   buf[buf_n++] = n_acc_records;
-   buf[buf_n++] = n_io_records;
-   flush_buf();
+   if (VG_(clo_verbosity) > 1)
+      VG_(umsg)("vmrec: pid %d: %llu access records, %llu file I/O records, %llu instructions\n",
+                my_pid, n_acc_records, n_io_records, icount);
+   send_end();
    if (out_fd >= 0)
       VG_(close)(out_fd);
    out_fd = -1;
-   if (VG_(clo_verbosity) > 1)
-      VG_(umsg)("vmrec: %llu access records, %llu file I/O records, %llu instructions\n",
-                n_acc_records, n_io_records, icount);
 }
 
 static void vmrec_pre_clo_init(void)

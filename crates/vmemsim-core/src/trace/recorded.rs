@@ -42,9 +42,12 @@
 //! - An access record: `count` (≥ 1) consecutive accesses by thread `tid` to page `page`,
 //!   the first at stamp `stamp`; `write` = at least one of them wrote; `ifetch` = they were
 //!   instruction fetches (never also a write). The recorder's stamp is the number of guest
-//!   instructions executed by all threads before the first access (Valgrind runs one thread
-//!   at a time), so stamps of data records never decrease; fetch records (`--ifetch`) are
-//!   folded apart from data and may be out of stamp order by one run.
+//!   instructions executed by all threads of the process before the first access (Valgrind
+//!   runs one thread at a time), so stamps of one process's data records never decrease;
+//!   fetch records (`--ifetch`) are folded apart from data and may be out of stamp order by
+//!   one run. A forked child's count goes on from its parent's at the fork, so stamps of
+//!   different processes are not comparable. Thread ids are those of
+//!   [`super::recorder::TID_DOC`] (distinct across processes).
 //! - A file I/O record: a successful system call on a regular file: `offset` and `len` in
 //!   bytes (for `read`/`write` the file position before the call and the bytes transferred;
 //!   for `mmap` the mapped file range, and `addr` the mapping's start address; 0 otherwise).
@@ -85,7 +88,8 @@ pub struct Recorded {
     pub write: bool,
     /// The accesses were instruction fetches.
     pub ifetch: bool,
-    /// Thread id (the recorder's: Valgrind's thread number, 1 = the main thread).
+    /// Thread id: the recorder's ([`super::recorder::TID_DOC`]: 1 = the recorded command's main
+    /// thread; pid × 1000 + thread number in forked and exec'd processes).
     pub tid: u32,
     /// Consecutive accesses folded into the record, at least 1.
     pub count: u64,
