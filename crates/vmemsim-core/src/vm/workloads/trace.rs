@@ -18,13 +18,18 @@
 //!   instructions before a record were run by its thread, except around a thread switch.
 //!   Version-1 traces have no stamps: no compute.
 //! - Threads (the recorder's thread ids, in order of first appearance) are spread over
-//!   `vcpus` vCPUs round-robin, all in process 0, sharing one address space as threads do.
-//!   A recorded program that forked has its processes' pages in that one address space too
-//!   (copy-on-write sharing is left out of the VM layer in any case).
+//!   `vcpus` vCPUs round-robin. The recorded command's own threads (tids below 1,000) run in
+//!   guest process 0; a forked child's threads (tid = pid × 1,000 + thread, see
+//!   docs/recording.md) run in a guest process of their own, created at the start of
+//!   vCPU 0's stream, and a vCPU switches process (a CR3 load) when its next record is
+//!   another process's. Tids the recorder gave from 4,200,000,000 up (a reused pid) count
+//!   as one process each. Copy-on-write sharing between a parent and its child is left out
+//!   of the VM layer, so a child's pages are its own.
 //! - File I/O records are skipped: the VM layer has no guest page cache yet.
 //!
-//! The trace is read twice: once when the workload is built (its distinct pages are the
-//! footprint that percentages of guest memory refer to), then streamed while it runs.
+//! The trace is read twice: once when the workload is built (its distinct (process, page)
+//! pairs are the footprint that percentages of guest memory refer to), then streamed while
+//! it runs.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -54,6 +59,11 @@ pub struct TraceGuest {
     queues: Vec<VecDeque<GuestOp>>,
     /// Recorder thread id → vCPU.
     threads: HashMap<u32, usize>,
+    /// Recorder process key → guest pid (the recorded command itself is pid 0).
+    procs: HashMap<u64, u32>,
+    /// The guest pid each vCPU runs, and whether vCPU 0 has created the processes.
+    running: Vec<u32>,
+    spawned: bool,
     last_stamp: u64,
     /// `ns_per_insn` in ps, and the ps not yet emitted (so that short gaps add up exactly).
     ps_per_insn: u64,
@@ -72,6 +82,17 @@ fn open(p: &Params, path: &str) -> Result<RecordedReader> {
     Ok(r)
 }
 
+/// The process of a recorder thread id: 0 for the recorded command's own threads (tids
+/// below 1,000), the pid for a forked child's (pid × 1,000 + thread), the tid itself for the
+/// recorder's fallback ids (from 4,200,000,000).
+fn process_of(tid: u32) -> u64 {
+    match tid {
+        0..=999 => 0,
+        4_200_000_000.. => tid as u64,
+        _ => (tid / 1000) as u64,
+    }
+}
+
 impl TraceGuest {
     pub(crate) fn parse(text: &str, run_seed: u64) -> Result<TraceGuest> {
         let p = Params::parse("trace", text, KEYS)?;
@@ -82,9 +103,10 @@ impl TraceGuest {
         let vcpus = p.u64_in("vcpus", 1, 1, 1024)? as usize;
         let ns_per_insn = p.f64_in("ns_per_insn", 0.3, 0.0, 1e6)?;
         let seed = p.seed(run_seed)?;
-        // First pass: the footprint, and the pages' range.
+        // First pass: the footprint, the pages' range and the processes.
         let mut r = open(&p, &path)?;
         let mut pages = HashSet::new();
+        let mut procs: HashMap<u64, u32> = HashMap::from([(0, 0)]);
         let mut buf = Vec::new();
         loop {
             r.next_events(&mut buf)
@@ -103,7 +125,9 @@ impl TraceGuest {
                             ),
                         ));
                     }
-                    pages.insert(a.page);
+                    let n = procs.len() as u32;
+                    let pid = *procs.entry(process_of(a.tid)).or_insert(n);
+                    pages.insert((pid, a.page));
                 }
             }
         }
@@ -119,6 +143,9 @@ impl TraceGuest {
             done: false,
             queues: vec![VecDeque::new(); vcpus],
             threads: HashMap::new(),
+            procs,
+            running: vec![0; vcpus],
+            spawned: false,
             last_stamp: 0,
             ps_per_insn: (ns_per_insn * 1000.0).round() as u64,
             carry_ps: 0,
@@ -147,7 +174,12 @@ impl TraceGuest {
         };
         let n = self.threads.len();
         let v = *self.threads.entry(a.tid).or_insert(n % self.vcpus);
+        let pid = self.procs[&process_of(a.tid)];
         let q = &mut self.queues[v];
+        if self.running[v] != pid {
+            self.running[v] = pid;
+            q.push_back(GuestOp::Switch { pid });
+        }
         if a.stamp > self.last_stamp {
             self.carry_ps = self
                 .carry_ps
@@ -186,6 +218,16 @@ impl GuestWorkload for TraceGuest {
     fn next_ops(&mut self, v: usize, buf: &mut Vec<GuestOp>) -> Result<()> {
         if v >= self.vcpus {
             return Err(super::bad_vcpu("trace", v, self.vcpus));
+        }
+        if !self.spawned {
+            // Every process exists before any vCPU's stream switches to it: vCPU 0's first
+            // ops create them (the runner polls vCPU 0 first).
+            self.spawned = true;
+            let mut pids: Vec<u32> = self.procs.values().copied().filter(|&p| p != 0).collect();
+            pids.sort_unstable_by(|a, b| b.cmp(a));
+            for pid in pids {
+                self.queues[0].push_front(GuestOp::Spawn { pid });
+            }
         }
         while self.queues[v].is_empty() {
             if !self.pull()? {
@@ -320,5 +362,70 @@ mod tests {
             let e = super::super::parse(spec, 0).err().unwrap().to_string();
             assert!(e.contains(key), "{spec}: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod fork_tests {
+    use super::*;
+    use crate::trace::recorded::{Recorded, RecordedWriter};
+    use crate::trace::TraceMeta;
+
+    #[test]
+    fn a_forked_child_runs_in_a_guest_process_of_its_own() {
+        // The parent (tid 1) writes pages 0x10..0x14, its child pid 4242 (tid 4242001)
+        // writes the same virtual pages 0x10..0x14 (its own copies) and 0x20, then the parent
+        // reads 0x10 again. Guest: process 1 is created first, the vCPU switches to it for
+        // the child's records and back to 0; 4 + 5 distinct (process, page) pairs.
+        let path =
+            std::env::temp_dir().join(format!("vmemsim-guest-fork-{}.vmt", std::process::id()));
+        let path = path.to_str().unwrap().to_string();
+        let meta = TraceMeta {
+            page_size: 4096,
+            ..TraceMeta::default()
+        };
+        let mut w = RecordedWriter::create(&path, meta).unwrap();
+        let rec = |page, tid, write| Recorded {
+            page,
+            write,
+            tid,
+            count: 1,
+            ..Recorded::default()
+        };
+        for p in 0x10..0x14 {
+            w.access(rec(p, 1, true)).unwrap();
+        }
+        for p in (0x10..0x14).chain([0x20]) {
+            w.access(rec(p, 4_242_001, true)).unwrap();
+        }
+        w.access(rec(0x10, 1, false)).unwrap();
+        w.into_inner().unwrap();
+        let mut g = TraceGuest::parse(&format!("path={path}"), 0).unwrap();
+        assert_eq!(g.footprint_pages(), 9);
+        let mut buf = Vec::new();
+        let mut all = Vec::new();
+        loop {
+            buf.clear();
+            g.next_ops(0, &mut buf).unwrap();
+            if buf.is_empty() {
+                break;
+            }
+            all.extend_from_slice(&buf);
+        }
+        let acc = |page, write| GuestOp::Op(Op::Access { page, write });
+        let mut want = vec![GuestOp::Spawn { pid: 1 }];
+        want.extend((0x10..0x14).map(|p| acc(p, true)));
+        want.push(GuestOp::Switch { pid: 1 });
+        want.extend((0x10..0x14).chain([0x20]).map(|p| acc(p, true)));
+        want.push(GuestOp::Switch { pid: 0 });
+        want.push(acc(0x10, false));
+        assert_eq!(all, want);
+        // In a VM: 9 guest first touches, no error for the process switches.
+        let mut g = TraceGuest::parse(&format!("path={path}"), 0).unwrap();
+        let cfg = crate::vm::tests_support::cfg_tdp(64, 256);
+        let r = crate::vm::run(&cfg, &mut g).unwrap();
+        assert_eq!(r.guest.first_touch, 9);
+        assert_eq!(r.processes_created, 2);
+        std::fs::remove_file(&path).ok();
     }
 }
