@@ -16,7 +16,7 @@ PAGINGS = ["native", "shadow", "tdp"]
 #: (g + 1)(h + 1) − 1 where a 2 MiB page ends its dimension's walk one level early.
 SIZES = [("4k", "4k", 24), ("4k", "2m", 19), ("2m", "4k", 19), ("2m", "2m", 15)]
 TIME_KEYS = ["translation_ns", "guest_fault_ns", "host_fault_ns", "exit_ns", "kvm_ns",
-             "tlb_flush_ns", "compute_ns"]
+             "tlb_flush_ns", "reclaim_ns", "compute_ns"]
 
 
 def main() -> int:

@@ -59,8 +59,10 @@
 //! host threads). Every op advances it by its cost ([`VmCosts`], documented defaults): the
 //! translation's cycles (TLB hit latency or the walk's, from the page-table line cache),
 //! guest and host faults, VM exits, the work KVM's handlers did (priced per unit of work, the
-//! same prices that weigh the flame graph), INVLPGs and CR3 loads, and the program's own CPU
-//! work (`Compute`). Open-loop arrivals (`Arrive`, counted from the vCPU's last barrier, so
+//! same prices that weigh the flame graph), INVLPGs and CR3 loads, reclaim (all of the
+//! guest's, whose kswapd has only the guest's vCPUs to run on, and the host's direct reclaim;
+//! the host's kswapd runs on a host CPU of its own), and the program's own CPU work
+//! (`Compute`). Open-loop arrivals (`Arrive`, counted from the vCPU's last barrier, so
 //! after a load phase) leave a vCPU idle until the request arrives; a request's latency runs from its arrival (or its start, without one) to its
 //! end, so it includes queueing behind earlier requests. A `Barrier` moves a vCPU's clock to
 //! the latest vCPU clock (an approximation: vCPUs run chunk by chunk). Runtime is the latest
@@ -341,6 +343,9 @@ pub struct VmTime {
     pub exit_ns: u64,
     pub kvm_ns: u64,
     pub tlb_flush_ns: u64,
+    /// Reclaim's work on the vCPUs: all of the guest's (its kswapd runs on its vCPUs) and
+    /// the host's direct reclaim.
+    pub reclaim_ns: u64,
     pub compute_ns: u64,
     pub idle_ns: u64,
 }
@@ -376,6 +381,10 @@ pub struct VmCosts {
     /// Reading or writing one more 4 KiB of a large page at a swap-in (estimate: 1 µs, a
     /// sequential NVMe transfer at ~4 GB/s).
     pub swap_page_ns: u64,
+    /// Reclaim's work per page scanned and per page reclaimed: the timing engine's estimates
+    /// (`scan_page_ns` 300, `reclaim_page_ns` 2,000; see `timed::TimedCosts`).
+    pub scan_page_ns: u64,
+    pub reclaim_page_ns: u64,
 }
 
 impl Default for VmCosts {
@@ -393,6 +402,8 @@ impl Default for VmCosts {
             cr3_ns: 50,
             clear_page_ns: 300,
             swap_page_ns: 1_000,
+            scan_page_ns: 300,
+            reclaim_page_ns: 2_000,
         }
     }
 }
@@ -801,7 +812,7 @@ pub struct Vm {
     /// The access in progress: translation cycles at its start, and the counters before its
     /// slow path (see `mark`).
     op_c0: u64,
-    snap: Option<[u64; 11]>,
+    snap: Option<[u64; 15]>,
     /// Other VMs run on this VM's host.
     shares_host: bool,
     /// Scratch: KVM's shrinker's batches to zap in this VM.
@@ -1807,7 +1818,7 @@ impl Vm {
         }
     }
 
-    fn work_snapshot(&self) -> [u64; 11] {
+    fn work_snapshot(&self) -> [u64; 15] {
         let shared = self.host.as_ref().map(|h| h.shared.borrow());
         let h = shared.as_ref().map(|s| &s.m.stats);
         [
@@ -1822,11 +1833,15 @@ impl Vm {
             self.r.nested_flushes,
             self.guest.stats.first_touch,
             h.map_or(0, |s| s.first_touch),
+            self.guest.stats.pgscan_direct + self.guest.stats.pgscan_kswapd,
+            self.guest.stats.pgsteal_direct + self.guest.stats.pgsteal_kswapd,
+            h.map_or(0, |s| s.pgscan_direct),
+            h.map_or(0, |s| s.pgsteal_direct),
         ]
     }
 
     /// Advance vCPU `v`'s clock by what the op cost.
-    fn charge(&mut self, v: usize, a: &[u64; 11], b: &[u64; 11], access: bool) {
+    fn charge(&mut self, v: usize, a: &[u64; 15], b: &[u64; 15], access: bool) {
         let c = &self.costs;
         let d = |i: usize| b[i] - a[i];
         let translation =
@@ -1852,6 +1867,11 @@ impl Vm {
         let host = d(3) * c.host_minor_fault_ns
             + d(4) * hmaj
             + hx * (d(10) * c.clear_page_ns + d(4) * hswap);
+        // The guest's reclaim, kswapd's included, runs on the guest's vCPUs (it has no other
+        // CPUs; charged to the vCPU whose allocation needed it); the host's direct reclaim on
+        // the faulting vCPU, the host's kswapd on a host CPU of its own, at no cost to the
+        // vCPUs (no CPU contention in the VM layer).
+        let reclaim = (d(11) + d(13)) * c.scan_page_ns + (d(12) + d(14)) * c.reclaim_page_ns;
         let exits = d(5) * c.exit_ns;
         let flush = d(6) * c.invlpg_ns + d(7) * c.cr3_ns;
         let mut kvm = 0;
@@ -1878,7 +1898,8 @@ impl Vm {
         t.exit_ns += exits;
         t.kvm_ns += kvm;
         t.tlb_flush_ns += flush;
-        self.vcpus[v].clock += translation + guest + host + exits + kvm + flush;
+        t.reclaim_ns += reclaim;
+        self.vcpus[v].clock += translation + guest + host + exits + kvm + flush + reclaim;
         if self.host_dev || self.guest_dev.is_some() {
             self.device_io(v);
         }

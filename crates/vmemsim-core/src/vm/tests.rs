@@ -417,6 +417,7 @@ fn event_costs_add_up() {
         + t.exit_ns
         + t.kvm_ns
         + t.tlb_flush_ns
+        + t.reclaim_ns
         + t.compute_ns
         + t.idle_ns;
     assert_eq!(r.runtime_ns, sum);
@@ -827,4 +828,27 @@ fn a_timed_host_swap_device_makes_the_faulting_access_wait_for_its_read() {
     let b = vm.result();
     assert_eq!(b.time.host_fault_ns - a.time.host_fault_ns, 100_000);
     assert!(b.host_device.is_none());
+}
+
+#[test]
+fn the_guests_reclaim_costs_its_vcpus_and_the_hosts_kswapd_does_not() {
+    // 64 guest frames, 200 pages written: the guest reclaims (its kswapd, on its vCPU):
+    // 300 ns per page scanned, 2 µs per page reclaimed. The host (plenty of memory) does not.
+    let ops: Vec<GuestOp> = (0..200).map(|p| acc(p, true)).collect();
+    let c = cfg(Paging::Tdp, 64, 4_096, TranslateConfig::default());
+    let r = run(&c, &mut Script::new(vec![ops])).unwrap();
+    let g = &r.guest;
+    let (scanned, stolen) = (
+        g.pgscan_kswapd + g.pgscan_direct,
+        g.pgsteal_kswapd + g.pgsteal_direct,
+    );
+    assert!(stolen >= 200 - 64, "{stolen}");
+    assert_eq!(r.host.pgscan_kswapd + r.host.pgscan_direct, 0);
+    assert_eq!(r.time.reclaim_ns, scanned * 300 + stolen * 2_000);
+    // Host pressure with kswapd keeping up costs the vCPUs nothing.
+    let ops: Vec<GuestOp> = (0..400).map(|p| acc(p, true)).collect();
+    let c = cfg(Paging::Tdp, 512, 300, TranslateConfig::default());
+    let r = run(&c, &mut Script::new(vec![ops])).unwrap();
+    assert!(r.host.pgsteal_kswapd > 0 && r.host.pgscan_direct == 0);
+    assert_eq!(r.time.reclaim_ns, 0);
 }
