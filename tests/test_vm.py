@@ -220,6 +220,11 @@ def test_several_vms_share_the_host():
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert len(json.loads(r.stdout)["per_vm"]) == 2
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "vm", spec, spec],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.split("per VM")[1].splitlines()[2:]
+    assert [ln.split()[0] for ln in rows] == ["0", "1"]
     # Different workloads, one VM each: guest memory is 200% of each one's footprint (4,096
     # and 8,192 pages of stress-vm's regions plus the worker's 6 image pages: 2 × 4,102 =
     # 8,204 and 2 × 8,198 = 16,396 frames).

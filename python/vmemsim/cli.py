@@ -737,6 +737,17 @@ def _run_vm(args: argparse.Namespace) -> int:
         for k, v in d["kvm"].items():
             if isinstance(v, int):
                 lines.append(f"  {k:<24} {v:>14,}")
+    if d.get("per_vm"):
+        lines += ["", "per VM (the counters above are their sums; host memory is shared)",
+                  f"  {'vm':<4}{'runtime s':>12}{'guest faults':>14}{'EPT viol.':>12}"
+                  f"{'exits':>12}{'host fault ms':>15}{'p99 µs':>10}"]
+        for i, v in enumerate(d["per_vm"]):
+            p99 = (v.get("latency") or {}).get("p99")
+            lines.append(
+                f"  {i:<4}{v['runtime_ns'] / 1e9:>12.6f}{v['guest']['faults']:>14,}"
+                f"{v['ept_violations']:>12,}{v['exits']:>12,}"
+                f"{v['time']['host_fault_ns'] / 1e6:>15,.3f}"
+                + (f"{p99 / 1e3:>10.1f}" if p99 is not None else f"{'—':>10}"))
     print("\n".join(lines))
     return 0
 
