@@ -265,3 +265,18 @@ def test_timed_swap_devices_for_the_host():
     assert r.guest_device is None
     with pytest.raises(VmemsimError, match="host_swap"):
         vmemsim.run_vm(spec, host_swap="floppy")
+
+
+def test_vcpus_sharing_host_cpus_accrue_steal_time():
+    # Two single-vCPU redis-like VMs at 60k requests/s each: alone on their CPUs they never
+    # wait; on one host CPU they take turns, the waiting is steal time, and the tail latency
+    # grows with it.
+    spec = "redis-like:rps=60000,requests=20000"
+    free = vmemsim.run_vm(spec, vms=2)
+    shared = vmemsim.run_vm(spec, vms=2, host_cpus=1)
+    assert free.time["steal_ns"] == 0
+    assert shared.time["steal_ns"] > 0
+    assert shared.latency["p99"] > free.latency["p99"]
+    assert vmemsim.run_vm(spec, vms=2, host_cpus=2).time["steal_ns"] == 0
+    with pytest.raises(VmemsimError, match="host_cpus"):
+        vmemsim.run_vm(spec, host_cpus=0)

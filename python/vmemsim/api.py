@@ -1111,6 +1111,7 @@ def run_vm(
     vms: int = 1,
     host_swap: Optional[str] = None,
     guest_swap: Optional[str] = None,
+    host_cpus: Optional[int] = None,
 ) -> VmResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
     ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host:
@@ -1136,7 +1137,10 @@ def run_vm(
     ``host_swap`` and ``guest_swap`` (device specs as ``vmemsim run --swap``: ``ssd``,
     ``nvme``, ``zram``, ``remote``, with ``key=value`` parameters) give a side's swap a timed
     device (queueing, zram's CPU time) instead of the flat major-fault cost; the result's
-    ``host_device`` / ``guest_device`` are the devices' counters.
+    ``host_device`` / ``guest_device`` are the devices' counters. ``host_cpus`` makes all
+    the vCPUs share that many host CPUs in time slices (EEVDF's base slice); a runnable vCPU
+    waiting for one is steal time (``time["steal_ns"]``), which request latency includes.
+    Unset, each vCPU has a CPU of its own.
     """
     for name, v in (("host_swap", host_swap), ("guest_swap", guest_swap)):
         if v is not None and not isinstance(v, str):
@@ -1160,6 +1164,6 @@ def run_vm(
         _count_arg("guest_levels", guest_levels), _count_arg("host_levels", host_levels),
         _count_arg("pt_pages", pt_pages, lo=0), json.dumps(dict(translate or {})),
         json.dumps(dict(costs or {})), guest_page, host_page, _count_arg("vms", vms),
-        host_swap, guest_swap,
+        host_swap, guest_swap, None if host_cpus is None else _count_arg("host_cpus", host_cpus),
     )
     return VmResult(json.loads(out), _seed_arg(seed))

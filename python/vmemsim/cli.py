@@ -658,6 +658,9 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
                    "host_major_fault_ns per major fault)")
     p.add_argument("--guest-swap", default=None, metavar="DEVICE",
                    help="timed swap device for the guest's own swap (as --host-swap)")
+    p.add_argument("--host-cpus", type=_positive, default=None, metavar="N",
+                   help="host CPUs all vCPUs share, in time slices (default: a CPU per vCPU); "
+                   "waiting for one is steal time")
     p.add_argument("--vms", type=_positive, default=1, metavar="N",
                    help="run N VMs of the workload (seeds S, S+1, ...) on one host sharing "
                    "its memory (default 1; --host-frames as a percentage is of all of them)")
@@ -686,7 +689,7 @@ def _run_vm(args: argparse.Namespace) -> int:
         host_policy=args.host_policy, eviction=args.eviction, mmu_pages=args.mmu_pages,
         seed=args.seed, costs=costs or None, guest_page=args.guest_page,
         host_page=args.host_page, vms=args.vms, host_swap=args.host_swap,
-        guest_swap=args.guest_swap,
+        guest_swap=args.guest_swap, host_cpus=args.host_cpus,
     )
     if (args.folded or args.flamegraph) and not r.kvm_folded:
         raise CliError("--folded/--flamegraph: KVM's handler profile exists under "

@@ -807,7 +807,7 @@ fn guest_workload_kinds() -> Vec<(String, String)> {
 /// page-table pages). `translate` is the JSON of `TranslateConfig` (unknown keys are
 /// errors). Returns the JSON of the core's `VmResult`.
 #[pyfunction]
-#[pyo3(signature = (workload, seed=0, paging="tdp", guest_frames="200%", host_frames="150%", guest_policy="clock-lru", host_policy="clock-lru", eviction="fifo", mmu_pages=None, guest_levels=4, host_levels=4, pt_pages=0, translate="{}", costs="{}", guest_page="4k", host_page="4k", vms=1, host_swap=None, guest_swap=None))]
+#[pyo3(signature = (workload, seed=0, paging="tdp", guest_frames="200%", host_frames="150%", guest_policy="clock-lru", host_policy="clock-lru", eviction="fifo", mmu_pages=None, guest_levels=4, host_levels=4, pt_pages=0, translate="{}", costs="{}", guest_page="4k", host_page="4k", vms=1, host_swap=None, guest_swap=None, host_cpus=None))]
 #[allow(clippy::too_many_arguments)]
 fn run_vm(
     py: Python<'_>,
@@ -830,7 +830,11 @@ fn run_vm(
     vms: u32,
     host_swap: Option<&str>,
     guest_swap: Option<&str>,
+    host_cpus: Option<u32>,
 ) -> PyResult<String> {
+    if host_cpus == Some(0) {
+        return Err(config_err("host_cpus", "at least one host CPU"));
+    }
     let device = |key: &str,
                   s: Option<&str>|
      -> PyResult<Option<vmemsim_core::device::DeviceSpec>> {
@@ -948,7 +952,12 @@ fn run_vm(
             ..cfg.clone()
         })
         .collect();
-    let result = py.allow_threads(move || vm::run_many(&cfgs, &mut wls).map_err(py_err))?;
+    let cpus = host_cpus.map(|cpus| vm::HostCpus {
+        cpus,
+        slice_ns: None,
+    });
+    let result =
+        py.allow_threads(move || vm::run_many_with(&cfgs, &mut wls, cpus).map_err(py_err))?;
     to_json(&result)
 }
 

@@ -72,6 +72,7 @@ _VM_KEYS = {
     "vm.pt_pages": "pt_pages",
     "vm.guest_page": "guest_page",
     "vm.count": "vms",
+    "vm.host_cpus": "host_cpus",
     "vm.host_swap": "host_swap",
     "vm.guest_swap": "guest_swap",
     "vm.host_page": "host_page",

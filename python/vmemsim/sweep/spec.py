@@ -238,6 +238,8 @@ def _builtin_schema() -> None:
         "parameters; unset: a flat cost per major fault)"))
     reg("vm.guest_swap", Key(optional(check_str), None,
         "VM runs: timed swap device of the guest (as vm.host_swap)"))
+    reg("vm.host_cpus", Key(optional(check_int(1, 4096)), None,
+        "VM runs: host CPUs all vCPUs share in time slices (unset: a CPU per vCPU)"))
     reg("vm.count", Key(check_int(1, 4096), 1,
         "VM runs: VMs of the workload (seeds seed, seed+1, ...) sharing the host's memory "
         "(vm.host_frames as a percentage is of all of them)"))

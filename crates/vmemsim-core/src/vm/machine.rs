@@ -55,8 +55,9 @@
 //!
 //! # Time
 //!
-//! Each vCPU has its own clock (a host CPU of its own: no contention between vCPUs or with
-//! host threads). Every op advances it by its cost ([`VmCosts`], documented defaults): the
+//! Each vCPU has its own clock: on a host CPU of its own, or sharing `HostCpus` with the
+//! other vCPUs in time slices ([`run_many_with`]; waiting for a CPU is steal time). Every
+//! op advances it by its cost ([`VmCosts`], documented defaults): the
 //! translation's cycles (TLB hit latency or the walk's, from the page-table line cache),
 //! guest and host faults, VM exits, the work KVM's handlers did (priced per unit of work, the
 //! same prices that weigh the flame graph), INVLPGs and CR3 loads, reclaim (all of the
@@ -117,7 +118,8 @@
 //!
 //! # Left out (for now)
 //!
-//! Host CPU contention and host threads (kswapd, the host's reclaim runs inline),
+//! Host threads on host CPUs (the host's kswapd takes no CPU; with [`HostCpus`] the vCPUs
+//! share host CPUs in time slices, see [`run_many_with`]),
 //! copy-on-write between processes, guest page cache and file I/O, and ballooning or free
 //! page reporting (pages the guest frees stay backed on the host).
 
@@ -348,6 +350,9 @@ pub struct VmTime {
     pub reclaim_ns: u64,
     pub compute_ns: u64,
     pub idle_ns: u64,
+    /// Runnable but waiting for a host CPU (with `HostCpus`: steal time, as the guest's
+    /// `steal` in /proc/stat counts it).
+    pub steal_ns: u64,
 }
 
 /// Costs of the VM's events. Defaults are estimates unless a source is named.
@@ -1980,6 +1985,26 @@ impl Vm {
         r
     }
 
+    /// vCPU `v`'s clock (simulated ns).
+    pub fn clock(&self, v: usize) -> u64 {
+        self.vcpus[v].clock
+    }
+
+    /// When an open-loop arrival `at_ns` of vCPU `v`'s stream arrives (counted from its last
+    /// barrier, as [`GuestOp::Arrive`]).
+    pub fn arrival_at(&self, v: usize, at_ns: u64) -> u64 {
+        self.vcpus[v].epoch.saturating_add(at_ns)
+    }
+
+    /// vCPU `v`, runnable since its clock, gets a host CPU at `t`: the wait is steal time.
+    pub fn steal_until(&mut self, v: usize, t: u64) {
+        let vc = &mut self.vcpus[v];
+        if t > vc.clock {
+            self.r.time.steal_ns += t - vc.clock;
+            vc.clock = t;
+        }
+    }
+
     /// Request latencies so far.
     pub fn latency_histogram(&self) -> &crate::timed::hist::Histogram {
         &self.hist
@@ -2093,47 +2118,90 @@ pub fn run(cfg: &VmConfig, wl: &mut dyn GuestWorkload) -> Result<VmResult> {
 /// chunk, each on a host CPU of its own. Returns the merged result with each VM's in
 /// [`VmResult::per_vm`].
 pub fn run_many(cfgs: &[VmConfig], wls: &mut [Box<dyn GuestWorkload>]) -> Result<VmResult> {
+    run_many_with(cfgs, wls, None)
+}
+
+/// The host CPUs the vCPUs share (see [`run_many_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostCpus {
+    pub cpus: u32,
+    /// Time slice (`None`: EEVDF's base slice for `cpus`, [`crate::timed::default_slice_ns`]).
+    pub slice_ns: Option<u64>,
+}
+
+/// [`run_many`], with the vCPUs of all VMs sharing `cpus` host CPUs when given (else each
+/// on a CPU of its own). The host's scheduler is modelled as time slices: a free CPU takes,
+/// among the runnable vCPUs, the one with the least CPU time so far (EEVDF's fairness,
+/// without its lag and deadline bookkeeping), which runs until its slice is used, it idles
+/// for an open-loop arrival, or its stream ends. A runnable vCPU waiting for a CPU is
+/// stolen time (`time.steal_ns`): its requests' latency grows by it. Left out: EEVDF's
+/// wake-up preemption (a vCPU whose request arrives waits for the running slice to end),
+/// the host's kswapd and other host threads (they take no CPU here), and the guest's own
+/// scheduler (a vCPU runs its stream's processes as the stream switches them).
+pub fn run_many_with(
+    cfgs: &[VmConfig],
+    wls: &mut [Box<dyn GuestWorkload>],
+    cpus: Option<HostCpus>,
+) -> Result<VmResult> {
     if cfgs.is_empty() || cfgs.len() != wls.len() {
         return Err(Error::config(
             "vm",
             format!("{} configurations for {} workloads", cfgs.len(), wls.len()),
         ));
     }
-    if cfgs.len() == 1 {
+    if cfgs.len() == 1 && cpus.is_none() {
         return run(&cfgs[0], wls[0].as_mut());
     }
-    if cfgs.iter().any(|c| c.paging == Paging::Native) {
+    if cfgs.len() > 1 && cfgs.iter().any(|c| c.paging == Paging::Native) {
         return Err(Error::config(
             "vm.count",
             "native paging runs no VM: several VMs need tdp or shadow",
         ));
     }
     let refs: Vec<&VmConfig> = cfgs.iter().collect();
-    let host = host_for(&refs)?;
+    let host = match cfgs[0].paging {
+        Paging::Native => None,
+        _ => Some(host_for(&refs)?),
+    };
     let mut vms = Vec::with_capacity(cfgs.len());
     for (i, (c, w)) in cfgs.iter().zip(wls.iter()).enumerate() {
-        vms.push(Vm::on_host(c, w.vcpus(), Some((host.clone(), i)))?);
+        vms.push(Vm::on_host(
+            c,
+            w.vcpus(),
+            host.as_ref().map(|h| (h.clone(), i)),
+        )?);
     }
-    let mut live: Vec<Vec<bool>> = wls.iter().map(|w| vec![true; w.vcpus()]).collect();
-    let mut buf = Vec::new();
-    while live.iter().flatten().any(|&l| l) {
-        for (i, vm) in vms.iter_mut().enumerate() {
-            for (v, alive) in live[i].iter_mut().enumerate() {
-                if !*alive {
-                    continue;
-                }
-                buf.clear();
-                wls[i].next_ops(v, &mut buf)?;
-                if buf.is_empty() {
-                    *alive = false;
-                    continue;
-                }
-                for &op in &buf {
-                    vm.op(v, op)?;
+    match cpus {
+        None => {
+            let mut live: Vec<Vec<bool>> = wls.iter().map(|w| vec![true; w.vcpus()]).collect();
+            let mut buf = Vec::new();
+            while live.iter().flatten().any(|&l| l) {
+                for (i, vm) in vms.iter_mut().enumerate() {
+                    for (v, alive) in live[i].iter_mut().enumerate() {
+                        if !*alive {
+                            continue;
+                        }
+                        buf.clear();
+                        wls[i].next_ops(v, &mut buf)?;
+                        if buf.is_empty() {
+                            *alive = false;
+                            continue;
+                        }
+                        for &op in &buf {
+                            vm.op(v, op)?;
+                        }
+                    }
                 }
             }
         }
+        Some(hc) => schedule(&mut vms, wls, hc)?,
     }
+    if vms.len() == 1 {
+        let mut r = vms[0].result();
+        r.workload = wls[0].name();
+        return Ok(r);
+    }
+    let host = host.expect("several VMs have a host");
     let mut per = Vec::with_capacity(vms.len());
     let mut hist = crate::timed::hist::Histogram::new();
     for (vm, w) in vms.iter_mut().zip(wls.iter()) {
@@ -2153,6 +2221,108 @@ pub fn run_many(cfgs: &[VmConfig], wls: &mut [Box<dyn GuestWorkload>]) -> Result
     }
     merged.per_vm = per;
     Ok(merged)
+}
+
+/// One vCPU of [`schedule`]: its VM and index, its pending ops, when it can run next and
+/// the CPU time it has had.
+struct Runner {
+    vm: usize,
+    v: usize,
+    buf: Vec<GuestOp>,
+    pos: usize,
+    done: bool,
+    ready_at: u64,
+    cpu_ns: u64,
+}
+
+/// Run all VMs' vCPUs on `hc.cpus` host CPUs (see [`run_many_with`]).
+fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) -> Result<()> {
+    use std::cmp::Reverse;
+    if hc.cpus == 0 {
+        return Err(Error::config("vm.host_cpus", "at least one host CPU"));
+    }
+    let slice = hc
+        .slice_ns
+        .unwrap_or_else(|| crate::timed::default_slice_ns(hc.cpus))
+        .max(1);
+    let mut runners: Vec<Runner> = Vec::new();
+    for (i, w) in wls.iter().enumerate() {
+        for v in 0..w.vcpus() {
+            runners.push(Runner {
+                vm: i,
+                v,
+                buf: Vec::new(),
+                pos: 0,
+                done: false,
+                ready_at: 0,
+                cpu_ns: 0,
+            });
+        }
+    }
+    let mut free: std::collections::BinaryHeap<Reverse<u64>> =
+        (0..hc.cpus).map(|_| Reverse(0)).collect();
+    loop {
+        let Some(Reverse(t_free)) = free.pop() else {
+            break;
+        };
+        // The runnable vCPU with the least CPU time; if none is runnable yet, the one that
+        // becomes runnable first.
+        let pick = runners
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !r.done && r.ready_at <= t_free)
+            .min_by_key(|(i, r)| (r.cpu_ns, *i))
+            .map(|(i, _)| i)
+            .or_else(|| {
+                runners
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| !r.done)
+                    .min_by_key(|(i, r)| (r.ready_at, r.cpu_ns, *i))
+                    .map(|(i, _)| i)
+            });
+        let Some(k) = pick else {
+            break;
+        };
+        let r = &mut runners[k];
+        let vm = &mut vms[r.vm];
+        let start = t_free.max(r.ready_at);
+        vm.steal_until(r.v, start);
+        let start = vm.clock(r.v);
+        let end_of_slice = start.saturating_add(slice);
+        let mut released = None;
+        loop {
+            if r.pos == r.buf.len() {
+                r.buf.clear();
+                r.pos = 0;
+                wls[r.vm].next_ops(r.v, &mut r.buf)?;
+                if r.buf.is_empty() {
+                    r.done = true;
+                    break;
+                }
+            }
+            let op = r.buf[r.pos];
+            r.pos += 1;
+            if let GuestOp::Arrive { at_ns } = op {
+                let at = vm.arrival_at(r.v, at_ns);
+                if at > vm.clock(r.v) {
+                    // Nothing to do until the request arrives: the CPU is free now.
+                    released = Some(vm.clock(r.v));
+                    vm.op(r.v, op)?;
+                    break;
+                }
+            }
+            vm.op(r.v, op)?;
+            if vm.clock(r.v) >= end_of_slice {
+                break;
+            }
+        }
+        let cpu_free = released.unwrap_or_else(|| vm.clock(r.v));
+        r.cpu_ns += cpu_free.saturating_sub(start);
+        r.ready_at = vm.clock(r.v);
+        free.push(Reverse(cpu_free));
+    }
+    Ok(())
 }
 
 /// The sums of several VMs' results (see [`VmResult::per_vm`]); strings and enums are the

@@ -9,8 +9,8 @@ pub mod workloads;
 mod tests;
 
 pub use machine::{
-    host_for, run, run_many, shrink_slab_plan, HostShared, Paging, Vm, VmConfig, VmCosts, VmResult,
-    VmTime,
+    host_for, run, run_many, run_many_with, shrink_slab_plan, HostCpus, HostShared, Paging, Vm,
+    VmConfig, VmCosts, VmResult, VmTime,
 };
 pub use ops::{GuestOp, GuestWorkload};
 

@@ -852,3 +852,72 @@ fn the_guests_reclaim_costs_its_vcpus_and_the_hosts_kswapd_does_not() {
     assert!(r.host.pgsteal_kswapd > 0 && r.host.pgscan_direct == 0);
     assert_eq!(r.time.reclaim_ns, 0);
 }
+
+fn compute(ms: u32) -> GuestOp {
+    GuestOp::Op(Op::Compute { ns: ms * 1_000_000 })
+}
+
+#[test]
+fn vcpus_share_host_cpus_in_slices_and_wait_as_steal_time() {
+    // Two VMs of one vCPU each, ten 1 ms computations each, on one host CPU with a 3 ms
+    // slice: VM 0 runs 0-3, 6-9, 12-15, 18-19 ms, VM 1 3-6, 9-12, 15-18, 19-20 ms (the
+    // least CPU time first, ties to the first VM). VM 0 ends at 19 ms after 9 ms of steal
+    // time, VM 1 at 20 ms after 10 ms. On two CPUs each runs alone: 10 ms, no steal.
+    let c = cfg(Paging::Tdp, 64, 256, TranslateConfig::default());
+    let cfgs = [c.clone(), c.clone()];
+    let wl = || -> Vec<Box<dyn GuestWorkload>> {
+        (0..2)
+            .map(|_| Box::new(Script::new(vec![vec![compute(1); 10]])) as Box<dyn GuestWorkload>)
+            .collect()
+    };
+    let one = HostCpus {
+        cpus: 1,
+        slice_ns: Some(3_000_000),
+    };
+    let r = run_many_with(&cfgs, &mut wl(), Some(one)).unwrap();
+    let ends: Vec<u64> = r.per_vm.iter().map(|v| v.runtime_ns).collect();
+    let steal: Vec<u64> = r.per_vm.iter().map(|v| v.time.steal_ns).collect();
+    assert_eq!(ends, [19_000_000, 20_000_000]);
+    assert_eq!(steal, [9_000_000, 10_000_000]);
+    assert_eq!(r.runtime_ns, 20_000_000);
+    let two = HostCpus {
+        cpus: 2,
+        slice_ns: Some(3_000_000),
+    };
+    let r = run_many_with(&cfgs, &mut wl(), Some(two)).unwrap();
+    assert_eq!(r.runtime_ns, 10_000_000);
+    assert_eq!(r.time.steal_ns, 0);
+}
+
+#[test]
+fn an_idle_vcpu_gives_its_cpu_back_until_its_request_arrives() {
+    // VM 0's request arrives at 5 ms and takes 1 ms of CPU; VM 1 computes ten 1 ms steps.
+    // One CPU, 3 ms slices: VM 0 idles at once (the CPU goes to VM 1: 0-3, 3-6 ms), runs
+    // its request 6-7 ms (1 ms of steal after its arrival): latency 2 ms; VM 1 waits 6-7 ms
+    // and ends at 11 ms.
+    let c = cfg(Paging::Tdp, 64, 256, TranslateConfig::default());
+    let cfgs = [c.clone(), c.clone()];
+    let req = vec![
+        GuestOp::Arrive { at_ns: 5_000_000 },
+        GuestOp::Op(Op::RequestBegin { kind: 0 }),
+        compute(1),
+        GuestOp::Op(Op::RequestEnd),
+    ];
+    let mut wls: Vec<Box<dyn GuestWorkload>> = vec![
+        Box::new(Script::new(vec![req])),
+        Box::new(Script::new(vec![vec![compute(1); 10]])),
+    ];
+    let hc = HostCpus {
+        cpus: 1,
+        slice_ns: Some(3_000_000),
+    };
+    let r = run_many_with(&cfgs, &mut wls, Some(hc)).unwrap();
+    let (a, b) = (&r.per_vm[0], &r.per_vm[1]);
+    assert_eq!(a.runtime_ns, 7_000_000);
+    assert_eq!(a.time.idle_ns, 5_000_000);
+    assert_eq!(a.time.steal_ns, 1_000_000);
+    let l = a.latency.as_ref().unwrap();
+    assert_eq!((l.count, l.max), (1, 2_000_000));
+    assert_eq!(b.runtime_ns, 11_000_000);
+    assert_eq!(b.time.steal_ns, 1_000_000);
+}
