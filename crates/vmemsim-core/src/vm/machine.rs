@@ -2261,10 +2261,7 @@ fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) ->
     }
     let mut free: std::collections::BinaryHeap<Reverse<u64>> =
         (0..hc.cpus).map(|_| Reverse(0)).collect();
-    loop {
-        let Some(Reverse(t_free)) = free.pop() else {
-            break;
-        };
+    while let Some(Reverse(t_free)) = free.pop() {
         // The runnable vCPU with the least CPU time; if none is runnable yet, the one that
         // becomes runnable first.
         let pick = runners
