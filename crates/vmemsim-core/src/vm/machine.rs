@@ -306,6 +306,8 @@ pub struct VmResult {
     pub deferred_flushes: u64,
     /// INVEPT-like flushes after host reclaim unmapped guest memory.
     pub nested_flushes: u64,
+    /// With `HostCpus`: CPU time the host's kswapd took from the vCPUs' host CPUs.
+    pub host_kswapd_ns: u64,
     /// Shadow paging: calls of KVM's shrinker (`mmu_shrink_scan`, which zaps the oldest
     /// shadow pages) by host reclaim passes through `do_shrink_slab`, and the shadow pages
     /// they zapped.
@@ -2134,9 +2136,11 @@ pub struct HostCpus {
 /// among the runnable vCPUs, the one with the least CPU time so far (EEVDF's fairness,
 /// without its lag and deadline bookkeeping), which runs until its slice is used, it idles
 /// for an open-loop arrival, or its stream ends. A runnable vCPU waiting for a CPU is
-/// stolen time (`time.steal_ns`): its requests' latency grows by it. Left out: EEVDF's
-/// wake-up preemption (a vCPU whose request arrives waits for the running slice to end),
-/// the host's kswapd and other host threads (they take no CPU here), and the guest's own
+/// stolen time (`time.steal_ns`): its requests' latency grows by it. The host's kswapd
+/// shares the CPUs too: the CPU work of the reclaim it did (inline, when the host needed
+/// it) becomes runnable at the end of the slice that woke it, and runs in slices like a
+/// vCPU (`host_kswapd_ns`). Left out: EEVDF's wake-up preemption (a vCPU whose request
+/// arrives waits for the running slice to end), other host threads, and the guest's own
 /// scheduler (a vCPU runs its stream's processes as the stream switches them).
 pub fn run_many_with(
     cfgs: &[VmConfig],
@@ -2171,6 +2175,7 @@ pub fn run_many_with(
             host.as_ref().map(|h| (h.clone(), i)),
         )?);
     }
+    let mut kswapd_ns = 0;
     match cpus {
         None => {
             let mut live: Vec<Vec<bool>> = wls.iter().map(|w| vec![true; w.vcpus()]).collect();
@@ -2194,11 +2199,12 @@ pub fn run_many_with(
                 }
             }
         }
-        Some(hc) => schedule(&mut vms, wls, hc)?,
+        Some(hc) => kswapd_ns = schedule(&mut vms, wls, hc)?,
     }
     if vms.len() == 1 {
         let mut r = vms[0].result();
         r.workload = wls[0].name();
+        r.host_kswapd_ns = kswapd_ns;
         return Ok(r);
     }
     let host = host.expect("several VMs have a host");
@@ -2220,6 +2226,7 @@ pub fn run_many_with(
         merged.latency_buckets = hist.buckets();
     }
     merged.per_vm = per;
+    merged.host_kswapd_ns = kswapd_ns;
     Ok(merged)
 }
 
@@ -2236,7 +2243,8 @@ struct Runner {
 }
 
 /// Run all VMs' vCPUs on `hc.cpus` host CPUs (see [`run_many_with`]).
-fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) -> Result<()> {
+/// Returns the CPU time the host's kswapd ran.
+fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) -> Result<u64> {
     use std::cmp::Reverse;
     if hc.cpus == 0 {
         return Err(Error::config("vm.host_cpus", "at least one host CPU"));
@@ -2261,9 +2269,41 @@ fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) ->
     }
     let mut free: std::collections::BinaryHeap<Reverse<u64>> =
         (0..hc.cpus).map(|_| Reverse(0)).collect();
+    // The host's kswapd: its reclaim happens inline (when the host's memory manager needs
+    // it), but its CPU work (`scan_page_ns` per page scanned, `reclaim_page_ns` per page
+    // reclaimed) becomes a backlog that competes for the CPUs like a vCPU.
+    let kswapd_counts = |vms: &[Vm]| -> (u64, u64) {
+        vms[0].host.as_ref().map_or((0, 0), |h| {
+            let st = &h.shared.borrow().m.stats;
+            (st.pgscan_kswapd, st.pgsteal_kswapd)
+        })
+    };
+    let (scan_ns, steal_ns) = (vms[0].costs.scan_page_ns, vms[0].costs.reclaim_page_ns);
+    let mut k_seen = kswapd_counts(vms);
+    let mut k_backlog = 0u64;
+    let mut k_ready = u64::MAX;
+    let mut k_cpu = 0u64;
     while let Some(Reverse(t_free)) = free.pop() {
+        if runners.iter().all(|r| r.done) {
+            break;
+        }
+        let k_runnable = k_backlog > 0 && k_ready <= t_free;
+        let best_ready = runners
+            .iter()
+            .filter(|r| !r.done && r.ready_at <= t_free)
+            .map(|r| r.cpu_ns)
+            .min();
+        if k_runnable && best_ready.is_none_or(|c| k_cpu < c) {
+            let run = k_backlog.min(slice);
+            k_backlog -= run;
+            k_cpu += run;
+            let done = t_free + run;
+            k_ready = if k_backlog > 0 { done } else { u64::MAX };
+            free.push(Reverse(done));
+            continue;
+        }
         // The runnable vCPU with the least CPU time; if none is runnable yet, the one that
-        // becomes runnable first.
+        // becomes runnable first (or kswapd, if it does).
         let pick = runners
             .iter()
             .enumerate()
@@ -2281,6 +2321,12 @@ fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) ->
         let Some(k) = pick else {
             break;
         };
+        if best_ready.is_none() && k_backlog > 0 && k_ready <= runners[k].ready_at {
+            // kswapd is runnable before any vCPU is.
+            free.push(Reverse(k_ready.max(t_free)));
+            k_ready = k_ready.max(t_free);
+            continue;
+        }
         let r = &mut runners[k];
         let vm = &mut vms[r.vm];
         let start = t_free.max(r.ready_at);
@@ -2318,8 +2364,16 @@ fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) ->
         r.cpu_ns += cpu_free.saturating_sub(start);
         r.ready_at = vm.clock(r.v);
         free.push(Reverse(cpu_free));
+        // kswapd was woken during the slice: runnable from its end.
+        let now = kswapd_counts(vms);
+        let work = (now.0 - k_seen.0) * scan_ns + (now.1 - k_seen.1) * steal_ns;
+        k_seen = now;
+        if work > 0 {
+            k_backlog += work;
+            k_ready = k_ready.min(cpu_free);
+        }
     }
-    Ok(())
+    Ok(k_cpu)
 }
 
 /// The sums of several VMs' results (see [`VmResult::per_vm`]); strings and enums are the

@@ -921,3 +921,31 @@ fn an_idle_vcpu_gives_its_cpu_back_until_its_request_arrives() {
     assert_eq!(b.runtime_ns, 11_000_000);
     assert_eq!(b.time.steal_ns, 1_000_000);
 }
+
+#[test]
+fn the_hosts_kswapd_takes_cpu_time_from_the_vcpus_it_shares_a_cpu_with() {
+    // One vCPU writes 400 pages (the host, 300 frames, reclaims with kswapd), then computes
+    // for 100 ms in 1 ms steps, on one host CPU with 3 ms slices. kswapd's CPU work (300 ns
+    // per page scanned, 2 µs per page reclaimed) is all run while the vCPU computes, and the
+    // vCPU waits exactly that long (steal); on two CPUs kswapd takes none of the vCPU's time.
+    let mut ops: Vec<GuestOp> = (0..400).map(|p| acc(p, true)).collect();
+    ops.extend(std::iter::repeat_n(compute(1), 100));
+    let c = cfg(Paging::Tdp, 512, 300, TranslateConfig::default());
+    let run_on = |cpus| {
+        let mut wls: Vec<Box<dyn GuestWorkload>> = vec![Box::new(Script::new(vec![ops.clone()]))];
+        let hc = HostCpus {
+            cpus,
+            slice_ns: Some(3_000_000),
+        };
+        run_many_with(std::slice::from_ref(&c), &mut wls, Some(hc)).unwrap()
+    };
+    let r = run_on(1);
+    let want = r.host.pgscan_kswapd * 300 + r.host.pgsteal_kswapd * 2_000;
+    assert!(r.host.pgsteal_kswapd > 0);
+    assert_eq!(r.host_kswapd_ns, want);
+    assert_eq!(r.time.steal_ns, want);
+    let r2 = run_on(2);
+    assert_eq!(r2.host_kswapd_ns, want);
+    assert_eq!(r2.time.steal_ns, 0);
+    assert_eq!(r.runtime_ns, r2.runtime_ns + want);
+}
