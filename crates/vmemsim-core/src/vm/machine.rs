@@ -2042,6 +2042,17 @@ impl Vm {
                 }
             }
         }
+        // Shadow paging: every leaf SPTE (its gfn's rmap) maps a gfn the host backs (the MMU
+        // notifier zapped the others).
+        if let (Some(k), Some(h)) = (&self.kvm, &self.host) {
+            for gfn in 0..self.guest_frames as u64 + self.pt_total {
+                if k.rmap_len(gfn) > 0 && !h.present(gfn) {
+                    return Err(format!(
+                        "a shadow leaf maps gfn {gfn}, which the host does not back"
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 
