@@ -1511,6 +1511,14 @@ impl Vm {
             ));
         }
         let pid = self.vcpus[v].pid;
+        if !matches!(self.procs.get(pid as usize), Some(Some(_))) {
+            // A workload that exits a process a vCPU still runs and then accesses memory
+            // from it (the walk would find no table: an error, not a panic).
+            return Err(Error::config(
+                "workload",
+                format!("vCPU {v} accesses memory of process {pid}, which has exited"),
+            ));
+        }
         let va = vpn << 12;
         let kind = if write {
             AccessKind::Write
