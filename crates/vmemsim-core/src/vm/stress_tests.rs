@@ -3,7 +3,8 @@
 //! guest manager, EPT ↔ host manager, shadow leaves ↔ host backing) must hold. Seeded and
 //! deterministic. Errors that are configuration limits (memory or page-table pages too small
 //! for what the random program touches, hugetlbfs pages reclaimed) end a case; any other
-//! error, a panic or a broken invariant fails the test.
+//! error, a panic or a broken invariant fails the test. `STRESS_SEED=7` or `=0..1500` runs
+//! other seeds; `STRESS_TRACE=1` prints every op, the limits hit and what the cases exercised.
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -38,7 +39,14 @@ struct Case {
 fn random_case(rng: &mut Xoshiro256PlusPlus) -> Case {
     let paging = [Paging::Native, Paging::Tdp, Paging::Shadow][rng.gen_range(0..3)];
     let gpage = [PageSize::K4, PageSize::M2][rng.gen_range(0..2)];
-    let hpage = [PageSize::K4, PageSize::M2][rng.gen_range(0..2)];
+    // 1 GiB host pages (hugetlbfs) now and then: never reclaimed, so the host has room.
+    let hpage = [
+        PageSize::K4,
+        PageSize::M2,
+        PageSize::K4,
+        PageSize::M2,
+        PageSize::G1,
+    ][rng.gen_range(0..5)];
     let gunit = (gpage.bytes() >> 12) as u32;
     let hunit = (hpage.bytes() >> 12) as u32;
     let vms = if paging == Paging::Native {
@@ -63,7 +71,9 @@ fn random_case(rng: &mut Xoshiro256PlusPlus) -> Case {
     };
     // Host memory: from less than one VM's memory to room for all.
     let need = vms as u32 * (guest_frames + pt).div_ceil(hunit) * hunit;
-    let host_frames = if hunit > 1 {
+    let host_frames = if hunit >= 1 << 18 {
+        hunit * (need / hunit + rng.gen_range(0..2))
+    } else if hunit > 1 {
         let units = need / hunit;
         hunit * rng.gen_range(3.min(units).max(2)..=units + 1)
     } else {
@@ -96,8 +106,8 @@ fn random_case(rng: &mut Xoshiro256PlusPlus) -> Case {
         host_policy: PolicyKind::from_name(hpol).unwrap(),
         host_options: PolicyOptions::new(rng.gen()),
         translate: tc,
-        guest_levels: 4,
-        host_levels: 4,
+        guest_levels: [4, 4, 5][rng.gen_range(0..3)],
+        host_levels: [4, 4, 5][rng.gen_range(0..3)],
         pt_pages,
         eviction,
         // At least the roots each vCPU may pin (its own and 3 cached) and one fault's chain
