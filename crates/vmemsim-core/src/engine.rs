@@ -750,7 +750,9 @@ impl<P: Policy> Machine<P> {
     /// — and leave the PTE empty. Returns whether a frame was freed. Not logged in
     /// [`Machine::unmap_log`]: the caller unmapped it.
     pub fn unmap_page(&mut self, vpn: u64) -> bool {
-        let Some(idx) = self.mm.pt.peek_index(vpn) else {
+        // The full lookup: `peek_index` only knows leaves in the walk cache, and a page whose
+        // leaf had left it stayed mapped (a munmap or exit that freed nothing).
+        let Some(idx) = self.mm.pt.find_index(vpn) else {
             return false;
         };
         let pte = self.mm.pt.get(idx);
@@ -846,5 +848,41 @@ mod tests {
         ra.hits = 1; // 3 → 4
         assert_eq!(swapin_nr_pages(&mut ra, 9, 8), 4);
         assert_eq!(swapin_nr_pages(&mut ra, 9, 1), 1); // page-cluster 0: off
+    }
+
+    #[test]
+    fn unmap_page_frees_a_page_whose_leaf_left_the_walk_cache() {
+        // The page table's walk cache is direct-mapped by 2 MiB group (4,096 slots): pages 5
+        // and 5 + 4,096·512 share a slot, so touching the second evicts the first's leaf.
+        // unmap_page must still find page 5's PTE, free its frame and clear it.
+        let p = crate::policy::PolicyKind::from_name("clock-lru")
+            .unwrap()
+            .build(
+                8,
+                &crate::policy::PolicyOptions::new(1),
+                crate::policy::Boxer,
+            )
+            .unwrap();
+        let mut m = Machine::new(&MachineConfig::new(8), p).unwrap();
+        let far = 5 + 4_096 * 512;
+        m.access(
+            Access {
+                page: 5,
+                write: true,
+            },
+            u64::MAX,
+        );
+        m.access(
+            Access {
+                page: far,
+                write: true,
+            },
+            u64::MAX,
+        );
+        assert!(m.mm.pt.peek_index(5).is_none());
+        assert!(m.unmap_page(5));
+        assert_eq!(m.mm.pt.pte(5), 0);
+        assert_eq!(m.mm.frames.len() - m.mm.frames.n_unused(), 1);
+        m.validate().unwrap();
     }
 }

@@ -151,6 +151,12 @@ impl PageTable {
         Some(t)
     }
 
+    /// The global index of `vpn`'s PTE if its tables exist (no allocation, no state change).
+    pub fn find_index(&self, vpn: u64) -> Option<PteIndex> {
+        self.find_leaf(vpn)
+            .map(|leaf| leaf * ENTRIES as u32 + (vpn & 511) as u32)
+    }
+
     /// The global index of `vpn`'s PTE if the walk cache knows its leaf (no allocation, no
     /// state change): used to prefetch PTEs of accesses further down the trace.
     #[inline]

@@ -1518,6 +1518,14 @@ impl Vm {
             ));
         }
         let pid = self.vcpus[v].pid;
+        if !matches!(self.procs.get(pid as usize), Some(Some(_))) {
+            // A workload that exits a process a vCPU still runs and then accesses memory
+            // from it (the walk would find no table: an error, not a panic).
+            return Err(Error::config(
+                "workload",
+                format!("vCPU {v} accesses memory of process {pid}, which has exited"),
+            ));
+        }
         let va = vpn << 12;
         let kind = if write {
             AccessKind::Write
@@ -2066,6 +2074,17 @@ impl Vm {
                     << 12;
                 if pte & PTE_PRESENT == 0 || want != pa {
                     return Err(format!("EPT maps gfn {gfn} to {pa:#x}, the host does not"));
+                }
+            }
+        }
+        // Shadow paging: every leaf SPTE (its gfn's rmap) maps a gfn the host backs (the MMU
+        // notifier zapped the others).
+        if let (Some(k), Some(h)) = (&self.kvm, &self.host) {
+            for gfn in 0..self.guest_frames as u64 + self.pt_total {
+                if k.rmap_len(gfn) > 0 && !h.present(gfn) {
+                    return Err(format!(
+                        "a shadow leaf maps gfn {gfn}, which the host does not back"
+                    ));
                 }
             }
         }

@@ -6,6 +6,8 @@ pub mod ops;
 pub mod workloads;
 
 #[cfg(test)]
+mod stress_tests;
+#[cfg(test)]
 mod tests;
 
 pub use machine::{
