@@ -1714,14 +1714,28 @@ impl Vm {
         Ok(())
     }
 
-    fn exit(&mut self, pid: u32) -> Result<()> {
+    /// `exit_mmap`: the process's pages are freed and its page-table entries cleared
+    /// (`zap_pte_range`), each clear a store into a page-table page that KVM sees under
+    /// shadow paging (direct, unsync, emulated; repeated stores flood and zap the shadow
+    /// page, as they do in KVM), then its page-table pages are freed (`free_pgtables`).
+    fn exit(&mut self, v: usize, pid: u32) -> Result<()> {
         self.proc_table(pid)?;
         let pages = std::mem::take(&mut self.touched[pid as usize]);
         for &vpn in &pages {
             if let Some(key) = self.key_if_any(pid, vpn) {
                 self.guest.unmap_page(key);
             }
+            let free = &mut self.pt_free;
+            let owner = &mut self.pt_owner;
+            let base = self.pt_base;
+            if let Some(Some(t)) = self.procs.get_mut(pid as usize) {
+                t.unmap(vpn << 12, &mut |f| {
+                    free.push(f);
+                    owner[(f - base) as usize] = FREE_PT;
+                });
+            }
         }
+        self.report_pt_writes(v, pid)?;
         let t = self.procs[pid as usize].take().expect("checked");
         for f in t.table_frames() {
             let gfn = f;
@@ -1806,7 +1820,7 @@ impl Vm {
         let out = match op {
             GuestOp::Spawn { pid } => self.spawn(pid),
             GuestOp::Switch { pid } => self.switch(v, pid),
-            GuestOp::Exit { pid } => self.exit(pid),
+            GuestOp::Exit { pid } => self.exit(v, pid),
             GuestOp::Unmap { start, pages } => {
                 let pid = self.vcpus[v].pid;
                 self.unmap_range(v, pid, start, pages)
