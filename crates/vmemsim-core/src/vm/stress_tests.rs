@@ -95,8 +95,10 @@ fn random_case(rng: &mut Xoshiro256PlusPlus) -> Case {
         },
     ][rng.gen_range(0..4)];
     let vcpus = rng.gen_range(1..=3);
-    let mut tc = TranslateConfig::default();
-    tc.pcid = rng.gen_bool(0.5);
+    let tc = TranslateConfig {
+        pcid: rng.gen_bool(0.5),
+        ..TranslateConfig::default()
+    };
     let cfg = VmConfig {
         paging,
         guest: MachineConfig::new(guest_frames),
