@@ -2169,12 +2169,14 @@ pub struct HostCpus {
 /// among the runnable vCPUs, the one with the least CPU time so far (EEVDF's fairness,
 /// without its lag and deadline bookkeeping), which runs until its slice is used, it idles
 /// for an open-loop arrival, or its stream ends. A runnable vCPU waiting for a CPU is
-/// stolen time (`time.steal_ns`): its requests' latency grows by it. The host's kswapd
-/// shares the CPUs too: the CPU work of the reclaim it did (inline, when the host needed
-/// it) becomes runnable at the end of the slice that woke it, and runs in slices like a
-/// vCPU (`host_kswapd_ns`). Left out: EEVDF's wake-up preemption (a vCPU whose request
-/// arrives waits for the running slice to end), other host threads, and the guest's own
-/// scheduler (a vCPU runs its stream's processes as the stream switches them).
+/// stolen time (`time.steal_ns`): its requests' latency grows by it. A vCPU waking for an
+/// arrival keeps at most two slices of credit (EEVDF's bounded lag) and preempts a running
+/// vCPU that has had more CPU time (wake-up preemption, at the granularity of the running
+/// vCPU's ops). The host's kswapd shares the CPUs too: the CPU work of the reclaim it did
+/// (inline, when the host needed it) becomes runnable at the end of the slice that woke it,
+/// and runs in slices like a vCPU (`host_kswapd_ns`). Left out: EEVDF's virtual deadlines
+/// (the pick is by CPU time alone), other host threads, and the guest's own scheduler (a
+/// vCPU runs its stream's processes as the stream switches them).
 pub fn run_many_with(
     cfgs: &[VmConfig],
     wls: &mut [Box<dyn GuestWorkload>],
@@ -2273,6 +2275,8 @@ struct Runner {
     done: bool,
     ready_at: u64,
     cpu_ns: u64,
+    /// Sleeping until `ready_at` (an open-loop arrival), not preempted.
+    sleeping: bool,
 }
 
 /// Run all VMs' vCPUs on `hc.cpus` host CPUs (see [`run_many_with`]).
@@ -2297,6 +2301,7 @@ fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) ->
                 done: false,
                 ready_at: 0,
                 cpu_ns: 0,
+                sleeping: false,
             });
         }
     }
@@ -2319,6 +2324,22 @@ fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) ->
     while let Some(Reverse(t_free)) = free.pop() {
         if runners.iter().all(|r| r.done) {
             break;
+        }
+        // A vCPU waking from an idle period rejoins with at most two slices of credit
+        // (EEVDF keeps a woken entity's lag, bounded by `limit_lag`), not all the CPU time
+        // others used while it slept.
+        let floor = runners
+            .iter()
+            .filter(|r| !r.done && !r.sleeping)
+            .map(|r| r.cpu_ns)
+            .min()
+            .unwrap_or(0)
+            .saturating_sub(2 * slice);
+        for r in runners.iter_mut() {
+            if r.sleeping && r.ready_at <= t_free {
+                r.sleeping = false;
+                r.cpu_ns = r.cpu_ns.max(floor);
+            }
         }
         let k_runnable = k_backlog > 0 && k_ready <= t_free;
         let best_ready = runners
@@ -2360,12 +2381,33 @@ fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) ->
             k_ready = k_ready.max(t_free);
             continue;
         }
+        if runners[k].sleeping {
+            runners[k].sleeping = false;
+            runners[k].cpu_ns = runners[k].cpu_ns.max(floor);
+        }
+        let start = t_free
+            .max(runners[k].ready_at)
+            .max(vms[runners[k].vm].clock(runners[k].v));
+        // Wake-up preemption (`check_preempt_wakeup_fair`): a vCPU whose request arrives
+        // while every CPU is busy preempts this one if it has had less CPU time by then (it
+        // is eligible and this one no longer is, EEVDF's RUN_TO_PARITY notwithstanding);
+        // else it waits for a slice to end.
+        let others_busy_until = free.peek().map_or(u64::MAX, |Reverse(t)| *t);
+        let mine = runners[k].cpu_ns;
+        let preempt_at = runners
+            .iter()
+            .enumerate()
+            .filter(|&(i, r)| i != k && r.sleeping && r.ready_at > start)
+            .filter(|(_, r)| r.ready_at < others_busy_until)
+            .filter(|(_, r)| r.cpu_ns.max(floor) < mine + (r.ready_at - start))
+            .map(|(_, r)| r.ready_at)
+            .min()
+            .unwrap_or(u64::MAX);
         let r = &mut runners[k];
         let vm = &mut vms[r.vm];
-        let start = t_free.max(r.ready_at);
         vm.steal_until(r.v, start);
         let start = vm.clock(r.v);
-        let end_of_slice = start.saturating_add(slice);
+        let end_of_slice = start.saturating_add(slice).min(preempt_at);
         let mut released = None;
         loop {
             if r.pos == r.buf.len() {
@@ -2396,6 +2438,7 @@ fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) ->
         let cpu_free = released.unwrap_or_else(|| vm.clock(r.v));
         r.cpu_ns += cpu_free.saturating_sub(start);
         r.ready_at = vm.clock(r.v);
+        r.sleeping = released.is_some();
         free.push(Reverse(cpu_free));
         // kswapd was woken during the slice: runnable from its end.
         let now = kswapd_counts(vms);

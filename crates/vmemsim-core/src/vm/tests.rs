@@ -890,11 +890,12 @@ fn vcpus_share_host_cpus_in_slices_and_wait_as_steal_time() {
 }
 
 #[test]
-fn an_idle_vcpu_gives_its_cpu_back_until_its_request_arrives() {
+fn an_idle_vcpu_gives_its_cpu_back_and_preempts_when_its_request_arrives() {
     // VM 0's request arrives at 5 ms and takes 1 ms of CPU; VM 1 computes ten 1 ms steps.
-    // One CPU, 3 ms slices: VM 0 idles at once (the CPU goes to VM 1: 0-3, 3-6 ms), runs
-    // its request 6-7 ms (1 ms of steal after its arrival): latency 2 ms; VM 1 waits 6-7 ms
-    // and ends at 11 ms.
+    // One CPU, 3 ms slices: VM 0 idles at once (the CPU goes to VM 1: 0-3 ms, then a slice
+    // from 3 ms), and its arrival at 5 ms preempts VM 1 (no CPU time so far against VM 1's
+    // 5 ms): the request runs 5-6 ms, latency 1 ms, no steal; VM 1 waits 5-6 ms and ends at
+    // 11 ms.
     let c = cfg(Paging::Tdp, 64, 256, TranslateConfig::default());
     let cfgs = [c.clone(), c.clone()];
     let req = vec![
@@ -913,11 +914,11 @@ fn an_idle_vcpu_gives_its_cpu_back_until_its_request_arrives() {
     };
     let r = run_many_with(&cfgs, &mut wls, Some(hc)).unwrap();
     let (a, b) = (&r.per_vm[0], &r.per_vm[1]);
-    assert_eq!(a.runtime_ns, 7_000_000);
+    assert_eq!(a.runtime_ns, 6_000_000);
     assert_eq!(a.time.idle_ns, 5_000_000);
-    assert_eq!(a.time.steal_ns, 1_000_000);
+    assert_eq!(a.time.steal_ns, 0);
     let l = a.latency.as_ref().unwrap();
-    assert_eq!((l.count, l.max), (1, 2_000_000));
+    assert_eq!((l.count, l.max), (1, 1_000_000));
     assert_eq!(b.runtime_ns, 11_000_000);
     assert_eq!(b.time.steal_ns, 1_000_000);
 }
@@ -948,4 +949,36 @@ fn the_hosts_kswapd_takes_cpu_time_from_the_vcpus_it_shares_a_cpu_with() {
     assert_eq!(r2.host_kswapd_ns, want);
     assert_eq!(r2.time.steal_ns, 0);
     assert_eq!(r.runtime_ns, r2.runtime_ns + want);
+}
+
+#[test]
+fn a_vcpu_waking_after_a_long_sleep_keeps_only_two_slices_of_credit() {
+    // VM 0 sleeps until a request at 20 ms that takes ten 1 ms steps; VM 1 computes thirty
+    // 1 ms steps. One CPU, 3 ms slices. VM 1 runs 0-20 ms (its last slice cut at 20 ms by
+    // VM 0's wake-up). VM 0 rejoins with 20 − 2·3 = 14 ms of CPU time, not 0, so it runs
+    // 20-23 and 23-26 (17, 20 ms), wins the tie at 26-29 (23 ms), then VM 1 runs 29-32 and
+    // VM 0 finishes 32-33: latency 13 ms (10 ms if it kept all its credit). VM 1 waits 9 + 1
+    // ms and ends at 40 ms.
+    let c = cfg(Paging::Tdp, 64, 256, TranslateConfig::default());
+    let cfgs = [c.clone(), c.clone()];
+    let mut req = vec![
+        GuestOp::Arrive { at_ns: 20_000_000 },
+        GuestOp::Op(Op::RequestBegin { kind: 0 }),
+    ];
+    req.extend(std::iter::repeat_n(compute(1), 10));
+    req.push(GuestOp::Op(Op::RequestEnd));
+    let mut wls: Vec<Box<dyn GuestWorkload>> = vec![
+        Box::new(Script::new(vec![req])),
+        Box::new(Script::new(vec![vec![compute(1); 30]])),
+    ];
+    let hc = HostCpus {
+        cpus: 1,
+        slice_ns: Some(3_000_000),
+    };
+    let r = run_many_with(&cfgs, &mut wls, Some(hc)).unwrap();
+    let (a, b) = (&r.per_vm[0], &r.per_vm[1]);
+    assert_eq!(a.latency.as_ref().unwrap().max, 13_000_000);
+    assert_eq!(a.runtime_ns, 33_000_000);
+    assert_eq!(b.runtime_ns, 40_000_000);
+    assert_eq!(b.time.steal_ns, 10_000_000);
 }
