@@ -650,12 +650,16 @@ impl ShadowMmu {
         }
         self.prof.enter(KvmFn::KvmUnmapGfnRange);
         let mut n = 0;
+        // The large entries' rmaps already visited (by base frame, per level).
+        let mut seen = [u64::MAX; 4];
         for gfn in start..end {
             for level in 1..=3u8 {
                 let base = gfn & !(pages_per_entry(level) - 1);
-                if level > 1 && base != gfn && base >= start {
-                    // That large entry's rmap was visited at its base frame.
-                    continue;
+                if level > 1 {
+                    if seen[level as usize] == base {
+                        continue;
+                    }
+                    seen[level as usize] = base;
                 }
                 let mut s = self.rmap[base as usize].head;
                 while s != NIL {

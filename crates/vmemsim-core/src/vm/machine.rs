@@ -1577,6 +1577,23 @@ impl Vm {
                         PfOutcome::Emulate { gfn } => {
                             self.with_kvm(|k, g| k.emulate_write(g, v, gfn, GuestStore::Data))?;
                         }
+                        PfOutcome::NoSpace => {
+                            // `make_mmu_pages_available` found nothing to zap (every page
+                            // in use is a root): KVM's page fault returns -ENOSPC.
+                            let (used, max) = self
+                                .kvm
+                                .as_ref()
+                                .map_or((0, 0), |k| (k.n_used(), k.n_max()));
+                            return Err(Error::config(
+                                "vm.mmu_pages",
+                                format!(
+                                    "the shadow-page pool ({max} pages, {used} in use, all \
+                                     roots) has no page to recycle for page {vpn} of process \
+                                     {pid}: give at least 4 pages per vCPU (its root and the \
+                                     cached ones) plus the levels below"
+                                ),
+                            ));
+                        }
                         other => {
                             return Err(Error::config(
                                 "vm",

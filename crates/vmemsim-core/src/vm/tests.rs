@@ -982,3 +982,30 @@ fn a_vcpu_waking_after_a_long_sleep_keeps_only_two_slices_of_credit() {
     assert_eq!(b.runtime_ns, 40_000_000);
     assert_eq!(b.time.steal_ns, 10_000_000);
 }
+
+#[test]
+fn a_shadow_pool_too_small_for_the_roots_is_an_error_naming_mmu_pages() {
+    // Three vCPUs switching among three processes keep up to 1 + 3 cached roots each, more
+    // than a pool of 9 shadow pages can hold besides the levels below: KVM's -ENOSPC.
+    let mut c = cfg(Paging::Shadow, 4_096, 8_192, TranslateConfig::default());
+    c.mmu_pages = Some(9);
+    c.pt_pages = 1_000;
+    let mut streams = Vec::new();
+    for v in 0..3u32 {
+        let mut s = Vec::new();
+        for p in 1..=3u32 {
+            let pid = v * 3 + p;
+            s.push(GuestOp::Spawn { pid });
+            s.push(GuestOp::Switch { pid });
+            for page in 0..64 {
+                s.push(acc(page * 512, true));
+            }
+        }
+        streams.push(s);
+    }
+    let e = run(&c, &mut Script::new(streams))
+        .err()
+        .map(|e| e.to_string());
+    let e = e.expect("a pool of 9 cannot serve three vCPUs' roots");
+    assert!(e.contains("vm.mmu_pages") && e.contains("all roots"), "{e}");
+}
