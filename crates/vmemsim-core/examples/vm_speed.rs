@@ -6,9 +6,6 @@
 
 use std::time::Instant;
 
-use vmemsim_core::engine::MachineConfig;
-use vmemsim_core::policy::{PolicyKind, PolicyOptions};
-use vmemsim_core::translate::{PageSize, TranslateConfig};
 use vmemsim_core::vm::{self, Paging, VmConfig};
 
 fn main() {
@@ -26,26 +23,8 @@ fn main() {
         let mut wl = vm::workloads::parse(spec, 0).expect("spec");
         let g = (wl.footprint_pages() * 2) as u32;
         let pt = g / 256 + 64;
-        let cfg = VmConfig {
-            paging: Paging::parse(p).expect("paging"),
-            guest: MachineConfig::new(g),
-            guest_policy: PolicyKind::from_name("clock-lru").unwrap(),
-            guest_options: PolicyOptions::new(0),
-            host: MachineConfig::new((g + pt) * 3 / 2),
-            host_policy: PolicyKind::from_name("clock-lru").unwrap(),
-            host_options: PolicyOptions::new(0),
-            translate: TranslateConfig::default(),
-            guest_levels: 4,
-            host_levels: 4,
-            pt_pages: pt,
-            eviction: vmemsim_core::kvm::Eviction::Fifo,
-            mmu_pages: None,
-            guest_page: PageSize::K4,
-            host_page: PageSize::K4,
-            host_swap: None,
-            guest_swap: None,
-            costs: Default::default(),
-        };
+        let mut cfg = VmConfig::new(Paging::parse(p).expect("paging"), g, (g + pt) * 3 / 2);
+        cfg.pt_pages = pt;
         let t = Instant::now();
         let r = vm::run(&cfg, wl.as_mut()).expect("run");
         let s = t.elapsed().as_secs_f64();

@@ -258,6 +258,36 @@ pub struct VmConfig {
     pub costs: VmCosts,
 }
 
+impl VmConfig {
+    /// A VM of `guest_frames` guest frames on a host of `host_frames`, with the defaults a
+    /// user gets from `vmemsim vm`: clock-lru on both sides (seed 0), the default translation
+    /// hardware and costs, 4-level tables, 4 KiB pages, page-table pages by the default rule,
+    /// KVM's default pool recycled FIFO, flat swap costs.
+    pub fn new(paging: Paging, guest_frames: u32, host_frames: u32) -> VmConfig {
+        let clock = PolicyKind::from_name("clock-lru").expect("clock-lru is registered");
+        VmConfig {
+            paging,
+            guest: MachineConfig::new(guest_frames),
+            guest_policy: clock,
+            guest_options: PolicyOptions::new(0),
+            host: MachineConfig::new(host_frames),
+            host_policy: clock,
+            host_options: PolicyOptions::new(0),
+            translate: TranslateConfig::default(),
+            guest_levels: 4,
+            host_levels: 4,
+            pt_pages: 0,
+            eviction: Eviction::Fifo,
+            mmu_pages: None,
+            guest_page: PageSize::K4,
+            host_page: PageSize::K4,
+            host_swap: None,
+            guest_swap: None,
+            costs: VmCosts::default(),
+        }
+    }
+}
+
 /// What a VM run counted.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct VmResult {
@@ -506,7 +536,7 @@ impl SwapDev {
 /// of `vm_list`).
 pub struct HostShared {
     m: Machine<BoxedPolicy>,
-    /// The host's timed swap device, if any, and log2 of 4 KiB pages per host page.
+    /// The host's timed swap device, if any.
     dev: Option<SwapDev>,
     bases: Vec<u64>,
     /// Per VM: its host pages (relative to its base) reclaimed and not yet applied.
@@ -2138,26 +2168,8 @@ impl Vm {
 /// Run a guest workload to its end on a new VM: the vCPUs' streams interleaved chunk by
 /// chunk (the order of accesses between vCPUs is round-robin by chunk; each vCPU keeps its own clock).
 pub fn run(cfg: &VmConfig, wl: &mut dyn GuestWorkload) -> Result<VmResult> {
-    let n = wl.vcpus();
-    let mut vm = Vm::new(cfg, n)?;
-    let mut live: Vec<bool> = vec![true; n];
-    let mut buf = Vec::new();
-    while live.iter().any(|&l| l) {
-        for (v, alive) in live.iter_mut().enumerate() {
-            if !*alive {
-                continue;
-            }
-            buf.clear();
-            wl.next_ops(v, &mut buf)?;
-            if buf.is_empty() {
-                *alive = false;
-                continue;
-            }
-            for &op in &buf {
-                vm.op(v, op)?;
-            }
-        }
-    }
+    let mut vm = Vm::new(cfg, wl.vcpus())?;
+    round_robin(std::slice::from_mut(&mut vm), &mut [wl])?;
     let mut r = vm.result();
     r.workload = wl.name();
     Ok(r)
@@ -2230,26 +2242,11 @@ pub fn run_many_with(
     let mut kswapd_ns = 0;
     match cpus {
         None => {
-            let mut live: Vec<Vec<bool>> = wls.iter().map(|w| vec![true; w.vcpus()]).collect();
-            let mut buf = Vec::new();
-            while live.iter().flatten().any(|&l| l) {
-                for (i, vm) in vms.iter_mut().enumerate() {
-                    for (v, alive) in live[i].iter_mut().enumerate() {
-                        if !*alive {
-                            continue;
-                        }
-                        buf.clear();
-                        wls[i].next_ops(v, &mut buf)?;
-                        if buf.is_empty() {
-                            *alive = false;
-                            continue;
-                        }
-                        for &op in &buf {
-                            vm.op(v, op)?;
-                        }
-                    }
-                }
-            }
+            let mut refs: Vec<&mut dyn GuestWorkload> = wls
+                .iter_mut()
+                .map(|w| -> &mut dyn GuestWorkload { &mut **w })
+                .collect();
+            round_robin(&mut vms, &mut refs)?;
         }
         Some(hc) => kswapd_ns = schedule(&mut vms, wls, hc)?,
     }
@@ -2280,6 +2277,32 @@ pub fn run_many_with(
     merged.per_vm = per;
     merged.host_kswapd_ns = kswapd_ns;
     Ok(merged)
+}
+
+/// Run every VM's vCPUs to the end of their streams, each on a CPU of its own: round-robin
+/// chunk by chunk (VM by VM, vCPU by vCPU), each vCPU keeping its own clock.
+fn round_robin(vms: &mut [Vm], wls: &mut [&mut (dyn GuestWorkload + '_)]) -> Result<()> {
+    let mut live: Vec<Vec<bool>> = wls.iter().map(|w| vec![true; w.vcpus()]).collect();
+    let mut buf = Vec::new();
+    while live.iter().flatten().any(|&l| l) {
+        for (i, vm) in vms.iter_mut().enumerate() {
+            for (v, alive) in live[i].iter_mut().enumerate() {
+                if !*alive {
+                    continue;
+                }
+                buf.clear();
+                wls[i].next_ops(v, &mut buf)?;
+                if buf.is_empty() {
+                    *alive = false;
+                    continue;
+                }
+                for &op in &buf {
+                    vm.op(v, op)?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One vCPU of [`schedule`]: its VM and index, its pending ops, when it can run next and

@@ -356,7 +356,7 @@ fn random_op_sequences_keep_every_table_in_step() {
 #[test]
 fn an_access_by_a_vcpu_whose_process_exited_is_an_error_not_a_panic() {
     for paging in [Paging::Native, Paging::Tdp, Paging::Shadow] {
-        let c = crate::vm::tests_support::cfg_tdp(1_024, 4_096);
+        let c = crate::vm::VmConfig::new(crate::vm::Paging::Tdp, 1_024, 4_096);
         let c = VmConfig { paging, ..c };
         let mut vm = Vm::new(&c, 2).unwrap();
         vm.op(0, GuestOp::Spawn { pid: 1 }).unwrap();

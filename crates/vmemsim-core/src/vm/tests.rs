@@ -1,33 +1,18 @@
 //! The VM layer on scripted guests whose counts are worked out by hand.
 
 use super::*;
-use crate::engine::MachineConfig;
 use crate::error::Result;
-use crate::policy::{PolicyKind, PolicyOptions};
+use crate::policy::PolicyOptions;
 use crate::translate::{PageSize, TranslateConfig};
 use crate::workload::Op;
 
 fn cfg(paging: Paging, guest_frames: u32, host_frames: u32, tc: TranslateConfig) -> VmConfig {
-    VmConfig {
-        paging,
-        guest: MachineConfig::new(guest_frames),
-        guest_policy: PolicyKind::from_name("clock-lru").unwrap(),
-        guest_options: PolicyOptions::new(1),
-        host: MachineConfig::new(host_frames),
-        host_policy: PolicyKind::from_name("clock-lru").unwrap(),
-        host_options: PolicyOptions::new(1),
-        translate: tc,
-        guest_levels: 4,
-        host_levels: 4,
-        pt_pages: 0,
-        eviction: crate::kvm::Eviction::Fifo,
-        mmu_pages: None,
-        guest_page: PageSize::K4,
-        host_page: PageSize::K4,
-        host_swap: None,
-        guest_swap: None,
-        costs: Default::default(),
-    }
+    // The policies' seed as these tests were written with (1; `VmConfig::new` uses 0).
+    let mut c = VmConfig::new(paging, guest_frames, host_frames);
+    c.translate = tc;
+    c.guest_options = PolicyOptions::new(1);
+    c.host_options = PolicyOptions::new(1);
+    c
 }
 
 /// Each vCPU's whole stream, given at once.

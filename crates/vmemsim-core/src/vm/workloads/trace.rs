@@ -343,7 +343,7 @@ mod tests {
     fn a_trace_runs_in_a_vm_and_bad_specs_name_the_key() {
         let path = trace_file("vm");
         let mut w = super::super::parse(&format!("trace:path={path}"), 0).unwrap();
-        let mut cfg = crate::vm::tests_support::cfg_tdp(64, 256);
+        let mut cfg = crate::vm::VmConfig::new(crate::vm::Paging::Tdp, 64, 256);
         cfg.costs.access_ns = 0;
         let r = crate::vm::run(&cfg, w.as_mut()).unwrap();
         // Each of the 24 pages is accessed once: one guest fault (first touch) each, and the
@@ -422,7 +422,7 @@ mod fork_tests {
         assert_eq!(all, want);
         // In a VM: 9 guest first touches, no error for the process switches.
         let mut g = TraceGuest::parse(&format!("path={path}"), 0).unwrap();
-        let cfg = crate::vm::tests_support::cfg_tdp(64, 256);
+        let cfg = crate::vm::VmConfig::new(crate::vm::Paging::Tdp, 64, 256);
         let r = crate::vm::run(&cfg, &mut g).unwrap();
         assert_eq!(r.guest.first_touch, 9);
         assert_eq!(r.processes_created, 2);
