@@ -4,7 +4,7 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 export PIP_ROOT_USER_ACTION := ignore
 
-.PHONY: test install recorder deps-debian deps-drivers rust-test py-test demo clean
+.PHONY: test install recorder deps-debian deps-drivers deps-kernel rust-test py-test demo clean
 
 test: install rust-test py-test
 
@@ -32,6 +32,14 @@ deps-drivers:
 	apt-get install -y --no-install-recommends $(DRIVER_DEBS) || \
 	  (apt-get update -qq && apt-get install -y --no-install-recommends $(DRIVER_DEBS))
 	$(PIP) install -q --disable-pip-version-check "igraph>=0.10"
+
+# What `vmemsim validate` boots a real kernel with (run as root; CI calls it): QEMU, a static
+# busybox for the initramfs, gcc and glibc's static libraries for the guest workload program.
+# The kernel itself is fetched by `apt-get download` on first use (no root needed).
+KERNEL_DEBS := qemu-system-x86 busybox-static gcc libc6-dev
+deps-kernel:
+	apt-get install -y --no-install-recommends $(KERNEL_DEBS) || \
+	  (apt-get update -qq && apt-get install -y --no-install-recommends $(KERNEL_DEBS))
 
 rust-test:
 	cargo test -p vmemsim-core

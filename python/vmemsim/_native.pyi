@@ -33,6 +33,9 @@ def generator_kinds() -> list[tuple[str, str]]:
 def check_generator(spec: str, seed: int) -> tuple[str, int]:
     """Parse and build a generator spec; returns ``(name, accesses)``."""
 
+def generator_plan(spec: str, seed: int) -> str:
+    """The generator as the token plan of the kernel harness's workload program."""
+
 def replay(
     source: Mapping[str, Any],
     policy: str,

@@ -277,13 +277,22 @@ def _pages_arg(trace: Any) -> np.ndarray:
     raise VmemsimError(f"trace: page numbers must be integers, got dtype {arr.dtype}")
 
 
+#: Swap devices of an untimed replay: what decides counters, not time.
+REPLAY_SWAPS = ("disk", "zram")
+
+
 def _machine_arg(
     page_cluster: Optional[int],
     watermarks: Optional[Sequence[int]],
     swappiness: int,
     check_invariants: bool,
+    swap: str = "disk",
 ) -> Dict[str, Any]:
+    if swap not in REPLAY_SWAPS:
+        raise VmemsimError(f"swap: expected one of {', '.join(REPLAY_SWAPS)}, got {swap!r}")
     m: Dict[str, Any] = {"swappiness": swappiness, "check_invariants": bool(check_invariants)}
+    if swap == "zram":
+        m["swap_sync_io"] = True
     if page_cluster is not None:
         m["page_cluster"] = page_cluster
     if watermarks is not None:
@@ -427,6 +436,7 @@ def replay(
     addresses: bool = False,
     csv: Optional[Union[str, Mapping[str, str]]] = None,
     sample_every: Optional[int] = None,
+    swap: str = "disk",
 ) -> ReplayResult:
     """Replay ``trace`` through ``policy`` on a machine of ``frames`` 4 KiB frames.
 
@@ -442,6 +452,9 @@ def replay(
     policies, none for demand policies). ``progress(done, total)`` is called a few times a
     second. ``sample_every`` (accesses; ``None`` or 0 = none) records the counters along the
     run into ``ReplayResult.series``; a run may record at most a million samples.
+    ``swap`` is ``"disk"`` (swap cache and readahead) or ``"zram"``: a synchronous device
+    (``SWP_SYNCHRONOUS_IO``), whose swap-ins of pages with one reference skip the swap cache
+    and readahead and free their slot (``do_swap_page``).
 
     Raises ``VmemsimError`` (a ``ValueError``) with a one-line message on any bad input.
     """
@@ -449,7 +462,7 @@ def replay(
     seed_i = _seed_arg(seed)
     every = _sample_every_arg(sample_every)
     opts = _options_arg(options)
-    machine = _machine_arg(page_cluster, watermarks, swappiness, check_invariants)
+    machine = _machine_arg(page_cluster, watermarks, swappiness, check_invariants, swap)
     if not isinstance(policy, str):
         raise VmemsimError(f"policy: expected a policy name, got {policy!r}")
     src = _source_arg(

@@ -1279,6 +1279,7 @@ register(
 # Commands of other modules register themselves on import.
 from .sweep import cli as _sweep_cli  # noqa: E402,F401
 from .drivers import cli as _drivers_cli  # noqa: E402,F401
+from .validate import cli as _validate_cli  # noqa: E402,F401
 
 # ---------------------------------------------------------------- entry point
 

@@ -513,6 +513,27 @@ impl GenSpec {
         }
     }
 
+    /// The generator as a flat plan of tokens for `vmwl`, the kernel harness's workload
+    /// program (`python/vmemsim/validate/vmwl.c`), which draws the same accesses from it
+    /// inside a real Linux guest: `N <total> <node>` with, per node (seeds resolved as
+    /// [`GenSpec::build`] resolves them, floats in shortest round-trip decimal):
+    ///
+    /// - `U seed start write pages` (uniform), `S seed start write pages` (scan and loop),
+    /// - `Z seed start write pages alpha shuffle(0|1)`,
+    /// - `H seed start write pages hot_pages hot_accesses`,
+    /// - `M seed k w1 .. wk part1 .. partk` (mix), `Q k n1 .. nk phase1 .. phasek` (seq).
+    pub fn plan(&self, seed: u64) -> Result<String> {
+        let total = self.accesses().ok_or_else(|| {
+            Error::config(
+                format!("{}.n", self.kind.name()),
+                "required: the number of accesses",
+            )
+        })?;
+        let mut out = format!("N {total}");
+        plan_node(self, seed, &mut out);
+        Ok(out)
+    }
+
     /// Build the generator; `seed` is used where the spec gives none.
     pub fn build(&self, seed: u64) -> Result<Generator> {
         let total = self.accesses().ok_or_else(|| {
@@ -789,6 +810,53 @@ enum Node {
         cur: usize,
         left: u64,
     },
+}
+
+/// One node of [`GenSpec::plan`], seeded as [`Node::build`] seeds it.
+fn plan_node(spec: &GenSpec, seed: u64, out: &mut String) {
+    use std::fmt::Write;
+    let seed = spec.seed.unwrap_or(seed);
+    let head = |out: &mut String, tag: &str, pages: u64| {
+        let _ = write!(out, " {tag} {seed} {} {:?} {pages}", spec.start, spec.write);
+    };
+    match &spec.kind {
+        GenKind::Uniform { pages } => head(out, "U", *pages),
+        GenKind::Scan { pages } | GenKind::Loop { pages } => head(out, "S", *pages),
+        GenKind::Zipf {
+            pages,
+            alpha,
+            shuffle,
+        } => {
+            head(out, "Z", *pages);
+            let _ = write!(out, " {alpha:?} {}", u8::from(*shuffle));
+        }
+        GenKind::HotCold {
+            pages,
+            hot_pages,
+            hot_accesses,
+        } => {
+            head(out, "H", *pages);
+            let _ = write!(out, " {hot_pages:?} {hot_accesses:?}");
+        }
+        GenKind::Mix(parts) => {
+            let _ = write!(out, " M {seed} {}", parts.len());
+            for (_, w) in parts {
+                let _ = write!(out, " {w:?}");
+            }
+            for (i, (p, _)) in parts.iter().enumerate() {
+                plan_node(p, child_seed(seed, i), out);
+            }
+        }
+        GenKind::Seq(phases) => {
+            let _ = write!(out, " Q {}", phases.len());
+            for p in phases {
+                let _ = write!(out, " {}", p.accesses().unwrap_or(1).max(1));
+            }
+            for (i, p) in phases.iter().enumerate() {
+                plan_node(p, child_seed(seed, i), out);
+            }
+        }
+    }
 }
 
 fn child_seed(seed: u64, i: usize) -> u64 {

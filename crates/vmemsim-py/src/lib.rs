@@ -144,6 +144,14 @@ fn check_generator(spec: &str, seed: u64) -> PyResult<(String, u64)> {
     Ok((g.name(), g.len_hint().unwrap_or(0)))
 }
 
+/// The generator's plan for the kernel harness's workload program (`GenSpec::plan`).
+#[pyfunction]
+fn generator_plan(spec: &str, seed: u64) -> PyResult<String> {
+    GenSpec::parse(spec)
+        .and_then(|g| g.plan(seed))
+        .map_err(py_err)
+}
+
 // ---------------------------------------------------------------------------------- sources
 
 /// Where accesses come from (see the module docs).
@@ -549,10 +557,12 @@ const MACHINE_KEYS: &[&str] = &[
     "watermarks",
     "swappiness",
     "check_invariants",
+    "swap_sync_io",
 ];
 
 /// The machine dict of the Python API: `page_cluster` (None or 0..=10), `watermarks`
-/// (None or `(min, low, high)`), `swappiness` (0..=200), `check_invariants` (bool).
+/// (None or `(min, low, high)`), `swappiness` (0..=200), `check_invariants` (bool),
+/// `swap_sync_io` (bool: the swap device is zram, `SWP_SYNCHRONOUS_IO`).
 fn machine_config(frames: u32, d: Option<&Bound<'_, PyDict>>) -> PyResult<MachineConfig> {
     let mut m = MachineConfig::new(frames);
     let Some(d) = d else { return Ok(m) };
@@ -573,6 +583,9 @@ fn machine_config(frames: u32, d: Option<&Bound<'_, PyDict>>) -> PyResult<Machin
             }
             "check_invariants" => {
                 m.check_invariants = v.is_truthy()?;
+            }
+            "swap_sync_io" => {
+                m.swap_sync_io = v.is_truthy()?;
             }
             "watermarks" => {
                 if !v.is_none() {
@@ -1539,6 +1552,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_format_descriptions, m)?)?;
     m.add_function(wrap_pyfunction!(generator_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(check_generator, m)?)?;
+    m.add_function(wrap_pyfunction!(generator_plan, m)?)?;
     m.add_function(wrap_pyfunction!(replay_source, m)?)?;
     m.add_function(wrap_pyfunction!(run_timed, m)?)?;
     m.add_function(wrap_pyfunction!(workload_kinds, m)?)?;

@@ -1,0 +1,259 @@
+"""The kernel and vmemsim on the same access sequence, counter by counter.
+
+The simulator replays the sequence the guest program made (:meth:`Workload.sequence`) on a
+machine with the memory the kernel had free just before the phase (``nr_free_pages``), the
+kernel's own watermarks (summed over its zones), and the same ``vm.page-cluster`` and
+``vm.swappiness``; a zram run replays with a synchronous swap device.
+
+Kernel runs are cached by (kernel package and version, workload, settings): a second call
+with the same arguments boots nothing and re-runs only the simulator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from .. import _native
+from ..api import ReplayResult, VmemsimError, replay
+from .kernel import (
+    Kernel,
+    KernelRun,
+    Settings,
+    fetch_kernel,
+    kernel_from_dir,
+    kvm_works,
+    run_kernel,
+)
+from .workload import Workload, cache_dir, checksum, make_workload
+
+#: Simulator policy per kernel LRU setting.
+POLICY = {"classic": "clock-lru", "mglru": "mglru"}
+
+#: (row name, how to read it from a kernel vmstat delta, how to read it from vmemsim's stats).
+COUNTERS: List[Tuple[str, Callable[[Dict[str, int]], int], Callable[[Dict[str, int]], int]]] = [
+    ("pgmajfault", lambda v: v.get("pgmajfault", 0), lambda s: s["major_faults"]),
+    ("pswpin", lambda v: v.get("pswpin", 0), lambda s: s["pswpin"]),
+    ("pswpout", lambda v: v.get("pswpout", 0), lambda s: s["pswpout"]),
+    (
+        "pgscan",
+        lambda v: v.get("pgscan_kswapd", 0) + v.get("pgscan_direct", 0),
+        lambda s: s["pgscan_kswapd"] + s["pgscan_direct"],
+    ),
+    (
+        "pgsteal",
+        lambda v: v.get("pgsteal_kswapd", 0) + v.get("pgsteal_direct", 0),
+        lambda s: s["pgsteal_kswapd"] + s["pgsteal_direct"],
+    ),
+    ("pgscan_kswapd", lambda v: v.get("pgscan_kswapd", 0), lambda s: s["pgscan_kswapd"]),
+    ("pgscan_direct", lambda v: v.get("pgscan_direct", 0), lambda s: s["pgscan_direct"]),
+    (
+        "workingset_refault_anon",
+        lambda v: v.get("workingset_refault_anon", 0),
+        lambda s: s["workingset_refault_anon"],
+    ),
+    ("pgfault", lambda v: v.get("pgfault", 0), lambda s: s["faults"]),
+]
+
+
+@dataclass
+class Row:
+    counter: str
+    kernel: List[int]
+    vmemsim: int
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.kernel) if self.kernel else 0.0
+
+    @property
+    def spread(self) -> float:
+        """Half the range of the kernel's repeats, relative to their mean."""
+        if len(self.kernel) < 2 or self.mean == 0:
+            return 0.0
+        return (max(self.kernel) - min(self.kernel)) / 2 / self.mean
+
+    @property
+    def error(self) -> Optional[float]:
+        """(vmemsim - kernel mean) / kernel mean; None when the kernel counted nothing."""
+        if self.mean == 0:
+            return None if self.vmemsim else 0.0
+        return (self.vmemsim - self.mean) / self.mean
+
+    def to_dict(self) -> Dict[str, object]:
+        return dict(
+            counter=self.counter, kernel=self.kernel, kernel_mean=self.mean,
+            kernel_spread=self.spread, vmemsim=self.vmemsim, error=self.error,
+        )
+
+
+@dataclass
+class Case:
+    """One workload on one kernel setting: the kernel's repeats and vmemsim's prediction."""
+
+    workload: str
+    mode: str
+    seed: int
+    settings: Dict[str, object]
+    kernel: str
+    runs: List[KernelRun]
+    sim: Dict[str, object]
+    rows: List[Row] = field(default_factory=list)
+
+    def row(self, name: str) -> Row:
+        return next(r for r in self.rows if r.counter == name)
+
+    def to_dict(self) -> Dict[str, object]:
+        return dict(
+            workload=self.workload, mode=self.mode, seed=self.seed, settings=self.settings,
+            kernel=self.kernel, vmemsim_version=_native.version(),
+            rows=[r.to_dict() for r in self.rows],
+            kernel_runs=[r.to_dict() for r in self.runs], vmemsim_result=self.sim,
+        )
+
+
+def parse_mem(text: str) -> int:
+    """``160M``, ``1G``, ``512MiB`` or a plain number of MiB -> MiB."""
+    t = str(text).strip().upper().replace("IB", "").replace("B", "")
+    mult = 1
+    if t.endswith("G"):
+        mult, t = 1024, t[:-1]
+    elif t.endswith("M"):
+        t = t[:-1]
+    try:
+        v = int(float(t) * mult)
+    except ValueError:
+        raise VmemsimError(f"validate: --mem: '{text}' is not a size such as 160M or 1G") from None
+    return v
+
+
+def _cache_file(cache: Path, kernel: Kernel, w: Workload, s: Settings, accel: str) -> Path:
+    key = json.dumps(
+        dict(kernel=kernel.describe(), workload=w.key, settings=asdict(s)), sort_keys=True
+    )
+    return cache / "results" / (hashlib.sha256(key.encode()).hexdigest()[:24] + ".json")
+
+
+def load_runs(path: Path) -> List[KernelRun]:
+    if not path.exists():
+        return []
+    return [KernelRun.from_dict(d) for d in json.loads(path.read_text())["runs"]]
+
+
+def save_runs(path: Path, runs: List[KernelRun]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps({"runs": [r.to_dict() for r in runs]}, indent=1))
+    os.replace(tmp, path)
+
+
+def simulator_inputs(runs: Sequence[KernelRun]) -> Dict[str, object]:
+    """Frames and watermarks for the simulator from the kernel's state before the phase: the
+    median free pages over the repeats, the zones' watermarks summed."""
+    frees = sorted(int(r.vmstat_before["nr_free_pages"]) for r in runs)
+    zones = runs[0].zones
+    wm = tuple(sum(int(z[k]) for z in zones.values()) for k in ("min", "low", "high"))
+    return dict(frames=frees[len(frees) // 2], watermarks=wm)
+
+
+def simulate(w: Workload, s: Settings, runs: Sequence[KernelRun], seed: int = 0) -> ReplayResult:
+    pages, writes = w.sequence()
+    inp = simulator_inputs(runs)
+    return replay(
+        pages, policy=POLICY[s.lru], frames=int(inp["frames"]), writes=writes, seed=seed,
+        page_cluster=s.page_cluster, watermarks=inp["watermarks"], swappiness=s.swappiness,
+        swap=s.swap,
+    )
+
+
+def compare(w: Workload, s: Settings, runs: Sequence[KernelRun], seed: int = 0) -> Case:
+    sim = simulate(w, s, runs, seed)
+    st = sim.to_dict()["stats"]
+    rows = [Row(name, [k(r.vmstat) for r in runs], v(st)) for name, k, v in COUNTERS]
+    return Case(
+        workload=w.name if w.kind == "gen" else w.spec, mode=w.mode, seed=w.seed,
+        settings=asdict(s), kernel=runs[0].kernel if runs else "", runs=list(runs),
+        sim=sim.to_dict(), rows=rows,
+    )
+
+
+def validate(
+    spec: str,
+    mem: str = "160M",
+    swap: str = "disk",
+    lrus: Sequence[str] = ("classic",),
+    page_cluster: int = 3,
+    swappiness: int = 60,
+    repeats: int = 2,
+    mode: str = "rw",
+    seed: int = 0,
+    cache: Optional[Path] = None,
+    kernel_package: str = "linux-image-amd64",
+    kernel_dir: Optional[Path] = None,
+    accel: str = "auto",
+    timeout: float = 1800.0,
+    progress: Optional[Callable[[str], None]] = None,
+) -> List[Case]:
+    """Run ``spec`` (``gen:SPEC`` or a trace file) on the real kernel ``repeats`` times per
+    LRU setting (reusing cached runs) and through vmemsim; one :class:`Case` per setting."""
+    if repeats < 1:
+        raise VmemsimError(f"validate: --repeats must be at least 1, got {repeats}")
+    cache = Path(cache) if cache else cache_dir()
+    w = make_workload(spec, mode=mode, seed=seed)
+    expect = checksum(*w.sequence())
+    kernel = kernel_from_dir(kernel_dir) if kernel_dir else fetch_kernel(cache, kernel_package)
+    cases = []
+    acc: Optional[str] = None
+    for lru in lrus:
+        s = Settings(
+            mem_mib=parse_mem(mem), swap=swap, lru=lru, page_cluster=page_cluster,
+            swappiness=swappiness,
+        )
+        s.check()
+        path = _cache_file(cache, kernel, w, s, accel)
+        runs = load_runs(path)
+        while len(runs) < repeats:
+            if acc is None:
+                acc = accel if accel != "auto" else ("kvm" if kvm_works(kernel, cache) else "tcg")
+            i = len(runs) + 1
+            label = f"kernel {kernel.release} {lru} {swap} run {i}/{repeats} ({acc})"
+
+            def say(msg: str, label: str = label) -> None:
+                if progress:
+                    progress(f"{label}: {msg}")
+
+            run = run_kernel(kernel, w, s, accel=acc, timeout=timeout, progress=say)
+            if run.checksum != expect:
+                raise VmemsimError(
+                    f"validate: the guest program's accesses differ from vmemsim's sequence "
+                    f"(checksum {run.checksum} in the guest, {expect} here): the guest's libm "
+                    "may round differently from this machine's"
+                )
+            runs.append(run)
+            save_runs(path, runs)
+        cases.append(compare(w, s, runs[:repeats], seed=seed))
+    return cases
+
+
+def format_case(c: Case) -> str:
+    s = c.settings
+    head = (
+        f"{c.workload} (mode {c.mode}) on {c.kernel}: {s['lru']}, swap {s['swap']}, "
+        f"mem {s['mem_mib']} MiB, page-cluster {s['page_cluster']}, swappiness {s['swappiness']}; "
+        f"{len(c.runs)} kernel run(s), free pages before the phase "
+        f"{[r.vmstat_before['nr_free_pages'] for r in c.runs]}"
+    )
+    lines = [head, f"{'counter':<26}{'kernel mean':>14}{'± spread':>10}{'vmemsim':>12}{'error':>9}"]
+    for r in c.rows:
+        err = "-" if r.error is None else f"{r.error * 100:+.1f}%"
+        lines.append(
+            f"{r.counter:<26}{r.mean:>14,.0f}{r.spread * 100:>9.1f}%{r.vmemsim:>12,}{err:>9}"
+        )
+    return "\n".join(lines)

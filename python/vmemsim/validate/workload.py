@@ -1,0 +1,239 @@
+"""The workload of a validation run: the access sequence the guest program (``vmwl.c``) makes
+and the simulator replays.
+
+A workload is a generator spec (``gen:zipf:pages=...``, drawn by the guest program itself
+from the generator's plan, :func:`vmemsim._native.generator_plan`) or a trace file (any
+format vmemsim reads; written into the guest as u32 records). The ``mode`` says what the
+program does per access:
+
+- ``rw``: reads its page and writes it (every access is a write to the simulator);
+- ``r``: first writes every page of the footprint once in ascending order (the union of the
+  generator's page ranges, or the trace's distinct pages), then reads, writing only where the
+  access says so. A read of anonymous memory never written maps the shared zero page, which
+  takes no frame; the write pass makes every page real first.
+
+Trace pages are placed as the guest sees them: each 2 MiB region (512 pages, one PMD) the
+trace uses keeps its offsets and regions are packed in ascending order, so PMD locality
+(MG-LRU's walks and Bloom filter, VMA swap readahead) survives while the guest's mapping stays
+small. Both sides run the placed sequence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from .. import _native
+from ..api import VmemsimError, generate, load_trace
+
+SOURCE = Path(__file__).with_name("vmwl.c")
+MODES = ("rw", "r")
+GEN_PREFIX = "gen:"
+PMD_PAGES = 512
+#: Largest placed page (the guest program keeps pages in 31 bits).
+MAX_PAGE = (1 << 31) - 1
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "vmemsim" / "validate"
+
+
+def build_program(out_dir: Optional[Path] = None) -> Path:
+    """Compile ``vmwl.c`` statically (gcc, glibc's static libraries) into the cache, once per
+    source; returns the binary's path."""
+    src = SOURCE.read_bytes()
+    tag = hashlib.sha256(src).hexdigest()[:16]
+    d = Path(out_dir) if out_dir else cache_dir() / "vmwl"
+    exe = d / f"vmwl-{tag}"
+    if exe.exists():
+        return exe
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        raise VmemsimError(
+            "validate: gcc is needed to build the guest workload program "
+            "(Debian/Ubuntu: apt-get install gcc libc6-dev)"
+        )
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / f".vmwl-{tag}.{os.getpid()}"
+    cmd = [cc, "-O2", "-static", "-ffp-contract=off", "-o", str(tmp), str(SOURCE), "-lm"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise VmemsimError(
+            "validate: building the guest workload program failed (needs gcc and glibc's static "
+            f"libraries, libc6-dev): {r.stderr.strip()[-400:]}"
+        )
+    os.replace(tmp, exe)
+    return exe
+
+
+def _plan_ranges(plan: List[str]) -> List[Tuple[int, int]]:
+    """Leaf page ranges ``[start, start + pages)`` of a generator plan, in plan order."""
+    out: List[Tuple[int, int]] = []
+    i = 2  # after "N total"
+
+    def node() -> None:
+        nonlocal i
+        t = plan[i]
+        if t == "M":
+            k = int(plan[i + 2])
+            i += 3 + k
+            for _ in range(k):
+                node()
+        elif t == "Q":
+            k = int(plan[i + 1])
+            i += 2 + k
+            for _ in range(k):
+                node()
+        else:
+            start, pages = int(plan[i + 2]), int(plan[i + 4])
+            out.append((start, start + pages))
+            i += {"U": 5, "S": 5, "Z": 7, "H": 7}[t]
+
+    node()
+    return out
+
+
+def _union_ascending(ranges: List[Tuple[int, int]]) -> np.ndarray:
+    parts = []
+    nxt = 0
+    for a, b in sorted(ranges):
+        a = max(a, nxt)
+        if b > a:
+            parts.append(np.arange(a, b, dtype=np.uint64))
+        nxt = max(nxt, b)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+
+
+def place_pages(pages: np.ndarray) -> np.ndarray:
+    """Pack the 2 MiB regions a trace uses in ascending order, keeping offsets within each."""
+    if pages.size == 0:
+        return pages.astype(np.uint64)
+    regions = pages >> np.uint64(9)
+    uniq, inv = np.unique(regions, return_inverse=True)
+    placed = (inv.astype(np.uint64) << np.uint64(9)) | (pages & np.uint64(PMD_PAGES - 1))
+    if placed.size and int(placed.max()) > MAX_PAGE:
+        raise VmemsimError(
+            f"validate: the trace spans {len(uniq)} 2 MiB regions; the guest program takes at "
+            f"most {(MAX_PAGE + 1) // PMD_PAGES}"
+        )
+    return placed
+
+
+@dataclass
+class Workload:
+    """One validation workload: what the guest runs and the simulator replays."""
+
+    #: The spec as given (``gen:...`` or a trace path).
+    spec: str
+    mode: str
+    seed: int
+    #: ``gen`` or ``trace``.
+    kind: str
+    #: For ``gen``: the canonical generator name with its seed (re-runs the same accesses).
+    name: str
+    #: For ``gen``: the plan tokens handed to the guest program.
+    plan: Optional[List[str]] = None
+    #: For ``trace``: the placed pages and write flags (before the mode's transformation).
+    trace_pages: Optional[np.ndarray] = None
+    trace_writes: Optional[np.ndarray] = None
+
+    @property
+    def key(self) -> str:
+        """What identifies the access sequence (for the kernel result cache)."""
+        if self.kind == "gen":
+            return f"gen:{self.name}|mode={self.mode}"
+        h = hashlib.sha256()
+        h.update(np.ascontiguousarray(self.trace_pages).tobytes())
+        h.update(np.ascontiguousarray(self.trace_writes).tobytes())
+        return f"trace:{os.path.basename(self.spec)}:{h.hexdigest()[:16]}|mode={self.mode}"
+
+    def sequence(self) -> Tuple[np.ndarray, np.ndarray]:
+        """``(pages, writes)``: every access the guest program makes, in order."""
+        if self.kind == "gen":
+            pages, writes = load_trace(generate(self.spec[len(GEN_PREFIX):], seed=self.seed))
+            footprint = _union_ascending(_plan_ranges(self.plan or []))
+        else:
+            pages, writes = self.trace_pages, self.trace_writes
+            footprint = np.unique(pages)
+        pages = np.asarray(pages, dtype=np.uint64)
+        writes = np.asarray(writes, dtype=bool)
+        if self.mode == "rw":
+            return pages, np.ones(pages.size, dtype=bool)
+        return (
+            np.concatenate([footprint, pages]),
+            np.concatenate([np.ones(footprint.size, dtype=bool), writes]),
+        )
+
+    def footprint_pages(self) -> int:
+        """Distinct pages the program touches."""
+        if self.kind == "gen":
+            return int(_union_ascending(_plan_ranges(self.plan or [])).size) if self.mode == "r" \
+                else int(np.unique(self.sequence()[0]).size)
+        return int(np.unique(self.trace_pages).size)
+
+    def span_pages(self) -> int:
+        """Pages of the guest program's mapping (highest page + 1)."""
+        if self.kind == "gen":
+            return max(b for _, b in _plan_ranges(self.plan or []))
+        return int(self.trace_pages.max()) + 1 if self.trace_pages.size else 0
+
+    def program_args(self, trace_path: str = "/trace.u32") -> List[str]:
+        """Arguments of the guest program after the options."""
+        if self.kind == "gen":
+            return ["gen", *(self.plan or [])]
+        return ["trace", trace_path]
+
+    def trace_records(self) -> bytes:
+        """The trace as the guest program reads it: u32 LE, page | write << 31."""
+        rec = self.trace_pages.astype(np.uint32) | (self.trace_writes.astype(np.uint32) << 31)
+        return rec.astype("<u4").tobytes()
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    z = z + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def checksum(pages: np.ndarray, writes: np.ndarray) -> str:
+    """The guest program's checksum of a sequence: the sum mod 2^64 of
+    mix64((page << 1 | write) ^ mix64(index))."""
+    with np.errstate(over="ignore"):
+        idx = np.arange(pages.size, dtype=np.uint64)
+        key = (pages.astype(np.uint64) << np.uint64(1)) | writes.astype(np.uint64)
+        total = int(np.sum(_mix64(key ^ _mix64(idx)), dtype=np.uint64))
+    return f"{total & ((1 << 64) - 1):016x}"
+
+
+def make_workload(spec: str, mode: str = "rw", seed: int = 0) -> Workload:
+    """A workload from ``gen:SPEC`` or a trace path (read with vmemsim's readers)."""
+    if mode not in MODES:
+        raise VmemsimError(f"validate: mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if spec.startswith(GEN_PREFIX):
+        body = spec[len(GEN_PREFIX):]
+        g = generate(body, seed=seed)
+        plan = _native.generator_plan(body, seed).split()
+        w = Workload(spec=spec, mode=mode, seed=seed, kind="gen", name=g.name, plan=plan)
+        if w.span_pages() > MAX_PAGE:
+            raise VmemsimError(
+                f"validate: the generator spans {w.span_pages()} pages; the guest program "
+                f"takes at most {MAX_PAGE + 1}"
+            )
+        return w
+    if not os.path.exists(spec):
+        raise VmemsimError(f"validate: {spec}: no such trace file (a generator needs 'gen:')")
+    pages, writes = load_trace(spec)
+    placed = place_pages(np.asarray(pages, dtype=np.uint64))
+    return Workload(
+        spec=spec, mode=mode, seed=seed, kind="trace", name=os.path.basename(spec),
+        trace_pages=placed, trace_writes=np.asarray(writes, dtype=bool),
+    )

@@ -1,0 +1,186 @@
+"""`vmemsim validate`: parsing a stored serial log, the cpio writer, the result cache, the
+comparison, and one real kernel boot end to end (skipped only where qemu cannot run)."""
+
+import json
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import vmemsim
+from vmemsim.api import VmemsimError
+from vmemsim.validate import compare as C
+from vmemsim.validate import kernel as K
+from vmemsim.validate import workload as W
+
+DATA = Path(__file__).parent / "data" / "validate"
+LOG = DATA / "serial-mglru-zram.log"
+#: The stored log's workload and settings (a 96 MiB guest, Linux 6.1.0-56, MG-LRU, zram).
+LOG_SPEC = "gen:zipf:pages=12000,alpha=0.9,n=30000"
+LOG_SETTINGS = K.Settings(mem_mib=96, swap="zram", lru="mglru", page_cluster=0)
+
+
+def test_parse_log_reads_the_phase_deltas_and_the_zones():
+    d = K.parse_log(LOG.read_text())
+    # Values read off the log by hand: vmstat before/after the phase.
+    assert d["vmstat_before"]["nr_free_pages"] == 4340
+    assert d["vmstat"]["pgmajfault"] == 1497 - 0
+    assert d["vmstat"]["pswpout"] == 5387
+    assert d["vmstat"]["pgscan_kswapd"] == 4345 and d["vmstat"]["pgscan_direct"] == 1675
+    assert d["vmstat"]["nr_free_pages"] == 1054 - 4340
+    # Zones with managed pages only: DMA and DMA32, with their watermarks.
+    assert set(d["zones"]) == {"DMA", "DMA32"}
+    assert (d["zones"]["DMA"]["min"], d["zones"]["DMA"]["low"], d["zones"]["DMA"]["high"]) == (80, 100, 120)
+    assert (d["zones"]["DMA32"]["min"], d["zones"]["DMA32"]["high"], d["zones"]["DMA32"]["managed"]) == (109, 163, 7943)
+    assert d["meminfo_before"]["MemFree"] == 17360
+    assert d["mm_stat"]["orig_data_size"] == 253952 and d["mm_stat"]["compr_data_size"] == 13043
+    assert d["release"] == "6.1.0-56-amd64" and d["lru_gen"] == "0x0007"
+    assert d["accesses"] == 30000
+    # The guest drew exactly the accesses vmemsim replays.
+    w = W.make_workload(LOG_SPEC, "rw", 3)
+    assert d["checksum"] == W.checksum(*w.sequence())
+
+
+def test_parse_log_errors_name_what_went_wrong():
+    text = LOG.read_text()
+    with pytest.raises(VmemsimError, match="did not finish"):
+        K.parse_log(text.split("@@vmwl")[0])
+    with pytest.raises(VmemsimError, match="setup failed: swapon"):
+        K.parse_log("@@error swapon\n" + text)
+    with pytest.raises(VmemsimError, match="status 2"):
+        K.parse_log(text.replace("@@rc 0", "@@rc 2"))
+
+
+def test_simulator_gets_the_kernels_free_memory_and_summed_watermarks():
+    d = K.parse_log(LOG.read_text())
+    run = K.KernelRun(kernel="k", release="r", accel="tcg", settings={}, workload="w", **{
+        k: d[k] for k in ("vmstat", "vmstat_before", "meminfo_before", "zones", "mm_stat",
+                          "accesses", "checksum")})
+    inp = C.simulator_inputs([run])
+    assert inp["frames"] == 4340
+    assert inp["watermarks"] == (80 + 109, 100 + 136, 120 + 163)
+
+
+def _stored_run():
+    d = K.parse_log(LOG.read_text())
+    d.pop("release")
+    d.pop("lru_gen")
+    return K.KernelRun(kernel="linux-image-test 1", release="6.1.0-56-amd64", accel="tcg",
+                       settings={}, workload="w", lru_gen="0x0007", **d)
+
+
+def test_a_cached_case_boots_nothing_and_replays_the_simulator(tmp_path, monkeypatch):
+    kdir = tmp_path / "kernel"
+    (kdir / "boot").mkdir(parents=True)
+    (kdir / "boot" / "vmlinuz-6.1.0-56-amd64").write_bytes(b"")
+    (kdir / ".complete").write_text(json.dumps({"package": "linux-image-test", "version": "1"}))
+    kernel = K.kernel_from_dir(kdir)
+    w = W.make_workload(LOG_SPEC, "rw", 3)
+    path = C._cache_file(tmp_path, kernel, w, LOG_SETTINGS, "auto")
+    C.save_runs(path, [_stored_run(), _stored_run()])
+
+    def boom(*a, **k):
+        raise AssertionError("booted a kernel for a cached case")
+
+    monkeypatch.setattr(C, "run_kernel", boom)
+    cases = C.validate(LOG_SPEC, mem="96M", swap="zram", lrus=("mglru",), page_cluster=0,
+                       repeats=2, seed=3, cache=tmp_path, kernel_dir=kdir)
+    (case,) = cases
+    assert case.row("pgmajfault").kernel == [1497, 1497]
+    assert case.row("pgmajfault").spread == 0.0
+    # The simulator ran the same sequence on 4340 frames with the summed watermarks.
+    sim = vmemsim.replay(*W.make_workload(LOG_SPEC, "rw", 3).sequence()[:1], policy="mglru",
+                         frames=4340, writes=w.sequence()[1], seed=3, page_cluster=0,
+                         watermarks=(189, 236, 283), swap="zram")
+    assert case.row("pgmajfault").vmemsim == sim.major_faults
+    assert case.row("pswpout").vmemsim == sim.stats["pswpout"]
+    # A different setting is not in the cache: it would boot.
+    with pytest.raises(AssertionError, match="booted"):
+        C.validate(LOG_SPEC, mem="96M", swap="zram", lrus=("classic",), page_cluster=0,
+                   repeats=2, seed=3, cache=tmp_path, kernel_dir=kdir)
+
+
+def test_row_statistics_by_hand():
+    r = C.Row("pgmajfault", [90, 110], 105)
+    assert r.mean == 100 and r.spread == pytest.approx(0.10) and r.error == pytest.approx(0.05)
+    assert C.Row("x", [0, 0], 0).error == 0.0 and C.Row("x", [0], 3).error is None
+
+
+def test_cpio_newc_layout(tmp_path):
+    out = tmp_path / "a.cpio"
+    K.write_cpio({"bin/x": (stat.S_IFREG | 0o755, b"hello"), "init": (stat.S_IFREG | 0o755, b"#!")}, out)
+    data = out.read_bytes()
+    # First entry: the implied directory "bin" (header 110 bytes + "bin\0", padded to 4).
+    assert data[:6] == b"070701"
+    assert int(data[14:22], 16) == stat.S_IFDIR | 0o755
+    assert int(data[94:102], 16) == 4 and data[110:114] == b"bin\0"
+    names = []
+    i = 0
+    while i < len(data):
+        namesize = int(data[i + 94:i + 102], 16)
+        filesize = int(data[i + 54:i + 62], 16)
+        name = data[i + 110:i + 110 + namesize - 1].decode()
+        names.append(name)
+        i += 110 + namesize
+        i += -i % 4
+        body = data[i:i + filesize]
+        if name == "bin/x":
+            assert body == b"hello"
+        i += filesize + (-filesize % 4)
+        if name == "TRAILER!!!":
+            break
+    assert names == ["bin", "bin/x", "init", "TRAILER!!!"]
+
+
+def test_bad_settings_name_the_option():
+    with pytest.raises(VmemsimError, match="--swap"):
+        K.Settings(swap="ssd").check()
+    with pytest.raises(VmemsimError, match="--mem"):
+        K.Settings(mem_mib=8).check()
+    with pytest.raises(VmemsimError, match="--mem"):
+        C.parse_mem("lots")
+    assert C.parse_mem("160M") == 160 and C.parse_mem("1G") == 1024 and C.parse_mem("512MiB") == 512
+
+
+def _can_boot():
+    if shutil.which("qemu-system-x86_64") is None:
+        return "qemu-system-x86_64 is not installed (make deps-kernel)"
+    try:
+        K.find_busybox()
+    except K.KernelUnavailable as e:
+        return str(e)
+    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+        return "no apt-get/dpkg-deb to fetch Debian's kernel"
+    if shutil.which("gcc") is None:
+        return "no gcc to build the guest program"
+    return None
+
+
+@pytest.mark.skipif(_can_boot() is not None, reason=str(_can_boot()))
+def test_a_real_kernel_run_end_to_end(tmp_path):
+    """Boot Debian's kernel under QEMU (TCG unless KVM works), run 30,000 accesses in a 96 MiB
+    guest with disk swap, parse the counters and compare with vmemsim. About 10-30 s."""
+    # Results in a fresh cache (so this boots), the kernel package shared with other runs.
+    kernels = W.cache_dir() / "kernels"
+    kernels.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "kernels").symlink_to(kernels)
+    out = subprocess.run(
+        ["vmemsim", "validate", LOG_SPEC, "--cache", str(tmp_path), "--mem", "96M", "--swap", "disk", "--lru", "classic",
+         "--page-cluster", "0", "--repeats", "1", "--seed", "3", "--json"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    (case,) = json.loads(out.stdout)
+    run = case["kernel_runs"][0]
+    assert run["accesses"] == 30000
+    assert run["release"] and "amd64" in run["release"]
+    assert run["vmstat_before"]["nr_free_pages"] < 12000  # the workload does not fit
+    rows = {r["counter"]: r for r in case["rows"]}
+    k = rows["pgmajfault"]["kernel_mean"]
+    assert k > 500  # it swapped
+    # classic LRU's major faults within 25% of the kernel's (measured: -7.6% on 6.1)
+    assert abs(rows["pgmajfault"]["error"]) < 0.25
+    assert case["vmemsim_version"] == vmemsim._native.version()
+    assert case["kernel"].startswith("linux-image-")
