@@ -35,8 +35,8 @@ def run_dump(exe, tmp_path, w):
     dump = tmp_path / "dump.bin"
     extra = []
     if w.kind == "trace":
-        (tmp_path / "t.u32").write_bytes(w.trace_records())
-        extra = ["trace", str(tmp_path / "t.u32")]
+        w.write_sequence_file(tmp_path / "t.seq")
+        extra = ["trace", str(tmp_path / "t.seq")]
     out = subprocess.run(
         [str(exe), "--mode", w.mode, "--dump", str(dump), *(extra or w.program_args())],
         check=True, capture_output=True, text=True,
@@ -89,6 +89,24 @@ def test_program_replays_a_trace_file(exe, tmp_path):
     assert list(pages) == [1, 3, 512, 518, 1024, 3, 518, 1024, 1, 512]
     assert list(writes) == [True] * 5 + [True, False, True, False, False]
     assert chk == wl.checksum(pages, writes)
+    # --mode rw: every access writes, no write pass
+    w = wl.make_workload(str(path), mode="rw")
+    pages, writes, n, chk = run_dump(exe, tmp_path, w)
+    assert list(pages) == [3, 518, 1024, 1, 512] and writes.all()
+
+
+def test_a_long_trace_streams_in_chunks(exe, tmp_path):
+    # 600,000 records cross the program's 1 MiB (262,144-record) chunks; the last is partial.
+    rng = np.random.default_rng(5)
+    pages = rng.integers(0, 3000, 600_000).astype(np.uint64)
+    writes = rng.random(600_000) < 0.3
+    w = wl.Workload(spec="x", mode="r", seed=0, kind="trace", name="x",
+                    trace_pages=pages, trace_writes=writes)
+    got_p, got_w, n, chk = run_dump(exe, tmp_path, w)
+    exp_p, exp_w = w.sequence()
+    assert n == exp_p.size == 600_000 + np.unique(pages).size
+    assert np.array_equal(got_p, exp_p) and np.array_equal(got_w, exp_w)
+    assert chk == wl.checksum(exp_p, exp_w)
 
 
 def test_checksum_by_hand():

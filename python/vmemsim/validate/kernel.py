@@ -18,6 +18,7 @@ cache), TCG otherwise (30-150 s per 1 M-access run).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -99,6 +100,13 @@ def fetch_kernel(cache: Optional[Path] = None, package: str = "linux-image-amd64
     cache = Path(cache) if cache else cache_dir()
     kdir = cache / "kernels"
     kdir.mkdir(parents=True, exist_ok=True)
+    # One fetch at a time per cache (parallel validations share the unpacked kernel).
+    with open(kdir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _fetch_locked(kdir, package)
+
+
+def _fetch_locked(kdir: Path, package: str) -> Kernel:
     for _ in range(2):
         with tempfile.TemporaryDirectory(dir=kdir) as tmp:
             _run(["apt-get", "download", package], cwd=Path(tmp))
@@ -342,7 +350,10 @@ def swap_mib(settings: Settings, w: Workload) -> int:
 
 def build_initramfs(kernel: Kernel, w: Workload, settings: Settings, out: Path) -> None:
     exe = build_program()
-    mods = resolve_modules(kernel, SWAP_MODULES[settings.swap])
+    wanted = list(SWAP_MODULES[settings.swap])
+    if w.kind == "trace":
+        wanted += [m for m in SWAP_MODULES["disk"] if m not in wanted]
+    mods = resolve_modules(kernel, wanted)
     files: Dict[str, Tuple[int, bytes]] = {}
     files["bin/busybox"] = (stat.S_IFREG | 0o755, find_busybox().read_bytes())
     files["vmwl"] = (stat.S_IFREG | 0o755, exe.read_bytes())
@@ -352,14 +363,17 @@ def build_initramfs(kernel: Kernel, w: Workload, settings: Settings, out: Path) 
         files[r] = (stat.S_IFREG | 0o644, p.read_bytes())
         rel.append(r)
     files["modules.list"] = (stat.S_IFREG | 0o644, ("\n".join(rel) + "\n").encode())
-    args = " ".join(w.program_args("/trace.u32"))
+    # A trace streams from the last virtio disk: vdb after a swap disk, else vda.
+    trace_dev = "/dev/vdb" if settings.swap == "disk" else "/dev/vda"
+    args = " ".join(w.program_args(trace_dev))
+    wait = ""
     if w.kind == "trace":
-        files["trace.u32"] = (stat.S_IFREG | 0o644, w.trace_records())
+        wait = (f"i=0; while [ ! -e {trace_dev} ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n")
     init = INIT.format(
         lru_gen="y" if settings.lru == "mglru" else "n",
         page_cluster=settings.page_cluster,
         swappiness=settings.swappiness,
-        swap_setup=SWAP_SETUP[settings.swap].format(swap_bytes=swap_mib(settings, w) << 20),
+        swap_setup=wait + SWAP_SETUP[settings.swap].format(swap_bytes=swap_mib(settings, w) << 20),
         mode=w.mode,
         args=args,
         after=AFTER[settings.swap],
@@ -387,7 +401,8 @@ CMDLINE = (
 
 
 def qemu_command(
-    kernel: Kernel, initrd: Path, settings: Settings, accel: str, disk: Optional[Path], log: Path
+    kernel: Kernel, initrd: Path, settings: Settings, accel: str, disk: Optional[Path], log: Path,
+    trace: Optional[Path] = None,
 ) -> List[str]:
     cmd = [
         find_qemu(), "-machine", "q35" if accel == "kvm" else "pc", "-m", f"{settings.mem_mib}M",
@@ -398,6 +413,8 @@ def qemu_command(
     cmd += ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-accel", "tcg", "-cpu", "max"]
     if disk is not None:
         cmd += ["-drive", f"file={disk},if=virtio,format=raw,cache=unsafe"]
+    if trace is not None:
+        cmd += ["-drive", f"file={trace},if=virtio,format=raw,readonly=on"]
     return cmd
 
 
@@ -572,8 +589,12 @@ def run_kernel(
             disk = t / "swap.img"
             with open(disk, "wb") as f:
                 f.truncate(swap_mib(settings, w) << 20)
+        trace = None
+        if w.kind == "trace":
+            trace = t / "trace.img"
+            w.write_sequence_file(trace)
         log = t / "serial.log"
-        cmd = qemu_command(kernel, initrd, settings, accel, disk, log)
+        cmd = qemu_command(kernel, initrd, settings, accel, disk, log, trace)
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         last = ""

@@ -4,14 +4,18 @@
  * /proc/vmstat and the simulator's counters describe the same accesses.
  *
  *   vmwl [--mode rw|r] [--snap] [--dump FILE] gen N TOTAL NODE...
- *   vmwl [--mode rw|r] [--snap] [--dump FILE] trace FILE
+ *   vmwl [--snap] [--dump FILE] trace FILE
  *
  * gen: the plan of a vmemsim generator spec (`GenSpec::plan` in generate.rs writes it), drawn
  *   here with the same algorithms and the same random streams: xoshiro256++ seeded through
  *   SplitMix64 (rand_xoshiro's seed_from_u64), rand 0.8's f64 (53 high bits) and its
  *   widening-multiply integer ranges, Zipf by rejection-inversion, the shuffle permutation
  *   (Fisher-Yates up to 2^22 pages, a 4-round Feistel network above).
- * trace: a file of little-endian u32 records, page | write << 31, written by the harness.
+ * trace: a sequence file written by the harness, replayed as it is (for a trace the harness
+ *   writes the sequence after --mode's transformation, write pass included): a 4096-byte header
+ *   ("VMWLSEQ1", u64 record count, u64 span in pages, zeros), then little-endian u32 records,
+ *   page | write << 31. It is streamed in 1 MiB chunks with O_DIRECT where the file allows it
+ *   (a virtio disk in the guest), so a long trace costs the guest no memory.
  *
  * --mode rw (default): every access reads its page and then writes it (every page is dirty).
  * --mode r: a write pass over the footprint first (every page of every generator range, in
@@ -373,6 +377,24 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+#define CHUNK_BYTES (1024 * 1024)
+#define CHUNK_RECS (CHUNK_BYTES / 4)
+static int trace_fd = -1;
+static unsigned char *chunk;
+
+/* The next chunk of records (up to `left` of them) from the trace file. */
+static void fill_chunk(uint64_t left) {
+    size_t want = left >= CHUNK_RECS ? CHUNK_BYTES : (size_t)((left * 4 + 4095) / 4096 * 4096);
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = read(trace_fd, chunk + got, want - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    if (got < (left >= CHUNK_RECS ? (size_t)CHUNK_BYTES : (size_t)left * 4)) die("the trace file ends early");
+}
+
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
@@ -395,11 +417,8 @@ int main(int argc, char **argv) {
     const char *what = argv[i++];
     node_t *root = NULL;
     uint64_t total = 0;
-    uint32_t *recs = NULL;
-    uint64_t nrecs = 0;
     uint64_t (*rg)[2] = NULL;
     int nrg = 0;
-    uint64_t *distinct = NULL, ndistinct = 0;
 
     if (!strcmp(what, "gen")) {
         tok = argv + i;
@@ -415,26 +434,15 @@ int main(int argc, char **argv) {
             if (rg[k][1] > span) span = rg[k][1];
     } else if (!strcmp(what, "trace")) {
         if (i >= argc) die("trace needs a file");
-        int fd = open(argv[i], O_RDONLY);
-        if (fd < 0) die("cannot open the trace file");
-        off_t size = lseek(fd, 0, SEEK_END);
-        if (size < 0 || size % 4) die("the trace file is not a whole number of u32 records");
-        nrecs = (uint64_t)size / 4;
-        recs = mmap(NULL, size ? (size_t)size : 1, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (recs == MAP_FAILED) die("cannot map the trace file");
-        total = nrecs;
-        for (uint64_t k = 0; k < nrecs; k++) {
-            uint64_t p = recs[k] & 0x7FFFFFFFu;
-            if (p + 1 > span) span = p + 1;
-        }
-        if (!mode_rw) {
-            distinct = malloc((nrecs ? nrecs : 1) * sizeof *distinct);
-            if (!distinct) die("out of memory");
-            for (uint64_t k = 0; k < nrecs; k++) distinct[k] = recs[k] & 0x7FFFFFFFu;
-            qsort(distinct, nrecs, sizeof *distinct, cmp_u64);
-            for (uint64_t k = 0; k < nrecs; k++)
-                if (k == 0 || distinct[k] != distinct[ndistinct - 1]) distinct[ndistinct++] = distinct[k];
-        }
+        trace_fd = open(argv[i], O_RDONLY | O_DIRECT);
+        if (trace_fd < 0) trace_fd = open(argv[i], O_RDONLY); /* no O_DIRECT here (tmpfs) */
+        if (trace_fd < 0) die("cannot open the trace file");
+        if (posix_memalign((void **)&chunk, 4096, CHUNK_BYTES)) die("out of memory");
+        if (read(trace_fd, chunk, 4096) != 4096 || memcmp(chunk, "VMWLSEQ1", 8))
+            die("the trace file has no VMWLSEQ1 header");
+        memcpy(&total, chunk + 8, 8);
+        memcpy(&span, chunk + 16, 8);
+        mode_rw = 0; /* the file holds the sequence as made */
     } else die("expected gen or trace");
 
     if (dump_path) {
@@ -461,8 +469,8 @@ int main(int argc, char **argv) {
         slurp("/proc/vmstat", snap_vmstat0);
     }
     double t0 = now_s();
-    if (!mode_rw) {
-        if (root) {
+    if (!mode_rw && root) {
+        {
             /* the union of the leaf ranges, ascending */
             qsort(rg, nrg, sizeof *rg, cmp_u64);
             uint64_t next = 0;
@@ -471,8 +479,6 @@ int main(int argc, char **argv) {
                 for (uint64_t p = a; p < rg[k][1]; p++) touch(p, 1);
                 if (rg[k][1] > next) next = rg[k][1];
             }
-        } else {
-            for (uint64_t k = 0; k < ndistinct; k++) touch(distinct[k], 1);
         }
     }
     uint64_t tenth = total / 10 ? total / 10 : 1;
@@ -484,8 +490,11 @@ int main(int argc, char **argv) {
         uint64_t p;
         if (root) p = sample(root, &w);
         else {
-            p = recs[k] & 0x7FFFFFFFu;
-            w = (int)(recs[k] >> 31);
+            if (k % CHUNK_RECS == 0) fill_chunk(total - k);
+            uint32_t r;
+            memcpy(&r, chunk + (k % CHUNK_RECS) * 4, 4);
+            p = r & 0x7FFFFFFFu;
+            w = (int)(r >> 31);
         }
         touch(p, mode_rw ? 1 : w);
     }

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import struct
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,16 +186,25 @@ class Workload:
             return max(b for _, b in _plan_ranges(self.plan or []))
         return int(self.trace_pages.max()) + 1 if self.trace_pages.size else 0
 
-    def program_args(self, trace_path: str = "/trace.u32") -> List[str]:
+    def program_args(self, trace_path: str = "/dev/vdb") -> List[str]:
         """Arguments of the guest program after the options."""
         if self.kind == "gen":
             return ["gen", *(self.plan or [])]
         return ["trace", trace_path]
 
-    def trace_records(self) -> bytes:
-        """The trace as the guest program reads it: u32 LE, page | write << 31."""
-        rec = self.trace_pages.astype(np.uint32) | (self.trace_writes.astype(np.uint32) << 31)
-        return rec.astype("<u4").tobytes()
+    def write_sequence_file(self, path: Path) -> int:
+        """The sequence file the guest program replays a trace from (see ``vmwl.c``): a
+        4096-byte header, then u32 LE records (page | write << 31) of :meth:`sequence`, the
+        mode's write pass included, padded to 4096 bytes. Returns its size in bytes."""
+        pages, writes = self.sequence()
+        header = b"VMWLSEQ1" + struct.pack("<QQ", pages.size, self.span_pages())
+        rec = (pages.astype(np.uint32) | (writes.astype(np.uint32) << np.uint32(31))).astype("<u4")
+        with open(path, "wb") as f:
+            f.write(header.ljust(4096, b"\0"))
+            f.write(rec.tobytes())
+            pad = -(4096 + rec.nbytes) % 4096
+            f.write(b"\0" * pad)
+        return 4096 + rec.nbytes + pad
 
 
 def _mix64(z: np.ndarray) -> np.ndarray:
