@@ -24,7 +24,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::access::Access;
-use crate::mm::frames::{F_ANON, F_DIRTY, F_MAPPED, F_SWAPCACHE};
+use crate::mm::frames::{F_ANON, F_DIRTY, F_MAPPED, F_READAHEAD, F_SWAPCACHE};
 use crate::mm::*;
 use crate::policy::{Family, Insert, Policy, ReclaimReason, ScanControl, Touch};
 use crate::watermarks::Watermarks;
@@ -345,12 +345,14 @@ impl<P: Policy> Machine<P> {
             let slot = pte_payload(old) as u32;
             let cached = self.mm.swap.cached_frame(slot);
             if cached != NO_FRAME {
-                // Swap-cache hit: the page was read ahead (or its swap-out failed: then it is
-                // dirty, and not a readahead hit, `PG_readahead` being unset); map it
-                // without I/O.
+                // Swap-cache hit: the page was read ahead, or is still in the swap cache after
+                // a swap-out (kept under writeback, or its write failed); map it without I/O.
+                // `swap_cache_get_folio`: only a page read ahead (`PG_readahead`, cleared
+                // here) is a readahead hit and widens the next window.
                 self.stats.minor_faults += 1;
                 self.stats.swapcache_hits += 1;
-                if self.mm.frames.flags(cached) & F_DIRTY == 0 {
+                if self.mm.frames.flags(cached) & F_READAHEAD != 0 {
+                    self.mm.frames.clear_flags(cached, F_READAHEAD);
                     self.stats.swap_ra_hit += 1;
                     self.ra.hits += 1;
                 }
@@ -472,7 +474,11 @@ impl<P: Policy> Machine<P> {
                 continue;
             }
             let owner = self.mm.pt.vpn_of(pidx);
-            let Some(f) = self.mm.frames.alloc(pidx, F_ANON | F_SWAPCACHE) else {
+            let Some(f) = self
+                .mm
+                .frames
+                .alloc(pidx, F_ANON | F_SWAPCACHE | F_READAHEAD)
+            else {
                 break;
             };
             self.mm.frames.set_slot(f, s);
@@ -659,6 +665,7 @@ impl<P: Policy> Machine<P> {
             swappiness: self.swappiness,
             may_swap: true,
             high_wmark: self.wmark.high,
+            writeback_async: !self.swap_sync_io,
         };
         let mut victims = std::mem::take(&mut self.victims);
         victims.clear();
@@ -704,7 +711,9 @@ impl<P: Policy> Machine<P> {
                     // (`__gfp_pfmemalloc_flags` → ALLOC_NO_WATERMARKS): every free frame.
                     let free = self.mm.frames.n_free() as u64 * 4096;
                     if pool.pending + pool.per_page > free {
-                        self.swap_write_failed(f, slot, pidx, dirty, mapped);
+                        self.stats.swap_write_errors += 1;
+                        let _ = self.policy.shadow(&self.mm, f); // not evicted: no shadow kept
+                        self.keep_in_swap_cache(f, slot, pidx, dirty, mapped, Insert::Putback);
                         return false;
                     }
                     if let Some(p) = self.mm.swap.pool.as_mut() {
@@ -712,6 +721,13 @@ impl<P: Policy> Machine<P> {
                     }
                 }
                 self.mm.swap.device.submit(SwapIo::Write { slot });
+                if self.family == Family::Kernel && !self.swap_sync_io {
+                    // An asynchronous device: `pageout` returns with the folio under
+                    // writeback and `shrink_folio_list` keeps it (the policy was told:
+                    // `ScanControl::writeback_async`); a later scan frees it.
+                    self.keep_in_swap_cache(f, slot, pidx, false, mapped, Insert::Rotate);
+                    return false;
+                }
             }
             let shadow = self.policy.shadow(&self.mm, f);
             self.stats.evictions += 1;
@@ -782,32 +798,46 @@ impl<P: Policy> Machine<P> {
         freed
     }
 
-    /// A swap-out the device refused (zram: `zs_malloc` found no memory for the compressed
-    /// page, `zram_write_page` → -ENOMEM). As in Linux, `add_to_swap` and `try_to_unmap` have
-    /// already happened: the page keeps its slot and sits in the swap cache, unmapped;
-    /// `__end_swap_bio_write` marks it dirty again and clears `PG_reclaim`, and
-    /// `shrink_folio_list` keeps it (`keep` → `move_folios_to_lru`). The next access is a
-    /// minor fault from the swap cache; the next reclaim tries the write again. When nothing
-    /// else can be freed, the allocation's retries run out and the run ends out of memory, as
-    /// the kernel's OOM killer would end it. Left out: the ratelimited "Write-error on
-    /// swap-device" message and zram's second `zs_malloc` attempt with direct reclaim, which
-    /// in an anonymous-only machine cannot free memory (GFP_NOIO forbids swap-out).
-    fn swap_write_failed(
+    /// A victim that stays in memory: unmapped (its PTE a swap entry), in the swap cache at
+    /// `slot`, back on the policy's lists as `how` says. Two cases:
+    ///
+    /// - `Insert::Putback`: a swap-out the device refused (zram: `zs_malloc` found no memory
+    ///   for the compressed page, `zram_write_page` → -ENOMEM). As in Linux, `add_to_swap` and
+    ///   `try_to_unmap` have already happened; `__end_swap_bio_write` marks it dirty again and
+    ///   clears `PG_reclaim`, and `shrink_folio_list` keeps it (`keep` → `move_folios_to_lru`).
+    ///   The next access is a minor fault from the swap cache; the next reclaim tries the write
+    ///   again. When nothing else can be freed, the allocation's retries run out and the run
+    ///   ends out of memory, as the kernel's OOM killer would end it. Left out: the
+    ///   ratelimited "Write-error on swap-device" message and zram's second `zs_malloc`
+    ///   attempt with direct reclaim, which in an anonymous-only machine cannot free memory
+    ///   (GFP_NOIO forbids swap-out).
+    /// - `Insert::Rotate`: a write to an asynchronous device (`shrink_folio_list` keeps a folio
+    ///   that `pageout` left under writeback, `evict_folios`/`shrink_inactive_list` put it
+    ///   back). The write is taken to complete by the end of the reclaim pass:
+    ///   `folio_end_writeback` → `folio_rotate_reclaimable` puts the now clean folio at the
+    ///   tail of its list, and a later scan frees it without writing, so such a page is
+    ///   scanned twice (pgscan) and stolen once (pgsteal). An access before that finds it in
+    ///   the swap cache (a minor fault). Left out: the time the write takes (a slow device
+    ///   leaves the folio at the head of its list, `lru_gen_add_folio`'s `min_seq + 1` for
+    ///   MG-LRU, until it completes), `PGROTATED`, and file pages (written back at once here).
+    fn keep_in_swap_cache(
         &mut self,
         f: FrameId,
         slot: u32,
         pidx: PteIndex,
         dirty: bool,
         mapped: bool,
+        how: Insert,
     ) {
-        self.stats.swap_write_errors += 1;
-        let _ = self.policy.shadow(&self.mm, f); // no eviction: the shadow is not kept
         if dirty {
             self.mm.frames.set_flags(f, F_DIRTY);
+        } else {
+            self.mm.frames.clear_flags(f, F_DIRTY);
         }
         if mapped {
             *self.mm.pt.at(pidx) = PTE_SWAP | ((slot as u64) << PTE_PAYLOAD_SHIFT);
             self.mm.frames.clear_flags(f, F_MAPPED);
+            self.log_unmap(pidx);
         }
         self.mm.frames.set_flags(f, F_SWAPCACHE);
         self.mm.frames.set_slot(f, slot);
@@ -818,7 +848,7 @@ impl<P: Policy> Machine<P> {
             vpn: self.mm.pt.vpn_of(pidx),
             write: false,
         };
-        self.policy.on_insert(&self.mm, f, touch, Insert::Putback);
+        self.policy.on_insert(&self.mm, f, touch, how);
     }
 
     /// Every invariant of memory and policy.

@@ -13,6 +13,10 @@ pub const F_MAPPED: u8 = 1 << 1;
 pub const F_DIRTY: u8 = 1 << 2;
 /// In the swap cache (has a swap slot whose copy matches while clean).
 pub const F_SWAPCACHE: u8 = 1 << 3;
+/// `PG_readahead` on a swap-cache page: read by swap readahead and not yet faulted on.
+/// `swap_cache_get_folio` test-and-clears it: only such a hit is a readahead hit (`SWAP_RA_HIT`,
+/// `swapin_readahead_hits`), which widens the next readahead window.
+pub const F_READAHEAD: u8 = 1 << 4;
 pub const F_IN_USE: u8 = 1 << 7;
 
 /// One frame's record, kept together so a reclaim decision touches one cache line.

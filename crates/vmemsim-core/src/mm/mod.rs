@@ -103,6 +103,13 @@ impl Mm {
         self.frames.is_mapped(f) && self.pt.get(self.frames.pte(f)) & PTE_DIRTY != 0
     }
 
+    /// Whether reclaiming anonymous frame `f` writes it to swap (`pageout`): it has no swap
+    /// slot yet, or its data changed since its swap copy was made. Policies and the engine
+    /// ask the same question of the same state, so they agree on which victims are written.
+    pub fn swap_out_writes(&self, f: FrameId) -> bool {
+        self.frames.is_anon(f) && (self.frames.slot(f) == NO_SLOT || self.is_dirty(f))
+    }
+
     /// Recount every invariant of the frame table, page table and swap map.
     pub fn validate(&self) -> Result<(), String> {
         let n = self.frames.len();

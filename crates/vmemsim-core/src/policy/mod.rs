@@ -58,6 +58,15 @@ pub enum Insert {
     /// `move_folios_to_lru` puts a kept folio back, not active. The page is in the swap cache,
     /// unmapped.
     Putback,
+    /// Chosen by reclaim, written to an asynchronous swap device and kept while the write
+    /// was in flight (`shrink_folio_list`: `pageout` → `PAGE_SUCCESS`, folio under writeback →
+    /// `keep`); the write has since completed, and `folio_end_writeback` →
+    /// `folio_rotate_reclaimable` → `lru_move_tail_fn` moved it, inactive, to the tail of its
+    /// list (MG-LRU: the oldest generation's tail, `lru_gen_add_folio(.., reclaiming = true)`
+    /// with `PG_reclaim` already cleared), first in line for the next scan, which frees it
+    /// without writing. The page is in the swap cache, unmapped, clean; its reference flags
+    /// are those it had when it was isolated.
+    Rotate,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +99,13 @@ pub struct ScanControl {
     /// The zone's high watermark in pages (`high_wmark_pages`), read by the classic LRU's
     /// `prepare_scan_control` (its `file_is_tiny` test).
     pub high_wmark: u32,
+    /// The swap device completes writes asynchronously (a disk; not zram, whose writes are
+    /// synchronous). Then `shrink_folio_list` finds a folio that `pageout` wrote still under
+    /// writeback and keeps it: a kernel policy still hands such a victim
+    /// ([`crate::mm::Mm::swap_out_writes`]) to the engine, which writes and unmaps it and puts
+    /// it back with [`Insert::Rotate`], but counts it neither reclaimed nor evicted (no
+    /// `workingset_eviction`, no shadow).
+    pub writeback_async: bool,
 }
 
 /// A replacement policy. See the module documentation for the two families' contracts.

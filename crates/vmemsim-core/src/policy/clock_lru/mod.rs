@@ -142,6 +142,9 @@ struct Counters {
     pgsteal: [u64; 2],
     /// `reclaim_stat.nr_ref_keep`: inactive folios seen young once, rotated for another trip.
     nr_ref_keep: u64,
+    /// Folios `shrink_folio_list` kept because `pageout` left them under writeback
+    /// (asynchronous swap device); freed by a later scan.
+    nr_writeback_keep: u64,
     workingset_activate: [u64; 2],
     workingset_restore: [u64; 2],
 }
@@ -384,11 +387,20 @@ impl ClockLru {
                 FolioRef::Reclaim | FolioRef::ReclaimClean => {
                     // `pageout` writes a dirty page, or an anon page without a swap copy.
                     let written = if file == 0 {
-                        mm.frames.slot(f) == NO_SLOT || mm.is_dirty(f)
+                        mm.swap_out_writes(f)
                     } else {
                         mm.is_dirty(f)
                     };
                     nr_pageout += written as u64;
+                    if written && file == 0 && sc.writeback_async {
+                        // Still under writeback after `pageout`: `keep`, not reclaimed. The
+                        // engine writes it and puts it back (`Insert::Rotate`), flags kept.
+                        self.victim_shadow[f as usize] = fl as u32;
+                        self.flags[f as usize] = 0;
+                        victims.push(f);
+                        self.c.nr_writeback_keep += 1;
+                        continue;
+                    }
                     // `__remove_mapping` stores the shadow as the folio leaves.
                     self.victim_shadow[f as usize] = self.workingset_eviction(fl);
                     self.flags[f as usize] = 0;
@@ -525,6 +537,15 @@ impl Policy for ClockLru {
         match how {
             // `move_folios_to_lru`: a kept folio goes back to the inactive list's head.
             Insert::FirstTouch | Insert::Putback => {}
+            Insert::Rotate => {
+                // `lru_move_tail_fn`: inactive (PG_active cleared), at the tail, with the
+                // reference flags it was isolated with (held in `victim_shadow`).
+                let kept = std::mem::replace(&mut self.victim_shadow[f as usize], 0) as u8;
+                let fl = (kept & !(PG_ACTIVE | PG_LRU | LRU_MASK)) | (fl & LRU_MASK) | PG_LRU;
+                self.flags[f as usize] = fl;
+                self.lists[(fl & LRU_MASK) as usize].push_tail(&mut self.links, f);
+                return;
+            }
             Insert::Refault { shadow } => fl |= self.workingset_refault(shadow, file),
             Insert::Readahead => {
                 // `__read_swap_cache_async` checks the slot's shadow for readahead pages too.
@@ -623,6 +644,7 @@ impl Policy for ClockLru {
             ("pgsteal_anon", c.pgsteal[0]),
             ("pgsteal_file", c.pgsteal[1]),
             ("nr_ref_keep", c.nr_ref_keep),
+            ("nr_writeback_keep", c.nr_writeback_keep),
             ("workingset_activate_anon", c.workingset_activate[0]),
             ("workingset_activate_file", c.workingset_activate[1]),
             ("workingset_restore_anon", c.workingset_restore[0]),

@@ -48,8 +48,8 @@ impl MgLru {
         };
         sc.priority = self.initial_priority(sc, swappiness);
         let kswapd = sc.reason == ReclaimReason::Kswapd;
-        let start = victims.len();
         let mut scanned = 0u64;
+        self.nr_reclaimed = 0;
         loop {
             let nr_to_scan = self.get_nr_to_scan(mm, sc.priority, swappiness != 0);
             if nr_to_scan <= 0 {
@@ -64,7 +64,7 @@ impl MgLru {
                 break;
             }
             // should_abort_scan
-            if (victims.len() - start) as u64 >= sc.nr_to_reclaim as u64 {
+            if self.nr_reclaimed >= sc.nr_to_reclaim as u64 {
                 break;
             }
         }
@@ -133,7 +133,7 @@ impl MgLru {
         sc.nr_scanned += iso.len() as u64;
         mm.prefetch_rmap(&iso);
         for &f in &iso {
-            self.check_references(mm, f, kswapd, victims);
+            self.check_references(mm, f, kswapd, sc.writeback_async, victims);
         }
         self.isolated = iso;
         scanned
@@ -252,6 +252,7 @@ impl MgLru {
         mm: &mut Mm,
         f: FrameId,
         kswapd: bool,
+        writeback_async: bool,
         victims: &mut Vec<FrameId>,
     ) {
         let vpn = mm.owner(f);
@@ -267,9 +268,17 @@ impl MgLru {
             let gen = self.gen_of_seq(self.max_seq);
             self.add_folio(f, gen, false);
             self.stats.promoted_rmap += 1;
+        } else if writeback_async && mm.swap_out_writes(f) {
+            // `pageout` leaves it under writeback: `shrink_folio_list` keeps it and
+            // `evict_folios` puts it back; no `lru_gen_eviction`. The engine writes it and
+            // puts it back (`Insert::Rotate`); its flags wait in `shadow` meanwhile.
+            self.fs[f as usize].shadow = self.fs[f as usize].fl as u32;
+            victims.push(f);
+            self.stats.writeback_keep += 1;
         } else {
             self.fs[f as usize].shadow = self.eviction(f);
             victims.push(f);
+            self.nr_reclaimed += 1;
         }
     }
 

@@ -280,6 +280,9 @@ pub struct MgLruStats {
     pub promoted_lookaround: u64,
     /// Isolated folios found young by rmap and put back in the youngest generation.
     pub promoted_rmap: u64,
+    /// Folios `shrink_folio_list` kept because `pageout` left them under writeback
+    /// (asynchronous swap device); freed by a later scan.
+    pub writeback_keep: u64,
     /// Folios `sort_folio` moved to the list of the generation a walk had given them.
     pub sorted_promoted: u64,
     /// Folios `inc_min_seq` moved forward because the generation cap was reached.
@@ -330,6 +333,8 @@ pub struct MgLru {
     pub(crate) stats: MgLruStats,
     /// Scratch: folios isolated by one `scan_folios`.
     pub(crate) isolated: Vec<FrameId>,
+    /// Folios reclaimed (freed) so far in the current `shrink_lruvec` (`sc->nr_reclaimed`).
+    pub(crate) nr_reclaimed: u64,
     /// Scratch: walkable [start, end) page ranges of one PTE table.
     pub(crate) segs: Vec<(u64, u64)>,
 }
@@ -363,6 +368,7 @@ impl MgLru {
             rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x6d67_6c72_755f_7264),
             stats: MgLruStats::default(),
             isolated: Vec::with_capacity(MIN_LRU_BATCH as usize),
+            nr_reclaimed: 0,
             segs: Vec::new(),
             cfg,
         }
@@ -590,6 +596,18 @@ impl Policy for MgLru {
         let i = f as usize;
         debug_assert_eq!(self.fs[i].gen1, 0, "frame {f} inserted twice");
         self.fs[i].fl = if mm.frames.is_anon(f) { 0 } else { F_FILE };
+        if how == Insert::Rotate {
+            // `folio_rotate_reclaimable` → `lru_move_tail_fn` → `lruvec_add_folio_tail` →
+            // `lru_gen_add_folio(.., reclaiming = true)`: in the swap cache, `PG_reclaim`
+            // cleared, so the oldest generation, at its tail, with the reference flags it was
+            // isolated with (kept in `fs[f].shadow` while it was away).
+            let kept = std::mem::replace(&mut self.fs[i].shadow, 0) as u8;
+            self.fs[i].fl = kept;
+            let ty = self.ty(f);
+            let gen = self.gen_of_seq(self.min_seq[ty]);
+            self.add_folio(f, gen, true);
+            return;
+        }
         if how == Insert::Putback {
             // `move_folios_to_lru` → `lru_gen_add_folio(.., reclaiming = true)`: not active,
             // `PG_reclaim` cleared by the failed write, so the oldest generation, at its tail
@@ -601,7 +619,7 @@ impl Policy for MgLru {
         }
         let in_fault = Self::has_recency(mm, touch.vpn);
         match how {
-            Insert::FirstTouch | Insert::Putback => {}
+            Insert::FirstTouch | Insert::Putback | Insert::Rotate => {}
             Insert::Refault { shadow } => self.refault(f, shadow, in_fault),
             Insert::Readahead => {
                 let slot = mm.frames.slot(f);
@@ -751,6 +769,7 @@ impl Policy for MgLru {
             ("promoted_walk", s.promoted_walk),
             ("promoted_lookaround", s.promoted_lookaround),
             ("promoted_rmap", s.promoted_rmap),
+            ("writeback_keep", s.writeback_keep),
             ("sorted_promoted", s.sorted_promoted),
             ("forced_inc_gen", s.forced_inc_gen),
             ("evicted_tier0", s.evicted_tier[0]),

@@ -40,6 +40,7 @@ fn mk_sc(reason: ReclaimReason, priority: u8) -> ScanControl {
         swappiness: 60,
         may_swap: true,
         high_wmark: 0,
+        writeback_async: false,
     }
 }
 
@@ -907,4 +908,88 @@ fn mglru_speed() {
             );
         }
     }
+}
+
+/// `shrink_folio_list` with an asynchronous swap device (Linux 6.1/6.8): a folio `pageout`
+/// leaves under writeback is kept (`goto keep`), `evict_folios` puts it back without
+/// `lru_gen_eviction`, and when the write completes `folio_rotate_reclaimable` →
+/// `lruvec_add_folio_tail` → `lru_gen_add_folio(.., reclaiming = true)` puts it at the tail of
+/// the oldest generation (in the swap cache, PG_reclaim cleared); the next `evict_folios`
+/// isolates it first and frees it without writing.
+#[test]
+fn async_writeback_keeps_then_rotates_to_the_oldest_tail() {
+    use crate::mm::frames::F_SWAPCACHE;
+    let mut m = machine(Preset::Default);
+    touch(&mut m, 0..100);
+    let mut sc = ScanControl {
+        writeback_async: true,
+        ..mk_sc(ReclaimReason::Direct, 1)
+    };
+    let mut victims = Vec::new();
+    // As in `eviction_needs_more_than_min_nr_gens`: after these steps generation 3 is the
+    // oldest of three and one batch isolates pages 0..63, none young. All are dirty anon
+    // pages without a slot.
+    for _ in 0..2 {
+        assert_eq!(
+            m.policy
+                .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims),
+            0
+        );
+        age(&mut m);
+    }
+    m.policy.nr_reclaimed = 0;
+    let scanned = m
+        .policy
+        .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims);
+    assert_eq!(scanned, 64);
+    assert_eq!(victims, (0..64).collect::<Vec<u32>>());
+    // Kept, not reclaimed: nothing evicted (no lru_gen_eviction), 64 kept for writeback.
+    let evicted = |m: &Machine<MgLru>| m.policy.stats().evicted_tier.iter().sum::<u64>();
+    assert_eq!(m.policy.nr_reclaimed, 0);
+    assert_eq!(evicted(&m), 0);
+    assert_eq!(m.policy.stats().writeback_keep, 64);
+    // The engine's part: write, unmap into the swap cache, rotate (in victim order).
+    for &f in &victims {
+        let vpn = m.mm.owner(f);
+        let slot = m.mm.alloc_swap_slot(vpn);
+        *m.mm.pt.pte_mut(vpn) =
+            crate::mm::PTE_SWAP | ((slot as u64) << crate::mm::PTE_PAYLOAD_SHIFT);
+        m.mm.frames.clear_flags(f, F_MAPPED);
+        m.mm.frames.set_flags(f, F_SWAPCACHE);
+        m.mm.frames.set_slot(f, slot);
+        m.mm.swap.set_cached_frame(slot, f);
+        let t = Touch {
+            t: 0,
+            next_use: u64::MAX,
+            vpn,
+            write: false,
+        };
+        m.policy.on_insert(&m.mm, f, t, Insert::Rotate);
+    }
+    m.validate().unwrap();
+    // All 64 back in the oldest generation (seq 3), beside the 36 never isolated.
+    for p in [0, 63, 64, 99] {
+        assert_eq!(m.policy.seq_of_frame(p as u32), Some(3), "page {p}");
+    }
+    // The next batch takes the tail first: the rotated pages, last rotated first (63..0);
+    // clean copies in the swap cache, unmapped, so freed without a write.
+    victims.clear();
+    let scanned = m
+        .policy
+        .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims);
+    assert_eq!(scanned, 64);
+    assert_eq!(victims, (0..64).rev().collect::<Vec<u32>>());
+    assert_eq!(m.policy.nr_reclaimed, 64);
+    assert_eq!(evicted(&m), 64);
+    assert_eq!(m.policy.stats().writeback_keep, 64);
+    for &f in &victims {
+        assert!(!m.mm.swap_out_writes(f));
+        let _ = m.policy.shadow(&m.mm, f);
+        let slot = m.mm.frames.slot(f);
+        m.mm.swap.set_cached_frame(slot, crate::mm::NO_FRAME);
+        m.mm.frames.clear_flags(f, F_SWAPCACHE);
+        m.mm.frames.set_slot(f, crate::mm::NO_SLOT);
+        m.mm.frames.release(f);
+    }
+    m.validate().unwrap();
 }
