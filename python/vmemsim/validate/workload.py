@@ -157,7 +157,14 @@ class Workload:
         return f"trace:{os.path.basename(self.spec)}:{h.hexdigest()[:16]}|mode={self.mode}"
 
     def sequence(self) -> Tuple[np.ndarray, np.ndarray]:
-        """``(pages, writes)``: every access the guest program makes, in order."""
+        """``(pages, writes)``: every access the guest program makes, in order (computed
+        once per workload)."""
+        cached = self.__dict__.get("_sequence")
+        if cached is None:
+            cached = self.__dict__["_sequence"] = self._make_sequence()
+        return cached
+
+    def _make_sequence(self) -> Tuple[np.ndarray, np.ndarray]:
         if self.kind == "gen":
             pages, writes = load_trace(generate(self.spec[len(GEN_PREFIX):], seed=self.seed))
             footprint = _union_ascending(_plan_ranges(self.plan or []))

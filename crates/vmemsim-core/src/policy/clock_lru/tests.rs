@@ -780,6 +780,7 @@ fn clock_lru_speed() {
 ///   kept (pswpout 1), rotated to the tail. Nothing freed.
 /// - p 1: two pages from the tail: 1, clean in the swap cache and unmapped → freed without a
 ///   write; 2 → written and kept (pswpout 2). free = 1 > high: kswapd stops.
+///
 /// Then 2 is read: a minor fault from the swap cache, no I/O.
 #[test]
 fn async_swap_writes_keep_the_victim_until_a_second_scan() {
