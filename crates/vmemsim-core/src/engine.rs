@@ -539,10 +539,15 @@ impl<P: Policy> Machine<P> {
                 // (`should_reclaim_retry`, up to MAX_RECLAIM_RETRIES) before the OOM killer.
                 let mut tries = 0;
                 let mut retries = 0;
+                let mut reclaimed_directly = false;
                 while self.mm.frames.n_free() <= self.wmark.min || self.mm.frames.n_free() == 0 {
                     if tries == 0 {
                         // One `do_try_to_free_pages` call: a cascade down the priorities.
+                        if reclaimed_directly {
+                            self.policy.reclaim_done();
+                        }
                         self.stats.allocstall += 1;
+                        reclaimed_directly = true;
                     }
                     let (got, _) = self.shrink(
                         ReclaimReason::Direct,
@@ -557,11 +562,15 @@ impl<P: Policy> Machine<P> {
                         }
                         retries += 1;
                         if retries >= MAX_RECLAIM_RETRIES {
+                            self.policy.reclaim_done();
                             self.oom_at = Some(touch.t);
                             return None;
                         }
                         tries = 0;
                     }
+                }
+                if reclaimed_directly {
+                    self.policy.reclaim_done();
                 }
             }
         }
@@ -592,6 +601,7 @@ impl<P: Policy> Machine<P> {
                 priority -= 1;
             }
         }
+        self.policy.reclaim_done();
     }
 
     /// Hold `n` frames back for the kernel (zram's compressed pool, counted against RAM as
@@ -635,6 +645,7 @@ impl<P: Policy> Machine<P> {
         }
         if self.mm.frames.n_free() > self.wmark.high {
             self.kswapd_awake = false;
+            self.policy.reclaim_done();
             return false;
         }
         let nr = self.wmark.high.max(SWAP_CLUSTER_MAX);
@@ -642,12 +653,16 @@ impl<P: Policy> Machine<P> {
         if got == 0 || scanned < nr as u64 {
             if self.kswapd_priority == 1 {
                 self.kswapd_awake = false;
+                self.policy.reclaim_done();
                 return false;
             }
             self.kswapd_priority -= 1;
         }
         let more = self.mm.frames.n_free() <= self.wmark.high;
         self.kswapd_awake = more;
+        if !more {
+            self.policy.reclaim_done();
+        }
         more
     }
 

@@ -162,6 +162,12 @@ pub trait Policy: 'static {
             }
         }
     }
+    /// Kernel family: a reclaim run ended — kswapd's `balance_pgdat`, or one
+    /// `do_try_to_free_pages` cascade of direct reclaim down the priorities. The kernel
+    /// calls `snapshot_refaults` there (not after each `shrink_node` pass), so the classic
+    /// LRU's "refaults since the last snapshot" test in `prepare_scan_count` stays true for
+    /// every pass of a run that started after refaults.
+    fn reclaim_done(&mut self) {}
     /// The workingset shadow to store for a victim about to leave (`workingset_eviction`);
     /// given back in [`Insert::Refault`]. Called by the engine just before the frame is freed.
     fn shadow(&mut self, _mm: &Mm, _f: FrameId) -> u32 {
@@ -233,6 +239,9 @@ impl Policy for BoxedPolicy {
     }
     fn shrink(&mut self, mm: &mut Mm, sc: &mut ScanControl, victims: &mut Vec<FrameId>) {
         (**self).shrink(mm, sc, victims)
+    }
+    fn reclaim_done(&mut self) {
+        (**self).reclaim_done()
     }
     fn shadow(&mut self, mm: &Mm, f: FrameId) -> u32 {
         (**self).shadow(mm, f)

@@ -562,8 +562,7 @@ impl Policy for ClockLru {
         None
     }
 
-    /// One `shrink_node` pass: (`kswapd_age_node`), `prepare_scan_control`, `shrink_lruvec`,
-    /// `snapshot_refaults`.
+    /// One `shrink_node` pass: (`kswapd_age_node`), `prepare_scan_control`, `shrink_lruvec`.
     fn shrink(&mut self, mm: &mut Mm, sc: &mut ScanControl, victims: &mut Vec<FrameId>) {
         // `kswapd_age_node`: before each of its passes kswapd ages the anon lists.
         if sc.reason == ReclaimReason::Kswapd && sc.may_swap && self.inactive_is_low(0) {
@@ -571,6 +570,10 @@ impl Policy for ClockLru {
         }
         let plan = self.prepare_scan_control(mm, sc);
         self.shrink_lruvec(&plan, mm, sc, victims);
+    }
+
+    /// `snapshot_refaults`, at the end of `balance_pgdat` and of `do_try_to_free_pages`.
+    fn reclaim_done(&mut self) {
         self.refaults_snapshot = self.c.workingset_activate;
     }
 

@@ -430,11 +430,16 @@ fn refault_activation_allows_deactivation_until_snapshot() {
     // Inactive 6, active 0: not low, no refaults → the active list is left alone.
     let s = sc(3, ReclaimReason::Kswapd, 32);
     assert!(!r.p.prepare_scan_control(&r.mm, &s).may_deactivate[0]);
-    // A refault activation (distance 0 ≤ anything) flips it until the pass snapshots.
+    // A refault activation (distance 0 ≤ anything) flips it until the reclaim run
+    // snapshots: `snapshot_refaults` runs at the end of `balance_pgdat` and of
+    // `do_try_to_free_pages` (mm/vmscan.c, 6.1 and 6.8), not after each `shrink_node` pass,
+    // so every pass of the run still deactivates.
     r.p.c.workingset_activate[0] += 1;
     assert!(r.p.prepare_scan_control(&r.mm, &s).may_deactivate[0]);
     let mut s2 = s.clone();
     r.shrink(&mut s2);
+    assert!(r.p.prepare_scan_control(&r.mm, &s).may_deactivate[0]);
+    r.p.reclaim_done();
     assert!(!r.p.prepare_scan_control(&r.mm, &s).may_deactivate[0]);
 }
 
