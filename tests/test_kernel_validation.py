@@ -1,0 +1,115 @@
+"""The committed kernel-validation matrix (experiments/kernel-validation/data/kernel-runs.json):
+real Linux runs of each workload, re-compared here with the simulator as it is now.
+
+Every configuration must stay within the issue's tolerances (major faults, pswpin and pswpout
+±5%, pgscan and pgsteal ±15%, each widened to the kernel's own repeat spread) and MG-LRU −
+classic must have the kernel's sign wherever the kernel's difference exceeds its spread.
+Configurations the models do not reach yet are listed in KNOWN_OFF with the reason found
+(FINDINGS.md); they are strict xfails, so one that comes within tolerance fails here until it
+is taken off the list."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from vmemsim.validate.workload import make_workload, checksum
+
+EXP = Path(__file__).resolve().parent.parent / "experiments" / "kernel-validation"
+DATA = EXP / "data" / "kernel-runs.json"
+
+
+def _matrix():
+    spec = importlib.util.spec_from_file_location("kv_matrix", EXP / "matrix.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+matrix = _matrix()
+RAW = json.loads(DATA.read_text())["cases"]
+KEYS = [(c["name"], c["swap_label"], c["settings"]["lru"]) for c in RAW]
+
+#: Configurations out of tolerance with the errors measured when this list was written
+#: (FINDINGS.md says why, as far as it is known). Every entry is a strict xfail.
+KNOWN_OFF = {
+    ('zipf-1.2', 'zram', 'classic'): 'pgscan -15.9%',
+    ('zipf+scan', 'disk-pc0', 'mglru'): 'pgmajfault -5.2%, pswpin -5.2%',
+    ('zipf+scan', 'disk-pc3', 'classic'): 'pgmajfault +14.4%, pswpin -10.0%',
+    ('zipf+scan', 'disk-pc3', 'mglru'): 'pgmajfault +19.1%, pswpin -12.6%',
+    ('zipf+scan', 'zram', 'mglru'): 'pgmajfault -6.6%, pswpin -6.6%, pswpout -5.4%, pgscan -24.1%',
+    ('loop', 'disk-pc0', 'mglru'): 'pgscan -26.7%',
+    ('loop', 'disk-pc3', 'mglru'): 'pgmajfault +6.1%, pgscan -23.0%',
+    ('loop', 'zram', 'mglru'): 'pgscan -45.1%',
+    ('memcached', 'disk-pc0', 'mglru'): 'pgmajfault -8.7%, pswpin -8.7%, pswpout -6.4%, pgscan -15.7%',
+    ('memcached', 'disk-pc3', 'mglru'): 'pswpin -8.9%',
+    ('memcached', 'zram', 'classic'): 'pgmajfault -8.8%, pswpin -8.8%, pswpout -8.0%',
+    ('memcached', 'zram', 'mglru'): 'pgmajfault -6.5%, pswpin -6.5%, pswpout -5.8%, pgscan -28.8%',
+    ('stress-ng', 'disk-pc0', 'mglru'): 'pswpout -6.2%, pgscan -20.6%',
+    ('stress-ng', 'disk-pc3', 'classic'): 'pgmajfault +9.7%',
+    ('stress-ng', 'disk-pc3', 'mglru'): 'pgmajfault +8.5%',
+    ('stress-ng', 'zram', 'mglru'): 'pgscan -29.0%',
+    ('zipf-1.2-1.3x', 'disk-pc0', 'classic'): 'pgmajfault +48.2%, pswpin +48.2%, pswpout +7.1%, pgscan -37.3%',
+    ('zipf-1.2-1.3x', 'disk-pc0', 'mglru'): 'pgmajfault +113.0%, pswpin +113.0%, pswpout +29.5%, pgscan +31.9%, pgsteal +16.8%',
+    ('zipf-1.2-1.3x', 'disk-pc3', 'classic'): 'pgmajfault +31.8%, pswpin +28.2%, pgscan -45.2%',
+    ('zipf-1.2-1.3x', 'disk-pc3', 'mglru'): 'pgmajfault +108.4%, pswpin +98.8%, pswpout +27.5%, pgscan +32.0%, pgsteal +15.8%',
+    ('zipf-1.2-1.3x', 'zram', 'classic'): 'pgscan -20.8%',
+    ('zipf-1.2-1.3x', 'zram', 'mglru'): 'pgmajfault +84.6%, pswpin +84.6%, pswpout +19.0%, pgscan +27.8%, pgsteal +19.0%',
+}
+#: (workload, swap) pairs whose MG-LRU − classic sign vmemsim gets wrong.
+KNOWN_WRONG_SIGN = {
+    ('loop', 'disk-pc0'): 'kernel +30 (spread 6), vmemsim +0',
+    ('loop', 'zram'): 'kernel +38 (spread 2), vmemsim +0',
+    ('stress-ng', 'disk-pc0'): 'kernel +258 (spread 5), vmemsim +0',
+    ('zipf-1.2-1.3x', 'disk-pc0'): 'kernel -384 (spread 180), vmemsim +164',
+    ('zipf-1.2-1.3x', 'disk-pc3'): 'kernel -541 (spread 85), vmemsim +174',
+}
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return {(n, l, c.settings["lru"]): c for n, l, c in matrix.load_cases()}
+
+
+def test_the_matrix_covers_the_issues_grid():
+    names = {c["name"] for c in RAW}
+    assert {"zipf-0.9", "zipf-1.2", "zipf+scan", "loop", "memcached", "stress-ng"} <= names
+    for n in names:
+        got = {(c["swap_label"], c["settings"]["lru"]) for c in RAW if c["name"] == n}
+        assert got == {(s, l) for s, _, _ in matrix.SWAPS for l in ("classic", "mglru")}, n
+    for c in RAW:
+        assert len(c["kernel_runs"]) >= 2
+        for r in c["kernel_runs"]:
+            assert r["kernel"].startswith("linux-image-") and r["release"]
+            assert len(r["log_sha256"]) == 64
+            free = r["vmstat_before"]["nr_free_pages"]
+            # The workload is 2-4x the memory the kernel had free.
+            w = make_workload(matrix.resolve(c["spec"]), c["mode"], c["seed"]) if c["spec"].startswith("gen:") else None
+            if w is not None and c["name"] != "zipf-1.2-1.3x":  # kept outside the rule on purpose
+                assert 2 <= w.footprint_pages() / free <= 4, (c["name"], free)
+
+
+@pytest.mark.parametrize("key", KEYS, ids=["/".join(k) for k in KEYS])
+def test_configuration_within_tolerance(loaded, key, request):
+    if key in KNOWN_OFF:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_OFF[key]))
+    case = loaded[key]
+    bad = {
+        k: round(case.row(k).error * 100, 1)
+        for k in matrix.TOLERANCE
+        if not matrix.within(case.row(k))
+    }
+    assert not bad, f"{key}: errors out of tolerance (%): {bad}"
+
+
+SIGN_KEYS = sorted({(n, l) for n, l, _ in KEYS})
+
+
+@pytest.mark.parametrize("pair", SIGN_KEYS, ids=["/".join(p) for p in SIGN_KEYS])
+def test_mglru_minus_classic_has_the_kernels_sign(loaded, pair, request):
+    if pair in KNOWN_WRONG_SIGN:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_WRONG_SIGN[pair]))
+    ls = [(n, l, c) for (n, l, _), c in loaded.items() if (n, l) == pair]
+    (row,) = [r for r in matrix.sign_checks(ls)]
+    assert row[5] != "WRONG SIGN", row
