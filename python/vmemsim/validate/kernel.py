@@ -183,9 +183,33 @@ def _elf_section(data: bytes, want: str) -> Optional[bytes]:
     return None
 
 
+MODULE_SUFFIXES = (".ko", ".ko.xz", ".ko.gz", ".ko.zst")
+
+
+def module_bytes(path: Path) -> bytes:
+    """A module file's ELF image, decompressed (Debian 12's 6.1 ships plain ``.ko``, its
+    6.12 backport ``.ko.xz``; busybox's insmod loads only plain ones)."""
+    name = Path(path).name
+    data = Path(path).read_bytes()
+    if name.endswith(".xz"):
+        import lzma
+
+        return lzma.decompress(data)
+    if name.endswith(".gz"):
+        import gzip
+
+        return gzip.decompress(data)
+    if name.endswith(".zst"):
+        zstd = shutil.which("zstd")
+        if zstd is None:
+            raise KernelUnavailable(f"validate: {name} is zstd-compressed; install zstd")
+        return subprocess.run([zstd, "-dc", str(path)], capture_output=True, check=True).stdout
+    return data
+
+
 def modinfo(path: Path) -> Dict[str, str]:
     """A module's ``.modinfo`` key=value pairs (first value of each key)."""
-    raw = _elf_section(Path(path).read_bytes(), ".modinfo") or b""
+    raw = _elf_section(module_bytes(path), ".modinfo") or b""
     out: Dict[str, str] = {}
     for item in raw.split(b"\0"):
         if b"=" in item:
@@ -197,9 +221,10 @@ def modinfo(path: Path) -> Dict[str, str]:
 def _module_index(kernel: Kernel) -> Dict[str, Path]:
     idx: Dict[str, Path] = {}
     for p in kernel.modules.rglob("*.ko*"):
-        if p.suffix != ".ko":
-            continue  # compressed modules would need decompressing first; Debian 12 ships .ko
-        idx[p.name[:-3].replace("-", "_")] = p
+        suffix = next((x for x in MODULE_SUFFIXES if p.name.endswith(x)), None)
+        if suffix is None:
+            continue
+        idx[p.name[: -len(suffix)].replace("-", "_")] = p
     return idx
 
 
@@ -359,8 +384,8 @@ def build_initramfs(kernel: Kernel, w: Workload, settings: Settings, out: Path) 
     files["vmwl"] = (stat.S_IFREG | 0o755, exe.read_bytes())
     rel = []
     for p in mods:
-        r = "lib/modules/" + p.name
-        files[r] = (stat.S_IFREG | 0o644, p.read_bytes())
+        r = "lib/modules/" + p.name.split(".ko")[0] + ".ko"
+        files[r] = (stat.S_IFREG | 0o644, module_bytes(p))
         rel.append(r)
     files["modules.list"] = (stat.S_IFREG | 0o644, ("\n".join(rel) + "\n").encode())
     # A trace streams from the last virtio disk: vdb after a swap disk, else vda.
