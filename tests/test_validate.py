@@ -184,3 +184,33 @@ def test_a_real_kernel_run_end_to_end(tmp_path):
     assert abs(rows["pgmajfault"]["error"]) < 0.25
     assert case["vmemsim_version"] == vmemsim._native.version()
     assert case["kernel"].startswith("linux-image-")
+
+
+def test_replay_swap_zram_skips_the_swap_cache(tmp_path):
+    """`replay --swap zram` (SWP_SYNCHRONOUS_IO, `do_swap_page` 6.1/6.8): a swap-in reads only
+    the faulting page (no readahead) and frees its slot, so a page read back and reclaimed
+    again is written again. Disk keeps the slot after a read fault (`should_try_to_free_swap`
+    is false), so the second reclaim of a clean page writes nothing.
+
+    3 pages in 2 frames, LRU replacement, page-cluster 0: W1 W2 W3 (3 evicts 1: write 1),
+    R1 (evicts 2: write 2; read 1), R3 (hit), R2 (evicts 1, read 2: disk kept 1's slot at the
+    read fault, so the clean page goes without a write; zram freed it, so it is written
+    again). Disk: 2 writes, zram: 3; 2 reads each."""
+    import subprocess
+    import sys
+
+    trace = tmp_path / "t.txt"
+    trace.write_text("1 W\n2 W\n3 W\n1 R\n3 R\n2 R\n")
+    out = {}
+    for swap in ("disk", "zram"):
+        r = vmemsim.replay(str(trace), policy="lru", frames=2, page_cluster=0, swap=swap)
+        out[swap] = (r.stats["pswpout"], r.stats["pswpin"], r.swap)
+    assert out["disk"] == (2, 2, "disk")
+    assert out["zram"] == (3, 2, "zram")
+    cli = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "replay", "--trace", str(trace), "--policy", "lru",
+         "--frames", "2", "--page-cluster", "0", "--swap", "zram", "--json"],
+        capture_output=True, text=True, check=True,
+    )
+    j = json.loads(cli.stdout)
+    assert j["swap"] == "zram" and j["stats"]["pswpout"] == 3

@@ -119,6 +119,8 @@ class ReplayResult:
     page_cluster: int
     watermarks: Tuple[int, int, int]
     stats: Dict[str, int] = field(default_factory=dict)
+    #: ``"disk"`` or ``"zram"`` (see :func:`replay`'s ``swap``).
+    swap: str = "disk"
     policy_counters: Dict[str, int] = field(default_factory=dict)
     options: Dict[str, str] = field(default_factory=dict)
     series: Tuple[Dict[str, int], ...] = ()
@@ -147,6 +149,7 @@ class ReplayResult:
             page_cluster=int(raw["page_cluster"]),
             watermarks=(int(w["min"]), int(w["low"]), int(w["high"])),
             stats=stats,
+            swap=str(raw.get("swap", "disk")),
             policy_counters=dict(raw["policy_counters"]),
             options=dict(raw["options"]),
             series=tuple(dict(x) for x in raw.get("series", ())),
@@ -167,6 +170,7 @@ class ReplayResult:
             "version": self.version,
             "trace": self.trace,
             "page_cluster": self.page_cluster,
+            "swap": self.swap,
             "watermarks": {
                 "min": self.watermarks[0],
                 "low": self.watermarks[1],
@@ -203,6 +207,7 @@ class ReplayResult:
             "trace": self.trace,
             "version": self.version,
             "page_cluster": self.page_cluster,
+            "swap": self.swap,
             "wmark_min": self.watermarks[0],
             "wmark_low": self.watermarks[1],
             "wmark_high": self.watermarks[2],

@@ -9,7 +9,7 @@ Contract (scripts and tests rely on it):
   grammar), seeded by ``--seed``.
 - ``vmemsim replay --trace TRACE --policy NAME --frames N|P% [--seed S] [--json]
   [--opt KEY=VALUE ...] [--page-cluster N] [--swappiness N] [--watermarks MIN,LOW,HIGH]
-  [--progress/--no-progress] [--sample-every N [--series-out OUT.csv]]``; ``--json`` prints one
+  [--swap disk|zram] [--progress/--no-progress] [--sample-every N [--series-out OUT.csv]]``; ``--json`` prints one
   JSON object whose top level has at least ``accesses``, ``faults`` (every miss, cold
   included), ``major_faults``, ``policy``, ``frames``, ``seed`` and ``version`` (and
   ``series``, a list of counter dicts, with ``--sample-every``); ``--series-out`` writes the
@@ -491,6 +491,13 @@ def _fmt_bytes(n: int) -> str:
 def _configure_replay(p: argparse.ArgumentParser) -> None:
     add_trace_arguments(p)
     add_policy_arguments(p)
+    p.add_argument(
+        "--swap",
+        default="disk",
+        choices=("disk", "zram"),
+        help="swap device kind (default disk: asynchronous writes kept under writeback, swap "
+        "cache, readahead; zram: synchronous, swap-ins skip the swap cache and free their slot)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--sample-every",
@@ -510,6 +517,7 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
 
 def _run_replay(args: argparse.Namespace) -> int:
     kwargs = replay_kwargs(args)
+    kwargs["swap"] = args.swap
     if args.series_out and args.sample_every <= 0:
         raise CliError("--series-out: needs --sample-every N with N at least 1")
     result = _with_progress(
@@ -551,6 +559,7 @@ def format_result(r: ReplayResult) -> str:
         ("frames", f"{r.frames:,}"),
         ("seed", str(r.seed)),
         ("page_cluster", str(r.page_cluster)),
+        ("swap", r.swap),
         ("watermarks", f"min {w[0]:,}, low {w[1]:,}, high {w[2]:,}"),
         ("options", opts),
         ("version", r.version),

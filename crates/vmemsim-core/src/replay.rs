@@ -52,6 +52,11 @@ pub struct ReplayResult {
     pub seed: u64,
     pub trace: String,
     pub page_cluster: u8,
+    /// The swap device's kind as far as it decides counters: `disk` (asynchronous writes,
+    /// the swap cache and readahead) or `zram` (`SWP_SYNCHRONOUS_IO`,
+    /// [`MachineConfig::swap_sync_io`]).
+    #[serde(default = "default_swap")]
+    pub swap: String,
     /// Watermarks in force (kernel policies; zeros for demand policies).
     pub watermarks: Watermarks,
     pub options: BTreeMap<String, String>,
@@ -62,6 +67,10 @@ pub struct ReplayResult {
     /// sampling or for an empty trace. Omitted from JSON when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<Stats>,
+}
+
+fn default_swap() -> String {
+    "disk".to_string()
 }
 
 /// Called after each chunk with the number of accesses replayed so far.
@@ -305,6 +314,12 @@ pub fn replay(
         seed: spec.options.seed,
         trace,
         page_cluster,
+        swap: if spec.machine.swap_sync_io {
+            "zram"
+        } else {
+            "disk"
+        }
+        .to_string(),
         watermarks,
         options: spec
             .options
