@@ -214,3 +214,22 @@ def test_replay_swap_zram_skips_the_swap_cache(tmp_path):
     )
     j = json.loads(cli.stdout)
     assert j["swap"] == "zram" and j["stats"]["pswpout"] == 3
+
+
+def test_missing_tools_are_named_with_the_install_command(monkeypatch, tmp_path):
+    monkeypatch.setattr(K.shutil, "which", lambda name: None)
+    with pytest.raises(K.KernelUnavailable, match="qemu-system-x86_64 is not installed.*apt-get install qemu-system-x86"):
+        K.find_qemu()
+    monkeypatch.setattr(K, "BUSYBOX_PATHS", (str(tmp_path / "no-busybox"),))
+    with pytest.raises(K.KernelUnavailable, match="static busybox"):
+        K.find_busybox()
+    # The CLI turns it into one line on stderr, status 2, naming what is missing.
+    import subprocess, sys
+    env = dict(__import__("os").environ, PATH=str(tmp_path))
+    r = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "validate", "gen:uniform:pages=10,n=10",
+         "--kernel-dir", str(tmp_path), "--cache", str(tmp_path / "c"), "--accel", "tcg"],
+        capture_output=True, text=True, env=env,
+    )
+    assert r.returncode == 2
+    assert r.stderr.startswith("vmemsim: error: validate:") and "Traceback" not in r.stderr
