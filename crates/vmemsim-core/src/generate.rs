@@ -513,6 +513,16 @@ impl GenSpec {
         }
     }
 
+    /// [`GenSpec::accesses`], or an error naming `kind.n` when the spec gives no length.
+    fn required_accesses(&self) -> Result<u64> {
+        self.accesses().ok_or_else(|| {
+            Error::config(
+                format!("{}.n", self.kind.name()),
+                "required: the number of accesses",
+            )
+        })
+    }
+
     /// The generator as a flat plan of tokens for `vmwl`, the kernel harness's workload
     /// program (`python/vmemsim/validate/vmwl.c`), which draws the same accesses from it
     /// inside a real Linux guest: `N <total> <node>` with, per node (seeds resolved as
@@ -523,12 +533,7 @@ impl GenSpec {
     /// - `H seed start write pages hot_pages hot_accesses`,
     /// - `M seed k w1 .. wk part1 .. partk` (mix), `Q k n1 .. nk phase1 .. phasek` (seq).
     pub fn plan(&self, seed: u64) -> Result<String> {
-        let total = self.accesses().ok_or_else(|| {
-            Error::config(
-                format!("{}.n", self.kind.name()),
-                "required: the number of accesses",
-            )
-        })?;
+        let total = self.required_accesses()?;
         let mut out = format!("N {total}");
         plan_node(self, seed, &mut out);
         Ok(out)
@@ -536,12 +541,7 @@ impl GenSpec {
 
     /// Build the generator; `seed` is used where the spec gives none.
     pub fn build(&self, seed: u64) -> Result<Generator> {
-        let total = self.accesses().ok_or_else(|| {
-            Error::config(
-                format!("{}.n", self.kind.name()),
-                "required: the number of accesses",
-            )
-        })?;
+        let total = self.required_accesses()?;
         let seed = self.seed.unwrap_or(seed);
         let mut named = self.clone();
         named.seed = Some(seed);
