@@ -4,6 +4,7 @@ page-cluster 3, zram}, each on the real kernel (repeats per setting) and through
     python experiments/kernel-validation/matrix.py run [--jobs 2] [--repeats 2] [--only NAME]
     python experiments/kernel-validation/matrix.py table
     python experiments/kernel-validation/matrix.py findings   (markdown tables, validation.png)
+    python experiments/kernel-validation/matrix.py rules      (MG-LRU under 6.8 vs 6.1 rules)
 
 `run` boots the kernel for every case not yet in the cache (~/.cache/vmemsim/validate) and
 writes data/kernel-runs.json: every kernel run's counters, settings, kernel version and serial
@@ -92,8 +93,9 @@ def run(jobs: int, repeats: int, only) -> None:
             print(f"done: {name} {label}", file=sys.stderr, flush=True)
 
 
-def load_cases():
-    """Every committed case re-compared with the simulator as it is now."""
+def load_cases(kernel="6.8"):
+    """Every committed case re-compared with the simulator as it is now, following Linux
+    `kernel`'s reclaim rules where versions differ ("6.8", the default, or "6.1")."""
     from vmemsim.validate.compare import compare
     from vmemsim.validate.kernel import KernelRun, Settings
     from vmemsim.validate.workload import make_workload
@@ -107,7 +109,7 @@ def load_cases():
             workloads[key] = make_workload(resolve(c["spec"]), mode=c["mode"], seed=c["seed"])
         w = workloads[key]
         runs = [KernelRun.from_dict(r) for r in c["kernel_runs"]]
-        case = compare(w, Settings(**c["settings"]), runs, seed=c["seed"])
+        case = compare(w, Settings(**c["settings"]), runs, seed=c["seed"], kernel=kernel)
         out.append((c["name"], c["swap_label"], case))
     return out
 
@@ -207,6 +209,32 @@ def figure(loaded, path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
+def rules_table() -> str:
+    """MG-LRU rows under 6.8's and under 6.1's reclaim-pass rules side by side."""
+    a = {(n, l, c.settings["lru"]): c for n, l, c in load_cases("6.8")}
+    b = {(n, l, c.settings["lru"]): c for n, l, c in load_cases("6.1")}
+    fmt = lambda e: "-" if e is None else f"{e * 100:+.1f}%"
+    ok = lambda c: all(within(c.row(k)) for k in TOLERANCE)
+    lines = ["| workload | swap | pgmajfault error 6.8 → 6.1 rules | pgscan error | in tolerance |",
+             "|---|---|---|---|---|"]
+    for key, c in a.items():
+        if key[2] != "mglru":
+            continue
+        d = b[key]
+        lines.append(
+            f"| {key[0]} | {key[1]} | {fmt(c.row('pgmajfault').error)} → "
+            f"{fmt(d.row('pgmajfault').error)} | {fmt(c.row('pgscan').error)} → "
+            f"{fmt(d.row('pgscan').error)} | {'yes' if ok(c) else 'no'} → {'yes' if ok(d) else 'no'} |")
+    n68 = sum(ok(c) for k, c in a.items() if k[0] != "zipf-1.2-1.3x")
+    n61 = sum(ok(c) for k, c in b.items() if k[0] != "zipf-1.2-1.3x")
+    signs = lambda loaded: sum(r[5] == "WRONG SIGN" for r in sign_checks(loaded) if r[0] != "zipf-1.2-1.3x")
+    lines.append("")
+    lines.append(f"Grid configurations within tolerance: {n68} with 6.8 rules, {n61} with 6.1 rules; "
+                 f"wrong signs: {signs([(n, l, c) for (n, l, _), c in a.items()])} and "
+                 f"{signs([(n, l, c) for (n, l, _), c in b.items()])}.")
+    return "\n".join(lines)
+
+
 def findings() -> None:
     loaded = load_cases()
     print(findings_table(loaded))
@@ -236,10 +264,13 @@ if __name__ == "__main__":
     r.add_argument("--only", nargs="*")
     sub.add_parser("table")
     sub.add_parser("findings")
+    sub.add_parser("rules", help="MG-LRU rows under 6.8's and 6.1's reclaim-pass rules")
     a = ap.parse_args()
     if a.cmd == "run":
         run(a.jobs, a.repeats, a.only)
     elif a.cmd == "findings":
         findings()
+    elif a.cmd == "rules":
+        print(rules_table())
     else:
         table()

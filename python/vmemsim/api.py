@@ -121,6 +121,8 @@ class ReplayResult:
     stats: Dict[str, int] = field(default_factory=dict)
     #: ``"disk"`` or ``"zram"`` (see :func:`replay`'s ``swap``).
     swap: str = "disk"
+    #: ``"6.8"`` or ``"6.1"`` (see :func:`replay`'s ``kernel``).
+    kernel: str = "6.8"
     policy_counters: Dict[str, int] = field(default_factory=dict)
     options: Dict[str, str] = field(default_factory=dict)
     series: Tuple[Dict[str, int], ...] = ()
@@ -150,6 +152,7 @@ class ReplayResult:
             watermarks=(int(w["min"]), int(w["low"]), int(w["high"])),
             stats=stats,
             swap=str(raw.get("swap", "disk")),
+            kernel=str(raw.get("kernel", "6.8")),
             policy_counters=dict(raw["policy_counters"]),
             options=dict(raw["options"]),
             series=tuple(dict(x) for x in raw.get("series", ())),
@@ -171,6 +174,7 @@ class ReplayResult:
             "trace": self.trace,
             "page_cluster": self.page_cluster,
             "swap": self.swap,
+            "kernel": self.kernel,
             "watermarks": {
                 "min": self.watermarks[0],
                 "low": self.watermarks[1],
@@ -208,6 +212,7 @@ class ReplayResult:
             "version": self.version,
             "page_cluster": self.page_cluster,
             "swap": self.swap,
+            "kernel": self.kernel,
             "wmark_min": self.watermarks[0],
             "wmark_low": self.watermarks[1],
             "wmark_high": self.watermarks[2],
@@ -284,6 +289,9 @@ def _pages_arg(trace: Any) -> np.ndarray:
 
 #: Swap devices of an untimed replay: what decides counters, not time.
 REPLAY_SWAPS = ("disk", "zram")
+#: Linux versions whose reclaim rules the kernel policies can follow where they differ
+#: (docs/kernel-6.1-vs-6.8.md); the models follow 6.8 by default.
+KERNEL_VERSIONS = ("6.8", "6.1")
 
 
 def _machine_arg(
@@ -292,10 +300,15 @@ def _machine_arg(
     swappiness: int,
     check_invariants: bool,
     swap: str = "disk",
+    kernel: str = "6.8",
 ) -> Dict[str, Any]:
+    if kernel not in KERNEL_VERSIONS:
+        raise VmemsimError(f"kernel: expected one of {', '.join(KERNEL_VERSIONS)}, got {kernel!r}")
     if swap not in REPLAY_SWAPS:
         raise VmemsimError(f"swap: expected one of {', '.join(REPLAY_SWAPS)}, got {swap!r}")
     m: Dict[str, Any] = {"swappiness": swappiness, "check_invariants": bool(check_invariants)}
+    if kernel != "6.8":
+        m["kernel"] = kernel
     if swap == "zram":
         m["swap_sync_io"] = True
     if page_cluster is not None:
@@ -442,6 +455,7 @@ def replay(
     csv: Optional[Union[str, Mapping[str, str]]] = None,
     sample_every: Optional[int] = None,
     swap: str = "disk",
+    kernel: str = "6.8",
 ) -> ReplayResult:
     """Replay ``trace`` through ``policy`` on a machine of ``frames`` 4 KiB frames.
 
@@ -467,7 +481,7 @@ def replay(
     seed_i = _seed_arg(seed)
     every = _sample_every_arg(sample_every)
     opts = _options_arg(options)
-    machine = _machine_arg(page_cluster, watermarks, swappiness, check_invariants, swap)
+    machine = _machine_arg(page_cluster, watermarks, swappiness, check_invariants, swap, kernel)
     if not isinstance(policy, str):
         raise VmemsimError(f"policy: expected a policy name, got {policy!r}")
     src = _source_arg(

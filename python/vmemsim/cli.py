@@ -9,7 +9,7 @@ Contract (scripts and tests rely on it):
   grammar), seeded by ``--seed``.
 - ``vmemsim replay --trace TRACE --policy NAME --frames N|P% [--seed S] [--json]
   [--opt KEY=VALUE ...] [--page-cluster N] [--swappiness N] [--watermarks MIN,LOW,HIGH]
-  [--swap disk|zram] [--progress/--no-progress] [--sample-every N [--series-out OUT.csv]]``; ``--json`` prints one
+  [--swap disk|zram] [--kernel 6.8|6.1] [--progress/--no-progress] [--sample-every N [--series-out OUT.csv]]``; ``--json`` prints one
   JSON object whose top level has at least ``accesses``, ``faults`` (every miss, cold
   included), ``major_faults``, ``policy``, ``frames``, ``seed`` and ``version`` (and
   ``series``, a list of counter dicts, with ``--sample-every``); ``--series-out`` writes the
@@ -498,6 +498,13 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
         help="swap device kind (default disk: asynchronous writes kept under writeback, swap "
         "cache, readahead; zram: synchronous, swap-ins skip the swap cache and free their slot)",
     )
+    p.add_argument(
+        "--kernel",
+        default="6.8",
+        choices=("6.8", "6.1"),
+        help="whose reclaim rules the kernel policies follow where Linux versions differ "
+        "(default 6.8; docs/kernel-6.1-vs-6.8.md)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--sample-every",
@@ -518,6 +525,7 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
 def _run_replay(args: argparse.Namespace) -> int:
     kwargs = replay_kwargs(args)
     kwargs["swap"] = args.swap
+    kwargs["kernel"] = args.kernel
     if args.series_out and args.sample_every <= 0:
         raise CliError("--series-out: needs --sample-every N with N at least 1")
     result = _with_progress(
@@ -560,6 +568,7 @@ def format_result(r: ReplayResult) -> str:
         ("seed", str(r.seed)),
         ("page_cluster", str(r.page_cluster)),
         ("swap", r.swap),
+        ("kernel", r.kernel),
         ("watermarks", f"min {w[0]:,}, low {w[1]:,}, high {w[2]:,}"),
         ("options", opts),
         ("version", r.version),

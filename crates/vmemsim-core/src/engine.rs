@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::access::Access;
 use crate::mm::frames::{F_ANON, F_DIRTY, F_MAPPED, F_READAHEAD, F_SWAPCACHE};
 use crate::mm::*;
-use crate::policy::{Family, Insert, Policy, ReclaimReason, ScanControl, Touch};
+use crate::policy::{Family, Insert, KernelVersion, Policy, ReclaimReason, ScanControl, Touch};
 use crate::watermarks::Watermarks;
 
 /// `SWAP_CLUSTER_MAX`: the reclaim batch.
@@ -63,6 +63,10 @@ pub struct MachineConfig {
     /// no copy of a page that is back in memory.
     #[serde(default)]
     pub swap_sync_io: bool,
+    /// Which Linux version's reclaim rules the kernel policies follow where 6.1 and 6.8
+    /// differ ([`KernelVersion`]); default 6.8.
+    #[serde(default)]
+    pub kernel: KernelVersion,
 }
 
 impl MachineConfig {
@@ -75,6 +79,7 @@ impl MachineConfig {
             check_invariants: false,
             defer_kswapd: false,
             swap_sync_io: false,
+            kernel: KernelVersion::V6_8,
         }
     }
 }
@@ -140,6 +145,7 @@ pub struct Machine<P: Policy> {
     oom_at: Option<u64>,
     defer_kswapd: bool,
     swap_sync_io: bool,
+    kernel: KernelVersion,
     /// kswapd has been woken (free fell to `low`) and has not yet balanced the node.
     kswapd_awake: bool,
     /// The priority of kswapd's current `balance_pgdat` (deferred mode).
@@ -252,6 +258,7 @@ impl<P: Policy> Machine<P> {
             shrink_log: None,
             defer_kswapd: cfg.defer_kswapd,
             swap_sync_io: cfg.swap_sync_io,
+            kernel: cfg.kernel,
             kswapd_awake: false,
             kswapd_priority: DEF_PRIORITY,
         })
@@ -544,7 +551,7 @@ impl<P: Policy> Machine<P> {
                     if tries == 0 {
                         // One `do_try_to_free_pages` call: a cascade down the priorities.
                         if reclaimed_directly {
-                            self.policy.reclaim_done();
+                            self.policy.reclaim_done(ReclaimReason::Direct);
                         }
                         self.stats.allocstall += 1;
                         reclaimed_directly = true;
@@ -562,7 +569,7 @@ impl<P: Policy> Machine<P> {
                         }
                         retries += 1;
                         if retries >= MAX_RECLAIM_RETRIES {
-                            self.policy.reclaim_done();
+                            self.policy.reclaim_done(ReclaimReason::Direct);
                             self.oom_at = Some(touch.t);
                             return None;
                         }
@@ -570,7 +577,7 @@ impl<P: Policy> Machine<P> {
                     }
                 }
                 if reclaimed_directly {
-                    self.policy.reclaim_done();
+                    self.policy.reclaim_done(ReclaimReason::Direct);
                 }
             }
         }
@@ -601,7 +608,7 @@ impl<P: Policy> Machine<P> {
                 priority -= 1;
             }
         }
-        self.policy.reclaim_done();
+        self.policy.reclaim_done(ReclaimReason::Kswapd);
     }
 
     /// Hold `n` frames back for the kernel (zram's compressed pool, counted against RAM as
@@ -645,7 +652,7 @@ impl<P: Policy> Machine<P> {
         }
         if self.mm.frames.n_free() > self.wmark.high {
             self.kswapd_awake = false;
-            self.policy.reclaim_done();
+            self.policy.reclaim_done(ReclaimReason::Kswapd);
             return false;
         }
         let nr = self.wmark.high.max(SWAP_CLUSTER_MAX);
@@ -653,7 +660,7 @@ impl<P: Policy> Machine<P> {
         if got == 0 || scanned < nr as u64 {
             if self.kswapd_priority == 1 {
                 self.kswapd_awake = false;
-                self.policy.reclaim_done();
+                self.policy.reclaim_done(ReclaimReason::Kswapd);
                 return false;
             }
             self.kswapd_priority -= 1;
@@ -661,7 +668,7 @@ impl<P: Policy> Machine<P> {
         let more = self.mm.frames.n_free() <= self.wmark.high;
         self.kswapd_awake = more;
         if !more {
-            self.policy.reclaim_done();
+            self.policy.reclaim_done(ReclaimReason::Kswapd);
         }
         more
     }
@@ -681,6 +688,9 @@ impl<P: Policy> Machine<P> {
             may_swap: true,
             high_wmark: self.wmark.high,
             writeback_async: !self.swap_sync_io,
+            low_wmark: self.wmark.low,
+            nr_free: self.mm.frames.n_free() as u64,
+            kernel: self.kernel,
         };
         let mut victims = std::mem::take(&mut self.victims);
         victims.clear();

@@ -57,6 +57,9 @@ pub struct ReplayResult {
     /// [`MachineConfig::swap_sync_io`]).
     #[serde(default = "default_swap")]
     pub swap: String,
+    /// Whose reclaim rules the kernel policies followed where Linux versions differ.
+    #[serde(default)]
+    pub kernel: crate::policy::KernelVersion,
     /// Watermarks in force (kernel policies; zeros for demand policies).
     pub watermarks: Watermarks,
     pub options: BTreeMap<String, String>,
@@ -320,6 +323,7 @@ pub fn replay(
             "disk"
         }
         .to_string(),
+        kernel: spec.machine.kernel,
         watermarks,
         options: spec
             .options

@@ -50,7 +50,7 @@ use vmemsim_core::engine::{MachineConfig, MAX_FRAMES};
 use vmemsim_core::generate::{self, GenSpec};
 use vmemsim_core::mrc::{self, MissCurve, ShardsConfig};
 use vmemsim_core::policy::registry::PolicyVisitor;
-use vmemsim_core::policy::{Policy, PolicyKind, PolicyOptions};
+use vmemsim_core::policy::{KernelVersion, Policy, PolicyKind, PolicyOptions};
 use vmemsim_core::replay::{self, FramesSpec, ReplaySpec};
 use vmemsim_core::trace::info::{self, TraceInfo};
 use vmemsim_core::trace::{
@@ -558,11 +558,13 @@ const MACHINE_KEYS: &[&str] = &[
     "swappiness",
     "check_invariants",
     "swap_sync_io",
+    "kernel",
 ];
 
 /// The machine dict of the Python API: `page_cluster` (None or 0..=10), `watermarks`
 /// (None or `(min, low, high)`), `swappiness` (0..=200), `check_invariants` (bool),
-/// `swap_sync_io` (bool: the swap device is zram, `SWP_SYNCHRONOUS_IO`).
+/// `swap_sync_io` (bool: the swap device is zram, `SWP_SYNCHRONOUS_IO`), `kernel` ("6.1" or
+/// "6.8": whose reclaim rules apply where the versions differ).
 fn machine_config(frames: u32, d: Option<&Bound<'_, PyDict>>) -> PyResult<MachineConfig> {
     let mut m = MachineConfig::new(frames);
     let Some(d) = d else { return Ok(m) };
@@ -586,6 +588,23 @@ fn machine_config(frames: u32, d: Option<&Bound<'_, PyDict>>) -> PyResult<Machin
             }
             "swap_sync_io" => {
                 m.swap_sync_io = v.is_truthy()?;
+            }
+            "kernel" => {
+                let name: String = v.extract().map_err(|_| {
+                    config_err(
+                        &key,
+                        format!("expected \"6.1\" or \"6.8\", got {}", repr(&v)),
+                    )
+                })?;
+                m.kernel = KernelVersion::from_name(&name).ok_or_else(|| {
+                    config_err(
+                        &key,
+                        format!(
+                            "unknown kernel version '{name}'; valid: {}",
+                            KernelVersion::NAMES.join(", ")
+                        ),
+                    )
+                })?;
             }
             "watermarks" => {
                 if !v.is_none() {

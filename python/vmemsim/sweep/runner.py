@@ -22,6 +22,7 @@ _REPLAY_KEYS = {
     "machine.page_cluster": "page_cluster",
     "machine.watermarks": "watermarks",
     "machine.check_invariants": "check_invariants",
+    "machine.kernel": "kernel",
     "workload.format": "format",
     "workload.page_size": "page_size",
     "workload.addresses": "addresses",
@@ -41,7 +42,7 @@ _TIMED_KEYS = {
 }
 #: Keys only replays read.
 _REPLAY_ONLY = {"workload.format", "workload.page_size", "workload.addresses", "workload.csv",
-                "run.sample_every"}
+                "run.sample_every", "machine.kernel"}
 
 
 def payload(run: Any, base_dir: str) -> Dict[str, Any]:

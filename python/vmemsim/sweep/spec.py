@@ -206,6 +206,9 @@ def _builtin_schema() -> None:
         "demand policies)"))
     reg("machine.watermarks", Key(optional(check_watermarks), None,
         "[min, low, high] zone watermarks in pages (unset: derived as Linux does)"))
+    reg("machine.kernel", Key(check_choice("6.8", "6.1"), "6.8",
+        "whose reclaim rules the kernel policies follow where Linux versions differ (replays; "
+        "docs/kernel-6.1-vs-6.8.md)"))
     reg("machine.check_invariants", Key(check_bool, False,
         "check every invariant after every access (slow)"))
     register_open_table("machine.options", "the policy's options, key = value")

@@ -55,6 +55,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="QEMU accelerator; auto probes /dev/kvm once (default auto)")
     p.add_argument("--timeout", type=_int, default=1800, metavar="S",
                    help="seconds one kernel run may take (default 1800)")
+    p.add_argument("--model-kernel", default="6.8", choices=("6.8", "6.1", "auto"),
+                   help="whose reclaim rules vmemsim follows where Linux versions differ: 6.8 "
+                   "(default, what the models follow), 6.1 (the 6.1 differences modelled so "
+                   "far: MG-LRU's reclaim pass), auto (6.1's for a 6.1 kernel)")
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per setting")
 
 
@@ -70,7 +74,7 @@ def _run(args: argparse.Namespace) -> int:
         swappiness=args.swappiness, repeats=args.repeats, mode=args.mode, seed=args.seed,
         cache=Path(args.cache) if args.cache else None, kernel_package=args.kernel_package,
         kernel_dir=Path(args.kernel_dir) if args.kernel_dir else None, accel=args.accel,
-        timeout=float(args.timeout), progress=progress,
+        timeout=float(args.timeout), progress=progress, model_kernel=args.model_kernel,
     )
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")

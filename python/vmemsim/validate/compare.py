@@ -114,6 +114,7 @@ class Case:
         return dict(
             workload=self.workload, mode=self.mode, seed=self.seed, settings=self.settings,
             kernel=self.kernel, vmemsim_version=_native.version(),
+            vmemsim_kernel_rules=self.sim.get("kernel", "6.8"),
             rows=[r.to_dict() for r in self.rows],
             kernel_runs=[r.to_dict() for r in self.runs], vmemsim_result=self.sim,
         )
@@ -163,18 +164,36 @@ def simulator_inputs(runs: Sequence[KernelRun]) -> Dict[str, object]:
     return dict(frames=frees[len(frees) // 2], watermarks=wm)
 
 
-def simulate(w: Workload, s: Settings, runs: Sequence[KernelRun], seed: int = 0) -> ReplayResult:
+def model_kernel(release: str) -> str:
+    """The reclaim rules to simulate a booted kernel with: 6.1's for a 6.1 kernel (the
+    differences modelled so far, docs/kernel-6.1-vs-6.8.md), else 6.8's (the closest)."""
+    return "6.1" if release.startswith("6.1.") or release == "6.1" else "6.8"
+
+
+def simulate(
+    w: Workload, s: Settings, runs: Sequence[KernelRun], seed: int = 0,
+    kernel: Optional[str] = None,
+) -> ReplayResult:
+    """Replay the sequence through vmemsim with the kernel's free memory and watermarks.
+    ``kernel`` picks the reclaim rules where Linux versions differ: ``"6.8"`` (default, what
+    the models follow), ``"6.1"`` (the 6.1 differences modelled so far), or ``"auto"`` (6.1's
+    for a 6.1 kernel, else 6.8's)."""
     pages, writes = w.sequence()
     inp = simulator_inputs(runs)
+    if kernel is None or kernel == "auto":
+        kernel = model_kernel(runs[0].release) if runs and kernel == "auto" else "6.8"
     return replay(
         pages, policy=POLICY[s.lru], frames=int(inp["frames"]), writes=writes, seed=seed,
         page_cluster=s.page_cluster, watermarks=inp["watermarks"], swappiness=s.swappiness,
-        swap=s.swap,
+        swap=s.swap, kernel=kernel,
     )
 
 
-def compare(w: Workload, s: Settings, runs: Sequence[KernelRun], seed: int = 0) -> Case:
-    sim = simulate(w, s, runs, seed)
+def compare(
+    w: Workload, s: Settings, runs: Sequence[KernelRun], seed: int = 0,
+    kernel: Optional[str] = None,
+) -> Case:
+    sim = simulate(w, s, runs, seed, kernel)
     st = sim.to_dict()["stats"]
     rows = [Row(name, [k(r.vmstat) for r in runs], v(st)) for name, k, v in COUNTERS]
     return Case(
@@ -200,6 +219,7 @@ def validate(
     accel: str = "auto",
     timeout: float = 1800.0,
     progress: Optional[Callable[[str], None]] = None,
+    model_kernel: str = "6.8",
 ) -> List[Case]:
     """Run ``spec`` (``gen:SPEC`` or a trace file) on the real kernel ``repeats`` times per
     LRU setting (reusing cached runs) and through vmemsim; one :class:`Case` per setting."""
@@ -238,14 +258,15 @@ def validate(
                 )
             runs.append(run)
             save_runs(path, runs)
-        cases.append(compare(w, s, runs[:repeats], seed=seed))
+        cases.append(compare(w, s, runs[:repeats], seed=seed, kernel=model_kernel))
     return cases
 
 
 def format_case(c: Case) -> str:
     s = c.settings
     head = (
-        f"{c.workload} (mode {c.mode}) on {c.kernel}: {s['lru']}, swap {s['swap']}, "
+        f"{c.workload} (mode {c.mode}) on {c.kernel}, vmemsim with Linux "
+        f"{c.sim.get('kernel', '6.8')} rules: {s['lru']}, swap {s['swap']}, "
         f"mem {s['mem_mib']} MiB, page-cluster {s['page_cluster']}, swappiness {s['swappiness']}; "
         f"{len(c.runs)} kernel run(s), free pages before the phase "
         f"{[r.vmstat_before['nr_free_pages'] for r in c.runs]}"

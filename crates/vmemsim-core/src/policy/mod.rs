@@ -82,6 +82,38 @@ pub enum ReclaimReason {
     Direct,
 }
 
+/// Which Linux version's reclaim rules a kernel policy follows where the versions differ
+/// (docs/kernel-6.1-vs-6.8.md). The models follow 6.8; `V6_1` switches the differences
+/// modelled so far (MG-LRU: kswapd's separate aging pass, `get_nr_to_scan` and
+/// `should_abort_scan`, no `set_initial_priority`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum KernelVersion {
+    #[serde(rename = "6.1")]
+    V6_1,
+    #[default]
+    #[serde(rename = "6.8")]
+    V6_8,
+}
+
+impl KernelVersion {
+    pub const NAMES: &'static [&'static str] = &["6.1", "6.8"];
+
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s.trim() {
+            "6.1" => Some(KernelVersion::V6_1),
+            "6.8" => Some(KernelVersion::V6_8),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelVersion::V6_1 => "6.1",
+            KernelVersion::V6_8 => "6.8",
+        }
+    }
+}
+
 /// One reclaim pass, as the kernel's `struct scan_control`.
 #[derive(Clone, Debug)]
 pub struct ScanControl {
@@ -106,6 +138,13 @@ pub struct ScanControl {
     /// it back with [`Insert::Rotate`], but counts it neither reclaimed nor evicted (no
     /// `workingset_eviction`, no shadow).
     pub writeback_async: bool,
+    /// The zone's low watermark in pages (6.1 MG-LRU's `should_abort_scan` for direct reclaim).
+    pub low_wmark: u32,
+    /// Free pages when the pass starts and as victims are taken (the policy does not free:
+    /// 6.1 MG-LRU's `should_abort_scan` compares the free pages the engine will have).
+    pub nr_free: u64,
+    /// Which kernel version's rules apply where they differ.
+    pub kernel: KernelVersion,
 }
 
 /// A replacement policy. See the module documentation for the two families' contracts.
@@ -167,7 +206,7 @@ pub trait Policy: 'static {
     /// calls `snapshot_refaults` there (not after each `shrink_node` pass), so the classic
     /// LRU's "refaults since the last snapshot" test in `prepare_scan_count` stays true for
     /// every pass of a run that started after refaults.
-    fn reclaim_done(&mut self) {}
+    fn reclaim_done(&mut self, _reason: ReclaimReason) {}
     /// The workingset shadow to store for a victim about to leave (`workingset_eviction`);
     /// given back in [`Insert::Refault`]. Called by the engine just before the frame is freed.
     fn shadow(&mut self, _mm: &Mm, _f: FrameId) -> u32 {
@@ -240,8 +279,8 @@ impl Policy for BoxedPolicy {
     fn shrink(&mut self, mm: &mut Mm, sc: &mut ScanControl, victims: &mut Vec<FrameId>) {
         (**self).shrink(mm, sc, victims)
     }
-    fn reclaim_done(&mut self) {
-        (**self).reclaim_done()
+    fn reclaim_done(&mut self, reason: ReclaimReason) {
+        (**self).reclaim_done(reason)
     }
     fn shadow(&mut self, mm: &Mm, f: FrameId) -> u32 {
         (**self).shadow(mm, f)

@@ -573,7 +573,7 @@ impl Policy for ClockLru {
     }
 
     /// `snapshot_refaults`, at the end of `balance_pgdat` and of `do_try_to_free_pages`.
-    fn reclaim_done(&mut self) {
+    fn reclaim_done(&mut self, _reason: ReclaimReason) {
         self.refaults_snapshot = self.c.workingset_activate;
     }
 

@@ -128,6 +128,9 @@ fn sc(priority: u8, reason: ReclaimReason, nr: u32) -> ScanControl {
         may_swap: true,
         high_wmark: 0,
         writeback_async: false,
+        low_wmark: 0,
+        nr_free: 0,
+        kernel: crate::policy::KernelVersion::V6_8,
     }
 }
 
@@ -439,7 +442,7 @@ fn refault_activation_allows_deactivation_until_snapshot() {
     let mut s2 = s.clone();
     r.shrink(&mut s2);
     assert!(r.p.prepare_scan_control(&r.mm, &s).may_deactivate[0]);
-    r.p.reclaim_done();
+    r.p.reclaim_done(ReclaimReason::Kswapd);
     assert!(!r.p.prepare_scan_control(&r.mm, &s).may_deactivate[0]);
 }
 

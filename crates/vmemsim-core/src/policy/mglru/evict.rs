@@ -25,7 +25,7 @@ use super::{
 };
 use crate::engine::DEF_PRIORITY;
 use crate::mm::{pte_frame, FrameId, Mm, PTE_ACCESSED, PTE_PRESENT};
-use crate::policy::{ReclaimReason, ScanControl};
+use crate::policy::{KernelVersion, ReclaimReason, ScanControl};
 
 /// `fls_long`: 1-based index of the highest set bit, 0 for 0.
 fn fls(x: u64) -> i64 {
@@ -33,7 +33,9 @@ fn fls(x: u64) -> i64 {
 }
 
 impl MgLru {
-    /// `lru_gen_shrink_node` + `shrink_one` + `try_to_shrink_lruvec` for the single lruvec.
+    /// `lru_gen_shrink_node` + `shrink_one` + `try_to_shrink_lruvec` for the single lruvec
+    /// (Linux 6.8), or, with `sc.kernel` 6.1, `kswapd_age_node` → `lru_gen_age_node` for
+    /// kswapd and then `lru_gen_shrink_lruvec` (Linux 6.1: [`MgLru::shrink_lruvec_61`]).
     pub(crate) fn shrink_lruvec(
         &mut self,
         mm: &mut Mm,
@@ -46,6 +48,10 @@ impl MgLru {
         } else {
             0
         };
+        if sc.kernel == KernelVersion::V6_1 {
+            self.shrink_lruvec_61(mm, sc, swappiness, victims);
+            return;
+        }
         sc.priority = self.initial_priority(sc, swappiness);
         let kswapd = sc.reason == ReclaimReason::Kswapd;
         let mut scanned = 0u64;
@@ -68,6 +74,155 @@ impl MgLru {
                 break;
             }
         }
+    }
+
+    /// Linux 6.1's MG-LRU reclaim pass (mm/vmscan.c of 6.1): for kswapd, `kswapd_age_node`
+    /// → `lru_gen_age_node` first, which skips aging on the first pass of a `balance_pgdat`
+    /// run (`memcgs_need_aging` starts clear) and otherwise ages when `should_run_aging`
+    /// says so; then `lru_gen_shrink_lruvec`, starting at the pass's priority (6.1 has no
+    /// `set_initial_priority`), with 6.1's `get_nr_to_scan` (kswapd leaves aging to
+    /// `lru_gen_age_node`; direct reclaim ages and then evicts in the same call) and
+    /// `should_abort_scan` (kswapd goes on until this pass has reclaimed `nr_to_reclaim`,
+    /// both go on at priorities 12 and 11, then stop once free memory is above the high
+    /// watermark for kswapd, the low one for direct reclaim; direct reclaim also stops after
+    /// aging twice, or once it has reclaimed enough with anon in the last batch). Left out:
+    /// the `MIN_LRU_BATCH` credit `should_abort_scan` adds to `sc->nr_reclaimed` (the engine
+    /// counts frames actually freed), memcg protection, `min_ttl_ms`.
+    pub(crate) fn shrink_lruvec_61(
+        &mut self,
+        mm: &mut Mm,
+        sc: &mut ScanControl,
+        swappiness: u32,
+        victims: &mut Vec<FrameId>,
+    ) {
+        let kswapd = sc.reason == ReclaimReason::Kswapd;
+        let can_swap = swappiness != 0;
+        if kswapd {
+            // lru_gen_age_node
+            if !self.memcgs_need_aging {
+                self.memcgs_need_aging = true;
+            } else {
+                let (need_aging, _) = self.should_run_aging_61(can_swap, sc.priority);
+                if need_aging {
+                    self.try_to_inc_max_seq(mm, can_swap);
+                }
+            }
+        }
+        let max_seq = self.max_seq;
+        let mut scanned = 0u64;
+        let mut need_aging = false;
+        let mut need_swapping = false;
+        self.nr_reclaimed = 0;
+        loop {
+            let nr_to_scan =
+                self.get_nr_to_scan_61(mm, sc.priority, can_swap, kswapd, &mut need_aging);
+            if nr_to_scan == 0 {
+                return; // goto done
+            }
+            let delta = self.evict_folios(mm, sc, swappiness, kswapd, victims);
+            // evict_folios: `if (need_swapping && type == LRU_GEN_ANON) *need_swapping = true`
+            if self.type_scanned == ANON {
+                need_swapping = true;
+            }
+            if delta == 0 {
+                return; // goto done
+            }
+            scanned += delta;
+            if scanned >= nr_to_scan {
+                break;
+            }
+            if self.should_abort_scan_61(sc, max_seq, kswapd, need_swapping) {
+                break;
+            }
+        }
+        if self.nr_reclaimed >= MIN_LRU_BATCH && !need_aging {
+            self.memcgs_need_aging = false;
+        }
+    }
+
+    /// 6.1's `should_run_aging`: the same decision as 6.8's, but `nr_to_scan` is always
+    /// `total >> priority`, also when only `MIN_NR_GENS` generations are left.
+    pub(crate) fn should_run_aging_61(&self, can_swap: bool, priority: u8) -> (bool, u64) {
+        let t0 = !can_swap as usize;
+        let (mut total, mut young, mut old) = (0u64, 0u64, 0u64);
+        for ty in t0..2 {
+            for seq in self.min_seq[ty]..=self.max_seq {
+                let size = self.nr_pages[lidx(self.gen_of_seq(seq), ty)];
+                total += size;
+                if seq == self.max_seq {
+                    young += size;
+                } else if seq + MIN_NR_GENS == self.max_seq {
+                    old += size;
+                }
+            }
+        }
+        let nr_to_scan = total >> priority;
+        let need = if self.min_seq[t0] + MIN_NR_GENS > self.max_seq {
+            true
+        } else if self.min_seq[t0] + MIN_NR_GENS < self.max_seq {
+            false
+        } else {
+            young * MIN_NR_GENS > total || old * (MIN_NR_GENS + 2) < total
+        };
+        (need, nr_to_scan)
+    }
+
+    /// 6.1's `get_nr_to_scan`.
+    pub(crate) fn get_nr_to_scan_61(
+        &mut self,
+        mm: &mut Mm,
+        priority: u8,
+        can_swap: bool,
+        kswapd: bool,
+        need_aging: &mut bool,
+    ) -> u64 {
+        let (need, nr_to_scan) = self.should_run_aging_61(can_swap, priority);
+        *need_aging = need;
+        if !need {
+            return nr_to_scan;
+        }
+        if priority != DEF_PRIORITY {
+            // leave the work to lru_gen_age_node()
+            if kswapd {
+                return 0;
+            }
+            if self.try_to_inc_max_seq(mm, can_swap) {
+                return nr_to_scan;
+            }
+        }
+        if self.min_seq[!can_swap as usize] + MIN_NR_GENS <= self.max_seq {
+            nr_to_scan
+        } else {
+            0
+        }
+    }
+
+    /// 6.1's `should_abort_scan`. The zone test reads the free memory the engine will have
+    /// once this pass's reclaimed victims are freed (it frees them after the pass).
+    pub(crate) fn should_abort_scan_61(
+        &self,
+        sc: &ScanControl,
+        seq: u64,
+        kswapd: bool,
+        need_swapping: bool,
+    ) -> bool {
+        if !kswapd {
+            if self.max_seq - seq > 1 {
+                return true;
+            }
+            if self.nr_reclaimed >= sc.nr_to_reclaim as u64 && need_swapping {
+                return true;
+            }
+        } else if self.nr_reclaimed < sc.nr_to_reclaim as u64 {
+            return false;
+        }
+        if sc.priority > DEF_PRIORITY - 2 {
+            return false;
+        }
+        // Victims kept under writeback are not freed: count only those reclaimed.
+        let free = sc.nr_free + self.nr_reclaimed;
+        let wmark = if kswapd { sc.high_wmark } else { sc.low_wmark } as u64;
+        wmark <= free
     }
 
     /// `set_initial_priority`: at `DEF_PRIORITY` with at least `MIN_LRU_BATCH` to reclaim,
@@ -166,6 +321,7 @@ impl MgLru {
             ty = 1 - ty;
             tier = None;
         }
+        self.type_scanned = ty; // `*type_scanned = type`, after any fallback flip
         scanned
     }
 

@@ -335,6 +335,11 @@ pub struct MgLru {
     pub(crate) isolated: Vec<FrameId>,
     /// Folios reclaimed (freed) so far in the current `shrink_lruvec` (`sc->nr_reclaimed`).
     pub(crate) nr_reclaimed: u64,
+    /// The type `isolate_folios` last scanned (6.1's `need_swapping`).
+    pub(crate) type_scanned: usize,
+    /// 6.1's `sc->memcgs_need_aging` for kswapd: clear at the start of each `balance_pgdat`
+    /// run (the engine's [`Policy::reclaim_done`]), so its first pass does not age.
+    pub(crate) memcgs_need_aging: bool,
     /// Scratch: walkable [start, end) page ranges of one PTE table.
     pub(crate) segs: Vec<(u64, u64)>,
 }
@@ -369,6 +374,8 @@ impl MgLru {
             stats: MgLruStats::default(),
             isolated: Vec::with_capacity(MIN_LRU_BATCH as usize),
             nr_reclaimed: 0,
+            type_scanned: ANON,
+            memcgs_need_aging: false,
             segs: Vec::new(),
             cfg,
         }
@@ -652,6 +659,14 @@ impl Policy for MgLru {
 
     fn shadow(&mut self, _mm: &Mm, f: FrameId) -> u32 {
         self.fs[f as usize].shadow
+    }
+
+    /// A kswapd run ended: the next one starts a fresh `scan_control` (6.1's
+    /// `memcgs_need_aging` clear).
+    fn reclaim_done(&mut self, reason: crate::policy::ReclaimReason) {
+        if reason == crate::policy::ReclaimReason::Kswapd {
+            self.memcgs_need_aging = false;
+        }
     }
 
     fn on_remove(&mut self, f: FrameId) {

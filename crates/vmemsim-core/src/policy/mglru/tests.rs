@@ -41,6 +41,9 @@ fn mk_sc(reason: ReclaimReason, priority: u8) -> ScanControl {
         may_swap: true,
         high_wmark: 0,
         writeback_async: false,
+        low_wmark: 0,
+        nr_free: 0,
+        kernel: crate::policy::KernelVersion::V6_8,
     }
 }
 
@@ -992,4 +995,163 @@ fn async_writeback_keeps_then_rotates_to_the_oldest_tail() {
         m.mm.frames.release(f);
     }
     m.validate().unwrap();
+}
+
+/// Linux 6.1's `get_nr_to_scan` (mm/vmscan.c, 6.1): with aging needed, kswapd below the
+/// default priority leaves it to `lru_gen_age_node` and evicts nothing; direct reclaim ages
+/// and evicts `total >> priority`; at the default priority aging is skipped and, with only
+/// `MIN_NR_GENS` generations, nothing is scanned.
+#[test]
+fn linux_6_1_get_nr_to_scan() {
+    let mut m = machine(Preset::Default);
+    touch(&mut m, 0..100);
+    // Generations 0-2 empty, 100 pages in 3: moving min_seq to 2 leaves two generations,
+    // so aging is needed; total = 100.
+    assert!(m.policy.try_to_inc_min_seq(true));
+    assert_eq!((m.policy.min_seq(ANON), m.policy.max_seq()), (2, 3));
+    assert_eq!(m.policy.should_run_aging_61(true, 5), (true, 100 >> 5));
+    let mut need = false;
+    assert_eq!(
+        m.policy
+            .get_nr_to_scan_61(&mut m.mm, 12, true, false, &mut need),
+        0
+    );
+    assert!(need);
+    assert_eq!(
+        m.policy
+            .get_nr_to_scan_61(&mut m.mm, 5, true, true, &mut need),
+        0
+    );
+    assert_eq!(m.policy.max_seq(), 3, "kswapd does not age here");
+    assert_eq!(
+        m.policy
+            .get_nr_to_scan_61(&mut m.mm, 5, true, false, &mut need),
+        3
+    );
+    assert_eq!(m.policy.max_seq(), 4, "direct reclaim aged");
+}
+
+/// Linux 6.1's `should_abort_scan`, case by case.
+#[test]
+fn linux_6_1_should_abort_scan() {
+    let m = machine(Preset::Default);
+    let mut p = m.policy;
+    let base = ScanControl {
+        nr_to_reclaim: 32,
+        high_wmark: 100,
+        low_wmark: 60,
+        kernel: crate::policy::KernelVersion::V6_1,
+        ..mk_sc(ReclaimReason::Kswapd, 10)
+    };
+    let seq = p.max_seq();
+    // kswapd goes on until this pass has reclaimed nr_to_reclaim ...
+    p.nr_reclaimed = 10;
+    assert!(!p.should_abort_scan_61(
+        &ScanControl {
+            nr_free: 500,
+            ..base.clone()
+        },
+        seq,
+        true,
+        true
+    ));
+    // ... then at priorities 12 and 11 regardless ...
+    p.nr_reclaimed = 40;
+    let at11 = ScanControl {
+        priority: 11,
+        nr_free: 500,
+        ..base.clone()
+    };
+    assert!(!p.should_abort_scan_61(&at11, seq, true, true));
+    // ... then stops once free (50 + 40 reclaimed = 90, then 70 + 40 = 110) reaches high (100).
+    assert!(!p.should_abort_scan_61(
+        &ScanControl {
+            nr_free: 50,
+            ..base.clone()
+        },
+        seq,
+        true,
+        true
+    ));
+    assert!(p.should_abort_scan_61(
+        &ScanControl {
+            nr_free: 70,
+            ..base.clone()
+        },
+        seq,
+        true,
+        true
+    ));
+    // Direct reclaim: stops after aging twice in the call ...
+    let direct = ScanControl {
+        reason: ReclaimReason::Direct,
+        ..base.clone()
+    };
+    p.nr_reclaimed = 0;
+    assert!(p.should_abort_scan_61(&direct, seq - 2, false, false));
+    // ... or with enough reclaimed and anon in the last batch ...
+    p.nr_reclaimed = 32;
+    assert!(p.should_abort_scan_61(
+        &ScanControl {
+            priority: 12,
+            ..direct.clone()
+        },
+        seq,
+        false,
+        true
+    ));
+    assert!(!p.should_abort_scan_61(
+        &ScanControl {
+            priority: 12,
+            ..direct.clone()
+        },
+        seq,
+        false,
+        false
+    ));
+    // ... else, below priority 11, once free reaches the low watermark (30 + 32 ≥ 60).
+    assert!(p.should_abort_scan_61(
+        &ScanControl {
+            nr_free: 30,
+            ..direct.clone()
+        },
+        seq,
+        false,
+        false
+    ));
+    assert!(!p.should_abort_scan_61(
+        &ScanControl {
+            nr_free: 20,
+            ..direct
+        },
+        seq,
+        false,
+        false
+    ));
+}
+
+/// Linux 6.1's `lru_gen_age_node`: kswapd's first pass of a `balance_pgdat` run does not age
+/// (`memcgs_need_aging` starts clear and is set); a later pass ages when `should_run_aging`
+/// says so; a new run starts clear again.
+#[test]
+fn linux_6_1_kswapd_ages_from_its_second_pass() {
+    let mut m = machine(Preset::Default);
+    touch(&mut m, 0..100);
+    assert!(m.policy.try_to_inc_min_seq(true)); // two generations: aging needed
+    let mut sc = ScanControl {
+        kernel: crate::policy::KernelVersion::V6_1,
+        nr_free: 1000,
+        ..mk_sc(ReclaimReason::Kswapd, 5)
+    };
+    let mut victims = Vec::new();
+    m.policy
+        .shrink_lruvec_61(&mut m.mm, &mut sc, 60, &mut victims);
+    assert_eq!(m.policy.max_seq(), 3);
+    assert!(m.policy.memcgs_need_aging && victims.is_empty());
+    m.policy
+        .shrink_lruvec_61(&mut m.mm, &mut sc, 60, &mut victims);
+    assert_eq!(m.policy.max_seq(), 4);
+    m.policy.reclaim_done(ReclaimReason::Kswapd);
+    assert!(!m.policy.memcgs_need_aging);
+    free_victims(&mut m, &victims);
 }
