@@ -19,12 +19,19 @@ pub fn suitable_to_scan(total: u64, young: u64) -> bool {
 }
 
 impl MgLru {
-    /// `should_run_aging`: (whether to age, `nr_to_scan` = pages >> priority).
+    /// `should_run_aging` (6.8): (whether to age, `nr_to_scan` = pages >> priority); with
+    /// only `MIN_NR_GENS` generations it ages and reports nothing to scan.
     pub(crate) fn should_run_aging(&self, can_swap: bool, priority: u8) -> (bool, u64) {
-        let t0 = !can_swap as usize;
-        if self.min_seq[t0] + MIN_NR_GENS > self.max_seq {
+        if self.min_seq[!can_swap as usize] + MIN_NR_GENS > self.max_seq {
             return (true, 0);
         }
+        self.should_run_aging_61(can_swap, priority)
+    }
+
+    /// 6.1's `should_run_aging`: the same decision as 6.8's, but `nr_to_scan` is always
+    /// `total >> priority`, also when only `MIN_NR_GENS` generations are left.
+    pub(crate) fn should_run_aging_61(&self, can_swap: bool, priority: u8) -> (bool, u64) {
+        let t0 = !can_swap as usize;
         let (mut total, mut young, mut old) = (0u64, 0u64, 0u64);
         for ty in t0..2 {
             for seq in self.min_seq[ty]..=self.max_seq {
@@ -39,13 +46,14 @@ impl MgLru {
         }
         let nr_to_scan = total >> priority;
         // The ideal number of generations is MIN_NR_GENS + 1: never age with more.
-        if self.min_seq[t0] + MIN_NR_GENS < self.max_seq {
-            return (false, nr_to_scan);
-        }
-        if young * MIN_NR_GENS > total || old * (MIN_NR_GENS + 2) < total {
-            return (true, nr_to_scan);
-        }
-        (false, nr_to_scan)
+        let need = if self.min_seq[t0] + MIN_NR_GENS > self.max_seq {
+            true
+        } else if self.min_seq[t0] + MIN_NR_GENS < self.max_seq {
+            false
+        } else {
+            young * MIN_NR_GENS > total || old * (MIN_NR_GENS + 2) < total
+        };
+        (need, nr_to_scan)
     }
 
     /// `try_to_inc_max_seq`: walk the page tables (unless walks are off) and create a

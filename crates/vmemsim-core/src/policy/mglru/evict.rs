@@ -140,33 +140,6 @@ impl MgLru {
         }
     }
 
-    /// 6.1's `should_run_aging`: the same decision as 6.8's, but `nr_to_scan` is always
-    /// `total >> priority`, also when only `MIN_NR_GENS` generations are left.
-    pub(crate) fn should_run_aging_61(&self, can_swap: bool, priority: u8) -> (bool, u64) {
-        let t0 = !can_swap as usize;
-        let (mut total, mut young, mut old) = (0u64, 0u64, 0u64);
-        for ty in t0..2 {
-            for seq in self.min_seq[ty]..=self.max_seq {
-                let size = self.nr_pages[lidx(self.gen_of_seq(seq), ty)];
-                total += size;
-                if seq == self.max_seq {
-                    young += size;
-                } else if seq + MIN_NR_GENS == self.max_seq {
-                    old += size;
-                }
-            }
-        }
-        let nr_to_scan = total >> priority;
-        let need = if self.min_seq[t0] + MIN_NR_GENS > self.max_seq {
-            true
-        } else if self.min_seq[t0] + MIN_NR_GENS < self.max_seq {
-            false
-        } else {
-            young * MIN_NR_GENS > total || old * (MIN_NR_GENS + 2) < total
-        };
-        (need, nr_to_scan)
-    }
-
     /// 6.1's `get_nr_to_scan`.
     pub(crate) fn get_nr_to_scan_61(
         &mut self,
