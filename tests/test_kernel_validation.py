@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from vmemsim.validate.workload import make_workload, checksum
+from vmemsim.validate.workload import make_workload
 
 EXP = Path(__file__).resolve().parent.parent / "experiments" / "kernel-validation"
 DATA = EXP / "data" / "kernel-runs.json"

@@ -78,7 +78,7 @@ def test_a_cached_case_boots_nothing_and_replays_the_simulator(tmp_path, monkeyp
     (kdir / ".complete").write_text(json.dumps({"package": "linux-image-test", "version": "1"}))
     kernel = K.kernel_from_dir(kdir)
     w = W.make_workload(LOG_SPEC, "rw", 3)
-    path = C._cache_file(tmp_path, kernel, w, LOG_SETTINGS, "auto")
+    path = C._cache_file(tmp_path, kernel, w, LOG_SETTINGS)
     C.save_runs(path, [_stored_run(), _stored_run()])
 
     def boom(*a, **k):

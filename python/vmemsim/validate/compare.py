@@ -15,8 +15,6 @@ import hashlib
 import json
 import os
 import statistics
-import sys
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -135,7 +133,9 @@ def parse_mem(text: str) -> int:
     return v
 
 
-def _cache_file(cache: Path, kernel: Kernel, w: Workload, s: Settings, accel: str) -> Path:
+def _cache_file(cache: Path, kernel: Kernel, w: Workload, s: Settings) -> Path:
+    """Where the kernel runs of (kernel, workload, settings) are kept. The accelerator is not
+    part of the key (it is resolved only when a boot is needed); each run records its own."""
     key = json.dumps(
         dict(kernel=kernel.describe(), workload=w.key, settings=asdict(s)), sort_keys=True
     )
@@ -237,7 +237,7 @@ def validate(
             swappiness=swappiness,
         )
         s.check()
-        path = _cache_file(cache, kernel, w, s, accel)
+        path = _cache_file(cache, kernel, w, s)
         runs = load_runs(path)
         while len(runs) < repeats:
             if acc is None:

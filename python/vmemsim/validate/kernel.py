@@ -27,7 +27,6 @@ import shutil
 import stat
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
