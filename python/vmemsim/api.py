@@ -123,6 +123,8 @@ class ReplayResult:
     swap: str = "disk"
     #: ``"6.8"`` or ``"6.1"`` (see :func:`replay`'s ``kernel``).
     kernel: str = "6.8"
+    #: zram's pool charged to memory: ``{"class": ..., "params": {...}}``, else None.
+    zram_pool: Optional[Dict[str, Any]] = None
     policy_counters: Dict[str, int] = field(default_factory=dict)
     options: Dict[str, str] = field(default_factory=dict)
     series: Tuple[Dict[str, int], ...] = ()
@@ -153,6 +155,7 @@ class ReplayResult:
             stats=stats,
             swap=str(raw.get("swap", "disk")),
             kernel=str(raw.get("kernel", "6.8")),
+            zram_pool=raw.get("zram_pool"),
             policy_counters=dict(raw["policy_counters"]),
             options=dict(raw["options"]),
             series=tuple(dict(x) for x in raw.get("series", ())),
@@ -175,6 +178,7 @@ class ReplayResult:
             "page_cluster": self.page_cluster,
             "swap": self.swap,
             "kernel": self.kernel,
+            "zram_pool": self.zram_pool,
             "watermarks": {
                 "min": self.watermarks[0],
                 "low": self.watermarks[1],
@@ -287,8 +291,14 @@ def _pages_arg(trace: Any) -> np.ndarray:
     raise VmemsimError(f"trace: page numbers must be integers, got dtype {arr.dtype}")
 
 
-#: Swap devices of an untimed replay: what decides counters, not time.
+#: Swap devices of an untimed replay: what decides counters, not time. ``zram`` takes the
+#: parameters of ``vmemsim run --device zram:key=value,...`` (its compression ratios and disk
+#: size decide its pool).
 REPLAY_SWAPS = ("disk", "zram")
+#: Content classes of a trace's pages for zram's compressed sizes (as ``custom`` workloads'
+#: ``class=``): ``zero`` same-filled, ``text`` and ``numeric`` compressible by the zram ratios,
+#: ``random`` incompressible, ``sparse`` zeros but for one 8-byte word (41 bytes in LZO-RLE).
+CONTENT_CLASSES = ("zero", "text", "numeric", "random", "sparse")
 #: Linux versions whose reclaim rules the kernel policies can follow where they differ
 #: (docs/kernel-6.1-vs-6.8.md); the models follow 6.8 by default.
 KERNEL_VERSIONS = ("6.8", "6.1")
@@ -301,16 +311,29 @@ def _machine_arg(
     check_invariants: bool,
     swap: str = "disk",
     kernel: str = "6.8",
+    content_class: str = "numeric",
+    charge_device_ram: bool = True,
 ) -> Dict[str, Any]:
     if kernel not in KERNEL_VERSIONS:
         raise VmemsimError(f"kernel: expected one of {', '.join(KERNEL_VERSIONS)}, got {kernel!r}")
-    if swap not in REPLAY_SWAPS:
+    if not isinstance(swap, str):
         raise VmemsimError(f"swap: expected one of {', '.join(REPLAY_SWAPS)}, got {swap!r}")
+    kind = swap.split(":", 1)[0].strip().lower()
+    if kind not in REPLAY_SWAPS or (kind == "disk" and swap.strip().lower() != "disk"):
+        raise VmemsimError(
+            f"swap: expected disk or zram[:key=value,...], got {swap!r}"
+        )
+    if content_class not in CONTENT_CLASSES:
+        raise VmemsimError(
+            f"content_class: expected one of {', '.join(CONTENT_CLASSES)}, got {content_class!r}"
+        )
     m: Dict[str, Any] = {"swappiness": swappiness, "check_invariants": bool(check_invariants)}
     if kernel != "6.8":
         m["kernel"] = kernel
-    if swap == "zram":
+    if kind == "zram":
         m["swap_sync_io"] = True
+        if charge_device_ram:
+            m["zram_pool"] = {"class": content_class, "device": swap.strip()}
     if page_cluster is not None:
         m["page_cluster"] = page_cluster
     if watermarks is not None:
@@ -456,6 +479,8 @@ def replay(
     sample_every: Optional[int] = None,
     swap: str = "disk",
     kernel: str = "6.8",
+    content_class: str = "numeric",
+    charge_device_ram: bool = True,
 ) -> ReplayResult:
     """Replay ``trace`` through ``policy`` on a machine of ``frames`` 4 KiB frames.
 
@@ -473,7 +498,13 @@ def replay(
     run into ``ReplayResult.series``; a run may record at most a million samples.
     ``swap`` is ``"disk"`` (swap cache and readahead) or ``"zram"``: a synchronous device
     (``SWP_SYNCHRONOUS_IO``), whose swap-ins of pages with one reference skip the swap cache
-    and readahead and free their slot (``do_swap_page``).
+    and readahead and free their slot (``do_swap_page``). zram's compressed pool is memory of
+    the machine: every swapped-out page takes the zsmalloc object its compressed size needs
+    (from ``content_class``, one of :data:`CONTENT_CLASSES`, and the ratios of
+    ``"zram:text_ratio=3,numeric_ratio=2"``), and the pool's pages are taken from the free
+    frames; ``charge_device_ram=False`` leaves it out (frames is a memory cgroup's limit, which
+    zram's allocations are not charged to). ``stats["zram_mem_used_max"]`` is the pool's peak
+    in bytes, as zram's ``mm_stat`` reports it.
 
     Raises ``VmemsimError`` (a ``ValueError``) with a one-line message on any bad input.
     """
@@ -481,7 +512,10 @@ def replay(
     seed_i = _seed_arg(seed)
     every = _sample_every_arg(sample_every)
     opts = _options_arg(options)
-    machine = _machine_arg(page_cluster, watermarks, swappiness, check_invariants, swap, kernel)
+    machine = _machine_arg(
+        page_cluster, watermarks, swappiness, check_invariants, swap, kernel, content_class,
+        charge_device_ram,
+    )
     if not isinstance(policy, str):
         raise VmemsimError(f"policy: expected a policy name, got {policy!r}")
     src = _source_arg(

@@ -494,9 +494,24 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--swap",
         default="disk",
-        choices=("disk", "zram"),
+        metavar="disk|zram[:KEY=VALUE,...]",
         help="swap device kind (default disk: asynchronous writes kept under writeback, swap "
-        "cache, readahead; zram: synchronous, swap-ins skip the swap cache and free their slot)",
+        "cache, readahead; zram: synchronous, swap-ins skip the swap cache and free their slot, "
+        "and its compressed pool takes memory from the frames; zram's parameters as in "
+        "'vmemsim run --device', e.g. zram:text_ratio=3)",
+    )
+    p.add_argument(
+        "--class",
+        dest="content_class",
+        default="numeric",
+        choices=("zero", "text", "numeric", "random", "sparse"),
+        help="content class of the trace's pages, for zram's compressed sizes (as custom "
+        "workloads' class=; default numeric)",
+    )
+    p.add_argument(
+        "--cgroup",
+        action="store_true",
+        help="frames is a memory cgroup limit: zram's compressed pool is not charged to it",
     )
     p.add_argument(
         "--kernel",
@@ -526,6 +541,8 @@ def _run_replay(args: argparse.Namespace) -> int:
     kwargs = replay_kwargs(args)
     kwargs["swap"] = args.swap
     kwargs["kernel"] = args.kernel
+    kwargs["content_class"] = args.content_class
+    kwargs["charge_device_ram"] = not args.cgroup
     if args.series_out and args.sample_every <= 0:
         raise CliError("--series-out: needs --sample-every N with N at least 1")
     result = _with_progress(
@@ -567,7 +584,9 @@ def format_result(r: ReplayResult) -> str:
         ("frames", f"{r.frames:,}"),
         ("seed", str(r.seed)),
         ("page_cluster", str(r.page_cluster)),
-        ("swap", r.swap),
+        ("swap", r.swap + (
+            f" (pool charged, pages of class {r.zram_pool['class']})" if r.zram_pool else ""
+        )),
         ("kernel", r.kernel),
         ("watermarks", f"min {w[0]:,}, low {w[1]:,}, high {w[2]:,}"),
         ("options", opts),

@@ -67,6 +67,23 @@ pub struct MachineConfig {
     /// differ ([`KernelVersion`]); default 6.8.
     #[serde(default)]
     pub kernel: KernelVersion,
+    /// The swap device is zram and its compressed pool is memory of this machine (untimed
+    /// replays; the timing engine charges its own zram device instead). Implies
+    /// `swap_sync_io`. Every swap-out stores the page in a [`crate::device::zram::Zram`]
+    /// (`zram_write_page` → `zs_malloc`), every freed slot releases it (`zram_slot_free_notify`),
+    /// and the pool's pages are held back from the free list as zsmalloc's are taken from the
+    /// buddy allocator. `None`: the device's memory is not modelled.
+    #[serde(default)]
+    pub zram_pool: Option<ZramPool>,
+}
+
+/// What decides the size of zram's pool in an untimed run: the content class of the pages
+/// swapped out (one for the whole trace: a trace carries no data) and the device parameters
+/// (compression ratios, disk size).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ZramPool {
+    pub class: crate::device::ContentClass,
+    pub params: crate::device::ZramParams,
 }
 
 impl MachineConfig {
@@ -80,6 +97,7 @@ impl MachineConfig {
             defer_kswapd: false,
             swap_sync_io: false,
             kernel: KernelVersion::V6_8,
+            zram_pool: None,
         }
     }
 }
@@ -124,6 +142,10 @@ pub struct Stats {
     /// Swap-outs the device failed (zram with no memory left for its pool: zram's
     /// `failed_writes`); the page stays in memory, in the swap cache, dirty.
     pub swap_write_errors: u64,
+    /// Most bytes zram's pool ever took (`mm_stat`'s `mem_used_max`: whole pages), when the
+    /// run models it ([`MachineConfig::zram_pool`]); 0 otherwise.
+    #[serde(default)]
+    pub zram_mem_used_max: u64,
 }
 
 /// One simulated machine running one policy.
@@ -156,6 +178,17 @@ pub struct Machine<P: Policy> {
     /// When set, the priority of every reclaim pass (`shrink_node`), for a layer above whose
     /// shrinkers `shrink_slab` would call in that pass (the VM layer's KVM MMU shrinker).
     pub shrink_log: Option<Vec<u8>>,
+    /// zram's pool charged to this machine ([`MachineConfig::zram_pool`]).
+    zram: Option<Box<ZramState>>,
+}
+
+/// The zram device of an untimed run with its pool charged to memory.
+#[derive(Debug)]
+struct ZramState {
+    dev: crate::device::zram::Zram,
+    class: crate::device::ContentClass,
+    /// The swap I/O log drained into `dev`, kept to reuse its buffer.
+    io: Vec<SwapIo>,
 }
 
 /// State of `swapin_nr_pages` (mm/swap_state.c): readahead hits since the last fault, the
@@ -240,8 +273,21 @@ impl<P: Policy> Machine<P> {
                 format!("must be 0..=10, got {page_cluster}"),
             ));
         }
+        let zram = match cfg.zram_pool {
+            None => None,
+            Some(z) => {
+                z.params.check()?;
+                Some(Box::new(ZramState {
+                    dev: crate::device::zram::Zram::new(&z.params),
+                    class: z.class,
+                    io: Vec::new(),
+                }))
+            }
+        };
+        let mut mm = Mm::new(cfg.frames);
+        mm.swap.device.log_on = zram.is_some();
         Ok(Machine {
-            mm: Mm::new(cfg.frames),
+            mm,
             policy,
             stats: Stats::default(),
             family,
@@ -257,10 +303,11 @@ impl<P: Policy> Machine<P> {
             unmap_log: None,
             shrink_log: None,
             defer_kswapd: cfg.defer_kswapd,
-            swap_sync_io: cfg.swap_sync_io,
+            swap_sync_io: cfg.swap_sync_io || cfg.zram_pool.is_some(),
             kernel: cfg.kernel,
             kswapd_awake: false,
             kswapd_priority: DEF_PRIORITY,
+            zram,
         })
     }
 
@@ -342,6 +389,44 @@ impl<P: Policy> Machine<P> {
 
     #[inline(never)]
     fn fault(&mut self, touch: Touch, idx: PteIndex) {
+        self.fault_page(touch, idx);
+        if self.zram.is_some() {
+            // Slots the fault freed (a swap-in of zram frees its slot) release their objects.
+            self.zram_sync();
+        }
+    }
+
+    /// Hand the swap I/O logged since the last call to the zram device, in order, and hold
+    /// its pool's pages back from the free list (`zs_malloc` takes whole pages for its
+    /// zspages; freeing objects gives pages back). Returns the pages that did not fit in free
+    /// memory (0 when the pool fits).
+    fn zram_sync(&mut self) -> u32 {
+        use crate::device::{IoKind, SwapDevice};
+        let Some(z) = self.zram.as_mut() else {
+            return 0;
+        };
+        if self.mm.swap.device.has_log() {
+            self.mm.swap.device.take_log(&mut z.io);
+            for &io in &z.io {
+                match io {
+                    // `zram_write_page`: the page's content decides its compressed length.
+                    SwapIo::Write { slot } => {
+                        z.dev.submit(0, IoKind::Write, slot as u64, &[z.class]);
+                    }
+                    SwapIo::Discard { slot } => z.dev.discard(slot as u64, 1),
+                    // Reads leave the pool as it is.
+                    SwapIo::Read { .. } => {}
+                }
+            }
+        }
+        let pages = z.dev.ram_bytes().div_ceil(4096);
+        self.stats.zram_mem_used_max = self.stats.zram_mem_used_max.max(pages * 4096);
+        self.mm
+            .frames
+            .set_reserved(pages.min(u32::MAX as u64) as u32)
+    }
+
+    fn fault_page(&mut self, touch: Touch, idx: PteIndex) {
         let vpn = touch.vpn;
         self.stats.faults += 1;
         let old = *self.mm.pt.at(idx);
@@ -515,7 +600,15 @@ impl<P: Policy> Machine<P> {
         self.policy.on_miss(touch);
         match self.family {
             Family::Demand => {
-                if self.mm.frames.n_free() == 0 {
+                // One eviction frees one frame, unless zram's pool takes it: the pool's pages
+                // are reserved first, then the page gets what is left.
+                loop {
+                    if self.zram.is_some() {
+                        self.zram_sync();
+                    }
+                    if self.mm.frames.n_free() > 0 {
+                        break;
+                    }
                     let Some(v) = self.policy.evict(&mut self.mm) else {
                         self.oom_at = Some(touch.t);
                         return None;
@@ -746,6 +839,22 @@ impl<P: Policy> Machine<P> {
                     }
                 }
                 self.mm.swap.device.submit(SwapIo::Write { slot });
+                if self.zram.is_some() && self.zram_sync() > 0 && self.family == Family::Kernel {
+                    // `zs_malloc` found no free page for the object (reclaim allocates with
+                    // PF_MEMALLOC, below every watermark, so only an empty free list stops
+                    // it): `zram_write_page` fails with -ENOMEM, the slot keeps no data, and
+                    // the page stays in the swap cache, dirty. (Demand policies keep no free
+                    // reserve: their pool takes the frames the next evictions free.)
+                    if let Some(z) = self.zram.as_mut() {
+                        use crate::device::SwapDevice;
+                        z.dev.discard(slot as u64, 1);
+                    }
+                    self.zram_sync();
+                    self.stats.swap_write_errors += 1;
+                    let _ = self.policy.shadow(&self.mm, f);
+                    self.keep_in_swap_cache(f, slot, pidx, dirty, mapped, Insert::Putback);
+                    return false;
+                }
                 if self.family == Family::Kernel && !self.swap_sync_io {
                     // An asynchronous device: `pageout` returns with the folio under
                     // writeback and `shrink_folio_list` keeps it (the policy was told:
@@ -940,4 +1049,79 @@ mod tests {
         assert_eq!(m.mm.frames.len() - m.mm.frames.n_unused(), 1);
         m.validate().unwrap();
     }
+
+    use crate::device::SwapDevice;
+
+    fn zram_machine(
+        policy: &str,
+        frames: u32,
+        class: crate::device::ContentClass,
+    ) -> Machine<Box<dyn Policy>> {
+        let p = crate::policy::PolicyKind::from_name(policy)
+            .unwrap()
+            .build(
+                frames,
+                &crate::policy::PolicyOptions::new(1),
+                crate::policy::Boxer,
+            )
+            .unwrap();
+        let mut cfg = MachineConfig::new(frames);
+        cfg.zram_pool = Some(ZramPool {
+            class,
+            params: crate::device::ZramParams::default(),
+        });
+        cfg.check_invariants = true;
+        Machine::new(&cfg, p).unwrap()
+    }
+
+    #[test]
+    fn zram_pool_takes_its_pages_from_the_frames() {
+        // By hand: a sparse page compresses to 41 bytes (LZO-RLE); zs_malloc adds its 8-byte
+        // handle (49) and rounds up to the 64-byte class, plus the 8-byte zs_handle slab
+        // object: 72 bytes per stored page. FIFO on 200 frames writing pages 0..999 once:
+        // at the end resident R and pool P fill the frames, P = ceil((1000 - R) * 72 / 4096).
+        // R = 186 gives 814 stored, 58,608 bytes, 15 pages: 201 > 200. R = 185 gives 815
+        // stored, 58,680 bytes, 15 pages: 200. So 815 swap-outs and a 15-page pool.
+        let mut m = zram_machine("fifo", 200, crate::device::ContentClass::Sparse);
+        for p in 0..1000 {
+            m.access(Access::write(p), u64::MAX);
+        }
+        assert_eq!(m.stats.pswpout, 815);
+        assert_eq!(m.mm.frames.reserved(), 15);
+        assert_eq!(m.stats.zram_mem_used_max, 15 * 4096);
+        assert_eq!(m.stats.swap_write_errors, 0);
+        // Reading the 815 back frees their slots (a zram swap-in frees its slot at once) and
+        // with them the pool; what is swapped out instead is stored again.
+        for p in 0..1000 {
+            m.access(Access::read(p), u64::MAX);
+        }
+        let stored = m.zram.as_ref().unwrap().dev.stats().pages_stored;
+        assert_eq!(m.mm.frames.reserved() as u64, (stored * 72).div_ceil(4096));
+        // Same-filled pages take no pool at all: a plain FIFO's 800 swap-outs.
+        let mut z = zram_machine("fifo", 200, crate::device::ContentClass::Zero);
+        for p in 0..1000 {
+            z.access(Access::write(p), u64::MAX);
+        }
+        assert_eq!((z.stats.pswpout, z.stats.zram_mem_used_max), (800, 0));
+    }
+
+    #[test]
+    fn zram_pool_is_charged_under_kernel_reclaim() {
+        // Kernel policies reclaim to the watermarks: whatever the pool holds, resident pages
+        // plus pool pages never exceed the frames, and the pool's peak is its stored pages'
+        // 72 bytes each, rounded up to pages.
+        let mut m = zram_machine("clock-lru", 2_000, crate::device::ContentClass::Sparse);
+        let mut peak = 0;
+        for i in 0..30_000u64 {
+            m.access(Access::write((i * 7_919) % 6_000), u64::MAX);
+            let stored = m.zram.as_ref().unwrap().dev.stats().pages_stored;
+            peak = peak.max((stored * 72).div_ceil(4096));
+            let resident = (m.mm.frames.len() - m.mm.frames.n_unused()) as u64;
+            assert!(resident + m.mm.frames.reserved() as u64 <= 2_000);
+            assert_eq!(m.mm.frames.reserved() as u64, (stored * 72).div_ceil(4096));
+        }
+        assert_eq!(m.stats.zram_mem_used_max, peak * 4096);
+        assert!(peak > 60, "6,000 pages on 2,000 frames store ~4,000: {peak}");
+    }
+
 }

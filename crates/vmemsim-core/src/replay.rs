@@ -57,6 +57,10 @@ pub struct ReplayResult {
     /// [`MachineConfig::swap_sync_io`]).
     #[serde(default = "default_swap")]
     pub swap: String,
+    /// zram's pool charged to memory: the trace's content class and the device's parameters
+    /// ([`MachineConfig::zram_pool`]); omitted when not modelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zram_pool: Option<crate::engine::ZramPool>,
     /// Whose reclaim rules the kernel policies followed where Linux versions differ.
     #[serde(default)]
     pub kernel: crate::policy::KernelVersion,
@@ -317,7 +321,8 @@ pub fn replay(
         seed: spec.options.seed,
         trace,
         page_cluster,
-        swap: if spec.machine.swap_sync_io {
+        zram_pool: spec.machine.zram_pool,
+        swap: if spec.machine.swap_sync_io || spec.machine.zram_pool.is_some() {
             "zram"
         } else {
             "disk"

@@ -559,12 +559,56 @@ const MACHINE_KEYS: &[&str] = &[
     "check_invariants",
     "swap_sync_io",
     "kernel",
+    "zram_pool",
 ];
 
 /// The machine dict of the Python API: `page_cluster` (None or 0..=10), `watermarks`
 /// (None or `(min, low, high)`), `swappiness` (0..=200), `check_invariants` (bool),
 /// `swap_sync_io` (bool: the swap device is zram, `SWP_SYNCHRONOUS_IO`), `kernel` ("6.1" or
-/// "6.8": whose reclaim rules apply where the versions differ).
+/// "6.8": whose reclaim rules apply where the versions differ), `zram_pool` (None or a dict
+/// `{"class": content class name, "device": "zram[:key=value,...]"}`: zram's pool charged to
+/// the machine's memory, implies `swap_sync_io`).
+/// The `zram_pool` entry of a machine dict.
+fn zram_pool(v: &Bound<'_, PyAny>) -> PyResult<vmemsim_core::engine::ZramPool> {
+    use vmemsim_core::device::{ContentClass, DeviceSpec};
+    let d = v.downcast::<PyDict>().map_err(|_| {
+        config_err(
+            "zram_pool",
+            format!("expected a dict with keys class, device, got {}", repr(v)),
+        )
+    })?;
+    let mut class = ContentClass::Numeric;
+    let mut params = vmemsim_core::device::ZramParams::default();
+    for (k, x) in d.iter() {
+        let key: String = k.extract().unwrap_or_default();
+        let text: String = x.extract().map_err(|_| {
+            config_err(
+                &format!("zram_pool.{key}"),
+                format!("expected a string, got {}", repr(&x)),
+            )
+        })?;
+        match key.as_str() {
+            "class" => class = ContentClass::parse("class", &text).map_err(py_err)?,
+            "device" => match DeviceSpec::parse(&text).map_err(py_err)? {
+                DeviceSpec::Zram(p) => params = p,
+                other => {
+                    return Err(config_err(
+                        "swap",
+                        format!("expected zram[:key=value,...], got '{}'", other.kind()),
+                    ))
+                }
+            },
+            _ => {
+                return Err(config_err(
+                    "zram_pool",
+                    format!("unknown key '{key}'; valid: class, device"),
+                ))
+            }
+        }
+    }
+    Ok(vmemsim_core::engine::ZramPool { class, params })
+}
+
 fn machine_config(frames: u32, d: Option<&Bound<'_, PyDict>>) -> PyResult<MachineConfig> {
     let mut m = MachineConfig::new(frames);
     let Some(d) = d else { return Ok(m) };
@@ -588,6 +632,11 @@ fn machine_config(frames: u32, d: Option<&Bound<'_, PyDict>>) -> PyResult<Machin
             }
             "swap_sync_io" => {
                 m.swap_sync_io = v.is_truthy()?;
+            }
+            "zram_pool" => {
+                if !v.is_none() {
+                    m.zram_pool = Some(zram_pool(&v)?);
+                }
             }
             "kernel" => {
                 let name: String = v.extract().map_err(|_| {

@@ -37,15 +37,60 @@ pub enum IoKind {
 /// How well a page's content compresses (zram): set per page by the workload.
 ///
 /// `Zero` stands for any same-filled page (every 8-byte word equal, zeros being the common
-/// case), which zram stores without data; `Random` for incompressible data.
+/// case), which zram stores without data; `Random` for incompressible data. `Sparse` is a
+/// page of zeros but for its first 8-byte word (a counter written into freshly touched
+/// memory: the pages of `vmemsim validate`'s guest program), which LZO-RLE compresses to
+/// [`SPARSE_COMPRESSED_BYTES`].
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ContentClass {
     Zero,
     Text,
     Numeric,
     Random,
+    Sparse,
 }
+
+impl ContentClass {
+    /// Names as workload specs and the CLI spell them, in discriminant order.
+    pub const NAMES: &'static [&'static str] = &["zero", "text", "numeric", "random", "sparse"];
+    pub const ALL: [ContentClass; 5] = [
+        ContentClass::Zero,
+        ContentClass::Text,
+        ContentClass::Numeric,
+        ContentClass::Random,
+        ContentClass::Sparse,
+    ];
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// The class named `s` (one of [`ContentClass::NAMES`]), or an error naming `key`.
+    pub fn parse(key: &str, s: &str) -> Result<ContentClass> {
+        Self::NAMES
+            .iter()
+            .position(|&n| n == s)
+            .map(|i| Self::ALL[i])
+            .ok_or_else(|| {
+                Error::config(
+                    key,
+                    format!("unknown content class '{s}'; valid: {}", Self::NAMES.join(", ")),
+                )
+            })
+    }
+}
+
+/// Compressed length of a [`ContentClass::Sparse`] page under LZO-RLE (`lzorle1x_1_compress`
+/// → `lzogeneric1x_1_compress` in `lib/lzo/lzo1x_compress.c`, the same in 6.1 and 6.8; zram's
+/// default `CONFIG_ZRAM_DEF_COMP`): for a 4 KiB page whose first little-endian 8-byte word is
+/// below 2^40 and whose other 4,088 bytes are zero, the 2-byte RLE header, a literal run of
+/// the word and the zeros before the first match, two zero-run tokens (runs of up to 2,051
+/// bytes), the last 20 bytes as literals and the 3-byte end marker: 41 bytes. Worked out by
+/// running the kernel's compressor (compiled in user space) on such pages: 36 bytes plus the
+/// word's significant bytes, at least 5 (a word of 2^63 gives 44).
+pub const SPARSE_COMPRESSED_BYTES: u32 = 41;
 
 /// The outcome of one submitted request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -279,7 +324,7 @@ impl QueuedParams {
 ///   incompressible by definition.
 /// - `disksize_mib = 32768` (32 GiB): the zram disk size bounds the slot table. The kernel has
 ///   no default (it must be set); 32 GiB holds the paper's 12–16 GiB footprints twice over.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ZramParams {
     pub read_us: f64,
     pub write_us: f64,
@@ -332,7 +377,7 @@ impl ZramParams {
         Ok(())
     }
 
-    fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         check_time("zram.read_us", self.read_us)?;
         check_time("zram.write_us", self.write_us)?;
         check_time("zram.same_us", self.same_us)?;
@@ -884,5 +929,13 @@ mod tests {
     fn content_class_is_one_byte() {
         assert_eq!(std::mem::size_of::<ContentClass>(), 1);
         assert_eq!(Random as u8, 3);
+        for (i, c) in ContentClass::ALL.iter().enumerate() {
+            assert_eq!(*c as usize, i);
+            assert_eq!(ContentClass::parse("class", c.name()).unwrap(), *c);
+        }
+        assert_eq!(
+            ContentClass::parse("class", "dense").unwrap_err().to_string(),
+            "class: unknown content class 'dense'; valid: zero, text, numeric, random, sparse"
+        );
     }
 }

@@ -14,7 +14,8 @@
 //! - discard (`zram_slot_free_notify` → `zram_free_page`): releases the slot's object.
 //!
 //! Compressed length per class: `ceil(4096 / ratio)` for `Text` and `Numeric` (ratios are
-//! parameters, see [`super::ZramParams`]), 4096 for `Random`, none for `Zero`.
+//! parameters, see [`super::ZramParams`]), 4096 for `Random`, none for `Zero`, 41 bytes for
+//! `Sparse` (LZO-RLE's output, [`super::SPARSE_COMPRESSED_BYTES`]).
 //!
 //! Memory (`ram_bytes`): each stored object takes the zsmalloc size class that `zs_malloc`
 //! picks for its length plus the in-object handle (`size += ZS_HANDLE_SIZE`), plus the 8-byte
@@ -120,13 +121,14 @@ impl Default for SizeClasses {
     }
 }
 
+#[derive(Debug)]
 pub struct Zram {
     read_ns: u64,
     write_ns: u64,
     same_ns: u64,
     copy_ns: u64,
     /// Slot state stored by a write of each content class (indexed by `ContentClass as u8`).
-    stored_as: [u16; 4],
+    stored_as: [u16; 5],
     /// RAM per compressed length 1..=4096 (`object_bytes`); EMPTY and SAME take none.
     bytes_of: Box<[u32]>,
     classes: SizeClasses,
@@ -160,7 +162,13 @@ impl Zram {
             write_ns: us_to_ns(p.write_us),
             same_ns: us_to_ns(p.same_us),
             copy_ns: us_to_ns(p.copy_us),
-            stored_as: [SAME, comp(p.text_ratio), comp(p.numeric_ratio), HUGE],
+            stored_as: [
+                SAME,
+                comp(p.text_ratio),
+                comp(p.numeric_ratio),
+                HUGE,
+                super::SPARSE_COMPRESSED_BYTES as u16,
+            ],
             bytes_of: bytes_of.into_boxed_slice(),
             classes,
             max_slots: p.disksize_mib.saturating_mul(1 << 20) / PAGE_BYTES,

@@ -12,7 +12,7 @@
 //! of the phase's page range, shifted by `t` times the range's extent (last page + 1 − first
 //! page), as threads working on their own partitions; with `split=shared` every thread works
 //! on the same pages. Each access is followed by `compute_ns` of CPU time. Every page has the
-//! content class `class` (`zero`, `text`, `numeric`, `random`; default `numeric`).
+//! content class `class` (`zero`, `text`, `numeric`, `random`, `sparse`; default `numeric`).
 //!
 //! A generator's consecutive references to one page are one `Access` (a burst).
 //! [`Workload::footprint_pages`] is the number of pages in the union of the threads' ranges:
@@ -31,7 +31,6 @@ use crate::generate::{GenKind, GenSpec, Generator};
 use crate::trace::TraceSource;
 
 const KEYS: &[&str] = &["threads", "split", "compute_ns", "class", "repeat", "seed"];
-const CLASSES: &[&str] = &["zero", "text", "numeric", "random"];
 const TAG_PHASE: u64 = 0x6375;
 
 /// First page and one past the last page a spec can reference.
@@ -126,12 +125,7 @@ impl Custom {
         let p = Params::parse("custom", &parts[1..].join(","), KEYS)?;
         let threads = p.u64_in("threads", 1, 1, 1024)? as usize;
         let partition = p.choice("split", 0, &["partition", "shared"])? == 0;
-        let class = [
-            ContentClass::Zero,
-            ContentClass::Text,
-            ContentClass::Numeric,
-            ContentClass::Random,
-        ][p.choice("class", 2, CLASSES)?];
+        let class = ContentClass::ALL[p.choice("class", 2, ContentClass::NAMES)?];
         let mut all = Vec::new();
         for spec in &phases {
             let (lo, hi) = extent(spec);
@@ -220,7 +214,7 @@ impl Workload for Custom {
                 "shared"
             },
             self.compute_ns,
-            CLASSES[self.class as usize],
+            self.class.name(),
             self.repeat,
             self.seed
         )
@@ -361,7 +355,7 @@ mod tests {
         );
         assert_eq!(
             e("custom:(scan:pages=4),class=blue"),
-            "custom.class: 'blue' is not one of zero, text, numeric, random"
+            "custom.class: 'blue' is not one of zero, text, numeric, random, sparse"
         );
         assert_eq!(
             e("custom:(scan:pages=4),split=x"),
