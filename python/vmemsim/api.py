@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import re
 import numbers
 import os
 from dataclasses import dataclass, field
@@ -294,7 +295,9 @@ def _pages_arg(trace: Any) -> np.ndarray:
 #: Swap devices of an untimed replay: what decides counters, not time. ``zram`` takes the
 #: parameters of ``vmemsim run --device zram:key=value,...`` (its compression ratios and disk
 #: size decide its pool).
-REPLAY_SWAPS = ("disk", "zram")
+REPLAY_SWAPS = ("disk", "zram", "hdd")
+#: Size of an ``hdd`` swap device when ``hdd:size=`` does not give one.
+HDD_DEFAULT_SIZE = 4 << 30
 #: Content classes of a trace's pages for zram's compressed sizes (as ``custom`` workloads'
 #: ``class=``): ``zero`` same-filled, ``text`` and ``numeric`` compressible by the zram ratios,
 #: ``random`` incompressible, ``sparse`` zeros but for one 8-byte word (41 bytes in LZO-RLE).
@@ -302,6 +305,27 @@ CONTENT_CLASSES = ("zero", "text", "numeric", "random", "sparse")
 #: Linux versions whose reclaim rules the kernel policies can follow where they differ
 #: (docs/kernel-6.1-vs-6.8.md); the models follow 6.8 by default.
 KERNEL_VERSIONS = ("6.8", "6.1")
+
+
+def _hdd_slots(swap: str) -> int:
+    """Usable slots of ``hdd[:size=SIZE]`` (mkswap's ``last_page``: the size in pages less
+    the header page)."""
+    size = HDD_DEFAULT_SIZE
+    rest = swap.split(":", 1)[1] if ":" in swap else ""
+    for kv in filter(None, (x.strip() for x in rest.split(","))):
+        k, _, v = kv.partition("=")
+        if k.strip() != "size":
+            raise VmemsimError(f"swap.{k.strip()}: unknown key for hdd (valid: size)")
+        m = re.fullmatch(r"\s*(\d+)\s*(|B|K|KiB|M|MiB|G|GiB)\s*", v)
+        if not m:
+            raise VmemsimError(f"swap.size: expected a size such as 512MiB, got {v!r}")
+        mult = {"": 1, "B": 1, "K": 1 << 10, "KiB": 1 << 10, "M": 1 << 20, "MiB": 1 << 20,
+                "G": 1 << 30, "GiB": 1 << 30}[m.group(2)]
+        size = int(m.group(1)) * mult
+    pages = size // 4096
+    if pages < 2 or pages - 1 > (1 << 28):
+        raise VmemsimError(f"swap.size: {size} bytes: must be 8 KiB to 1 TiB")
+    return pages - 1
 
 
 def _machine_arg(
@@ -321,7 +345,7 @@ def _machine_arg(
     kind = swap.split(":", 1)[0].strip().lower()
     if kind not in REPLAY_SWAPS or (kind == "disk" and swap.strip().lower() != "disk"):
         raise VmemsimError(
-            f"swap: expected disk or zram[:key=value,...], got {swap!r}"
+            f"swap: expected disk, hdd[:size=SIZE] or zram[:key=value,...], got {swap!r}"
         )
     if content_class not in CONTENT_CLASSES:
         raise VmemsimError(
@@ -330,6 +354,8 @@ def _machine_arg(
     m: Dict[str, Any] = {"swappiness": swappiness, "check_invariants": bool(check_invariants)}
     if kernel != "6.8":
         m["kernel"] = kernel
+    if kind == "hdd":
+        m["swap_rotational"] = _hdd_slots(swap)
     if kind == "zram":
         m["swap_sync_io"] = True
         if charge_device_ram:
@@ -496,7 +522,10 @@ def replay(
     policies, none for demand policies). ``progress(done, total)`` is called a few times a
     second. ``sample_every`` (accesses; ``None`` or 0 = none) records the counters along the
     run into ``ReplayResult.series``; a run may record at most a million samples.
-    ``swap`` is ``"disk"`` (swap cache and readahead) or ``"zram"``: a synchronous device
+    ``swap`` is ``"disk"`` (swap cache and readahead; a non-rotational device's slot
+    allocator), ``"hdd:size=SIZE"`` (the same on a rotational device of SIZE, default 4 GiB,
+    whose slots come from the kernel's rotational allocator and swap slots cache; QEMU's
+    virtio-blk is one) or ``"zram"``: a synchronous device
     (``SWP_SYNCHRONOUS_IO``), whose swap-ins of pages with one reference skip the swap cache
     and readahead and free their slot (``do_swap_page``). zram's compressed pool is memory of
     the machine: every swapped-out page takes the zsmalloc object its compressed size needs

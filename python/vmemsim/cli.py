@@ -494,9 +494,10 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--swap",
         default="disk",
-        metavar="disk|zram[:KEY=VALUE,...]",
+        metavar="disk|hdd[:size=SIZE]|zram[:KEY=VALUE,...]",
         help="swap device kind (default disk: asynchronous writes kept under writeback, swap "
-        "cache, readahead; zram: synchronous, swap-ins skip the swap cache and free their slot, "
+        "cache, readahead; hdd: the same on a rotational disk (QEMU's virtio-blk is one) of "
+        "SIZE (default 4GiB), slots from the kernel's rotational allocator; zram: synchronous, swap-ins skip the swap cache and free their slot, "
         "and its compressed pool takes memory from the frames; zram's parameters as in "
         "'vmemsim run --device', e.g. zram:text_ratio=3)",
     )

@@ -75,6 +75,12 @@ pub struct MachineConfig {
     /// buddy allocator. `None`: the device's memory is not modelled.
     #[serde(default)]
     pub zram_pool: Option<ZramPool>,
+    /// The swap device is rotational (a hard disk, or QEMU's virtio-blk, which is never
+    /// `QUEUE_FLAG_NONROT`) with this many usable slots (mkswap's `last_page`): slots are
+    /// allocated as `scan_swap_map_slots` does without `cluster_info`, through the swap slots
+    /// cache ([`crate::mm::rotational`]). `None`: a non-rotational device.
+    #[serde(default)]
+    pub swap_rotational: Option<u32>,
 }
 
 /// What decides the size of zram's pool in an untimed run: the content class of the pages
@@ -98,6 +104,7 @@ impl MachineConfig {
             swap_sync_io: false,
             kernel: KernelVersion::V6_8,
             zram_pool: None,
+            swap_rotational: None,
         }
     }
 }
@@ -286,6 +293,21 @@ impl<P: Policy> Machine<P> {
         };
         let mut mm = Mm::new(cfg.frames);
         mm.swap.device.log_on = zram.is_some();
+        if let Some(n) = cfg.swap_rotational {
+            if zram.is_some() || cfg.swap_sync_io {
+                return Err(crate::Error::config(
+                    "swap",
+                    "a rotational disk is not zram: give one or the other",
+                ));
+            }
+            if n == 0 || n > MAX_FRAMES {
+                return Err(crate::Error::config(
+                    "swap.size",
+                    format!("{n} slots: must be 1..={MAX_FRAMES}"),
+                ));
+            }
+            mm.swap.set_rotational(n);
+        }
         Ok(Machine {
             mm,
             policy,

@@ -323,11 +323,12 @@ pub fn replay(
         page_cluster,
         zram_pool: spec.machine.zram_pool,
         swap: if spec.machine.swap_sync_io || spec.machine.zram_pool.is_some() {
-            "zram"
+            "zram".to_string()
+        } else if let Some(n) = spec.machine.swap_rotational {
+            format!("hdd:size={}MiB", (n as u64 + 1) * 4096 / (1 << 20))
         } else {
-            "disk"
-        }
-        .to_string(),
+            "disk".to_string()
+        },
         kernel: spec.machine.kernel,
         watermarks,
         options: spec

@@ -560,6 +560,7 @@ const MACHINE_KEYS: &[&str] = &[
     "swap_sync_io",
     "kernel",
     "zram_pool",
+    "swap_rotational",
 ];
 
 /// The machine dict of the Python API: `page_cluster` (None or 0..=10), `watermarks`
@@ -567,7 +568,8 @@ const MACHINE_KEYS: &[&str] = &[
 /// `swap_sync_io` (bool: the swap device is zram, `SWP_SYNCHRONOUS_IO`), `kernel` ("6.1" or
 /// "6.8": whose reclaim rules apply where the versions differ), `zram_pool` (None or a dict
 /// `{"class": content class name, "device": "zram[:key=value,...]"}`: zram's pool charged to
-/// the machine's memory, implies `swap_sync_io`).
+/// the machine's memory, implies `swap_sync_io`), `swap_rotational` (None or the usable slots
+/// of a rotational swap disk: its slot allocator).
 /// The `zram_pool` entry of a machine dict.
 fn zram_pool(v: &Bound<'_, PyAny>) -> PyResult<vmemsim_core::engine::ZramPool> {
     use vmemsim_core::device::{ContentClass, DeviceSpec};
@@ -632,6 +634,11 @@ fn machine_config(frames: u32, d: Option<&Bound<'_, PyDict>>) -> PyResult<Machin
             }
             "swap_sync_io" => {
                 m.swap_sync_io = v.is_truthy()?;
+            }
+            "swap_rotational" => {
+                if !v.is_none() {
+                    m.swap_rotational = Some(int_in(&key, &v, 1, MAX_FRAMES as i128, "1..=2^28 slots")? as u32);
+                }
             }
             "zram_pool" => {
                 if !v.is_none() {

@@ -189,8 +189,18 @@ def simulate(
     return replay(
         pages, policy=POLICY[s.lru], frames=int(inp["frames"]), writes=writes, seed=seed,
         page_cluster=s.page_cluster, watermarks=inp["watermarks"], swappiness=s.swappiness,
-        swap=s.swap, kernel=kernel, content_class=CONTENT_CLASS,
+        swap=swap_device(s, runs), kernel=kernel, content_class=CONTENT_CLASS,
     )
+
+
+def swap_device(s: Settings, runs: Sequence[KernelRun]) -> str:
+    """The replay's swap device for the kernel's: zram, or the virtio disk, which the guest
+    sees as rotational (virtio_blk never sets QUEUE_FLAG_NONROT), of the size swapon reported
+    (``SwapTotal`` is the usable slots; the header page makes one more)."""
+    if s.swap != "disk":
+        return s.swap
+    total_kib = int(runs[0].meminfo_before.get("SwapTotal", 0)) if runs else 0
+    return f"hdd:size={total_kib + 4}KiB" if total_kib else "disk"
 
 
 def compare(

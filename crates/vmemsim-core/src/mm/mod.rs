@@ -7,6 +7,7 @@
 
 pub mod frames;
 pub mod pagetable;
+pub mod rotational;
 pub mod swap;
 pub mod vma;
 

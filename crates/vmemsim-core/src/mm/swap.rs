@@ -9,7 +9,10 @@
 //! finds the pages evicted together. With no free cluster left, a linear scan takes the next
 //! free slot anywhere (the kernel's fallback). The swap space grows by whole clusters when
 //! full (the model has no swap size limit). Left out: the per-CPU swap slots cache
-//! (`swap_slots.c`, batches of 64), discard of free clusters, and rotational devices.
+//! (`swap_slots.c`, batches of 64), discard of free clusters.
+//!
+//! A rotational device (a hard disk; QEMU's virtio-blk) allocates as [`super::rotational`]
+//! describes instead ([`Swap::set_rotational`]).
 
 use super::frames::{FrameId, NO_FRAME};
 
@@ -115,6 +118,8 @@ pub struct Swap {
     /// more pages, `zs_malloc` fails, `zram_write_page` returns -ENOMEM and the write fails.
     /// Set by the timing engine; plain replays leave it `None`.
     pub pool: Option<PoolCharge>,
+    /// The device is rotational: slots come from [`super::rotational::Rotational`].
+    rot: Option<Box<super::rotational::Rotational>>,
 }
 
 /// What the engine needs to know to refuse a swap-out the device's pool has no memory for.
@@ -151,8 +156,40 @@ impl Swap {
         s
     }
 
+    /// Make the device rotational with `last_page` usable slots (1..=last_page; slot 0 is
+    /// the header). Only before the first allocation.
+    pub fn set_rotational(&mut self, last_page: u32) {
+        assert_eq!(self.n_used, 0, "set_rotational after allocations");
+        let r = super::rotational::Rotational::new(last_page);
+        self.fit_rotational(r.len());
+        self.rot = Some(Box::new(r));
+    }
+
+    /// Size the slot records to the rotational device's `n` slots.
+    fn fit_rotational(&mut self, n: u32) {
+        if (self.slots.len() as u32) < n {
+            let add = n as usize - self.slots.len();
+            crate::hint::huge_extend(&mut self.slots, add, FREE);
+            self.used
+                .resize((n as usize).div_ceil(SWAPFILE_CLUSTER as usize), 0);
+        }
+    }
+
     /// Take a free slot for the page whose PTE has global index `owner`.
     pub fn alloc(&mut self, owner: u32) -> u32 {
+        if let Some(r) = self.rot.as_mut() {
+            let s = match r.alloc() {
+                Some(s) => s,
+                None => {
+                    r.grow(super::rotational::CLUSTER);
+                    let n = r.len();
+                    let s = r.alloc().expect("a grown device has a free slot");
+                    self.fit_rotational(n);
+                    s
+                }
+            };
+            return self.take(s, owner);
+        }
         if self.n_used as usize == self.slots.len() {
             self.grow();
         }
@@ -198,6 +235,11 @@ impl Swap {
         self.n_used -= 1;
         let c = slot / SWAPFILE_CLUSTER;
         self.used[c as usize] -= 1;
+        if let Some(r) = self.rot.as_mut() {
+            r.free(slot);
+            self.device.submit(SwapIo::Discard { slot });
+            return;
+        }
         if self.used[c as usize] == 0 && !self.percpu.iter().any(|&(p, _)| p == c) {
             // `free_cluster`: back to the tail of the free list.
             self.free_clusters.push_back(c);
