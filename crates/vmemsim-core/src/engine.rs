@@ -1143,7 +1143,9 @@ mod tests {
             assert_eq!(m.mm.frames.reserved() as u64, (stored * 72).div_ceil(4096));
         }
         assert_eq!(m.stats.zram_mem_used_max, peak * 4096);
-        assert!(peak > 60, "6,000 pages on 2,000 frames store ~4,000: {peak}");
+        assert!(
+            peak > 60,
+            "6,000 pages on 2,000 frames store ~4,000: {peak}"
+        );
     }
-
 }

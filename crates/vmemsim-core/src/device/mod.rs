@@ -76,7 +76,10 @@ impl ContentClass {
             .ok_or_else(|| {
                 Error::config(
                     key,
-                    format!("unknown content class '{s}'; valid: {}", Self::NAMES.join(", ")),
+                    format!(
+                        "unknown content class '{s}'; valid: {}",
+                        Self::NAMES.join(", ")
+                    ),
                 )
             })
     }
@@ -934,7 +937,9 @@ mod tests {
             assert_eq!(ContentClass::parse("class", c.name()).unwrap(), *c);
         }
         assert_eq!(
-            ContentClass::parse("class", "dense").unwrap_err().to_string(),
+            ContentClass::parse("class", "dense")
+                .unwrap_err()
+                .to_string(),
             "class: unknown content class 'dense'; valid: zero, text, numeric, random, sparse"
         );
     }

@@ -216,41 +216,35 @@ impl Rotational {
                 return;
             } else {
                 // scan: the next free slot after offset, wrapping to lowest_bit.
-                let mut hit = false;
-                offset += 1;
-                while offset <= self.highest_bit {
-                    lr -= 1;
-                    if lr < 0 {
-                        lr = LATENCY_LIMIT;
-                        scanned_many = true;
-                    }
-                    if !self.is_used(offset) {
-                        hit = true;
-                        break;
-                    }
-                    offset += 1;
-                }
-                if !hit {
-                    offset = self.lowest_bit;
-                    while offset < scan_base {
-                        lr -= 1;
-                        if lr < 0 {
-                            lr = LATENCY_LIMIT;
-                            scanned_many = true;
-                        }
-                        if !self.is_used(offset) {
-                            hit = true;
-                            break;
-                        }
-                        offset += 1;
-                    }
-                }
-                if !hit {
-                    return; // no_page
+                let found = self
+                    .first_free(offset + 1, self.highest_bit + 1, &mut lr, &mut scanned_many)
+                    .or_else(|| {
+                        let lo = self.lowest_bit;
+                        self.first_free(lo, scan_base, &mut lr, &mut scanned_many)
+                    });
+                match found {
+                    Some(o) => offset = o,
+                    None => return, // no_page
                 }
                 checks = true;
             }
         }
+    }
+
+    /// The scan loops of `scan_swap_map_slots`: the first free slot in `from..to`, each step
+    /// counting down `latency_ration` (a wrap marks `scanned_many`).
+    fn first_free(&self, from: u32, to: u32, lr: &mut i32, scanned_many: &mut bool) -> Option<u32> {
+        for off in from..to {
+            *lr -= 1;
+            if *lr < 0 {
+                *lr = LATENCY_LIMIT;
+                *scanned_many = true;
+            }
+            if !self.is_used(off) {
+                return Some(off);
+            }
+        }
+        None
     }
 
     /// `get_swap_pages(n_goal)` on this one device.
@@ -377,7 +371,10 @@ mod tests {
             }
         }
         assert_eq!(outs, 9_610);
-        assert!(wrong.is_empty(), "(page-out #, page, kernel slot, model slot): {wrong:?}");
+        assert!(
+            wrong.is_empty(),
+            "(page-out #, page, kernel slot, model slot): {wrong:?}"
+        );
     }
 
     #[test]
@@ -400,7 +397,10 @@ mod tests {
         for &s in &a[..64] {
             r.free(s);
         }
-        assert!((1..=64).all(|s| r.used[s as usize]), "pending, not yet free");
+        assert!(
+            (1..=64).all(|s| r.used[s as usize]),
+            "pending, not yet free"
+        );
         r.free(a[64]);
         assert!((1..=64).all(|s| !r.used[s as usize]));
         assert!(r.used[a[64] as usize]);
