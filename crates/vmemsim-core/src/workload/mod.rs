@@ -23,7 +23,7 @@
 //! # Spec grammar
 //!
 //! ```text
-//! spec   := kind [ ':' params ]            tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c
+//! spec   := kind [ ':' params ]            tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, trace
 //!         | 'custom' ':' '(' gen ')' ( '+' '(' gen ')' )* [ ',' params ]
 //! params := key '=' value ( ',' key '=' value )*
 //! ```
@@ -43,9 +43,12 @@
 //! |             | `readproportion` (0.5 / 0.95 / 1), `zipfian` (0.99), `fieldcount` (10),   |
 //! |             | `fieldlength` (100), `fieldlengthdistribution` (constant), `parse_ns` (2000), `reply_ns` (3000) |
 //! | `custom`    | `threads` (1), `split` (partition), `compute_ns` (0), `class` (numeric), `repeat` (1) |
+//! | `trace`     | `path` (required), `format` (detected), `page_size` (4096), `addresses` (0), |
+//! |             | `compute_ns` (0), `class` (numeric), `threads` (1: blocks of 4096 accesses dealt round-robin) |
 //!
 //! The models, their layouts and what they leave out are documented in [`tpch`],
-//! [`pagerank`], [`ycsb`] and [`custom`].
+//! [`pagerank`], [`ycsb`] and [`custom`]; [`trace`] replays a trace file (text, csv,
+//! oracle-general or native) as the workload, one `Access` per access of the file.
 //!
 //! ## Composing a workload
 //!
@@ -66,6 +69,7 @@ pub mod custom;
 pub mod pagerank;
 pub(crate) mod params;
 pub mod tpch;
+pub mod trace;
 pub mod ycsb;
 
 use crate::device::ContentClass;
@@ -114,6 +118,7 @@ pub const KINDS: &[(&str, &str)] = &[
     ("ycsb-b", "as ycsb-a with 95% reads / 5% updates"),
     ("ycsb-c", "as ycsb-a with reads only"),
     ("custom", "phases of generator specs run by every thread: custom:(spec)+(spec),threads=N"),
+    ("trace", "a trace file replayed as one thread's accesses: trace:path=FILE"),
 ];
 
 /// Parse a workload spec (grammar in the module docs) with `seed` as the run's seed.
@@ -126,6 +131,7 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn Workload>> {
         "pagerank" => Ok(Box::new(pagerank::PageRank::parse(rest, seed)?)),
         "ycsb-a" | "ycsb-b" | "ycsb-c" => Ok(Box::new(ycsb::Ycsb::parse(&kind, rest, seed)?)),
         "custom" => Ok(Box::new(custom::Custom::parse(rest, seed)?)),
+        "trace" => Ok(Box::new(trace::TraceWorkload::parse(rest, seed)?)),
         _ => {
             let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
             Err(Error::config(
@@ -156,7 +162,7 @@ mod tests {
         let e = parse("graph500:scale=3", 0).err().unwrap().to_string();
         assert_eq!(
             e,
-            "workload: unknown workload 'graph500'; valid: tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom"
+            "workload: unknown workload 'graph500'; valid: tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom, trace"
         );
         for (spec, threads) in [
             ("tpch-like:footprint=2MiB", 12),
