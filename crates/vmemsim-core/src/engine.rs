@@ -5,8 +5,10 @@
 //! - an all-zero PTE is a first touch: a minor fault for anonymous memory, a major fault
 //!   (read from the file) for a file mapping;
 //! - a swap entry whose slot is in the swap cache (readahead) is mapped without I/O;
-//! - otherwise a major fault reads the page back (`do_swap_page`), with swap readahead of
-//!   the aligned `2^page_cluster` slot window (`swap_cluster_readahead`).
+//! - otherwise a major fault reads the page back (`do_swap_page`), with swap readahead:
+//!   of the virtual pages around the fault on a non-rotational device
+//!   (`swap_vma_readahead`), of the aligned `2^page_cluster` slot window on a rotational one
+//!   (`swap_cluster_readahead`); none on zram (`SWP_SYNCHRONOUS_IO`).
 //!
 //! Frames come from the free list. Demand policies give one victim when it is empty.
 //! Kernel policies are driven by watermarks as `__alloc_pages` does: an allocation that finds
@@ -171,6 +173,10 @@ pub struct Machine<P: Policy> {
     /// Ids at or above `VPN_LIMIT` (object ids, not addresses) mapped to dense page numbers.
     remap: crate::util::PageMap<u64>,
     ra: ReadaheadState,
+    /// VMA-based swap readahead (`swap_use_vma_readahead`: every swap device non-rotational
+    /// and asynchronous here), with each VMA's state by its start (`u64::MAX`: the implicit
+    /// anonymous VMA of pages no declared VMA covers).
+    vma_ra: Option<Vec<(u64, VmaReadahead)>>,
     oom_at: Option<u64>,
     defer_kswapd: bool,
     swap_sync_io: bool,
@@ -199,26 +205,34 @@ struct ZramState {
 }
 
 /// State of `swapin_nr_pages` (mm/swap_state.c): readahead hits since the last fault, the
-/// previous faulting offset and the last window.
-#[derive(Clone, Copy, Debug, Default)]
+/// previous faulting offset and the last window. The hit counter starts at 4
+/// (`swapin_readahead_hits = ATOMIC_INIT(4)`), so a first fault reads a full window.
+#[derive(Clone, Copy, Debug)]
 pub struct ReadaheadState {
     pub hits: u32,
     pub prev_offset: u32,
     pub last_pages: u32,
 }
 
-/// `swapin_nr_pages` / `__swapin_nr_pages`: the readahead window grows with readahead hits
-/// (hits + 2, rounded up to a power of two ≥ 4, capped at 2^page_cluster), is a single page
-/// when there were no hits and the fault is not next to the previous one, and never shrinks
-/// faster than by half per fault.
-pub fn swapin_nr_pages(ra: &mut ReadaheadState, offset: u32, max_pages: u32) -> u32 {
-    if max_pages <= 1 {
-        return 1;
+impl Default for ReadaheadState {
+    fn default() -> Self {
+        ReadaheadState {
+            hits: 4,
+            prev_offset: 0,
+            last_pages: 0,
+        }
     }
-    let hits = std::mem::take(&mut ra.hits);
+}
+
+/// `__swapin_nr_pages` (mm/swap_state.c, the same in 6.1 and 6.8): the readahead window
+/// grows with readahead hits (hits + 2, rounded up to a power of two ≥ 4, capped at
+/// `max_pages`), is a single page when there were no hits and `offset` is not next to
+/// `prev_offset`, and never shrinks faster than by half (`prev_win / 2`, applied after the
+/// cap). Offsets are swap slots (cluster readahead) or virtual pages (VMA readahead).
+pub fn swapin_window(prev_offset: u64, offset: u64, hits: u32, max_pages: u32, prev_win: u32) -> u32 {
     let mut pages = hits + 2;
     if pages == 2 {
-        if offset != ra.prev_offset.wrapping_add(1) && offset != ra.prev_offset.wrapping_sub(1) {
+        if offset != prev_offset.wrapping_add(1) && offset != prev_offset.wrapping_sub(1) {
             pages = 1;
         }
     } else {
@@ -228,13 +242,48 @@ pub fn swapin_nr_pages(ra: &mut ReadaheadState, offset: u32, max_pages: u32) -> 
         }
         pages = roundup;
     }
-    pages = pages.min(max_pages).max(ra.last_pages / 2);
+    pages.min(max_pages).max(prev_win / 2)
+}
+
+/// `swapin_nr_pages`: the cluster readahead's window from the global state (the hit counter
+/// is taken and reset, `prev_offset` moves only on a fault with no hits).
+pub fn swapin_nr_pages(ra: &mut ReadaheadState, offset: u32, max_pages: u32) -> u32 {
+    if max_pages <= 1 {
+        return 1;
+    }
+    let hits = std::mem::take(&mut ra.hits);
+    let pages = swapin_window(ra.prev_offset as u64, offset as u64, hits, max_pages, ra.last_pages);
     if hits == 0 {
         ra.prev_offset = offset;
     }
     ra.last_pages = pages;
     pages
 }
+
+/// A VMA's `swap_readahead_info` (VMA-based swap readahead): the last faulting or hit page,
+/// the last window and the readahead hits since. A VMA that has none reads as page 0,
+/// window 0, 4 hits (`GET_SWAP_RA_VAL`: `info ?: 4`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VmaReadahead {
+    pub page: u64,
+    pub win: u32,
+    pub hits: u32,
+}
+
+impl Default for VmaReadahead {
+    fn default() -> Self {
+        VmaReadahead {
+            page: 0,
+            win: 0,
+            hits: 4,
+        }
+    }
+}
+
+/// `SWAP_RA_HITS_MAX`: the hit count's 6 bits.
+const SWAP_RA_HITS_MAX: u32 = 63;
+/// `SWAP_RA_ORDER_CEILING`: VMA readahead reads at most 2^5 pages.
+const SWAP_RA_ORDER_CEILING: u8 = 5;
 
 /// Dense page numbers given to trace ids that do not fit a 48-bit address space start here.
 pub const REMAP_BASE: u64 = 3 << 34;
@@ -321,6 +370,8 @@ impl<P: Policy> Machine<P> {
             victims: Vec::with_capacity(SWAP_CLUSTER_MAX as usize * 4),
             remap: Default::default(),
             ra: ReadaheadState::default(),
+            vma_ra: (cfg.swap_rotational.is_none() && !cfg.swap_sync_io && cfg.zram_pool.is_none())
+                .then(Vec::new),
             oom_at: None,
             unmap_log: None,
             shrink_log: None,
@@ -465,9 +516,18 @@ impl<P: Policy> Machine<P> {
                 // here) is a readahead hit and widens the next window.
                 self.stats.minor_faults += 1;
                 self.stats.swapcache_hits += 1;
-                if self.mm.frames.flags(cached) & F_READAHEAD != 0 {
+                let readahead = self.mm.frames.flags(cached) & F_READAHEAD != 0;
+                if readahead {
                     self.mm.frames.clear_flags(cached, F_READAHEAD);
                     self.stats.swap_ra_hit += 1;
+                }
+                if self.vma_ra.is_some() {
+                    // Every hit moves the VMA's readahead address to this page; a readahead
+                    // hit also counts toward its next window.
+                    let r = self.vma_readahead_state(vpn);
+                    r.page = vpn;
+                    r.hits = (r.hits + readahead as u32).min(SWAP_RA_HITS_MAX);
+                } else if readahead {
                     self.ra.hits += 1;
                 }
                 *self.mm.pt.at(idx) = make_present(cached) | PTE_ACCESSED | dirty;
@@ -498,7 +558,11 @@ impl<P: Policy> Machine<P> {
                 self.mm.frames.set_flags(f, F_SWAPCACHE);
                 self.mm.frames.set_slot(f, slot);
                 self.mm.swap.set_cached_frame(slot, f);
-                let n_read = 1 + self.swap_readahead(slot);
+                let n_read = 1 + if self.vma_ra.is_some() {
+                    self.swap_vma_readahead(vpn, slot)
+                } else {
+                    self.swap_readahead(slot)
+                };
                 self.stats.pswpin += n_read as u64;
                 *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
                 self.mm.frames.set_flags(f, F_MAPPED);
@@ -561,8 +625,9 @@ impl<P: Policy> Machine<P> {
     /// Read the other slots of the swap readahead window into the swap cache
     /// (`swap_cluster_readahead`): the aligned window of [`swapin_nr_pages`] slots around the
     /// faulting one. Only free frames are used (above `min` for kernel policies): readahead
-    /// never reclaims here. Left out: the VMA-based variant (`swap_vma_readahead`) that 6.8
-    /// prefers on non-rotational devices; it sizes its window by the same rule.
+    /// never reclaims here. The kernel takes this path when a swap device is rotational
+    /// (`swap_use_vma_readahead` is false while `nr_rotate_swap` > 0); on non-rotational ones
+    /// it reads ahead by virtual address instead ([`Machine::swap_vma_readahead`]).
     fn swap_readahead(&mut self, slot: u32) -> u32 {
         let pages = swapin_nr_pages(&mut self.ra, slot, 1 << self.page_cluster);
         if pages <= 1 {
@@ -610,6 +675,108 @@ impl<P: Policy> Machine<P> {
             slot: start,
             n: end - start,
         });
+        self.stats.swap_ra += n as u64;
+        n
+    }
+
+    /// The readahead state of the VMA holding `vpn` (created as a fresh VMA's).
+    fn vma_readahead_state(&mut self, vpn: u64) -> &mut VmaReadahead {
+        let key = self.mm.vmas.find(vpn).map_or(u64::MAX, |v| v.start);
+        let list = self.vma_ra.get_or_insert_with(Vec::new);
+        let i = match list.iter().position(|&(k, _)| k == key) {
+            Some(i) => i,
+            None => {
+                list.push((key, VmaReadahead::default()));
+                list.len() - 1
+            }
+        };
+        &mut list[i].1
+    }
+
+    /// VMA-based swap readahead (`swap_vma_readahead` with `swap_ra_info`, Linux 6.1 and 6.8):
+    /// the window is sized by [`swapin_window`] from the VMA's last fault or hit page, its last
+    /// window and its readahead hits (reset here), at most 2^min(page-cluster, 5) pages, and
+    /// placed around the faulting virtual page: forward after a fault on the next page,
+    /// backward after one on the previous page, else with (win - 1) / 2 pages before it;
+    /// then clamped to the VMA and to the fault's page table (2 MiB). Every swapped-out page of
+    /// the window not already in the swap cache is read into it (`PG_readahead` on all but the
+    /// faulting one), each a read of its own slot: the window is virtual, the slots anywhere.
+    /// Only free frames are used (above `min` for kernel policies), as in the cluster path.
+    /// Returns the pages read besides the faulting one.
+    fn swap_vma_readahead(&mut self, vpn: u64, slot: u32) -> u32 {
+        let max_win = 1u32 << self.page_cluster.min(SWAP_RA_ORDER_CEILING);
+        self.mm.swap.device.submit(SwapIo::Read { slot, n: 1 });
+        if max_win == 1 {
+            return 0; // the VMA's state is not updated
+        }
+        let (vm_start, vm_end) = self
+            .mm
+            .vmas
+            .find(vpn)
+            .map_or((0, u64::MAX), |v| (v.start, v.end));
+        let r = self.vma_readahead_state(vpn);
+        let prev = *r;
+        let win = swapin_window(prev.page, vpn, prev.hits, max_win, prev.win);
+        *r = VmaReadahead {
+            page: vpn,
+            win,
+            hits: 0,
+        };
+        if win == 1 {
+            return 0;
+        }
+        let w = win as u64;
+        let (lpfn, rpfn) = if vpn == prev.page.wrapping_add(1) {
+            (vpn, vpn + w)
+        } else if prev.page == vpn.wrapping_add(1) {
+            ((vpn + 1).saturating_sub(w), vpn + 1)
+        } else {
+            let left = (w - 1) / 2;
+            (vpn.saturating_sub(left), vpn + w - left)
+        };
+        let pmd = vpn & !511;
+        let start = lpfn.max(vm_start).max(pmd);
+        let end = rpfn.min(vm_end).min(pmd + 512);
+        let reserve = if self.family == Family::Kernel {
+            self.wmark.min
+        } else {
+            0
+        };
+        let mut n = 0;
+        for v in start..end {
+            if v == vpn || self.mm.frames.n_free() <= reserve {
+                continue;
+            }
+            let Some(pidx) = self.mm.pt.find_index(v) else {
+                continue;
+            };
+            let pte = self.mm.pt.get(pidx);
+            if pte & PTE_SWAP == 0 {
+                continue;
+            }
+            let s = pte_payload(pte) as u32;
+            if self.mm.swap.cached_frame(s) != NO_FRAME {
+                continue;
+            }
+            let Some(f) = self
+                .mm
+                .frames
+                .alloc(pidx, F_ANON | F_SWAPCACHE | F_READAHEAD)
+            else {
+                break;
+            };
+            self.mm.frames.set_slot(f, s);
+            self.mm.swap.set_cached_frame(s, f);
+            self.mm.swap.device.submit(SwapIo::Read { slot: s, n: 1 });
+            let touch = Touch {
+                t: self.t,
+                next_use: u64::MAX,
+                vpn: v,
+                write: false,
+            };
+            self.policy.on_insert(&self.mm, f, touch, Insert::Readahead);
+            n += 1;
+        }
         self.stats.swap_ra += n as u64;
         n
     }
@@ -1022,7 +1189,12 @@ mod tests {
     #[test]
     fn readahead_window_follows_swapin_nr_pages() {
         // Worked by hand from `__swapin_nr_pages` with page-cluster 3 (max 8 pages).
-        let mut ra = ReadaheadState::default();
+        // A fresh state holds 4 hits: 4 + 2 = 6, rounded up to 8.
+        assert_eq!(swapin_nr_pages(&mut ReadaheadState::default(), 100, 8), 8);
+        let mut ra = ReadaheadState {
+            hits: 0,
+            ..ReadaheadState::default()
+        };
         assert_eq!(swapin_nr_pages(&mut ra, 100, 8), 1); // no hits, not next to 0
         assert_eq!(swapin_nr_pages(&mut ra, 101, 8), 2); // no hits, next to 100
         ra.hits = 3; // 3 + 2 = 5, rounded up to 8
@@ -1148,4 +1320,62 @@ mod tests {
             "6,000 pages on 2,000 frames store ~4,000: {peak}"
         );
     }
+
+    #[test]
+    fn vma_readahead_reads_the_virtual_neighbours() {
+        // clock-lru on 1,000 frames (watermarks 10/20/200) writes pages 0..1999 once: the
+        // oldest go to swap first, so pages 97..=107 are swapped out and 20-200 frames free.
+        // By hand from `swap_ra_info`/`swap_vma_readahead` (page-cluster 3, max window 8):
+        let mut cfg = MachineConfig::new(1_000);
+        cfg.page_cluster = Some(3);
+        cfg.watermarks = Some(Watermarks {
+            min: 10,
+            low: 20,
+            high: 200,
+        });
+        cfg.check_invariants = true;
+        let p = crate::policy::PolicyKind::from_name("clock-lru")
+            .unwrap()
+            .build(1_000, &crate::policy::PolicyOptions::new(1), crate::policy::Boxer)
+            .unwrap();
+        let mut m = Machine::new(&cfg, p).unwrap();
+        for v in 0..2_000 {
+            m.access(Access::write(v), u64::MAX);
+        }
+        let before = m.stats.clone();
+        // Fault on 100: a fresh VMA holds page 0, window 0, 4 hits: 4 + 2 → 8 pages, not next
+        // to page 0, so 3 before and 4 after: [97, 105); 7 pages read ahead, 8 reads in all.
+        m.access(Access::read(100), u64::MAX);
+        assert_eq!(m.stats.major_faults - before.major_faults, 1);
+        assert_eq!(m.stats.swap_ra - before.swap_ra, 7);
+        assert_eq!(m.stats.pswpin - before.pswpin, 8);
+        // 101 was read ahead: a minor fault and a readahead hit (the VMA: page 101, 1 hit).
+        m.access(Access::read(101), u64::MAX);
+        assert_eq!(m.stats.major_faults - before.major_faults, 1);
+        assert_eq!(m.stats.swap_ra_hit - before.swap_ra_hit, 1);
+        // 105 is outside: 1 hit + 2 = 3 → 4, floor 8 / 2 = 4: a window of 4; 105 is not
+        // next to 101, so 1 before and 2 after: [104, 108). 104 is in the swap cache
+        // already: 106 and 107 are read ahead.
+        m.access(Access::read(105), u64::MAX);
+        assert_eq!(m.stats.major_faults - before.major_faults, 2);
+        assert_eq!(m.stats.swap_ra - before.swap_ra, 9);
+        assert_eq!(m.stats.pswpin - before.pswpin, 11);
+        // A rotational disk of the same machine reads the slot window instead (cluster
+        // readahead), never the VMA's: its first fault also reads 8 (the global hit counter
+        // starts at 4), the aligned slots around 100's.
+        cfg.swap_rotational = Some(100_000);
+        let p = crate::policy::PolicyKind::from_name("clock-lru")
+            .unwrap()
+            .build(1_000, &crate::policy::PolicyOptions::new(1), crate::policy::Boxer)
+            .unwrap();
+        let mut h = Machine::new(&cfg, p).unwrap();
+        assert!(h.vma_ra.is_none());
+        for v in 0..2_000 {
+            h.access(Access::write(v), u64::MAX);
+        }
+        let before = h.stats.pswpin;
+        h.access(Access::read(100), u64::MAX);
+        assert_eq!(h.stats.pswpin - before, 8);
+    }
+
 }

@@ -24,8 +24,8 @@
 
 use std::collections::VecDeque;
 
-/// `SWAPFILE_CLUSTER` with `CONFIG_THP_SWAP`.
-pub const CLUSTER: u32 = 512;
+/// `SWAPFILE_CLUSTER` (with `CONFIG_THP_SWAP`: 512).
+pub use super::swap::SWAPFILE_CLUSTER as CLUSTER;
 /// `LATENCY_LIMIT`.
 const LATENCY_LIMIT: i32 = 256;
 /// `SWAP_BATCH` = `SWAP_SLOTS_CACHE_SIZE`.

@@ -2,7 +2,8 @@
 //!
 //! Slot allocation follows the kernel's for a non-rotational device (`scan_swap_map_slots`,
 //! `scan_swap_map_try_ssd_cluster`, mm/swapfile.c in 6.8): the swap map is cut into clusters
-//! of `SWAPFILE_CLUSTER` = 256 slots; each CPU allocates forward inside its own current
+//! of `SWAPFILE_CLUSTER` = 512 slots (`HPAGE_PMD_NR` with `CONFIG_THP_SWAP`, which x86-64
+//! selects by default and Debian's kernels have; 256 without it); each CPU allocates forward inside its own current
 //! cluster and, when that is used up, takes the first wholly free cluster from the free list
 //! (a cluster whose last slot is freed goes back to the tail of the list). So each reclaimer's
 //! pages get neighbouring slots, even when several CPUs reclaim at once, and swap readahead
@@ -94,8 +95,9 @@ const FREE: Slot = Slot {
     shadow: 0,
 };
 
-/// `SWAPFILE_CLUSTER`: slots per swap cluster.
-pub const SWAPFILE_CLUSTER: u32 = 256;
+/// `SWAPFILE_CLUSTER`: slots per swap cluster, `HPAGE_PMD_NR` with `CONFIG_THP_SWAP`
+/// (mm/swapfile.c; x86-64 selects `ARCH_WANTS_THP_SWAP`, Debian's 6.1 config has it).
+pub const SWAPFILE_CLUSTER: u32 = 512;
 /// CPUs with their own current cluster (more are folded onto these).
 const MAX_CPUS: usize = 4096;
 
@@ -311,19 +313,21 @@ impl Swap {
 mod cluster_tests {
     use super::*;
 
+    const C: u32 = SWAPFILE_CLUSTER;
+
     #[test]
     fn one_cpu_fills_its_cluster_then_takes_the_next_free_one() {
         let mut s = Swap::default();
-        let got: Vec<u32> = (0..300).map(|i| s.alloc(i)).collect();
-        assert_eq!(got, (0..300).collect::<Vec<u32>>());
-        // The first growth makes 4 clusters (1024 slots); cluster 0 freed goes to the tail.
-        for slot in 0..256 {
+        let got: Vec<u32> = (0..C + 44).map(|i| s.alloc(i)).collect();
+        assert_eq!(got, (0..C + 44).collect::<Vec<u32>>());
+        // The first growth makes 4 clusters; cluster 0 freed goes to the tail.
+        for slot in 0..C {
             s.free(slot);
         }
-        for i in 300..512 {
+        for i in C + 44..2 * C {
             s.alloc(i); // the rest of cluster 1
         }
-        assert_eq!(s.alloc(9_999), 512); // cluster 2, the head of the list, not cluster 0
+        assert_eq!(s.alloc(9_999), 2 * C); // cluster 2, the head of the list, not cluster 0
         s.validate().unwrap();
     }
 
@@ -335,21 +339,21 @@ mod cluster_tests {
             s.set_cpu(i % 2);
             got.push(s.alloc(i as u32));
         }
-        assert_eq!(got, vec![0, 256, 1, 257]);
+        assert_eq!(got, vec![0, C, 1, C + 1]);
         s.validate().unwrap();
     }
 
     #[test]
     fn with_no_free_cluster_any_free_slot_is_taken() {
         let mut s = Swap::default();
-        for i in 0..1024 {
+        for i in 0..4 * C {
             s.alloc(i);
         }
         s.free(5);
         // Cluster 0 is partly used, so not free; the CPU's cluster (3) is full.
         assert_eq!(s.alloc(7_777), 5);
         // Full again: the map grows by whole clusters, and the next slot opens a new one.
-        assert_eq!(s.alloc(8_888), 1024);
+        assert_eq!(s.alloc(8_888), 4 * C);
         assert_eq!(s.n_slots() % SWAPFILE_CLUSTER, 0);
         s.validate().unwrap();
     }
