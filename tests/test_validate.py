@@ -63,6 +63,20 @@ def test_simulator_gets_the_kernels_free_memory_and_summed_watermarks():
     assert inp["watermarks"] == (80 + 109, 100 + 136, 120 + 163)
 
 
+def test_each_kernel_swap_replays_on_its_model_of_the_device():
+    # The guest sees virtio-blk as rotational (cluster readahead, the rotational allocator):
+    # the replay gets a rotational disk of the kernel's SwapTotal plus the header page;
+    # `ssd` declares it non-rotational before swapon, vmemsim's default `disk`.
+    run = _stored_run()
+    run.meminfo_before["SwapTotal"] = 131068  # kB: 32,767 usable slots
+    s = K.Settings(mem_mib=96, swap="disk")
+    assert C.swap_device(s, [run]) == "hdd:size=131072KiB"
+    assert C.swap_device(K.Settings(mem_mib=96, swap="ssd"), [run]) == "disk"
+    assert C.swap_device(K.Settings(mem_mib=96, swap="zram"), [run]) == "zram"
+    assert "echo 0 > /sys/block/vda/queue/rotational" in K.SWAP_SETUP["ssd"]
+    assert K.SWAP_MODULES["ssd"] == K.SWAP_MODULES["disk"]
+
+
 def _stored_run():
     d = K.parse_log(LOG.read_text())
     d.pop("release")

@@ -30,8 +30,10 @@ DESCRIPTION = (
 def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", metavar="SPEC", help="gen:GENERATOR spec or a trace file")
     p.add_argument("--mem", default="160M", metavar="SIZE", help="guest RAM (default 160M)")
-    p.add_argument("--swap", default="disk", choices=("disk", "zram"),
-                   help="swap on a virtio disk image or on zram (lzo-rle) (default disk)")
+    p.add_argument("--swap", default="disk", choices=("disk", "ssd", "zram"),
+                   help="swap on a virtio disk image (rotational in the guest: cluster "
+                   "readahead), on the same disk declared non-rotational before swapon (ssd: "
+                   "SSD slot clusters, VMA readahead), or on zram (lzo-rle) (default disk)")
     p.add_argument("--lru", default="both", choices=("classic", "mglru", "both"),
                    help="classic LRU (lru_gen off), MG-LRU, or both (default both)")
     p.add_argument("--page-cluster", type=_int, default=3, metavar="N",

@@ -194,9 +194,12 @@ def simulate(
 
 
 def swap_device(s: Settings, runs: Sequence[KernelRun]) -> str:
-    """The replay's swap device for the kernel's: zram, or the virtio disk, which the guest
+    """The replay's swap device for the kernel's: zram; the virtio disk, which the guest
     sees as rotational (virtio_blk never sets QUEUE_FLAG_NONROT), of the size swapon reported
-    (``SwapTotal`` is the usable slots; the header page makes one more)."""
+    (``SwapTotal`` is the usable slots; the header page makes one more); or that disk
+    declared non-rotational (``ssd``), vmemsim's ``disk``."""
+    if s.swap == "ssd":
+        return "disk"
     if s.swap != "disk":
         return s.swap
     total_kib = int(runs[0].meminfo_before.get("SwapTotal", 0)) if runs else 0

@@ -38,11 +38,12 @@ from .workload import Workload, build_program, cache_dir
 
 BUSYBOX_PATHS = ("/bin/busybox", "/usr/bin/busybox")
 INSTALL_HINT = "Debian/Ubuntu: apt-get install qemu-system-x86 busybox-static (or `make deps-kernel`)"
-SWAPS = ("disk", "zram")
+SWAPS = ("disk", "ssd", "zram")
 LRUS = ("classic", "mglru")
 #: Modules per swap device (their dependencies are added from .modinfo).
 SWAP_MODULES = {
     "disk": ["virtio_pci", "virtio_blk"],
+    "ssd": ["virtio_pci", "virtio_blk"],
     "zram": ["zram"],
 }
 
@@ -352,6 +353,13 @@ poweroff -f
 
 SWAP_SETUP = {
     "disk": "mkswap /dev/vda >/dev/null && swapon /dev/vda || echo '@@error swapon'",
+    # The same virtio disk declared non-rotational before swapon (the kernel reads the flag
+    # once, at swapon): SSD slot clusters and VMA-based swap readahead.
+    "ssd": (
+        "echo 0 > /sys/block/vda/queue/rotational\n"
+        "echo \"@@rotational $(cat /sys/block/vda/queue/rotational)\"\n"
+        "mkswap /dev/vda >/dev/null && swapon /dev/vda || echo '@@error swapon'"
+    ),
     "zram": (
         "i=0; while [ ! -e /sys/block/zram0/disksize ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n"
         "echo lzo-rle > /sys/block/zram0/comp_algorithm\n"
@@ -361,6 +369,7 @@ SWAP_SETUP = {
 }
 AFTER = {
     "disk": "",
+    "ssd": "",
     "zram": 'echo "@@mm_stat $(cat /sys/block/zram0/mm_stat)"\n'
     'echo "@@io_stat $(cat /sys/block/zram0/io_stat)"',
 }
@@ -388,7 +397,7 @@ def build_initramfs(kernel: Kernel, w: Workload, settings: Settings, out: Path) 
         rel.append(r)
     files["modules.list"] = (stat.S_IFREG | 0o644, ("\n".join(rel) + "\n").encode())
     # A trace streams from the last virtio disk: vdb after a swap disk, else vda.
-    trace_dev = "/dev/vdb" if settings.swap == "disk" else "/dev/vda"
+    trace_dev = "/dev/vdb" if settings.swap in ("disk", "ssd") else "/dev/vda"
     args = " ".join(w.program_args(trace_dev))
     wait = ""
     if w.kind == "trace":
@@ -609,7 +618,7 @@ def run_kernel(
         initrd = t / "initrd.cpio"
         build_initramfs(kernel, w, settings, initrd)
         disk = None
-        if settings.swap == "disk":
+        if settings.swap in ("disk", "ssd"):
             disk = t / "swap.img"
             with open(disk, "wb") as f:
                 f.truncate(swap_mib(settings, w) << 20)
