@@ -371,7 +371,7 @@ impl<P: Policy> Machine<P> {
             remap: Default::default(),
             ra: ReadaheadState::default(),
             vma_ra: (cfg.swap_rotational.is_none() && !cfg.swap_sync_io && cfg.zram_pool.is_none())
-                .then(Vec::new),
+                .then(|| vec![(u64::MAX, VmaReadahead::default())]),
             oom_at: None,
             unmap_log: None,
             shrink_log: None,
@@ -679,10 +679,16 @@ impl<P: Policy> Machine<P> {
         n
     }
 
-    /// The readahead state of the VMA holding `vpn` (created as a fresh VMA's).
+    /// The readahead state of the VMA holding `vpn` (created as a fresh VMA's). The implicit
+    /// anonymous VMA's is the first entry, found without a search when no VMA is declared.
     fn vma_readahead_state(&mut self, vpn: u64) -> &mut VmaReadahead {
+        let list = self
+            .vma_ra
+            .get_or_insert_with(|| vec![(u64::MAX, VmaReadahead::default())]);
+        if self.mm.vmas.is_empty() {
+            return &mut list[0].1;
+        }
         let key = self.mm.vmas.find(vpn).map_or(u64::MAX, |v| v.start);
-        let list = self.vma_ra.get_or_insert_with(Vec::new);
         let i = match list.iter().position(|&(k, _)| k == key) {
             Some(i) => i,
             None => {
@@ -709,11 +715,14 @@ impl<P: Policy> Machine<P> {
         if max_win == 1 {
             return 0; // the VMA's state is not updated
         }
-        let (vm_start, vm_end) = self
-            .mm
-            .vmas
-            .find(vpn)
-            .map_or((0, u64::MAX), |v| (v.start, v.end));
+        let (vm_start, vm_end) = if self.mm.vmas.is_empty() {
+            (0, u64::MAX)
+        } else {
+            self.mm
+                .vmas
+                .find(vpn)
+                .map_or((0, u64::MAX), |v| (v.start, v.end))
+        };
         let r = self.vma_readahead_state(vpn);
         let prev = *r;
         let win = swapin_window(prev.page, vpn, prev.hits, max_win, prev.win);
