@@ -249,3 +249,28 @@ def test_missing_tools_are_named_with_the_install_command(monkeypatch, tmp_path)
     )
     assert r.returncode == 2
     assert r.stderr.startswith("vmemsim: error: validate:") and "Traceback" not in r.stderr
+
+
+def test_a_kernel_unpacked_before_is_not_downloaded_again(monkeypatch, tmp_path):
+    # apt-cache names the image the meta-package depends on; its unpacked copy is complete,
+    # so no `apt-get download` runs.
+    shows = {
+        "linux-image-amd64": "Package: linux-image-amd64\nVersion: 6.1.192-2\n"
+                             "Depends: linux-image-6.1.0-56-amd64 (= 6.1.192-2)\n",
+        "linux-image-6.1.0-56-amd64": "Package: linux-image-6.1.0-56-amd64\nVersion: 6.1.192-2\n"
+                                      "Depends: kmod, linux-base (>= 4.3~)\n",
+    }
+
+    def fake_run(cmd, cwd=None):
+        if cmd[:2] == ["apt-cache", "show"]:
+            return shows[cmd[-1]]
+        raise AssertionError(f"ran {cmd}")
+
+    monkeypatch.setattr(K, "_run", fake_run)
+    root = tmp_path / "kernels" / "linux-image-6.1.0-56-amd64_6.1.192-2"
+    (root / "boot").mkdir(parents=True)
+    (root / "boot" / "vmlinuz-6.1.0-56-amd64").write_bytes(b"")
+    (root / ".complete").write_text("{}")
+    k = K.fetch_kernel(cache=tmp_path)
+    assert (k.package, k.version, k.release) == (
+        "linux-image-6.1.0-56-amd64", "6.1.192-2", "6.1.0-56-amd64")

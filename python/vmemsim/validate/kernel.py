@@ -106,7 +106,36 @@ def fetch_kernel(cache: Optional[Path] = None, package: str = "linux-image-amd64
         return _fetch_locked(kdir, package)
 
 
+def _apt_candidate(package: str) -> Optional[Tuple[str, str]]:
+    """(image package, version) that ``apt-get download package`` would give, from the package
+    lists alone (a meta-package followed to the image it depends on); None when apt-cache
+    cannot say (then the download decides)."""
+    for _ in range(2):
+        try:
+            text = _run(["apt-cache", "show", "--no-all-versions", package])
+        except KernelUnavailable:
+            return None
+        fields = dict(
+            (k.strip(), v.strip())
+            for k, _, v in (ln.partition(":") for ln in text.splitlines() if ":" in ln and not ln.startswith(" "))
+        )
+        name, version = fields.get("Package", ""), fields.get("Version", "")
+        if re.match(r"linux-image-\d", name) and "-dbg" not in name and version:
+            return name, version
+        m = re.match(r"(linux-image-[^\s,(|]+)", fields.get("Depends", ""))
+        if not m:
+            return None
+        package = m.group(1)
+    return None
+
+
 def _fetch_locked(kdir: Path, package: str) -> Kernel:
+    # A kernel unpacked before is used without downloading its package again.
+    cand = _apt_candidate(package)
+    if cand is not None:
+        done = kdir / f"{cand[0]}_{cand[1]}"
+        if (done / ".complete").exists():
+            return _kernel_at(done, *cand)
     for _ in range(2):
         with tempfile.TemporaryDirectory(dir=kdir) as tmp:
             _run(["apt-get", "download", package], cwd=Path(tmp))
