@@ -150,7 +150,7 @@ def test_cpio_newc_layout(tmp_path):
 
 def test_bad_settings_name_the_option():
     with pytest.raises(VmemsimError, match="--swap"):
-        K.Settings(swap="ssd").check()
+        K.Settings(swap="nvme").check()
     with pytest.raises(VmemsimError, match="--mem"):
         K.Settings(mem_mib=8).check()
     with pytest.raises(VmemsimError, match="--mem"):

@@ -706,13 +706,14 @@ impl<P: Policy> Machine<P> {
     /// backward after one on the previous page, else with (win - 1) / 2 pages before it;
     /// then clamped to the VMA and to the fault's page table (2 MiB). Every swapped-out page of
     /// the window not already in the swap cache is read into it (`PG_readahead` on all but the
-    /// faulting one), each a read of its own slot: the window is virtual, the slots anywhere.
+    /// faulting one), in address order, reads of consecutive slots merged into one request
+    /// (the block plug): the window is virtual, the slots anywhere.
     /// Only free frames are used (above `min` for kernel policies), as in the cluster path.
     /// Returns the pages read besides the faulting one.
     fn swap_vma_readahead(&mut self, vpn: u64, slot: u32) -> u32 {
         let max_win = 1u32 << self.page_cluster.min(SWAP_RA_ORDER_CEILING);
-        self.mm.swap.device.submit(SwapIo::Read { slot, n: 1 });
         if max_win == 1 {
+            self.mm.swap.device.submit(SwapIo::Read { slot, n: 1 });
             return 0; // the VMA's state is not updated
         }
         let (vm_start, vm_end) = if self.mm.vmas.is_empty() {
@@ -732,6 +733,7 @@ impl<P: Policy> Machine<P> {
             hits: 0,
         };
         if win == 1 {
+            self.mm.swap.device.submit(SwapIo::Read { slot, n: 1 });
             return 0;
         }
         let w = win as u64;
@@ -751,40 +753,60 @@ impl<P: Policy> Machine<P> {
         } else {
             0
         };
+        // The reads go out in address order under one block plug, where the block layer
+        // merges those of consecutive slots into one request.
+        let mut run: Option<(u32, u32)> = None;
         let mut n = 0;
+        let mut full = false;
         for v in start..end {
-            if v == vpn || self.mm.frames.n_free() <= reserve {
-                continue;
-            }
-            let Some(pidx) = self.mm.pt.find_index(v) else {
-                continue;
+            let s = if v == vpn {
+                slot
+            } else {
+                if full || self.mm.frames.n_free() <= reserve {
+                    continue;
+                }
+                let Some(pidx) = self.mm.pt.find_index(v) else {
+                    continue;
+                };
+                let pte = self.mm.pt.get(pidx);
+                if pte & PTE_SWAP == 0 {
+                    continue;
+                }
+                let s = pte_payload(pte) as u32;
+                if self.mm.swap.cached_frame(s) != NO_FRAME {
+                    continue;
+                }
+                let Some(f) = self
+                    .mm
+                    .frames
+                    .alloc(pidx, F_ANON | F_SWAPCACHE | F_READAHEAD)
+                else {
+                    full = true;
+                    continue;
+                };
+                self.mm.frames.set_slot(f, s);
+                self.mm.swap.set_cached_frame(s, f);
+                let touch = Touch {
+                    t: self.t,
+                    next_use: u64::MAX,
+                    vpn: v,
+                    write: false,
+                };
+                self.policy.on_insert(&self.mm, f, touch, Insert::Readahead);
+                n += 1;
+                s
             };
-            let pte = self.mm.pt.get(pidx);
-            if pte & PTE_SWAP == 0 {
-                continue;
-            }
-            let s = pte_payload(pte) as u32;
-            if self.mm.swap.cached_frame(s) != NO_FRAME {
-                continue;
-            }
-            let Some(f) = self
-                .mm
-                .frames
-                .alloc(pidx, F_ANON | F_SWAPCACHE | F_READAHEAD)
-            else {
-                break;
+            run = match run {
+                Some((first, len)) if first.wrapping_add(len) == s => Some((first, len + 1)),
+                Some((first, len)) => {
+                    self.mm.swap.device.submit(SwapIo::Read { slot: first, n: len });
+                    Some((s, 1))
+                }
+                None => Some((s, 1)),
             };
-            self.mm.frames.set_slot(f, s);
-            self.mm.swap.set_cached_frame(s, f);
-            self.mm.swap.device.submit(SwapIo::Read { slot: s, n: 1 });
-            let touch = Touch {
-                t: self.t,
-                next_use: u64::MAX,
-                vpn: v,
-                write: false,
-            };
-            self.policy.on_insert(&self.mm, f, touch, Insert::Readahead);
-            n += 1;
+        }
+        if let Some((first, len)) = run {
+            self.mm.swap.device.submit(SwapIo::Read { slot: first, n: len });
         }
         self.stats.swap_ra += n as u64;
         n

@@ -940,6 +940,8 @@ pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<Hos
     let mut host_cfg = cfg.host.clone();
     host_cfg.frames = units("vm.host_frames", cfg.host.frames, hshift, "host memory")?;
     host_cfg.watermarks = unit_marks(&cfg.host, hshift);
+    // zram is SWP_SYNCHRONOUS_IO: swap-ins skip the swap cache and readahead (`do_swap_page`).
+    host_cfg.swap_sync_io |= cfg.host_swap.as_ref().is_some_and(|d| d.kind() == "zram");
     let p = cfg
         .host_policy
         .build(host_cfg.frames, &cfg.host_options, Boxer)?;
@@ -1005,6 +1007,7 @@ impl Vm {
         let mut guest_cfg = cfg.guest.clone();
         guest_cfg.frames = units("vm.guest_frames", cfg.guest.frames, gshift, "guest memory")?;
         guest_cfg.watermarks = unit_marks(&cfg.guest, gshift);
+        guest_cfg.swap_sync_io |= cfg.guest_swap.as_ref().is_some_and(|d| d.kind() == "zram");
         let guest_policy = cfg
             .guest_policy
             .build(guest_cfg.frames, &cfg.guest_options, Boxer)?;
