@@ -121,3 +121,21 @@ def test_checksum_by_hand():
     exp = (mix64(0 ^ mix64(0)) + mix64(((5 << 1) | 1) ^ mix64(1))) % (1 << 64)
     got = wl.checksum(np.array([0, 5], dtype=np.uint64), np.array([False, True]))
     assert got == f"{exp:016x}"
+
+
+def test_cpu_accesses_split_each_write_into_a_load_and_a_store(tmp_path):
+    # vmwl's touch() loads the page's counter and stores it back only for a write, so the
+    # simulator replays each write as a read then a write of the same page (a read fault,
+    # which keeps a swapped-in page's slot, then a write hit), and each read as it is.
+    path = tmp_path / "t.txt"
+    path.write_text("3 W\n1 R\n3 W\n")
+    w = wl.make_workload(str(path), mode="r")
+    # sequence: the write pass over pages 1 and 3, then the trace (pages as packed: 3, 1, 3)
+    assert list(w.sequence()[0]) == [1, 3, 3, 1, 3]
+    pages, writes = w.cpu_accesses()
+    assert list(pages) == [1, 1, 3, 3, 3, 3, 1, 3, 3]
+    assert list(writes) == [False, True, False, True, False, True, False, False, True]
+    w = wl.make_workload(str(path), mode="rw")
+    pages, writes = w.cpu_accesses()
+    assert list(pages) == [3, 3, 1, 1, 3, 3]
+    assert list(writes) == [False, True] * 3

@@ -229,7 +229,13 @@ impl Default for ReadaheadState {
 /// `max_pages`), is a single page when there were no hits and `offset` is not next to
 /// `prev_offset`, and never shrinks faster than by half (`prev_win / 2`, applied after the
 /// cap). Offsets are swap slots (cluster readahead) or virtual pages (VMA readahead).
-pub fn swapin_window(prev_offset: u64, offset: u64, hits: u32, max_pages: u32, prev_win: u32) -> u32 {
+pub fn swapin_window(
+    prev_offset: u64,
+    offset: u64,
+    hits: u32,
+    max_pages: u32,
+    prev_win: u32,
+) -> u32 {
     let mut pages = hits + 2;
     if pages == 2 {
         if offset != prev_offset.wrapping_add(1) && offset != prev_offset.wrapping_sub(1) {
@@ -252,7 +258,13 @@ pub fn swapin_nr_pages(ra: &mut ReadaheadState, offset: u32, max_pages: u32) -> 
         return 1;
     }
     let hits = std::mem::take(&mut ra.hits);
-    let pages = swapin_window(ra.prev_offset as u64, offset as u64, hits, max_pages, ra.last_pages);
+    let pages = swapin_window(
+        ra.prev_offset as u64,
+        offset as u64,
+        hits,
+        max_pages,
+        ra.last_pages,
+    );
     if hits == 0 {
         ra.prev_offset = offset;
     }
@@ -532,7 +544,7 @@ impl<P: Policy> Machine<P> {
                 }
                 *self.mm.pt.at(idx) = make_present(cached) | PTE_ACCESSED | dirty;
                 self.mm.frames.set_flags(cached, F_MAPPED);
-                if touch.write {
+                if touch.write || self.mm.swap.vm_swap_full() {
                     self.drop_swap_slot(cached);
                 }
                 self.policy.on_hit(cached, touch);
@@ -566,8 +578,11 @@ impl<P: Policy> Machine<P> {
                 self.stats.pswpin += n_read as u64;
                 *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
                 self.mm.frames.set_flags(f, F_MAPPED);
-                // `do_swap_page` → `should_try_to_free_swap`: a write fault frees the slot.
-                if touch.write {
+                // `do_swap_page` → `should_try_to_free_swap`: a write fault frees the slot,
+                // and so does any fault while swap is more than half full (`vm_swap_full`,
+                // via `mem_cgroup_swap_full`); a read fault otherwise leaves the page in the
+                // swap cache with its slot, to be written back there when it is dirtied.
+                if touch.write || self.mm.swap.vm_swap_full() {
                     self.drop_swap_slot(f);
                 }
             }
@@ -799,14 +814,20 @@ impl<P: Policy> Machine<P> {
             run = match run {
                 Some((first, len)) if first.wrapping_add(len) == s => Some((first, len + 1)),
                 Some((first, len)) => {
-                    self.mm.swap.device.submit(SwapIo::Read { slot: first, n: len });
+                    self.mm.swap.device.submit(SwapIo::Read {
+                        slot: first,
+                        n: len,
+                    });
                     Some((s, 1))
                 }
                 None => Some((s, 1)),
             };
         }
         if let Some((first, len)) = run {
-            self.mm.swap.device.submit(SwapIo::Read { slot: first, n: len });
+            self.mm.swap.device.submit(SwapIo::Read {
+                slot: first,
+                n: len,
+            });
         }
         self.stats.swap_ra += n as u64;
         n
@@ -1367,7 +1388,11 @@ mod tests {
         cfg.check_invariants = true;
         let p = crate::policy::PolicyKind::from_name("clock-lru")
             .unwrap()
-            .build(1_000, &crate::policy::PolicyOptions::new(1), crate::policy::Boxer)
+            .build(
+                1_000,
+                &crate::policy::PolicyOptions::new(1),
+                crate::policy::Boxer,
+            )
             .unwrap();
         let mut m = Machine::new(&cfg, p).unwrap();
         for v in 0..2_000 {
@@ -1397,7 +1422,11 @@ mod tests {
         cfg.swap_rotational = Some(100_000);
         let p = crate::policy::PolicyKind::from_name("clock-lru")
             .unwrap()
-            .build(1_000, &crate::policy::PolicyOptions::new(1), crate::policy::Boxer)
+            .build(
+                1_000,
+                &crate::policy::PolicyOptions::new(1),
+                crate::policy::Boxer,
+            )
             .unwrap();
         let mut h = Machine::new(&cfg, p).unwrap();
         assert!(h.vma_ra.is_none());
@@ -1409,4 +1438,65 @@ mod tests {
         assert_eq!(h.stats.pswpin - before, 8);
     }
 
+    /// `do_swap_page` → `should_try_to_free_swap` (mm/memory.c, 6.1 and 6.8): a read fault
+    /// leaves the page in the swap cache with its slot (a later clean eviction writes
+    /// nothing and reuses the slot), a write fault frees the slot, and so does any fault
+    /// while the device is more than half full (`vm_swap_full` via `mem_cgroup_swap_full`).
+    #[test]
+    fn swap_in_keeps_its_slot_unless_written_or_swap_is_half_full() {
+        // LRU with 2 frames on a rotational device of `last_page` slots (too small for the
+        // slots cache, which needs 5 × 64 free slots: slots are taken one by one, first
+        // 1, then 2, ...). Worked by hand:
+        //   W0 W1       two first touches fill memory
+        //   W2          evicts 0 (LRU): written to slot 1                 pswpout 1
+        //   X0          evicts 1: written to slot 2; 0 read from slot 1    pswpout 2
+        //   W2          hit
+        //   R1          evicts 0, then reads 1 from slot 2
+        // With X0 a read and 8 slots (2 used, 6 free: not full), 0 keeps slot 1 and is
+        // clean, so its second eviction writes nothing: pswpout 2. With X0 a write, or with
+        // 3 slots (1 free: 1 × 2 < 3, full), the swap-in freed slot 1 and the page is
+        // written again: pswpout 3.
+        let run = |x0_write: bool, last_page: u32| {
+            let mut cfg = MachineConfig::new(2);
+            cfg.swap_rotational = Some(last_page);
+            let p = crate::policy::PolicyKind::from_name("lru")
+                .unwrap()
+                .build(
+                    2,
+                    &crate::policy::PolicyOptions::new(1),
+                    crate::policy::Boxer,
+                )
+                .unwrap();
+            let mut m = Machine::new(&cfg, p).unwrap();
+            let x0 = if x0_write {
+                Access::write(0)
+            } else {
+                Access::read(0)
+            };
+            for a in [
+                Access::write(0),
+                Access::write(1),
+                Access::write(2),
+                x0,
+                Access::write(2),
+                Access::read(1),
+            ] {
+                m.access(a, u64::MAX);
+            }
+            m.validate().unwrap();
+            (
+                m.stats.major_faults,
+                m.stats.pswpin,
+                m.stats.pswpout,
+                m.mm.swap.n_used(),
+            )
+        };
+        // Slots in use at the end: 0's (swapped out) and 1's (in the swap cache).
+        assert_eq!(run(false, 8), (2, 2, 2, 2));
+        // The write fault freed slot 1; 0's second swap-out takes a slot again.
+        assert_eq!(run(true, 8), (2, 2, 3, 2));
+        // Read fault, but swap more than half full: the slot is freed all the same, and
+        // 1's swap-in (1 free slot of 3 after 0's new swap-out) frees its slot too.
+        assert_eq!(run(false, 3), (2, 2, 3, 1));
+    }
 }

@@ -637,7 +637,8 @@ fn machine_config(frames: u32, d: Option<&Bound<'_, PyDict>>) -> PyResult<Machin
             }
             "swap_rotational" => {
                 if !v.is_none() {
-                    m.swap_rotational = Some(int_in(&key, &v, 1, MAX_FRAMES as i128, "1..=2^28 slots")? as u32);
+                    m.swap_rotational =
+                        Some(int_in(&key, &v, 1, MAX_FRAMES as i128, "1..=2^28 slots")? as u32);
                 }
             }
             "zram_pool" => {

@@ -1,7 +1,7 @@
 """The kernel and vmemsim on the same access sequence, counter by counter.
 
-The simulator replays the sequence the guest program made (:meth:`Workload.sequence`) on a
-machine with the memory the kernel had free just before the phase (``nr_free_pages``), the
+The simulator replays the sequence the guest program made, each write as the load and store
+the program issues (:meth:`Workload.cpu_accesses`), on a machine with the memory the kernel had free just before the phase (``nr_free_pages``), the
 kernel's own watermarks (summed over its zones), and the same ``vm.page-cluster`` and
 ``vm.swappiness``; a zram run replays with a synchronous swap device.
 
@@ -182,7 +182,7 @@ def simulate(
     ``kernel`` picks the reclaim rules where Linux versions differ: ``"6.8"`` (default, what
     the models follow), ``"6.1"`` (the 6.1 differences modelled so far), or ``"auto"`` (6.1's
     for a 6.1 kernel, else 6.8's)."""
-    pages, writes = w.sequence()
+    pages, writes = w.cpu_accesses()
     inp = simulator_inputs(runs)
     if kernel is None or kernel == "auto":
         kernel = model_kernel(runs[0].release) if runs and kernel == "auto" else "6.8"

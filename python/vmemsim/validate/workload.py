@@ -180,6 +180,25 @@ class Workload:
             np.concatenate([np.ones(footprint.size, dtype=bool), writes]),
         )
 
+    def cpu_accesses(self) -> Tuple[np.ndarray, np.ndarray]:
+        """The sequence as the guest's CPU issues it, which is what the simulator replays.
+        ``vmwl.c``'s ``touch`` always loads the page's counter and stores it back only for a
+        write (``v = *p; if (w) *p = v + count``), so a write access is a load followed by a
+        store: a page that is not present takes a *read* fault first (``do_swap_page``
+        without ``FAULT_FLAG_WRITE``: ``should_try_to_free_swap`` keeps its swap slot, and
+        the page stays in the swap cache), then the store finds it mapped read-only and
+        ``do_wp_page`` reuses it (``PageAnonExclusive``) without freeing the slot. A single
+        write access would be a write fault, which frees the slot at swap-in."""
+        pages, writes = self.sequence()
+        idx = np.arange(pages.size, dtype=np.int64) + np.cumsum(writes, dtype=np.int64) - writes
+        out_pages = np.empty(pages.size + int(writes.sum()), dtype=pages.dtype)
+        out_writes = np.zeros(out_pages.size, dtype=bool)
+        out_pages[idx] = pages
+        w_idx = idx[writes] + 1
+        out_pages[w_idx] = pages[writes]
+        out_writes[w_idx] = True
+        return out_pages, out_writes
+
     def footprint_pages(self) -> int:
         """Distinct pages the program touches."""
         if self.kind == "gen":

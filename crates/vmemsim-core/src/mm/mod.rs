@@ -111,6 +111,27 @@ impl Mm {
         self.frames.is_anon(f) && (self.frames.slot(f) == NO_SLOT || self.is_dirty(f))
     }
 
+    /// `folio_free_swap` (mm/swapfile.c) where `shrink_folio_list`'s `activate_locked` calls
+    /// it for a folio in the swap cache while swap is more than half full
+    /// (`mem_cgroup_swap_full` → `vm_swap_full`): a mapped anonymous frame gives up its
+    /// slot and becomes dirty (it has no swap copy, so its next reclaim writes it). A frame
+    /// whose PTE is a swap entry (`folio_swapped`) or that is under writeback (unmapped here)
+    /// keeps it. Returns whether the slot was freed.
+    pub fn free_swap_if_full(&mut self, f: FrameId) -> bool {
+        let slot = self.frames.slot(f);
+        if slot == NO_SLOT
+            || !self.frames.is_anon(f)
+            || !self.frames.is_mapped(f)
+            || !self.swap.vm_swap_full()
+        {
+            return false;
+        }
+        self.swap.free(slot);
+        self.frames.set_slot(f, NO_SLOT);
+        self.frames.clear_flags(f, frames::F_SWAPCACHE);
+        true
+    }
+
     /// Recount every invariant of the frame table, page table and swap map.
     pub fn validate(&self) -> Result<(), String> {
         let n = self.frames.len();

@@ -286,6 +286,13 @@ impl Rotational {
         self.active
     }
 
+    /// `vm_swap_full` (include/linux/swap.h): fewer than half the device's slots are free
+    /// (`nr_swap_pages * 2 < total_swap_pages`; slots reserved in the slots cache or waiting
+    /// in `slots_ret` count as used, as `nr_swap_pages` counts them).
+    pub fn vm_swap_full(&self) -> bool {
+        self.nr_swap_pages * 2 < self.pages as i64
+    }
+
     /// `folio_alloc_swap`: a slot for one page, `None` when the device is full.
     pub fn alloc(&mut self) -> Option<u32> {
         let mut got = Vec::new();

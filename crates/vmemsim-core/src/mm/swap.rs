@@ -277,6 +277,11 @@ impl Swap {
     pub fn set_shadow(&mut self, slot: u32, s: u32) {
         self.slots[slot as usize].shadow = s;
     }
+    /// `vm_swap_full`: more than half of a sized (rotational) device's slots are taken. A
+    /// device without a size (`disk`, which grows as needed) is never full.
+    pub fn vm_swap_full(&self) -> bool {
+        self.rot.as_ref().is_some_and(|r| r.vm_swap_full())
+    }
     pub fn n_slots(&self) -> u32 {
         self.slots.len() as u32
     }

@@ -377,6 +377,10 @@ impl ClockLru {
                 }
                 FolioRef::Activate => {
                     // `activate_locked`; put back on the active list by `move_folios_to_lru`.
+                    // A swap-cache folio gives up its slot when swap is half full.
+                    if file == 0 {
+                        mm.free_swap_if_full(f);
+                    }
                     self.add_folio(f, fl | PG_ACTIVE);
                     nr_activated += 1;
                 }
