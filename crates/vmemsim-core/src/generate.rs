@@ -150,7 +150,14 @@ enum Ctx {
 struct Parser<'a> {
     s: &'a str,
     pos: usize,
+    /// `mix`/`seq` parts open around the one being parsed (at most [`MAX_NESTING`]).
+    depth: u32,
 }
+
+/// Deepest nesting of `mix`/`seq` parts a spec may have. Every walk over a spec (printing,
+/// building, planning, dropping) recurses once per level, so an unbounded depth could
+/// overflow the stack; no real workload needs more than a few levels.
+pub const MAX_NESTING: u32 = 64;
 
 impl<'a> Parser<'a> {
     fn err(&self, msg: impl fmt::Display) -> Error {
@@ -213,13 +220,21 @@ impl<'a> Parser<'a> {
                     return Err(self.err(format!("{kind} needs parts: {kind}:(spec)+(spec)")));
                 }
                 let mut parts = Vec::new();
+                if self.depth >= MAX_NESTING {
+                    return Err(self.err(format!(
+                        "{kind} parts nested more than {MAX_NESTING} deep"
+                    )));
+                }
                 loop {
                     self.expect('(')?;
+                    self.depth += 1;
                     let inner = self.spec(if kind == "mix" {
                         Ctx::MixPart
                     } else {
                         Ctx::SeqPhase
-                    })?;
+                    });
+                    self.depth -= 1;
+                    let inner = inner?;
                     self.expect(')')?;
                     let mut w = 1.0;
                     if self.eat('*') {
@@ -490,6 +505,7 @@ impl GenSpec {
         let mut p = Parser {
             s: s.trim(),
             pos: 0,
+            depth: 0,
         };
         let spec = p.spec(Ctx::Top)?;
         if p.peek().is_some() {
@@ -1275,6 +1291,26 @@ mod tests {
                 .accesses(),
             Some(8)
         );
+    }
+
+    #[test]
+    fn nesting_is_bounded_with_a_clear_error() {
+        // 64 levels of seq parse (and print back); 65 are refused, and ~3,100, which used to
+        // overflow the stack, get the same message instead of a crash.
+        let nested = |d: usize| {
+            format!(
+                "{}scan:pages=10{}",
+                "seq:(".repeat(d),
+                ")".repeat(d)
+            )
+        };
+        let ok = GenSpec::parse(&nested(64)).unwrap();
+        assert_eq!(ok.accesses(), Some(10));
+        assert_eq!(GenSpec::parse(&ok.to_string()).unwrap(), ok);
+        for d in [65, 3_100, 100_000] {
+            let e = GenSpec::parse(&nested(d)).unwrap_err().to_string();
+            assert!(e.contains("nested more than 64 deep"), "{e}");
+        }
     }
 
     #[test]

@@ -632,6 +632,17 @@ impl<P: Policy> Sim<P> {
         let mut last_report = 0u64;
         while let Some(Reverse((now, _, ev))) = self.events.pop() {
             while now >= self.next_sample {
+                if self.series.len() as u64 >= crate::replay::MAX_SAMPLES {
+                    return Err(Error::config(
+                        "sample_every_ns",
+                        format!(
+                            "{} ns gives more than {} samples by simulated time {} ns; sample less often (0 = no series)",
+                            self.cfg.sample_every_ns,
+                            crate::replay::MAX_SAMPLES,
+                            self.next_sample
+                        ),
+                    ));
+                }
                 self.sample(self.next_sample);
                 self.next_sample += self.cfg.sample_every_ns;
             }

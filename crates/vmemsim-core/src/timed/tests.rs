@@ -422,3 +422,18 @@ fn kswapd_is_one_thread_and_frees_over_its_own_time() {
         r.runtime_ns
     );
 }
+
+#[test]
+fn a_sampling_interval_that_would_exceed_the_sample_cap_is_refused() {
+    // 1 ns samples over 2 ms of simulated time would be 2,000,000 samples: the run stops with
+    // an error naming sample_every_ns once the cap (1,000,000, as replay's) is reached,
+    // instead of growing without bound. 1,000 ns samples over the same run are 2,001.
+    let w = || Script::new(vec![vec![acc(1), Op::Compute { ns: 2_000_000 }, acc(1)]]);
+    let mut s = spec("fifo", 4, 1, zero_costs(), "ssd");
+    s.timed.sample_every_ns = 1;
+    let e = run(&s, w(), None).unwrap_err().to_string();
+    assert!(e.contains("sample_every_ns") && e.contains("1000000 samples"), "{e}");
+    s.timed.sample_every_ns = 1_000;
+    let r = run(&s, w(), None).unwrap();
+    assert_eq!(r.series.len(), 2_001);
+}
