@@ -445,3 +445,88 @@ def test_rich_progress_bar_renders(tmp_path):
     r = _cli("sweep", "run", str(p), "--out", str(tmp_path / "res"), "--progress", "rich")
     assert r.returncode == 0, r.stderr
     assert "4/4" in r.stderr and "0 failed" in r.stderr and "ETA" in r.stderr
+
+
+# ---------------------------------------------------------------- signals, full disk, bad records
+
+
+def test_sigterm_stops_a_sweep_like_ctrl_c(tmp_path):
+    # SIGTERM (and SIGHUP) used to end a sweep with no message and no results table. Now:
+    # exit 130, the resume command, the table of what finished, nothing recomputed after.
+    p = write(tmp_path, "seeds = 40\n" + """
+    [machine]
+    frames = "25%"
+    [workload]
+    trace = "gen:zipf:pages=20000,alpha=0.9,n=200000"
+    [sweep]
+    "machine.policy" = ["lru", "fifo", "clock"]
+    """)
+    out = tmp_path / "res"
+    runs_dir = out / "runs"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vmemsim", "sweep", "run", str(p), "--out", str(out),
+         "--workers", "2", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if runs_dir.is_dir() and len([n for n in os.listdir(runs_dir) if n.endswith(".json")]) >= 10:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted by SIGTERM" in err and "--resume" in err
+    done = [n for n in os.listdir(runs_dir) if n.endswith(".json")]
+    assert 10 <= len(done) < 120
+    df = open_results(out).table()  # the table was written on the way out
+    assert len(df) == len(done) and set(df["status"]) == {"ok"}
+    r = _cli("sweep", "run", str(p), "--out", str(out), "--workers", "2", "--quiet", "--resume")
+    assert r.returncode == 0, r.stderr
+    assert open_results(out).table()["run_id"].nunique() == 120
+
+
+def test_a_truncated_run_record_is_quarantined_and_run_again(tmp_path):
+    p = write(tmp_path, "seeds = 3\n" + BASE)
+    out = tmp_path / "res"
+    assert _cli("sweep", "run", str(p), "--out", str(out), "--quiet").returncode == 0
+    recs = sorted((out / "runs").glob("*.json"))
+    assert len(recs) == 3
+    bad = recs[1]
+    bad.write_text(bad.read_text()[:40])  # cut mid-record, as a crash or a full disk leaves it
+    r = _cli("sweep", "status", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "unreadable run record" in r.stderr and "quarantine" in r.stderr
+    assert (out / "runs" / "quarantine" / bad.name).exists() and not bad.exists()
+    r = _cli("sweep", "run", str(p), "--out", str(out), "--quiet", "--resume")
+    assert r.returncode == 0, r.stderr
+    assert "(2 already done" in r.stdout
+    assert bad.exists()  # run again and stored anew
+    assert open_results(out).table()["run_id"].nunique() == 3
+
+
+def test_a_full_disk_names_the_path_and_keeps_what_was_written(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from vmemsim import cli
+    from vmemsim.sweep.store import ResultsStore
+
+    p = write(tmp_path, "seeds = 6\n" + BASE)
+    out = tmp_path / "res"
+    real = ResultsStore.write
+    calls = []
+
+    def write_until_full(self, rec):
+        calls.append(rec["run_id"])
+        if len(calls) > 2:
+            path = os.path.join(self.runs_dir, f"{rec['run_id']}.json")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        real(self, rec)
+
+    monkeypatch.setattr(ResultsStore, "write", write_until_full)
+    code = cli.main(["sweep", "run", str(p), "--out", str(out), "--workers", "1", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_IO == 74
+    assert "No space left on device" in err and str(out / "runs") in err
+    assert "internal error" not in err
+    assert len(list((out / "runs").glob("*.json"))) == 2  # what was written is kept

@@ -90,6 +90,9 @@ PROG = "vmemsim"
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
 EXIT_INTERRUPTED = 130
+#: Exit status when the machine refused an operation (disk full, no permission, a path that
+#: vanished): the environment, not bad input and not a bug (sysexits.h's EX_IOERR).
+EXIT_IO = 74
 
 
 class CliError(Exception):
@@ -103,6 +106,14 @@ class _Parser(argparse.ArgumentParser):
         hint = f" (see '{self.prog} --help')"
         _print_error(message + hint)
         sys.exit(EXIT_USAGE)
+
+
+def describe_os_error(e: OSError) -> str:
+    """``PATH: cause`` for an error of the operating system (``No space left on device``)."""
+    cause = e.strerror or str(e)
+    paths = [p for p in (e.filename, getattr(e, "filename2", None)) if p]
+    where = " -> ".join(os.fsdecode(p) for p in paths)
+    return f"{where}: {cause}" if where else cause
 
 
 def _print_error(message: str, stream: Optional[TextIO] = None) -> None:
@@ -154,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="vmemsim: fast, kernel-faithful simulation of memory management.",
+        epilog="Exit status: 0 success; 1 some sweep runs failed, or an internal error; "
+        "2 bad input; 74 an I/O error (disk full, permission denied: the path is named); "
+        "130 interrupted (Ctrl-C, and SIGTERM or SIGHUP during a sweep).",
     )
     parser.add_argument(
         "--version", action="version", version=f"{PROG} {_native.version()}"
@@ -1349,6 +1363,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except OSError:
             pass
         return 0
+    except OSError as e:
+        # The machine said no (ENOSPC, EACCES, EROFS, ...): name the path and the cause.
+        if os.environ.get("VMEMSIM_DEBUG"):
+            raise
+        _print_error(describe_os_error(e))
+        return EXIT_IO
     except Exception as e:  # a bug: still one line, unless debugging
         if os.environ.get("VMEMSIM_DEBUG"):
             raise

@@ -140,7 +140,8 @@ def _run_run(args: argparse.Namespace) -> int:
         f"worker{'s' if s.workers != 1 else ''}{rate}; results in {s.path}"
     )
     if s.interrupted:
-        err.write(f"vmemsim: interrupted; continue with: vmemsim sweep run {args.file} "
+        by = f" by {s.stopped_by}" if s.stopped_by and s.stopped_by != "SIGINT" else ""
+        err.write(f"vmemsim: interrupted{by}; continue with: vmemsim sweep run {args.file} "
                   f"--out {out} --resume\n")
         return EXIT_INTERRUPTED
     return 1 if s.failed else 0
@@ -219,7 +220,9 @@ register("sweep run", "run an experiment, storing each run as it finishes", _con
          _run_run, description="Run every run of an experiment on local worker processes or "
          "a Ray cluster. Each finished run is stored at once; --resume continues a sweep that "
          "was stopped. Exit status: 0 all runs ok, 1 some runs failed (recorded with their "
-         "errors), 2 bad input, 130 interrupted.")
+         "errors), 2 bad input, 74 an I/O error such as a full disk (the path named; finished "
+         "runs are kept), 130 interrupted (Ctrl-C, SIGTERM or SIGHUP: finished runs are kept "
+         "and the table written).")
 register("sweep keys", "list every configuration key with its default", _configure_keys,
          _run_keys)
 register("sweep status", "how far a sweep has got", _configure_status, _run_status)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
@@ -32,6 +34,8 @@ class SweepSummary:
     executor: str
     workers: int
     interrupted: bool = False
+    #: What interrupted it: ``"SIGINT"`` (Ctrl-C), ``"SIGTERM"`` or ``"SIGHUP"``.
+    stopped_by: Optional[str] = None
     #: ``(run description, error)`` of the runs that failed in this invocation.
     errors: List[Tuple[str, str]] = field(default_factory=list)
 
@@ -171,6 +175,31 @@ def _dur(s: float) -> str:
     return f"{s // 3600}h{s // 60 % 60:02d}m"
 
 
+def _stop_on_signals(summary: "SweepSummary") -> Callable[[], None]:
+    """While a sweep runs, SIGTERM and SIGHUP stop it as Ctrl-C does: what finished is kept,
+    the results table is written and the resume command printed. Returns the function that
+    puts the previous handlers back. (Only the main thread can set handlers.)"""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    old = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        summary.stopped_by = signal.Signals(signum).name
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            old[sig] = signal.signal(sig, handler)
+        except (ValueError, OSError):
+            pass
+
+    def restore() -> None:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+    return restore
+
+
 def run_sweep(
     exp: Experiment,
     out: "str | os.PathLike[str]",
@@ -216,6 +245,7 @@ def run_sweep(
     started = time.monotonic()
     last_compact = started
     gen = ex.map_unordered(fn, (runner.payload(r, exp.base_dir) for r in todo))
+    restore = _stop_on_signals(summary)
     try:
         for p, res in gen:
             run = by_id[p["run_id"]]
@@ -241,10 +271,21 @@ def run_sweep(
                 last_compact = time.monotonic()
     except KeyboardInterrupt:
         summary.interrupted = True
+        summary.stopped_by = summary.stopped_by or "SIGINT"
     finally:
+        restore()
         gen.close()
         bar.close()
         ex.close()
         summary.wall_seconds = time.monotonic() - started
-        store.compact(ids)
+        failing = sys.exc_info()[1]
+        try:
+            store.compact(ids)
+        except OSError as e:
+            if failing is None:
+                raise
+            # Already failing (e.g. the disk is full): the records written so far stay in
+            # runs/ and the next --resume rebuilds the table; report the first error.
+            sys.stderr.write(f"vmemsim: warning: {store.path}: results table not rewritten: "
+                             f"{e.strerror or e}\n")
     return summary

@@ -41,9 +41,11 @@ class WorkerDied(RuntimeError):
 
 
 def _worker_main(conn: Connection, fn: RunFn) -> None:
-    # Ctrl-C reaches the whole process group; the parent decides what stops, so a worker
-    # ignores it and is terminated by the parent instead.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C (and a SIGTERM or SIGHUP sent to the process group: `timeout`, a closed
+    # terminal, a batch system) reaches every process; the parent decides what stops and
+    # records what finished, so a worker ignores them and is killed by the parent instead.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
     while True:
         try:
             p = conn.recv()
@@ -72,7 +74,7 @@ class _Worker:
     def stop(self, hard: bool) -> None:
         try:
             if hard:
-                self.proc.terminate()
+                self.proc.kill()  # SIGKILL: it ignores SIGTERM
             else:
                 self.conn.send(None)
         except (OSError, ValueError):

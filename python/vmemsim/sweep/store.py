@@ -23,6 +23,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set
 
@@ -33,6 +34,8 @@ RESULTS_FILE = "results.parquet"
 RUNS_DIR = "runs"
 SERIES_DIR = "series"
 MANIFEST = "manifest.json"
+#: Where unreadable run records are moved (inside the runs directory): their runs run again.
+QUARANTINE_DIR = "quarantine"
 EXPERIMENT_FILE = "experiment.toml"
 
 #: Columns every row starts with, in this order.
@@ -242,7 +245,9 @@ class ResultsStore:
     # -- records
 
     def records(self) -> Iterator[Dict[str, Any]]:
-        """Every whole record on disk (an unreadable one is reported, not skipped silently)."""
+        """Every whole record on disk. An unreadable one (truncated by a crash or a full disk,
+        not JSON, or without a ``run_id``) is moved aside to ``runs/quarantine/`` with a
+        message on stderr, so that run counts as not done and runs again on ``--resume``."""
         if not os.path.isdir(self.runs_dir):
             return
         for n in sorted(os.listdir(self.runs_dir)):
@@ -251,9 +256,29 @@ class ResultsStore:
             p = os.path.join(self.runs_dir, n)
             try:
                 with open(p, encoding="utf-8") as f:
-                    yield json.load(f)
+                    rec = json.load(f)
+                if not isinstance(rec, dict) or not isinstance(rec.get("run_id"), str):
+                    raise ValueError("not a run record (no run_id)")
+            except FileNotFoundError:
+                continue  # moved or replaced meanwhile
             except (OSError, ValueError) as e:
-                raise VmemsimError(f"{p}: unreadable run record: {e}") from None
+                self._quarantine(p, e)
+                continue
+            yield rec
+
+    def _quarantine(self, path: str, why: Exception) -> None:
+        qdir = os.path.join(self.runs_dir, QUARANTINE_DIR)
+        dest = os.path.join(qdir, os.path.basename(path))
+        try:
+            os.makedirs(qdir, exist_ok=True)
+            os.replace(path, dest)
+            where = f"moved to {dest}"
+        except OSError as e:  # a read-only directory: leave it, skip it
+            where = f"left in place ({e.strerror or e}), skipped"
+        sys.stderr.write(
+            f"vmemsim: warning: {path}: unreadable run record ({why}); {where}; "
+            "that run counts as not done and runs again with --resume\n"
+        )
 
     def finished(self, retry_failed: bool = False) -> Dict[str, str]:
         """``{run_id: status}`` of the records on disk (failed ones left out with
