@@ -164,3 +164,16 @@ def test_progress_error_stops_trace_work(tmp_path: Path, what: str) -> None:
         run()
     assert time.perf_counter() - t0 < 5  # stopped at the first tick, not after 200M accesses
     assert not out.exists()  # a stopped convert removes its partial file
+
+
+def test_csv_written_by_convert_keeps_its_writes_without_a_mapping(tmp_path: Path) -> None:
+    # `trace convert` to CSV writes a `page,op` header; reading it back without --csv used to
+    # take every access as a read (writes 49,834 -> 0 and most swap-outs gone, exit 0).
+    g = vmemsim.generate("uniform:pages=300,n=2000,write=0.5", seed=3)
+    out = tmp_path / "t.csv"
+    vmemsim.convert(g, out)
+    assert out.read_text().splitlines()[0] == "page,op"
+    a = vmemsim.replay(g, policy="lru", frames=100)
+    b = vmemsim.replay(str(out), policy="lru", frames=100)
+    assert b.stats["writes"] == a.stats["writes"] > 900
+    assert b.stats["pswpout"] == a.stats["pswpout"] > 0

@@ -10,7 +10,8 @@
 //! `update`, `1` are writes (any case). Anything else is an error naming line and column, as is
 //! a row without the mapped column, a header without a named column, or a non-numeric page.
 //!
-//! The writer emits `page,op` with a header line; read it back with `op=2`.
+//! The writer emits `page,op` with a header line, which the reader recognises when no
+//! mapping is given (see [`CsvOptions::mapped`]).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -75,7 +76,17 @@ pub struct CsvOptions {
     pub op: Option<Column>,
     pub header: CsvHeader,
     pub delimiter: u8,
+    /// Whether `column` or `op` was given. Without a mapping, a header naming its columns as
+    /// vmemsim writes them (`page,op`) or with common names ([`PAGE_NAMES`], [`OP_NAMES`])
+    /// is followed; any other header with several columns gets a note on stderr saying which
+    /// column was used.
+    pub mapped: bool,
 }
+
+/// Header names taken as the page column when no mapping is given (any case).
+pub const PAGE_NAMES: &[&str] = &["page", "vpn", "page_number", "obj_id", "obj", "object"];
+/// Header names taken as the operation column when no mapping is given (any case).
+pub const OP_NAMES: &[&str] = &["op", "operation", "rw", "type"];
 
 impl Default for CsvOptions {
     fn default() -> Self {
@@ -84,6 +95,7 @@ impl Default for CsvOptions {
             op: None,
             header: CsvHeader::Auto,
             delimiter: b',',
+            mapped: false,
         }
     }
 }
@@ -103,8 +115,14 @@ impl CsvOptions {
             let (k, v) = (k.trim(), v.trim());
             let key = format!("csv.{k}");
             match k {
-                "column" | "page" | "address" | "col" => o.column = Column::parse(&key, v)?,
-                "op" => o.op = Some(Column::parse(&key, v)?),
+                "column" | "page" | "address" | "col" => {
+                    o.column = Column::parse(&key, v)?;
+                    o.mapped = true;
+                }
+                "op" => {
+                    o.op = Some(Column::parse(&key, v)?);
+                    o.mapped = true;
+                }
                 "header" => {
                     o.header = match v.to_ascii_lowercase().as_str() {
                         "auto" => CsvHeader::Auto,
@@ -317,8 +335,31 @@ impl CsvReader {
                     }),
             }
         };
-        let col = resolve(&c.column, "page")?;
-        let op = c.op.as_ref().map(|o| resolve(o, "op")).transpose()?;
+        let mut col = resolve(&c.column, "page")?;
+        let mut op = c.op.as_ref().map(|o| resolve(o, "op")).transpose()?;
+        if !c.mapped && is_header {
+            let find = |names: &[&str]| {
+                fields
+                    .iter()
+                    .position(|f| names.iter().any(|n| f.trim().eq_ignore_ascii_case(n)))
+            };
+            op = find(OP_NAMES);
+            match find(PAGE_NAMES) {
+                Some(p) => col = p,
+                None if fields.len() > 1 => eprintln!(
+                    "vmemsim: note: {path}: no CSV mapping given and no page column recognised \
+                     in the header ({}): pages from column 1 '{}', {}; give the mapping \
+                     explicitly (--csv column=NAME,op=NAME)",
+                    fields.join(", "),
+                    fields[0],
+                    match op {
+                        Some(o) => format!("operations from column {} '{}'", o + 1, fields[o]),
+                        None => "every access a read".to_string(),
+                    }
+                ),
+                None => {}
+            }
+        }
         r.col = col;
         r.op = op;
         r.pending = !is_header;
@@ -480,6 +521,21 @@ mod tests {
             &opts,
         )?;
         collect(&mut r)
+    }
+
+    #[test]
+    fn its_own_header_is_recognised_without_a_mapping() {
+        // `trace convert` writes `page,op`; read back with no --csv mapping, the writes stay
+        // writes (they were all read as reads before, and swap-outs dropped accordingly).
+        let w = |p: u64| Access { page: p, write: true };
+        let r = |p: u64| Access { page: p, write: false };
+        assert_eq!(read("page,op\n5,W\n6,R\n", "").unwrap(), vec![w(5), r(6)]);
+        // Common names in other orders and cases are followed too.
+        assert_eq!(read("Type,Time,obj_id\nset,1,7\nget,2,8\n", "").unwrap(), vec![w(7), r(8)]);
+        // Unrecognised names: the first column, every access a read (and a note on stderr).
+        assert_eq!(read("a,b\n3,W\n", "").unwrap(), vec![r(3)]);
+        // A mapping given explicitly wins over recognition.
+        assert_eq!(read("page,op\n5,W\n", "column=1").unwrap(), vec![r(5)]);
     }
 
     #[test]
