@@ -199,9 +199,10 @@ def test_empty_trace_with_percentage(tmp_path: Path) -> None:
     t.write_text("# nothing\n")
     p = run_cli("replay", "--trace", str(t), "--policy", "lru", "--frames", "25%")
     assert_one_line_error(p, "frames")
-    # A count works and replays nothing.
-    r = run_json("replay", "--trace", str(t), "--policy", "lru", "--frames", "4")
-    assert (r["accesses"], r["faults"]) == (0, 0)
+    # With a count it is an error too: there is nothing to replay (all-zero counters would
+    # read as a perfect run).
+    p = run_cli("replay", "--trace", str(t), "--policy", "lru", "--frames", "4")
+    assert_one_line_error(p, "no page access to replay: the trace is empty")
 
 
 def test_progress_goes_to_stderr_only(tmp_path: Path, belady_trace: Path) -> None:

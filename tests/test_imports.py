@@ -137,3 +137,21 @@ def test_lackey_bad_line_and_options(tmp_path: Path) -> None:
     assert p.returncode == 2 and "--ifetch: only with --from lackey" in p.stderr
     with pytest.raises(vmemsim.VmemsimError, match="ifetch: instruction fetches are only"):
         vmemsim.import_trace(src, tmp_path / "m.vmt", "msr", ifetch=True)
+
+
+def test_replay_of_an_import_with_no_accesses_says_why(tmp_path: Path) -> None:
+    # An MSR import is file I/O only (2 file records + 2 I/O records here). Its replay used to
+    # print all-zero counters and exit 0; until the page cache replays file I/O it is an
+    # error naming the trace and the reason. An empty text trace says it is empty.
+    src = tmp_path / "m.csv"
+    src.write_text("128166372003061629,hm,1,Read,4096,4096,30\n"
+                   "128166372003061630,hm,2,Write,0,8192,30\n")
+    out = tmp_path / "m.vmt"
+    assert run_cli("trace", "convert", str(src), str(out), "--from", "msr").returncode == 0
+    p = run_cli("replay", "--trace", str(out), "--policy", "lru", "--frames", "4")
+    assert p.returncode == 2
+    assert str(out) in p.stderr and "4 records are file I/O" in p.stderr
+    empty = tmp_path / "e.txt"
+    empty.write_text("# nothing\n")
+    p = run_cli("replay", "--trace", str(empty), "--policy", "lru", "--frames", "4")
+    assert p.returncode == 2 and "the trace is empty" in p.stderr

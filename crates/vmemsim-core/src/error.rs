@@ -48,6 +48,11 @@ impl fmt::Display for Error {
                 path,
                 location,
                 msg,
+            } if location.is_empty() => write!(f, "{path}: {msg}"),
+            Error::Trace {
+                path,
+                location,
+                msg,
             } => write!(f, "{path}: {location}: {msg}"),
             Error::Config { key, msg } => write!(f, "{key}: {msg}"),
             Error::Io { path, msg } => write!(f, "{path}: {msg}"),

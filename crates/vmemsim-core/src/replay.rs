@@ -300,7 +300,7 @@ pub fn replay(
 ) -> Result<ReplayResult> {
     let trace = src.name();
     let run = Run {
-        src,
+        src: &mut *src,
         machine: spec.machine.clone(),
         sample_every: spec.sample_every,
         progress,
@@ -314,6 +314,17 @@ pub fn replay(
     } = spec
         .policy
         .build(spec.machine.frames, &spec.options, run)??;
+    if stats.accesses == 0 {
+        // Counters of nothing would read as a run that went perfectly; say why instead.
+        let why = match src.records() {
+            Some(n) if n > 0 => format!(
+                "no page access to replay: its {n} records are file I/O, which replay does \
+                 not model yet (no page cache)"
+            ),
+            _ => "no page access to replay: the trace is empty".to_string(),
+        };
+        return Err(Error::trace(&trace, "", why));
+    }
     Ok(ReplayResult {
         version: VERSION.to_string(),
         policy: spec.policy.name().to_string(),

@@ -57,6 +57,11 @@ pub trait TraceSource: Send {
     fn next_chunk(&mut self, buf: &mut Vec<Access>) -> Result<()>;
     /// Name for messages (a path, or a generator's description).
     fn name(&self) -> String;
+    /// Records read so far, accesses and other records (file I/O) alike, when the format
+    /// has records that are not accesses; `None` otherwise.
+    fn records(&self) -> Option<u64> {
+        None
+    }
     /// Bytes per page of the page numbers this source yields, when the source records it
     /// (native traces carry it in their header); `None` = unknown, the caller's default.
     fn page_size(&self) -> Option<u64> {
@@ -75,6 +80,9 @@ impl<T: TraceSource + ?Sized> TraceSource for Box<T> {
     }
     fn name(&self) -> String {
         (**self).name()
+    }
+    fn records(&self) -> Option<u64> {
+        (**self).records()
     }
     fn page_size(&self) -> Option<u64> {
         (**self).page_size()

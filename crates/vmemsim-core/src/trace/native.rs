@@ -696,6 +696,10 @@ impl TraceSource for NativeReader {
         Ok(())
     }
 
+    fn records(&self) -> Option<u64> {
+        Some(self.records)
+    }
+
     fn name(&self) -> String {
         self.path.clone()
     }
