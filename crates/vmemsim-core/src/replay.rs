@@ -591,8 +591,9 @@ mod series {
     #[test]
     fn no_sampling_no_series() {
         assert!(run("fifo", &BELADY, 3, 0).unwrap().series.is_empty());
-        // An empty trace has nothing to sample.
-        assert!(run("fifo", &[], 3, 5).unwrap().series.is_empty());
+        // An empty trace has nothing to replay: an error, not an empty result.
+        let e = run("fifo", &[], 3, 5).unwrap_err().to_string();
+        assert!(e.contains("the trace is empty"), "{e}");
         // And the JSON of a result without a series has no "series" key.
         let json = serde_json::to_string(&run("fifo", &BELADY, 3, 0).unwrap()).unwrap();
         assert!(!json.contains("series"), "{json}");
