@@ -15,7 +15,8 @@ Workloads (each skipped, saying so, when its programs are missing):
   phase per request; sqlite-tpch: wall time of the whole run (Python start-up included).
 
 For each: slowdown vs native, and for the recorder the trace's bytes per million accesses
-(accesses = the loads, stores and fetches the recorded records fold).
+(accesses = the trace's access records, as replay counts them; memory references = the loads,
+stores and fetches they fold).
 
     python benchmarks/bench_record.py [--requests 200000] [--gzip-mb 16] [--only redis]
     python benchmarks/bench_record.py --only drivers [--reps 3] [--redis-scale 0.2] ...
@@ -289,7 +290,8 @@ def run_driver(name: str, scale: float, lackey_scale: float, reps: int,
                     st = info["stats"]
                     size = os.path.getsize(trace)
                     r = {key: info[key], "seconds": info["seconds"],
-                         "accesses": st["accesses"], "records": st["records"],
+                         "accesses": st["accesses"],
+                         "memory_references": st["memory_references"],
                          "trace_bytes": size,
                          "bytes_per_million_accesses": size / (st["accesses"] / 1e6)}
                 else:

@@ -37,7 +37,7 @@ def test_msr_import_by_hand(tmp_path: Path) -> None:
     out = tmp_path / "t.vmt"
     p = run_cli("trace", "convert", str(src), str(out), "--from", "msr")
     assert p.returncode == 0, p.stderr
-    assert "0 access records" in p.stdout and "3 file I/O records (2 files)" in p.stdout
+    assert "wrote 0 accesses" in p.stdout and "3 file I/O records (2 files)" in p.stdout
     r = read_recorded(str(out))
     assert r["version"] == 2 and len(r["page"]) == 0
     assert r["files"] == {0: "hm/1", 1: "web/0"}

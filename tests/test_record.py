@@ -219,7 +219,7 @@ def test_cli_record_then_every_command(tmp_path: Path) -> None:
     r = run("trace", "record", "--out", str(out), "--json", "--ifetch", "--", str(exe))
     assert r.returncode == 7, r.stderr  # the program's status
     summary = json.loads(r.stdout.splitlines()[-1])
-    assert summary["complete"] and summary["ifetches"] > 0 and summary["trace"] == str(out)
+    assert summary["complete"] and summary["ifetch_references"] > 0 and summary["trace"] == str(out)
     d = read_recorded(str(out))
     assert d["ifetch"].any() and not (d["ifetch"] & d["write"]).any()
     assert d["meta"]["ifetch"] == "yes" and str(exe) in d["origin"]
@@ -263,7 +263,7 @@ def test_program_killed_by_signal(tmp_path: Path) -> None:
     assert r.returncode == 128 + 15, r.stderr  # as a shell reports a death by SIGTERM
     summary = json.loads(r.stdout.splitlines()[-1])
     # Valgrind runs the tool's exit code on a fatal signal: the stream is complete.
-    assert summary["complete"] and summary["records"] == len(read_recorded(str(out))["page"])
+    assert summary["complete"] and summary["accesses"] == len(read_recorded(str(out))["page"])
 
 
 # The parent touches pages [0, N) of its buffer, forks; the child touches [M, M + K) and

@@ -28,7 +28,7 @@ from vmemsim.recorder import available, read_recorded
 _REC = available()
 
 SIDECAR = {"workload", "trace", "scale", "seed", "options", "command", "client_commands",
-           "programs", "duration_seconds", "accesses", "records", "footprint_pages",
+           "programs", "duration_seconds", "accesses", "memory_references", "footprint_pages",
            "returncode", "complete", "trace_bytes", "page_size"}
 
 
@@ -52,17 +52,17 @@ def _smoke(tmp_path, name, scale, full=True, **opts):
     assert SIDECAR <= set(side), SIDECAR - set(side)
     assert side["seed"] == 3 and side["scale"] == scale
     assert side["complete"] and side["returncode"] == 0
-    assert side["accesses"] >= side["records"] > 0
+    assert side["memory_references"] >= side["accesses"] > 0
     assert side["trace_bytes"] == trace.stat().st_size > 0
     assert all(v and v != "unknown" for v in side["programs"].values())
     assert not (tmp_path / f".{name}-work").exists()
     if not full:
         info = vmemsim.trace_info(str(trace), reuse=False)
-        assert info.accesses == side["records"]
+        assert info.accesses == side["accesses"]
         return side, None
     rec = read_recorded(str(trace))
-    assert len(rec["page"]) == side["records"]
-    assert int(rec["count"].sum()) == side["accesses"]
+    assert len(rec["page"]) == side["accesses"]
+    assert int(rec["count"].sum()) == side["memory_references"]
     assert np.unique(rec["page"]).size == side["footprint_pages"]
     return side, rec
 

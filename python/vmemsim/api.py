@@ -907,7 +907,7 @@ def convert(
             if val != default:
                 raise VmemsimError(f"{key}: not an option of an import from {from_format}")
         st = import_trace(src, dst, from_format, page_size=page_size, ifetch=ifetch)
-        return st["records"] + st["io_records"]
+        return st["accesses"] + st["io_records"]
     if ifetch:
         raise VmemsimError("ifetch: only for an import from lackey")
     source = _source_arg(

@@ -108,6 +108,13 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 thread``, ``2 threads``, ``1,024 processes``."""
+    if n == 1:
+        return f"1 {noun}"
+    return f"{n:,} {noun}es" if noun.endswith("ss") else f"{n:,} {noun}s"
+
+
 def describe_os_error(e: OSError) -> str:
     """``PATH: cause`` for an error of the operating system (``No space left on device``)."""
     cause = e.strerror or str(e)
@@ -1033,7 +1040,8 @@ def _run_trace_convert(args: argparse.Namespace) -> int:
             args.input, args.output, args.format, page_size=args.page_size, ifetch=args.ifetch
         )
         print(
-            f"wrote {st['records']:,} access records ({st['accesses']:,} accesses) and "
+            f"wrote {st['accesses']:,} accesses ({st['memory_references']:,} memory "
+            f"references) and "
             f"{st['io_records']:,} file I/O records ({st['files']:,} files) from "
             f"{st['lines']:,} lines to {args.output} (native, recorded; {st['format']})"
         )
@@ -1078,7 +1086,8 @@ def _run_trace_read(args: argparse.Namespace) -> int:
 
 
 def _configure_trace_record(p: argparse.ArgumentParser) -> None:
-    p.usage = "%(prog)s [--out PATH] [--page-size N] [--ifetch] [--json] -- CMD [ARGS ...]"
+    p.usage = ("%(prog)s [--out PATH | --force] [--page-size N] [--ifetch] [--json] "
+               "-- CMD [ARGS ...]")
     p.add_argument(
         "--out",
         default=None,
@@ -1093,6 +1102,11 @@ def _configure_trace_record(p: argparse.ArgumentParser) -> None:
         help="bytes per page, a power of two (default 4096)",
     )
     p.add_argument("--ifetch", action="store_true", help="record instruction fetches too")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="without --out: overwrite an existing trace at the default path",
+    )
     p.add_argument(
         "--trace-children",
         action="store_true",
@@ -1116,6 +1130,9 @@ def _run_trace_record(args: argparse.Namespace) -> int:
     if args.page_size < 2 or args.page_size & (args.page_size - 1):
         raise CliError(f"--page-size: {args.page_size} is not a power of two of at least 2")
     out = args.out or os.path.basename(cmd[0]) + ".vmt"
+    if args.out is None and os.path.exists(out) and not args.force:
+        raise CliError(f"{out} exists (an earlier recording?); give --out PATH, or --force to "
+                       "overwrite it")
     try:
         rec = record(cmd, out, page_size=args.page_size, ifetch=args.ifetch,
                      valgrind_args=["--trace-children=yes"] if args.trace_children else [])
@@ -1123,17 +1140,19 @@ def _run_trace_record(args: argparse.Namespace) -> int:
         raise CliError(f"cannot record: {e}") from None
     st = rec.stats
     size = rec.trace_bytes
-    per_m = size / (st["accesses"] / 1e6) if st["accesses"] else 0.0
+    per_m = size / (st["accesses"] / 1e6) if st["accesses"] else 0.0  # access records
     summary = dict(st, trace=out, command=cmd, returncode=rec.returncode,
                    seconds=rec.seconds, trace_bytes=size, bytes_per_million_accesses=per_m)
     if args.json:
         print(json.dumps(summary))
     else:
         sys.stderr.write(
-            f"{PROG}: recorded {st['accesses']:,} accesses in {st['records']:,} records "
-            f"({st['threads']} threads in {st['processes']} processes, "
-            f"{st['io_records']:,} file I/O records on "
-            f"{st['files']} files, {st['instructions']:,} instructions) in {rec.seconds:.2f} s "
+            f"{PROG}: recorded {st['accesses']:,} accesses ({st['memory_references']:,} "
+            "memory references; consecutive ones to a page are one access) "
+            f"({_count(st['threads'], 'thread')} in {_count(st['processes'], 'process')}, "
+            f"{_count(st['io_records'], 'file I/O record')} on "
+            f"{_count(st['files'], 'file')}, {_count(st['instructions'], 'instruction')}) "
+            f"in {rec.seconds:.2f} s "
             f"-> {out} ({size:,} bytes, {per_m:,.0f} bytes per million accesses)\n"
         )
     if not st["complete"]:

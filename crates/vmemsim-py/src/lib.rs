@@ -1459,11 +1459,14 @@ fn import_trace<'py>(
     let d = PyDict::new_bound(py);
     d.set_item("format", fmt.name())?;
     d.set_item("lines", st.lines)?;
-    d.set_item("records", st.records)?;
-    d.set_item("accesses", st.accesses)?;
-    d.set_item("reads", st.reads)?;
-    d.set_item("writes", st.writes)?;
-    d.set_item("ifetches", st.ifetches)?;
+    // "accesses" are access records, what replay and `trace info` count (consecutive
+    // references to one page fold into one); "memory_references" are the load, store and
+    // fetch instructions' references they fold (the sum of the records' counts).
+    d.set_item("accesses", st.records)?;
+    d.set_item("memory_references", st.accesses)?;
+    d.set_item("read_references", st.reads)?;
+    d.set_item("write_references", st.writes)?;
+    d.set_item("ifetch_references", st.ifetches)?;
     d.set_item("io_records", st.io_records)?;
     d.set_item("files", st.files)?;
     d.set_item("io_bytes", st.io_bytes)?;
@@ -1517,11 +1520,14 @@ fn record_convert<'py>(
     });
     let st = st.map_err(py_err)?;
     let d = PyDict::new_bound(py);
-    d.set_item("records", st.records)?;
-    d.set_item("accesses", st.accesses)?;
-    d.set_item("reads", st.reads)?;
-    d.set_item("writes", st.writes)?;
-    d.set_item("ifetches", st.ifetches)?;
+    // "accesses" are access records, what replay and `trace info` count (consecutive
+    // references to one page fold into one); "memory_references" are the load, store and
+    // fetch instructions' references they fold (the sum of the records' counts).
+    d.set_item("accesses", st.records)?;
+    d.set_item("memory_references", st.accesses)?;
+    d.set_item("read_references", st.reads)?;
+    d.set_item("write_references", st.writes)?;
+    d.set_item("ifetch_references", st.ifetches)?;
     d.set_item("io_records", st.io_records)?;
     d.set_item("files", st.files)?;
     d.set_item("threads", st.threads)?;

@@ -85,7 +85,8 @@ def _run_record(args: argparse.Namespace) -> int:
         extra = ""
         if "slowdown" in side:
             extra = f", {side['slowdown']:.1f}x native ({side['slowdown_of']})"
-        log(f"{args.name}: {side['accesses']:,} accesses in {side['records']:,} records, "
+        log(f"{args.name}: {side['accesses']:,} accesses "
+            f"({side['memory_references']:,} memory references), "
             f"footprint {side['footprint_pages']:,} pages, {side['duration_seconds']:.1f} s"
             f"{extra} -> {args.out}/{side['trace']} + {args.name}.json")
     if side["returncode"] != 0 or not side["complete"]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 from .. import _native
+from .._files import umask_mode
 from .build import INSTALL_HINT, PLATFORM, TOOL, Unavailable, build, find_valgrind
 
 __all__ = ["Recording", "Unavailable", "record", "read_recorded", "available", "INSTALL_HINT"]
@@ -77,12 +78,37 @@ def record(
         raise ValueError(f"page size {page_size} is not a power of two of at least 2")
     libdir = build()
     vg = find_valgrind()
-    # Fail before the program starts if the trace cannot be created (a converter that
-    # stopped early would leave the recorder writing into a closed pipe).
+    # The trace is written next to ``out`` under a temporary name and renamed when the
+    # recording succeeded: a program that cannot be started leaves no empty file behind and
+    # an existing ``out`` untouched. Fail before the program starts if it cannot be created
+    # (a converter that stopped early would leave the recorder writing into a closed pipe).
+    final = out
+    d, base = os.path.split(os.path.abspath(out))
     try:
-        open(out, "wb").close()
+        fd, out = tempfile.mkstemp(prefix=f".{base}.", suffix=".part", dir=d)
+        try:
+            os.fchmod(fd, umask_mode())  # a new file's usual mode, not mkstemp's 0o600
+        finally:
+            os.close(fd)
     except OSError as e:
-        raise _native.VmemsimError(f"{out}: cannot create the trace: {e.strerror}") from None
+        raise _native.VmemsimError(f"{final}: cannot create the trace: {e.strerror}") from None
+    try:
+        rec = _record_into(command, out, final, page_size, ifetch, valgrind_args, stdout,
+                           stderr, libdir, vg)
+        os.replace(out, final)
+    except BaseException:
+        try:
+            os.unlink(out)
+        except OSError:
+            pass
+        raise
+    rec.out = final
+    return rec
+
+
+def _record_into(command: Sequence[str], out: str, final: str, page_size: int, ifetch: bool,
+                 valgrind_args: Sequence[str], stdout: Any, stderr: Any, libdir: Any,
+                 vg: Dict[str, Any]) -> "Recording":
     tmp = tempfile.mkdtemp(prefix="vmemsim-record-")
     fifo = os.path.join(tmp, "stream")
     os.mkfifo(fifo, 0o600)

@@ -27,6 +27,7 @@ import sys
 import tempfile
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set
 
+from .._files import umask_mode
 from .._native import VmemsimError
 from . import spec as _spec
 
@@ -54,10 +55,14 @@ def _pa() -> Any:
 
 def _replace_atomically(path: str, write: Any, suffix: str = "") -> None:
     """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it over
-    ``path``: readers (and a kill) see the old file or the new one, never a part."""
+    ``path``: readers (and a kill) see the old file or the new one, never a part. The file
+    gets the usual mode for a new file (the umask's), not ``mkstemp``'s 0o600."""
     d = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=d)
-    os.close(fd)
+    try:
+        os.fchmod(fd, umask_mode())
+    finally:
+        os.close(fd)
     try:
         write(tmp)
         os.replace(tmp, path)
