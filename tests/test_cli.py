@@ -213,3 +213,27 @@ def test_progress_goes_to_stderr_only(tmp_path: Path, belady_trace: Path) -> Non
     assert p.returncode == 0
     assert json.loads(p.stdout)["faults"] == 10
     assert "Traceback" not in p.stderr
+
+
+def test_messages_name_the_culprit() -> None:
+    # A misspelt option is reported as such (argparse used to say the required --policy was
+    # missing), with the nearest known option; a misspelt policy gets the same hint.
+    p = run_cli("replay", "--trace", "gen:zipf:pages=100,n=500", "--polcy", "lru",
+                "--frames", "50")
+    assert_one_line_error(p, "unrecognized option --polcy (did you mean '--policy'?)")
+    p = run_cli("replay", "--trace", "gen:zipf:pages=100,n=500", "--policy", "lur",
+                "--frames", "50")
+    assert_one_line_error(p, "unknown policy 'lur' (did you mean 'lru'?)")
+    # Watermarks out of order are refused for every policy, in words (not a Rust struct).
+    for pol in ("lru", "clock-lru"):
+        p = run_cli("replay", "--trace", "gen:zipf:pages=100,n=500", "--policy", pol,
+                    "--frames", "50", "--watermarks", "50,10,20")
+        assert_one_line_error(p, "watermarks: must satisfy min <= low <= high, got min 50, "
+                              "low 10, high 20")
+    # VM costs: the key is named; a zero clock rate (a division by zero) is refused.
+    p = run_cli("vm", "redis-like", "--cost", "exit_ns=-5")
+    assert_one_line_error(p, "costs.exit_ns: -5 is not a valid value")
+    p = run_cli("vm", "redis-like", "--cost", "cpu_ghz=0")
+    assert_one_line_error(p, "costs.cpu_ghz: 0 is not a clock rate in GHz")
+    p = run_cli("vm", "redis-like", "--cost", "exit_ns=abc")
+    assert_one_line_error(p, "--cost exit_ns: 'abc' is not a whole number of ns")

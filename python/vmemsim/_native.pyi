@@ -20,6 +20,8 @@ class VmemsimError(ValueError):
     """Bad input: the message is one line naming the file and line, or the configuration key."""
 
 def version() -> str: ...
+def did_you_mean(word: str, options: list[str]) -> str:
+    """`` (did you mean 'lru'?)`` for the nearest option, or ``""``."""
 def policies() -> list[tuple[str, str, str]]:
     """Every registered policy as ``(name, description, family)``."""
 

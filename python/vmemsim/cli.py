@@ -58,8 +58,9 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, NoReturn, Optional, Sequence, TextIO, TypeVar
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, TextIO, TypeVar
 
+from ._hints import did_you_mean
 from . import _native
 from .api import (
     GEN_PREFIX,
@@ -106,6 +107,30 @@ class _Parser(argparse.ArgumentParser):
         hint = f" (see '{self.prog} --help')"
         _print_error(message + hint)
         sys.exit(EXIT_USAGE)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        # argparse reports a missing required option before an unknown one, so a typo such
+        # as --polcy read "the following arguments are required: --policy". Look for
+        # unknown options first, and name the nearest known one.
+        if args is not None:
+            self._check_options(list(args))
+        return super().parse_known_args(args, namespace)
+
+    def _check_options(self, args: List[str]) -> None:
+        if any(isinstance(a, argparse._SubParsersAction) for a in self._actions):
+            return  # the subcommand's parser checks its own options
+        if any(a.nargs == argparse.REMAINDER for a in self._actions):
+            return  # a command line to run follows (trace record -- CMD ...)
+        known = [o for a in self._actions for o in a.option_strings]
+        for tok in args:
+            if tok == "--":
+                return
+            if not tok.startswith("--") or tok == "--":
+                continue
+            name = tok.split("=", 1)[0]
+            if name in known or any(k.startswith(name) for k in known):
+                continue  # exact, or an abbreviation argparse resolves (or calls ambiguous)
+            self.error(f"unrecognized option {name}{did_you_mean(name, known)}")
 
 
 def _count(n: int, noun: str) -> str:
@@ -660,7 +685,12 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
 
 def _run_run(args: argparse.Namespace) -> int:
     kw = replay_kwargs(args)
-    costs = {k: _int(v) for k, v in _key_values(args.cost).items()}
+    costs = {}
+    for k, v in _key_values(args.cost).items():
+        try:
+            costs[k] = int(v, 0)
+        except ValueError:
+            raise CliError(f"--cost {k}: '{v}' is not a whole number of ns") from None
     result = _with_progress(
         args, "run (simulated ns)",
         lambda progress: vmemsim_run(
@@ -738,7 +768,11 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
 def _run_vm(args: argparse.Namespace) -> int:
     costs: Dict[str, Any] = {}
     for k, v in _key_values(args.cost).items():
-        costs[k] = float(v) if k == "cpu_ghz" else _int(v)
+        try:
+            costs[k] = float(v) if k == "cpu_ghz" else int(v, 0)
+        except ValueError:
+            raise CliError(f"--cost {k}: '{v}' is not a "
+                           f"{'number' if k == 'cpu_ghz' else 'whole number of ns'}") from None
     if len(args.workload) > 1 and args.vms not in (1, len(args.workload)):
         raise CliError(f"--vms {args.vms}: {len(args.workload)} workloads make "
                        f"{len(args.workload)} VMs")
@@ -1368,7 +1402,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # core at its next chunk; a half-written output file is removed on the way out.
     try:
         return run(args)
-    except (VmemsimError, CliError) as e:
+    except (VmemsimError, CliError, argparse.ArgumentTypeError) as e:
         _print_error(str(e))
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -48,7 +48,6 @@ state (a notebook's backend, open figures) alone.
 from __future__ import annotations
 
 import base64
-import difflib
 import html
 import json
 import math
@@ -73,6 +72,7 @@ from typing import (
 
 from . import stats
 from ._native import VmemsimError
+from ._hints import did_you_mean
 
 if TYPE_CHECKING:
     import matplotlib.figure
@@ -178,8 +178,7 @@ def _where_label(i: int, raw: Any) -> str:
 
 
 def _suggest(word: str, options: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(options), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return did_you_mean(word, options)
 
 
 def check_figures(figures: Sequence[Mapping[str, Any]], columns: Iterable[str]) -> List[Figure]:

@@ -325,6 +325,11 @@ impl<P: Policy> Machine<P> {
             wmark
                 .validate(cfg.frames)
                 .map_err(|m| crate::Error::config("watermarks", m))?;
+        } else if let Some(w) = cfg.watermarks {
+            // Demand policies evict on demand and do not use them, but nonsense given
+            // explicitly is still an error rather than silently accepted.
+            w.validate(cfg.frames)
+                .map_err(|m| crate::Error::config("watermarks", m))?;
         }
         if cfg.swappiness > 200 {
             return Err(crate::Error::config(

@@ -328,10 +328,15 @@ fn parse_u64(s: &str) -> Option<u64> {
     if let Ok(v) = t.parse::<u64>() {
         return Some(v);
     }
+    // `1e6`, `2.5e3`: a whole number in float notation. Past 2^53 every f64 is whole, and
+    // `1e19` is exactly 10^19, as `10000000000000000000` is: both forms mean the same.
     let f: f64 = t.parse().ok()?;
-    (f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f <= 9.007_199_254_740_992e15)
+    (f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 18_446_744_073_709_551_616.0)
         .then_some(f as u64)
 }
+
+/// Pages a generator may span: a 64-bit virtual address space of 4 KiB pages (2^52).
+pub const MAX_PAGES: u64 = 1 << 52;
 
 fn parse_bool(s: &str) -> Option<bool> {
     match s.to_ascii_lowercase().as_str() {
@@ -465,10 +470,22 @@ fn build_spec(mut kind: GenKind, kv: Vec<(String, String)>, ctx: Ctx) -> Result<
         ));
     }
     if let Some(p) = kind.pages() {
-        if spec.start.checked_add(p).is_none() {
+        if p > MAX_PAGES {
+            return Err(Error::config(
+                format!("{name}.pages"),
+                format!(
+                    "{p} pages exceed a 64-bit address space of 4 KiB pages ({MAX_PAGES} pages)"
+                ),
+            ));
+        }
+        if spec.start.checked_add(p).is_none_or(|end| end > MAX_PAGES) {
             return Err(Error::config(
                 format!("{name}.start"),
-                "start + pages overflows 64 bits",
+                format!(
+                    "start + pages ({} + {p}) exceeds a 64-bit address space of 4 KiB pages \
+                     ({MAX_PAGES} pages)",
+                    spec.start
+                ),
             ));
         }
     }
@@ -1294,6 +1311,25 @@ mod tests {
     }
 
     #[test]
+    fn huge_numbers_mean_the_same_in_both_notations() {
+        let e = |s: &str| GenSpec::parse(s).unwrap_err().to_string();
+        // 1e19 and 10000000000000000000 are the same number, refused for the same reason.
+        for p in ["1e19", "10000000000000000000"] {
+            assert_eq!(
+                e(&format!("zipf:pages={p},n=10")),
+                "zipf.pages: 10000000000000000000 pages exceed a 64-bit address space of 4 KiB \
+                 pages (4503599627370496 pages)"
+            );
+        }
+        // Float notation above 2^53 is accepted where the value is allowed: 2^52 = 4.503...e15.
+        let z = GenSpec::parse("zipf:pages=4503599627370496,n=10").unwrap();
+        assert_eq!(z.kind.pages(), Some(MAX_PAGES));
+        assert_eq!(GenSpec::parse("zipf:pages=1e15,n=1e6").unwrap().kind.pages(), Some(1_000_000_000_000_000));
+        assert!(e("scan:pages=10,start=4503599627370490").contains("start + pages"));
+        assert!(e("zipf:pages=2e19,n=10").contains("not a whole number"));
+    }
+
+    #[test]
     fn nesting_is_bounded_with_a_clear_error() {
         // 64 levels of seq parse (and print back); 65 are refused, and ~3,100, which used to
         // overflow the stack, get the same message instead of a crash.
@@ -1372,7 +1408,8 @@ mod tests {
         );
         assert_eq!(
             e("scan:pages=10,start=18446744073709551615"),
-            "scan.start: start + pages overflows 64 bits"
+            "scan.start: start + pages (18446744073709551615 + 10) exceeds a 64-bit address \
+             space of 4 KiB pages (4503599627370496 pages)"
         );
     }
 }

@@ -59,7 +59,8 @@ impl Watermarks {
     pub fn validate(&self, frames: u32) -> Result<(), String> {
         if !(self.min <= self.low && self.low <= self.high) {
             return Err(format!(
-                "watermarks must satisfy min <= low <= high, got {self:?}"
+                "must satisfy min <= low <= high, got min {}, low {}, high {}",
+                self.min, self.low, self.high
             ));
         }
         if self.high >= frames {

@@ -79,6 +79,12 @@ fn config_err(key: &str, msg: impl Into<String>) -> PyErr {
     py_err(Error::config(key, msg))
 }
 
+/// The project's one "did you mean" (`vmemsim_core::error::did_you_mean`).
+#[pyfunction]
+fn did_you_mean(word: &str, options: Vec<String>) -> String {
+    vmemsim_core::error::did_you_mean(word, &options)
+}
+
 /// The package version of the core (also the version written into results).
 #[pyfunction]
 fn version() -> &'static str {
@@ -957,10 +963,26 @@ fn run_vm(
             config_err("translate", msg)
         })?;
     let costs: vm::VmCosts = serde_json::from_str(costs).map_err(|e| {
-        let msg = e.to_string();
-        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
-        config_err("costs", msg)
+        // Name the key: deserialise each entry alone to find the one serde refused.
+        let whole = e.to_string();
+        let whole = whole.split(" at line ").next().unwrap_or(&whole).to_string();
+        let map: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(costs).unwrap_or_default();
+        for (k, v) in &map {
+            let one = serde_json::Value::Object([(k.clone(), v.clone())].into_iter().collect());
+            if let Err(e) = serde_json::from_value::<vm::VmCosts>(one) {
+                let msg = e.to_string();
+                let msg = if msg.starts_with("unknown field") {
+                    msg
+                } else {
+                    format!("{v} is not a valid value ({msg})")
+                };
+                return config_err(&format!("costs.{k}"), msg);
+            }
+        }
+        config_err("costs", whole)
     })?;
+    costs.check().map_err(py_err)?;
     if vms == 0 || workload.is_empty() {
         return Err(config_err("vms", "at least one VM"));
     }
@@ -1629,6 +1651,7 @@ fn read_recorded<'py>(py: Python<'py>, path: String) -> PyResult<Bound<'py, PyDi
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(did_you_mean, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
     m.add_function(wrap_pyfunction!(trace_formats, m)?)?;
     m.add_function(wrap_pyfunction!(trace_format_descriptions, m)?)?;

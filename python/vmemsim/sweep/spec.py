@@ -35,7 +35,6 @@ error naming it and the closest known key.
 from __future__ import annotations
 
 import copy
-import difflib
 import hashlib
 import itertools
 import json
@@ -46,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .._native import VmemsimError
+from .._hints import did_you_mean
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -128,8 +128,7 @@ def check_choice(*choices: str) -> Callable[[Any, str], str]:
     def check(v: Any, where: str) -> str:
         s = check_str(v, where)
         if s not in choices:
-            near = difflib.get_close_matches(s, choices, n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            hint = did_you_mean(s, choices)
             raise VmemsimError(f"{where}: {s!r} is not one of {', '.join(choices)}{hint}")
         return s
 
@@ -171,8 +170,7 @@ def check_policy(v: Any, where: str) -> str:
     name = check_str(v, where)
     names = policy_names()
     if name not in names:
-        near = difflib.get_close_matches(name, names, n=1)
-        hint = f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(names)}"
+        hint = did_you_mean(name, names) or f"; known: {', '.join(names)}"
         raise VmemsimError(f"{where}: unknown policy {name!r}{hint}")
     return name
 
@@ -287,8 +285,7 @@ _builtin_schema()
 
 def _unknown(path: str, where: str) -> VmemsimError:
     known = list(SCHEMA) + [f"{t}.KEY" for t in OPEN_TABLES]
-    near = difflib.get_close_matches(path, known, n=1, cutoff=0.6)
-    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    hint = did_you_mean(path, known)
     return VmemsimError(f"{where}: unknown key {path!r}{hint}")
 
 
@@ -451,8 +448,7 @@ def parse_experiment(text: str, file: str = "<experiment>", base_dir: str = ".")
         raise VmemsimError(f"{file}: not valid TOML: {e}") from None
     for k in raw:
         if k not in FILE_SECTIONS:
-            near = difflib.get_close_matches(k, FILE_SECTIONS, n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            hint = did_you_mean(k, FILE_SECTIONS)
             raise VmemsimError(f"{file}: unknown section {k!r}{hint}; sections are "
                                f"{', '.join(FILE_SECTIONS)}")
         if not isinstance(raw[k], dict):

@@ -116,7 +116,11 @@ impl PolicyKind {
                 let names: Vec<&str> = Self::ALL.iter().map(|e| e.1).collect();
                 Error::config(
                     "policy",
-                    format!("unknown policy '{name}'; valid: {}", names.join(", ")),
+                    format!(
+                        "unknown policy '{name}'{}; valid: {}",
+                        crate::error::did_you_mean(name, &names),
+                        names.join(", ")
+                    ),
                 )
             })
     }

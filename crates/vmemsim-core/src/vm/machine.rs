@@ -424,6 +424,26 @@ pub struct VmCosts {
     pub reclaim_page_ns: u64,
 }
 
+impl VmCosts {
+    /// Values that would make time meaningless: `cpu_ghz` must be a positive, finite clock
+    /// rate (it divides cycle counts), each `kvm_work_ns` finite and not negative.
+    pub fn check(&self) -> Result<()> {
+        if !(self.cpu_ghz.is_finite() && self.cpu_ghz > 0.0) {
+            return Err(Error::config(
+                "costs.cpu_ghz",
+                format!("{} is not a clock rate in GHz (above 0)", self.cpu_ghz),
+            ));
+        }
+        if let Some(w) = self.kvm_work_ns.iter().find(|w| !(w.is_finite() && **w >= 0.0)) {
+            return Err(Error::config(
+                "costs.kvm_work_ns",
+                format!("{w} is not a time in ns (0 or more)"),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for VmCosts {
     fn default() -> Self {
         VmCosts {
@@ -996,6 +1016,7 @@ impl Vm {
         if vcpus == 0 {
             return Err(Error::config("vm.vcpus", "must be at least 1"));
         }
+        cfg.costs.check()?;
         if (cfg.paging == Paging::Native) != host.is_none() {
             return Err(Error::config(
                 "vm.paging",
