@@ -191,6 +191,11 @@ def test_api_warmup() -> None:
     assert vmemsim.replay(BELADY, policy="fifo", frames=3).warmup == 0
     with pytest.raises(vmemsim.VmemsimError, match="warmup: expected a whole number"):
         vmemsim.replay(BELADY, policy="fifo", frames=3, warmup=-1)
+    for policy in ("fifo", "opt"):  # the streamed path and OPT's whole-trace path
+        with pytest.raises(vmemsim.VmemsimError, match=(
+            r"^warmup: 12 accesses take the whole trace \(12 accesses\), leaving nothing"
+        )):
+            vmemsim.replay(BELADY, policy=policy, frames=3, warmup=12)
 
 
 # ---------------------------------------------------------------- JSON, reader options

@@ -553,7 +553,8 @@ def replay(
     zram's allocations are not charged to). ``stats["zram_mem_used_max"]`` is the pool's peak
     in bytes, as zram's ``mm_stat`` reports it. ``warmup`` (accesses; ``None`` or 0 = none)
     replays the first ``warmup`` accesses before counting starts: the result's counters (but
-    the peaks ``peak_resident`` and ``zram_mem_used_max``) and ``series`` cover only the rest.
+    the peaks ``peak_resident`` and ``zram_mem_used_max``) and ``series`` cover only the rest;
+    a warm-up of the whole trace, leaving nothing to count, is an error.
 
     Raises ``VmemsimError`` (a ``ValueError``) with a one-line message on any bad input.
     """

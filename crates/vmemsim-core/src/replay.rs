@@ -28,7 +28,8 @@ pub struct ReplaySpec {
     /// memory, training the policy) and then every counter of [`ReplayResult::stats`] is reset
     /// to zero but the peaks (`peak_resident`, `zram_mem_used_max`, which keep their whole-run
     /// values), so `stats` and `series` cover only the accesses after the warm-up. 0 = none;
-    /// a warm-up of the whole trace or more leaves nothing counted.
+    /// a warm-up of the whole trace or more, which would leave nothing to count, is an error
+    /// naming `warmup`.
     pub warmup: u64,
 }
 
@@ -101,6 +102,17 @@ struct Run<'a, 'b> {
     sample_every: u64,
     warmup: u64,
     progress: Option<&'b mut dyn FnMut(u64)>,
+}
+
+/// The error of a warm-up that took every access of a trace of `accesses` (at least one).
+fn warmup_too_long(warmup: u64, accesses: u64) -> Error {
+    Error::config(
+        "warmup",
+        format!(
+            "{warmup} accesses take the whole trace ({accesses} accesses), leaving nothing to \
+             count; give a shorter warm-up"
+        ),
+    )
 }
 
 /// The end of a warm-up: every counter back to zero, but the peaks, which keep their values.
@@ -212,8 +224,11 @@ impl PolicyVisitor for Run<'_, '_> {
             let all = collect(src)?;
             let next = next_use(&all);
             let n = all.len();
-            // The warm-up ends after access `w` (all of them when it is the whole trace).
-            let w = warmup.min(n as u64) as usize;
+            if n > 0 && warmup >= n as u64 {
+                return Err(warmup_too_long(warmup, n as u64));
+            }
+            // The warm-up ends after access `w`.
+            let w = warmup as usize;
             let mut i = 0;
             // Runs of accesses that end at a chunk boundary (OOM check, progress), at the end
             // of the warm-up or at a sample boundary, whichever comes first.
@@ -297,9 +312,9 @@ impl PolicyVisitor for Run<'_, '_> {
                     }
                     let _ = empty_tx.send(buf);
                 }
-                // A warm-up longer than the trace: nothing is counted.
-                if warm_left > 0 && served > 0 {
-                    start_counting(&mut m.stats);
+                // A warm-up of the whole trace (an empty trace is not this error).
+                if warmup > 0 && served > 0 && served <= warmup {
+                    return Err(warmup_too_long(warmup, served));
                 }
                 Ok(())
             })?;
@@ -788,17 +803,49 @@ mod warmup {
         assert_eq!(f, [(3, 1), (6, 2), (8, 3)]);
     }
 
+    /// A source that does not know its length, as a text trace.
+    struct Unsized(VecSource);
+
+    impl TraceSource for Unsized {
+        fn next_chunk(&mut self, buf: &mut Vec<Access>) -> Result<()> {
+            self.0.next_chunk(buf)
+        }
+        fn name(&self) -> String {
+            self.0.name()
+        }
+    }
+
     #[test]
-    fn a_warm_up_of_the_whole_trace_counts_nothing() {
+    fn a_warm_up_of_the_whole_trace_is_an_error() {
         for policy in ["fifo", "opt", "mglru"] {
             for w in [12, 13, 1000] {
-                let r = run(policy, &BELADY, 3, w, 5);
-                assert_eq!((r.stats.accesses, r.stats.faults), (0, 0), "{policy} {w}");
-                assert!(r.series.is_empty());
-                // Peaks keep their values.
-                assert_eq!(r.stats.peak_resident, 3, "{policy} {w}");
+                let spec = ReplaySpec {
+                    warmup: w,
+                    ..ReplaySpec::new(
+                        PolicyKind::from_name(policy).unwrap(),
+                        MachineConfig::new(3),
+                        PolicyOptions::new(1),
+                    )
+                };
+                let e = replay(&mut Unsized(VecSource::from_pages(&BELADY)), &spec, None)
+                    .unwrap_err()
+                    .to_string();
+                assert_eq!(
+                    e,
+                    format!(
+                        "warmup: {w} accesses take the whole trace (12 accesses), leaving \
+                         nothing to count; give a shorter warm-up"
+                    ),
+                    "{policy}"
+                );
             }
+            // One access short of the whole trace counts the last one.
+            assert_eq!(run(policy, &BELADY, 3, 11, 0).stats.accesses, 1, "{policy}");
         }
+        // It is to page 5: FIFO and OPT still hold it (loaded at access 7); LRU evicted it at
+        // access 10 (5 was least recently used after 1 and 2 hit at 8 and 9).
+        let last = |p| run(p, &BELADY, 3, 11, 0).stats.faults;
+        assert_eq!((last("fifo"), last("opt"), last("lru")), (0, 0, 1));
     }
 
     /// Over several chunks, the warm-up ending inside one: every counter equals the whole
