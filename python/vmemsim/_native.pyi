@@ -47,9 +47,11 @@ def replay(
     machine: Optional[Mapping[str, Any]] = None,
     progress: Optional[ProgressFn] = None,
     sample_every: int = 0,
+    warmup: int = 0,
 ) -> str:
     """Replay a source; returns the JSON of the core's ``ReplayResult`` (with ``series``, the
-    cumulative ``Stats`` every ``sample_every`` accesses, when that is above 0)."""
+    cumulative ``Stats`` every ``sample_every`` accesses, when that is above 0). The first
+    ``warmup`` accesses are replayed before counting starts."""
 
 def miss_ratio_curve(
     source: Mapping[str, Any],

@@ -105,7 +105,10 @@ class ReplayResult:
     ``policy_counters`` the policy's own. ``series`` (when the replay was given
     ``sample_every``) holds the cumulative counters after every ``sample_every`` accesses and
     at the end of the trace: one dict per sample with the same keys as ``stats``, the last
-    equal to ``stats``; an empty tuple otherwise.
+    equal to ``stats``; an empty tuple otherwise. ``warmup`` is the accesses replayed before
+    counting started (:func:`replay`'s ``warmup``): ``stats``, ``series`` and the headline
+    numbers cover the accesses after it (``accesses`` counts those), ``policy_counters`` the
+    whole run.
     """
 
     accesses: int
@@ -129,6 +132,7 @@ class ReplayResult:
     policy_counters: Dict[str, int] = field(default_factory=dict)
     options: Dict[str, str] = field(default_factory=dict)
     series: Tuple[Dict[str, int], ...] = ()
+    warmup: int = 0
 
     @property
     def miss_ratio(self) -> float:
@@ -160,6 +164,7 @@ class ReplayResult:
             policy_counters=dict(raw["policy_counters"]),
             options=dict(raw["options"]),
             series=tuple(dict(x) for x in raw.get("series", ())),
+            warmup=int(raw.get("warmup", 0)),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -176,6 +181,7 @@ class ReplayResult:
             "seed": self.seed,
             "version": self.version,
             "trace": self.trace,
+            "warmup": self.warmup,
             "page_cluster": self.page_cluster,
             "swap": self.swap,
             "kernel": self.kernel,
@@ -215,6 +221,7 @@ class ReplayResult:
             "seed": self.seed,
             "trace": self.trace,
             "version": self.version,
+            "warmup": self.warmup,
             "page_cluster": self.page_cluster,
             "swap": self.swap,
             "kernel": self.kernel,
@@ -257,6 +264,16 @@ def _sample_every_arg(v: Any) -> int:
         raise VmemsimError(
             f"sample_every: expected a whole number of accesses, at least 0 (0 = no series), "
             f"got {v!r}"
+        )
+    return int(v)
+
+
+def _warmup_arg(v: Any) -> int:
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= int(v) < 2**64:
+        raise VmemsimError(
+            f"warmup: expected a whole number of accesses, at least 0 (0 = none), got {v!r}"
         )
     return int(v)
 
@@ -507,6 +524,7 @@ def replay(
     kernel: str = "6.8",
     content_class: str = "numeric",
     charge_device_ram: bool = True,
+    warmup: Optional[int] = None,
 ) -> ReplayResult:
     """Replay ``trace`` through ``policy`` on a machine of ``frames`` 4 KiB frames.
 
@@ -533,13 +551,17 @@ def replay(
     ``"zram:text_ratio=3,numeric_ratio=2"``), and the pool's pages are taken from the free
     frames; ``charge_device_ram=False`` leaves it out (frames is a memory cgroup's limit, which
     zram's allocations are not charged to). ``stats["zram_mem_used_max"]`` is the pool's peak
-    in bytes, as zram's ``mm_stat`` reports it.
+    in bytes, as zram's ``mm_stat`` reports it. ``warmup`` (accesses; ``None`` or 0 = none)
+    replays the first ``warmup`` accesses before counting starts: the result's counters (but
+    the peaks ``peak_resident`` and ``zram_mem_used_max``) and ``series`` cover only the rest;
+    a warm-up of the whole trace, leaving nothing to count, is an error.
 
     Raises ``VmemsimError`` (a ``ValueError``) with a one-line message on any bad input.
     """
     frames_s = _frames_arg(frames)
     seed_i = _seed_arg(seed)
     every = _sample_every_arg(sample_every)
+    warm = _warmup_arg(warmup)
     opts = _options_arg(options)
     machine = _machine_arg(
         page_cluster, watermarks, swappiness, check_invariants, swap, kernel, content_class,
@@ -551,7 +573,7 @@ def replay(
         trace, format=format, page_size=page_size, addresses=addresses, csv=csv, seed=seed_i,
         writes=writes,
     )
-    out = _native.replay(src, policy, frames_s, seed_i, opts, machine, progress, every)
+    out = _native.replay(src, policy, frames_s, seed_i, opts, machine, progress, every, warm)
     return ReplayResult.from_json(out)
 
 

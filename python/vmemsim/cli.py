@@ -1385,6 +1385,7 @@ register(
 from .sweep import cli as _sweep_cli  # noqa: E402,F401
 from .drivers import cli as _drivers_cli  # noqa: E402,F401
 from .validate import cli as _validate_cli  # noqa: E402,F401
+from . import compare_cmd as _compare_cmd  # noqa: E402,F401
 
 # ---------------------------------------------------------------- entry point
 

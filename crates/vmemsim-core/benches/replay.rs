@@ -35,6 +35,7 @@ fn bench(c: &mut Criterion) {
                     machine: MachineConfig::new(10_000),
                     options: PolicyOptions::new(1),
                     sample_every: 0,
+                    warmup: 0,
                 };
                 replay(&mut VecSource::new(trace.clone()), &spec, None).unwrap()
             })

@@ -23,6 +23,7 @@ fn main() {
         machine: MachineConfig::new(args[3].parse().expect("frames")),
         options: PolicyOptions::new(1),
         sample_every: 0,
+        warmup: 0,
     };
     let t = Instant::now();
     let r = replay(&mut VecSource::new(trace), &spec, None).expect("replay");

@@ -598,6 +598,7 @@ mod tests {
             machine: MachineConfig::new(frames),
             options: PolicyOptions::new(1),
             sample_every: 0,
+            warmup: 0,
         };
         replay(&mut VecSource::from_pages(pages), &spec, None)
             .unwrap()
@@ -720,6 +721,7 @@ mod tests {
             machine: MachineConfig::new(1),
             options: PolicyOptions::new(1),
             sample_every: 0,
+            warmup: 0,
         };
         let data: Vec<Access> = pages.iter().map(|&p| Access::read(p)).collect();
         let open =

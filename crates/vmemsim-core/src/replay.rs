@@ -23,6 +23,14 @@ pub struct ReplaySpec {
     /// of the trace when it does not end on a boundary) into [`ReplayResult::series`];
     /// 0 = no series. A run may record at most [`MAX_SAMPLES`] samples.
     pub sample_every: u64,
+    /// Accesses replayed before counting starts (a warm-up, as libCacheSim's `--warmup-sec`
+    /// by count): the first `warmup` accesses run through the machine as usual (filling
+    /// memory, training the policy) and then every counter of [`ReplayResult::stats`] is reset
+    /// to zero but the peaks (`peak_resident`, `zram_mem_used_max`, which keep their whole-run
+    /// values), so `stats` and `series` cover only the accesses after the warm-up. 0 = none;
+    /// a warm-up of the whole trace or more, which would leave nothing to count, is an error
+    /// naming `warmup`.
+    pub warmup: u64,
 }
 
 impl ReplaySpec {
@@ -33,6 +41,7 @@ impl ReplaySpec {
             machine,
             options,
             sample_every: 0,
+            warmup: 0,
         }
     }
 }
@@ -51,6 +60,10 @@ pub struct ReplayResult {
     pub frames: u32,
     pub seed: u64,
     pub trace: String,
+    /// Accesses replayed before counting started ([`ReplaySpec::warmup`]); `stats` and
+    /// `series` cover the rest, `policy_counters` the whole run.
+    #[serde(default)]
+    pub warmup: u64,
     pub page_cluster: u8,
     /// The swap device's kind as far as it decides counters: `disk` (asynchronous writes,
     /// the swap cache and readahead) or `zram` (`SWP_SYNCHRONOUS_IO`,
@@ -87,7 +100,28 @@ struct Run<'a, 'b> {
     src: &'a mut dyn TraceSource,
     machine: MachineConfig,
     sample_every: u64,
+    warmup: u64,
     progress: Option<&'b mut dyn FnMut(u64)>,
+}
+
+/// The error of a warm-up that took every access of a trace of `accesses` (at least one).
+fn warmup_too_long(warmup: u64, accesses: u64) -> Error {
+    Error::config(
+        "warmup",
+        format!(
+            "{warmup} accesses take the whole trace ({accesses} accesses), leaving nothing to \
+             count; give a shorter warm-up"
+        ),
+    )
+}
+
+/// The end of a warm-up: every counter back to zero, but the peaks, which keep their values.
+fn start_counting(stats: &mut Stats) {
+    *stats = Stats {
+        peak_resident: stats.peak_resident,
+        zram_mem_used_max: stats.zram_mem_used_max,
+        ..Stats::default()
+    };
 }
 
 /// What a run hands back to [`replay`].
@@ -172,12 +206,14 @@ impl PolicyVisitor for Run<'_, '_> {
             src,
             machine,
             sample_every,
+            warmup,
             mut progress,
         } = self;
         if sample_every != 0 {
             if let Some(n) = src.len_hint() {
-                if n.div_ceil(sample_every) > MAX_SAMPLES {
-                    return Err(too_many_samples(sample_every, Some(n)));
+                let counted = n.saturating_sub(warmup);
+                if counted.div_ceil(sample_every) > MAX_SAMPLES {
+                    return Err(too_many_samples(sample_every, Some(counted)));
                 }
             }
         }
@@ -188,18 +224,32 @@ impl PolicyVisitor for Run<'_, '_> {
             let all = collect(src)?;
             let next = next_use(&all);
             let n = all.len();
+            if n > 0 && warmup >= n as u64 {
+                return Err(warmup_too_long(warmup, n as u64));
+            }
+            // The warm-up ends after access `w`.
+            let w = warmup as usize;
             let mut i = 0;
-            // Runs of accesses that end at a chunk boundary (OOM check, progress) or at a
-            // sample boundary, whichever comes first.
+            // Runs of accesses that end at a chunk boundary (OOM check, progress), at the end
+            // of the warm-up or at a sample boundary, whichever comes first.
             while i < n {
-                let to_chunk = CHUNK - i % CHUNK;
-                let room = series.room(i as u64).min(to_chunk as u64) as usize;
+                let to_chunk = (CHUNK - i % CHUNK) as u64;
+                let room = if i < w {
+                    to_chunk.min((w - i) as u64)
+                } else {
+                    series.room((i - w) as u64).min(to_chunk)
+                } as usize;
                 let end = (i + room).min(n);
                 for j in i..end {
                     m.access(all[j], next[j]);
                 }
                 i = end;
-                series.on_boundary(&m.stats)?;
+                if i == w {
+                    start_counting(&mut m.stats);
+                }
+                if i >= w {
+                    series.on_boundary(&m.stats)?;
+                }
                 if i % CHUNK == 0 {
                     oom_error(&m, &machine)?;
                     if let Some(cb) = progress.as_mut() {
@@ -226,16 +276,28 @@ impl PolicyVisitor for Run<'_, '_> {
                         }
                     }
                 });
+                // Accesses served so far, warm-up included, and of the warm-up still to come.
+                let mut served = 0u64;
+                let mut warm_left = warmup;
                 for chunk in full_rx.iter() {
                     let buf = chunk?;
                     if buf.is_empty() {
                         break;
                     }
+                    let mut rest = &buf[..];
+                    if warm_left > 0 {
+                        let k = warm_left.min(rest.len() as u64) as usize;
+                        m.access_all(&rest[..k]);
+                        rest = &rest[k..];
+                        warm_left -= k as u64;
+                        if warm_left == 0 {
+                            start_counting(&mut m.stats);
+                        }
+                    }
                     if sample_every == 0 {
-                        m.access_all(&buf);
+                        m.access_all(rest);
                     } else {
                         // Split the chunk at each sample boundary.
-                        let mut rest = &buf[..];
                         while !rest.is_empty() {
                             let k = series.room(m.stats.accesses).min(rest.len() as u64) as usize;
                             m.access_all(&rest[..k]);
@@ -243,11 +305,16 @@ impl PolicyVisitor for Run<'_, '_> {
                             series.on_boundary(&m.stats)?;
                         }
                     }
+                    served += buf.len() as u64;
                     oom_error(&m, &machine)?;
                     if let Some(cb) = progress.as_mut() {
-                        cb(m.stats.accesses);
+                        cb(served);
                     }
                     let _ = empty_tx.send(buf);
+                }
+                // A warm-up of the whole trace (an empty trace is not this error).
+                if warmup > 0 && served > 0 && served <= warmup {
+                    return Err(warmup_too_long(warmup, served));
                 }
                 Ok(())
             })?;
@@ -303,6 +370,7 @@ pub fn replay(
         src: &mut *src,
         machine: spec.machine.clone(),
         sample_every: spec.sample_every,
+        warmup: spec.warmup,
         progress,
     };
     let Outcome {
@@ -331,6 +399,7 @@ pub fn replay(
         frames: spec.machine.frames,
         seed: spec.options.seed,
         trace,
+        warmup: spec.warmup,
         page_cluster,
         zram_pool: spec.machine.zram_pool,
         swap: if spec.machine.swap_sync_io || spec.machine.zram_pool.is_some() {
@@ -430,6 +499,7 @@ mod tests {
             },
             options: PolicyOptions::new(1),
             sample_every: 0,
+            warmup: 0,
         };
         replay(&mut VecSource::from_pages(pages), &spec, None).unwrap()
     }
@@ -507,6 +577,7 @@ mod tiny_memory {
                     },
                     options: PolicyOptions::new(3),
                     sample_every: 0,
+                    warmup: 0,
                 };
                 match replay(&mut VecSource::from_pages(&pages), &spec, None) {
                     Ok(r) => assert!(r.stats.faults >= 40, "{name} at {frames} frames"),
@@ -537,6 +608,7 @@ mod series {
             },
             options: PolicyOptions::new(1),
             sample_every: every,
+            warmup: 0,
         };
         replay(&mut VecSource::from_pages(pages), &spec, None)
     }
@@ -665,5 +737,162 @@ mod series {
             .unwrap_err()
             .to_string()
             .starts_with("sample_every: 1 gives more than 1000000 samples on this trace"));
+    }
+}
+
+#[cfg(test)]
+mod warmup {
+    use super::*;
+    use crate::trace::VecSource;
+
+    fn run(policy: &str, pages: &[u64], frames: u32, warmup: u64, every: u64) -> ReplayResult {
+        run_checked(policy, pages, frames, warmup, every, true)
+    }
+
+    fn run_checked(
+        policy: &str,
+        pages: &[u64],
+        frames: u32,
+        warmup: u64,
+        every: u64,
+        check_invariants: bool,
+    ) -> ReplayResult {
+        let spec = ReplaySpec {
+            sample_every: every,
+            warmup,
+            ..ReplaySpec::new(
+                PolicyKind::from_name(policy).unwrap(),
+                MachineConfig {
+                    check_invariants,
+                    ..MachineConfig::new(frames)
+                },
+                PolicyOptions::new(1),
+            )
+        };
+        replay(&mut VecSource::from_pages(pages), &spec, None).unwrap()
+    }
+
+    const BELADY: [u64; 12] = [1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5];
+
+    #[test]
+    fn fifo_by_hand() {
+        // FIFO, 3 frames: misses at accesses 1-7, 10, 11. A warm-up of 4 counts accesses
+        // 5-12: misses at 5, 6, 7, 10, 11; refaults at 5, 6, 10, 11; page 5's first touch at 7.
+        let r = run("fifo", &BELADY, 3, 4, 0);
+        let s = &r.stats;
+        assert_eq!(
+            (s.accesses, s.reads, s.faults, s.major_faults, s.first_touch),
+            (8, 8, 5, 4, 1)
+        );
+        assert_eq!(r.warmup, 4);
+        // No warm-up: the whole trace.
+        assert_eq!(run("fifo", &BELADY, 3, 0, 0).stats.faults, 9);
+    }
+
+    #[test]
+    fn lru_and_opt_by_hand() {
+        // LRU, 3 frames: hits only at accesses 8 and 9; a warm-up of 6 counts 7-12, of which
+        // 7, 10, 11, 12 miss.
+        let r = run("lru", &BELADY, 3, 6, 0);
+        assert_eq!((r.stats.accesses, r.stats.faults), (6, 4));
+        // OPT (the path that reads the whole trace first): misses at 1-4, 7, 10, 11; a
+        // warm-up of 4 leaves 7, 10, 11.
+        let r = run("opt", &BELADY, 3, 4, 0);
+        assert_eq!((r.stats.accesses, r.stats.faults), (8, 3));
+    }
+
+    #[test]
+    fn series_counts_after_the_warm_up() {
+        // Samples every 3 counted accesses: after accesses 7 and 10, and at the end (12).
+        // FIFO's cumulative faults there are 7, 8, 9, less the 4 of the warm-up.
+        let r = run("fifo", &BELADY, 3, 4, 3);
+        let f: Vec<(u64, u64)> = r.series.iter().map(|s| (s.accesses, s.faults)).collect();
+        assert_eq!(f, [(3, 3), (6, 4), (8, 5)]);
+        assert_eq!(r.series.last(), Some(&r.stats));
+        // OPT's cumulative faults after 7, 10, 12 are 5, 6, 7.
+        let r = run("opt", &BELADY, 3, 4, 3);
+        let f: Vec<(u64, u64)> = r.series.iter().map(|s| (s.accesses, s.faults)).collect();
+        assert_eq!(f, [(3, 1), (6, 2), (8, 3)]);
+    }
+
+    /// A source that does not know its length, as a text trace.
+    struct Unsized(VecSource);
+
+    impl TraceSource for Unsized {
+        fn next_chunk(&mut self, buf: &mut Vec<Access>) -> Result<()> {
+            self.0.next_chunk(buf)
+        }
+        fn name(&self) -> String {
+            self.0.name()
+        }
+    }
+
+    #[test]
+    fn a_warm_up_of_the_whole_trace_is_an_error() {
+        for policy in ["fifo", "opt", "mglru"] {
+            for w in [12, 13, 1000] {
+                let spec = ReplaySpec {
+                    warmup: w,
+                    ..ReplaySpec::new(
+                        PolicyKind::from_name(policy).unwrap(),
+                        MachineConfig::new(3),
+                        PolicyOptions::new(1),
+                    )
+                };
+                let e = replay(&mut Unsized(VecSource::from_pages(&BELADY)), &spec, None)
+                    .unwrap_err()
+                    .to_string();
+                assert_eq!(
+                    e,
+                    format!(
+                        "warmup: {w} accesses take the whole trace (12 accesses), leaving \
+                         nothing to count; give a shorter warm-up"
+                    ),
+                    "{policy}"
+                );
+            }
+            // One access short of the whole trace counts the last one.
+            assert_eq!(run(policy, &BELADY, 3, 11, 0).stats.accesses, 1, "{policy}");
+        }
+        // It is to page 5: FIFO and OPT still hold it (loaded at access 7); LRU evicted it at
+        // access 10 (5 was least recently used after 1 and 2 hit at 8 and 9).
+        let last = |p| run(p, &BELADY, 3, 11, 0).stats.faults;
+        assert_eq!((last("fifo"), last("opt"), last("lru")), (0, 0, 1));
+    }
+
+    /// Over several chunks, the warm-up ending inside one: every counter equals the whole
+    /// run's less its value after the warm-up (a sample of the whole run at that access), the
+    /// peaks and the policy's own counters are those of the whole run.
+    #[test]
+    fn counters_are_the_whole_run_less_the_warm_up() {
+        let pages: Vec<u64> = (0..2 * CHUNK as u64 + 999)
+            .map(|i| (i * 2654435761) % 4000 + (i / 9000) * 250)
+            .collect();
+        let w = CHUNK as u64 + 12_345;
+        let as_map = |s: &Stats| match serde_json::to_value(s).unwrap() {
+            serde_json::Value::Object(m) => m
+                .into_iter()
+                .map(|(k, v)| (k, v.as_u64().unwrap()))
+                .collect::<BTreeMap<String, u64>>(),
+            _ => unreachable!(),
+        };
+        for policy in ["lru", "fifo", "clock-lru", "mglru", "opt"] {
+            // Without invariant checks after every access, which would take a minute here.
+            let whole = run_checked(policy, &pages, 1200, 0, w, false);
+            let warm = run_checked(policy, &pages, 1200, w, 0, false);
+            let (end, at_w) = (as_map(&whole.stats), as_map(&whole.series[0]));
+            assert_eq!(whole.series[0].accesses, w);
+            let got = as_map(&warm.stats);
+            for (k, v) in &end {
+                let want = match k.as_str() {
+                    "peak_resident" | "zram_mem_used_max" => *v,
+                    _ => v - at_w[k],
+                };
+                assert_eq!(got[k], want, "{policy}: {k}");
+            }
+            assert_eq!(warm.stats.accesses, pages.len() as u64 - w);
+            assert!(warm.stats.faults > 0, "{policy}");
+            assert_eq!(warm.policy_counters, whole.policy_counters, "{policy}");
+        }
     }
 }

@@ -27,6 +27,7 @@ fn faults(policy: &str, pages: &[u64], frames: u32) -> u64 {
         },
         options: PolicyOptions::new(7),
         sample_every: 0,
+        warmup: 0,
     };
     replay(&mut VecSource::from_pages(pages), &spec, None)
         .unwrap()
@@ -120,6 +121,7 @@ fn clock_two_bit_counter() {
         },
         options: PolicyOptions::new(0).with("n_bit_counter", bits),
         sample_every: 0,
+        warmup: 0,
     };
     let trace = [1, 1, 1, 2, 3, 4, 1, 3];
     let run = |bits| {
@@ -229,6 +231,7 @@ fn random_is_seeded_and_bounded() {
         },
         options: PolicyOptions::new(seed),
         sample_every: 0,
+        warmup: 0,
     };
     let trace: Vec<u64> = (0..400u64).map(|i| (i * i + 3 * i) % 11).collect();
     let run = |seed| {
@@ -286,6 +289,7 @@ fn every_demand_policy_is_registered() {
         machine: MachineConfig::new(20),
         options: PolicyOptions::new(0).with(k, v),
         sample_every: 0,
+        warmup: 0,
     };
     let err = |k, v| {
         replay(&mut VecSource::from_pages(&BELADY), &spec(k, v), None)

@@ -27,6 +27,7 @@ fn run(policy: &str, trace: &[Access], frames: u32, seed: u64, check: bool) -> u
         },
         options: PolicyOptions::new(seed),
         sample_every: 0,
+        warmup: 0,
     };
     replay(&mut VecSource::new(trace.to_vec()), &spec, None)
         .unwrap()
@@ -116,6 +117,7 @@ fn s3fifo_knobs_keep_invariants() {
             },
             options: PolicyOptions::new(0).with(k, v),
             sample_every: 0,
+            warmup: 0,
         };
         let r = replay(&mut VecSource::new(trace.clone()), &spec, None).unwrap();
         assert!(r.stats.faults >= 41 && r.stats.faults < 3000, "{k}={v}");

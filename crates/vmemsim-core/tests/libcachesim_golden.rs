@@ -50,6 +50,7 @@ fn faults(policy: &str, pages: &[u64], frames: u32) -> u64 {
         machine: MachineConfig::new(frames),
         options: PolicyOptions::new(0),
         sample_every: 0,
+        warmup: 0,
     };
     replay(&mut VecSource::from_pages(pages), &spec, None)
         .unwrap()

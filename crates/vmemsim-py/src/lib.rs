@@ -748,9 +748,10 @@ fn check_options(kind: PolicyKind, frames: u32, options: &PolicyOptions) -> PyRe
 
 /// Replay a source through one policy. `frames` is a count or a percentage of the trace's
 /// distinct pages ("25%"). `sample_every` > 0 records the cumulative counters every that many
-/// accesses (the result's `series`). Returns the JSON of the core's `ReplayResult`.
+/// accesses (the result's `series`). `warmup` accesses are replayed before counting starts
+/// (`ReplaySpec::warmup`). Returns the JSON of the core's `ReplayResult`.
 #[pyfunction]
-#[pyo3(name = "replay", signature = (source, policy, frames, seed=0, options=None, machine=None, progress=None, sample_every=0))]
+#[pyo3(name = "replay", signature = (source, policy, frames, seed=0, options=None, machine=None, progress=None, sample_every=0, warmup=0))]
 #[allow(clippy::too_many_arguments)]
 fn replay_source(
     py: Python<'_>,
@@ -762,6 +763,7 @@ fn replay_source(
     machine: Option<&Bound<'_, PyDict>>,
     progress: Option<PyObject>,
     sample_every: u64,
+    warmup: u64,
 ) -> PyResult<String> {
     let kind = PolicyKind::from_name(policy).map_err(py_err)?;
     let frames = FramesSpec::parse(frames).map_err(py_err)?;
@@ -792,6 +794,7 @@ fn replay_source(
             machine,
             options,
             sample_every,
+            warmup,
         };
         let mut s = src.open().map_err(py_err)?;
         meter.set_total(s.len_hint());

@@ -524,6 +524,7 @@ fn replay_tiny_hand_trace() {
         machine: tiny_machine(),
         options: PolicyOptions::new(1),
         sample_every: 0,
+        warmup: 0,
     };
     let res = replay(&mut VecSource::from_pages(&trace), &spec, None).unwrap();
     let mut m = Machine::new(&tiny_machine(), ClockLru::new(6)).unwrap();
@@ -760,6 +761,7 @@ fn clock_lru_speed() {
             },
             options: PolicyOptions::new(1),
             sample_every: 0,
+            warmup: 0,
         };
         let t = std::time::Instant::now();
         let r = replay(&mut VecSource::new(trace.clone()), &spec, None).unwrap();

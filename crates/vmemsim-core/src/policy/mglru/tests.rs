@@ -660,6 +660,7 @@ fn run(
         },
         options: opts,
         sample_every: 0,
+        warmup: 0,
     };
     replay(&mut VecSource::new(trace.to_vec()), &spec, None).unwrap()
 }
@@ -754,6 +755,7 @@ fn presets_and_options() {
         machine: MachineConfig::new(100),
         options: PolicyOptions::new(0).with("gens", "5"),
         sample_every: 0,
+        warmup: 0,
     };
     let e = replay(&mut VecSource::from_pages(&[1]), &spec, None).unwrap_err();
     assert_eq!(e.to_string(), "option gens: unknown option for this policy");
