@@ -15,6 +15,8 @@
 //! Adding a policy touches its own file and one variant of [`registry::PolicyKind`].
 
 pub mod arc;
+#[cfg(test)]
+mod by_hand;
 pub mod clock;
 pub mod clock_lru;
 pub mod fifo;
@@ -22,11 +24,15 @@ pub mod ghost;
 pub mod lfu;
 pub mod list;
 pub mod lru;
+pub mod mq;
 pub mod mglru;
 pub mod opt;
 pub mod random;
 pub mod registry;
 pub mod s3fifo;
+pub mod sieve;
+pub mod slru;
+pub mod twoq;
 
 pub use registry::{PolicyKind, PolicyOptions};
 
