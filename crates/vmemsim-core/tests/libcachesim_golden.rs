@@ -32,6 +32,7 @@ use vmemsim_core::trace::VecSource;
 #[derive(Deserialize)]
 struct Golden {
     exact: Vec<String>,
+    libcachesim_classes: BTreeMap<String, String>,
     traces: BTreeMap<String, Vec<u64>>,
     results: Vec<Case>,
 }
@@ -44,6 +45,9 @@ struct Case {
     misses: u64,
 }
 
+/// vmemsim's faults, plus the hits it counts on pages libCacheSim had already evicted from
+/// inside an earlier hit (slru only: `SLRU_cool(.., 0)` calls `SLRU_evict` from
+/// `SLRU_find`, which a demand pager cannot do; see `policy/slru.rs`).
 fn faults(policy: &str, pages: &[u64], frames: u32) -> u64 {
     let spec = ReplaySpec {
         policy: PolicyKind::from_name(policy).unwrap(),
@@ -51,10 +55,12 @@ fn faults(policy: &str, pages: &[u64], frames: u32) -> u64 {
         options: PolicyOptions::new(0),
         sample_every: 0,
     };
-    replay(&mut VecSource::from_pages(pages), &spec, None)
-        .unwrap()
-        .stats
-        .faults
+    let r = replay(&mut VecSource::from_pages(pages), &spec, None).unwrap();
+    let missed_by_libcachesim = match policy {
+        "slru" => r.policy_counters["cooled_out_hits"],
+        _ => 0,
+    };
+    r.stats.faults + missed_by_libcachesim
 }
 
 /// The committed golden file, or another one of the same shape named by
@@ -96,5 +102,5 @@ fn miss_counts_equal_libcachesim() {
     }
     eprintln!("exact agreement per policy: {per_policy:?}");
     assert!(report.is_empty(), "differences:\n{}", report.join("\n"));
-    assert_eq!(per_policy.len(), 7);
+    assert_eq!(per_policy.len(), g.libcachesim_classes.len());
 }
