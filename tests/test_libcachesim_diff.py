@@ -107,3 +107,58 @@ def test_counting_method_matches_libcachesim_process_trace() -> None:
         cache = getattr(lcs, cls_name)(cache_size=100, hashpower=16, **kw)
         miss_ratio, _ = cache.process_trace(reader)
         assert round(miss_ratio * len(ids)) == ref.libcachesim_misses(policy, ids, 100)
+
+
+def _libcachesim_misses_with(cache, trace) -> int:
+    misses = 0
+    for i, p in enumerate(trace):
+        req = lcs.Request(obj_size=1, obj_id=int(p), clock_time=i, next_access_vtime=-2)
+        if not cache.get(req):
+            misses += 1
+    return misses
+
+
+def _slru(frames: int, params: str):
+    """libCacheSim's SLRU with parameters (the SLRU class takes none)."""
+    from libcachesim import cache as lcs_cache
+
+    common = lcs_cache._create_common_params(frames, 86400 * 300, 16, False, None)
+    return lcs_cache.CacheBase(_cache=lcs_cache.SLRU_init(common, params))
+
+
+# (vmemsim policy, vmemsim options, libCacheSim cache for a size): non-default knobs, so that
+# MQ's expiry demotions and 2Q's and SLRU's sizing rules are exercised beyond the defaults.
+KNOBS = [
+    (
+        "mq",
+        {"n_queue": 4, "lifetime": 200, "qout_size_ratio": 1.0},
+        lambda c: lcs.MQ(c, hashpower=16, n_queue=4, lifetime=200, qout_size_ratio=1.0),
+    ),
+    (
+        "mq",
+        {"n_queue": 2, "lifetime": 1, "qout_size_ratio": 0.5},
+        lambda c: lcs.MQ(c, hashpower=16, n_queue=2, lifetime=1, qout_size_ratio=0.5),
+    ),
+    (
+        "2q",
+        {"ain_size_ratio": 0.1, "aout_size_ratio": 1.0},
+        lambda c: lcs.TwoQ(c, hashpower=16, a_in_size_ratio=0.1, a_out_size_ratio=1.0),
+    ),
+    ("slru", {"n_seg": 2}, lambda c: _slru(c, "n-seg=2")),
+    ("slru", {"seg_size": "1:2:3"}, lambda c: _slru(c, "seg-size=1:2:3")),
+]
+
+
+@pytest.mark.parametrize("case", range(len(KNOBS)))
+def test_knobs_match_libcachesim(case: int) -> None:
+    policy, options, make = KNOBS[case]
+    diffs = []
+    for trace_name in ("zipf0.9-2000p", "loop120+zipf"):
+        tr = _trace(trace_name)
+        for frames in (50, 333):
+            theirs = _libcachesim_misses_with(make(frames), tr)
+            r = vmemsim.replay(tr, policy=policy, frames=frames, seed=0, options=options)
+            ours = r.faults + r.policy_counters.get(ref.HIT_IS_LIBCACHESIM_MISS.get(policy, ""), 0)
+            if ours != theirs:
+                diffs.append(f"{trace_name} {frames} frames: vmemsim {ours}, libCacheSim {theirs}")
+    assert not diffs, f"{policy} {options}: " + "; ".join(diffs)
