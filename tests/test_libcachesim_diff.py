@@ -5,7 +5,7 @@ libCacheSim is made to count page faults: object size 1, cache size in objects, 
 `get` per access, a miss is a `get` returning False (cold misses included, like vmemsim's
 `faults`). See tests/libcachesim_ref.py.
 
-Required agreement (measured, not assumed: all 175 cases below agree, checked through the
+Required agreement (measured, not assumed: all 275 cases below agree, checked through the
 Rust core with `gen_libcachesim_golden.py --big` and `VMEMSIM_LIBCACHESIM_GOLDEN`):
 - fifo, lru, clock (libCacheSim Clock with n_bit_counter=1, init_freq=0), opt (Belady):
   exactly.

@@ -20,6 +20,11 @@
 //!   share or S is empty; warm-up inserts to M once S is full; promoted pages enter M with
 //!   a cleared counter), see `policy/s3fifo.rs`. Below 20 frames libCacheSim's small queue
 //!   holds ≤ 1 object and it admits nothing, so no comparison is made there.
+//! - sieve, 2q, mq: exactly (libCacheSim `Sieve`, `TwoQ`, `MQ` with their defaults).
+//! - slru: exactly once `cooled_out_hits` is added to vmemsim's faults: libCacheSim's `SLRU.c`
+//!   evicts from inside a hit (`SLRU_cool(.., 0)` calls `SLRU_evict`) when segment 0 holds
+//!   more than ⌊c/4⌋ pages, which a demand pager cannot do; vmemsim keeps those pages, set
+//!   aside, and counts hits on them (see `policy/slru.rs`).
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
