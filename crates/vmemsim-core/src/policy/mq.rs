@@ -18,7 +18,7 @@
 //! Counts saturate at `i32::MAX` as libCacheSim's do. Pages that arrive by readahead count as
 //! first accesses and drop any Qout entry; pages that leave by `on_remove` leave none.
 
-use super::ghost::{Ghosts, PageMap};
+use super::ghost::PageMap;
 use super::list::{Links, List};
 use super::{Family, Insert, Policy, PolicyOptions, Touch};
 use crate::error::{Error, Result};
@@ -39,10 +39,7 @@ pub struct Mq {
     /// Accesses seen so far (the paper's CurrentTime); Adjust ticks it.
     now: u64,
     lifetime: u64,
-    /// Qout: page numbers in FIFO order, head = newest; their counts in `qout_freq`.
-    qout: Ghosts<1>,
-    qout_freq: PageMap<u32>,
-    qout_cap: u32,
+    qout: History,
     /// The page of the miss being served and its count from Qout, if it was there.
     pending: Option<(u64, Option<u32>)>,
     qout_hits: u64,
@@ -69,9 +66,6 @@ impl Mq {
                 format!("must be in (0, 64], got {ratio}"),
             ));
         }
-        let qout_cap = (frames as f64 * ratio) as u32;
-        let mut qout_freq = PageMap::default();
-        qout_freq.reserve(qout_cap as usize + 1);
         Ok(Mq {
             links: Links::new(frames as usize),
             queues: vec![List::default(); n as usize],
@@ -81,9 +75,7 @@ impl Mq {
             expire: vec![0; frames as usize],
             now: 0,
             lifetime,
-            qout: Ghosts::with_capacity(qout_cap as usize + 1),
-            qout_freq,
-            qout_cap,
+            qout: History::new((frames as f64 * ratio) as u32),
             pending: None,
             qout_hits: 0,
             demotions: 0,
@@ -149,27 +141,92 @@ impl Mq {
         self.adjust();
     }
 
-    /// Remember a victim's count in Qout (FIFO: the oldest entry goes when full).
-    fn remember(&mut self, vpn: u64, freq: u32) {
-        if self.qout_cap == 0 {
-            return;
+}
+
+/// Qout: a FIFO of (page, count) that also loses entries from the middle (a page that comes
+/// back); the oldest entry goes when it is full. One hash operation per call.
+#[derive(Debug)]
+struct History {
+    links: Links,
+    /// Slots, head = newest.
+    order: List,
+    vpn: Vec<u64>,
+    freq: Vec<u32>,
+    free: Vec<u32>,
+    index: PageMap<u32>,
+    cap: u32,
+}
+
+impl History {
+    fn new(cap: u32) -> Self {
+        let mut index = PageMap::default();
+        index.reserve(cap as usize);
+        History {
+            links: Links::new(cap as usize),
+            order: List::default(),
+            vpn: vec![u64::MAX; cap as usize],
+            freq: vec![0; cap as usize],
+            free: (0..cap).rev().collect(),
+            index,
+            cap,
         }
-        if let Some(v) = self.qout_freq.get_mut(&vpn) {
-            *v = freq;
-            return;
-        }
-        if self.qout.len(0) >= self.qout_cap {
-            if let Some(old) = self.qout.pop_tail(0) {
-                self.qout_freq.remove(&old);
-            }
-        }
-        self.qout.push_head(0, vpn);
-        self.qout_freq.insert(vpn, freq);
     }
 
-    fn forget(&mut self, vpn: u64) -> Option<u32> {
-        self.qout.take(vpn)?;
-        self.qout_freq.remove(&vpn)
+    /// Remove `vpn`; its count if it was there.
+    fn take(&mut self, vpn: u64) -> Option<u32> {
+        let s = self.index.remove(&vpn)?;
+        self.order.remove(&mut self.links, s);
+        self.free.push(s);
+        Some(self.freq[s as usize])
+    }
+
+    /// Add `vpn` (not present: pages in Qout are never resident, victims always are).
+    fn push(&mut self, vpn: u64, freq: u32) {
+        if self.cap == 0 {
+            return;
+        }
+        debug_assert!(!self.index.contains_key(&vpn), "page {vpn:#x} already in Qout");
+        let s = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                let s = self.order.pop_tail(&mut self.links).expect("full, not empty");
+                self.index.remove(&self.vpn[s as usize]);
+                s
+            }
+        };
+        self.vpn[s as usize] = vpn;
+        self.freq[s as usize] = freq;
+        self.order.push_head(&mut self.links, s);
+        self.index.insert(vpn, s);
+    }
+
+    /// (page, count) from newest to oldest (validation and tests).
+    fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.order
+            .iter(&self.links)
+            .map(move |s| (self.vpn[s as usize], self.freq[s as usize]))
+    }
+
+    fn validate(&self) -> std::result::Result<(), String> {
+        self.order.validate(&self.links, "mq Qout")?;
+        for s in self.order.iter(&self.links) {
+            let vpn = self.vpn[s as usize];
+            if self.index.get(&vpn) != Some(&s) {
+                return Err(format!("mq: Qout page {vpn:#x} not indexed"));
+            }
+        }
+        if self.index.len() != self.order.len as usize
+            || self.order.len as usize + self.free.len() != self.cap as usize
+        {
+            return Err(format!(
+                "mq: Qout lists {}, indexes {}, has {} free of {}",
+                self.order.len,
+                self.index.len(),
+                self.free.len(),
+                self.cap
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -193,7 +250,7 @@ impl Policy for Mq {
         self.place(f, freq);
     }
     fn on_miss(&mut self, t: Touch) {
-        let seen = self.forget(t.vpn);
+        let seen = self.qout.take(t.vpn);
         self.qout_hits += seen.is_some() as u64;
         self.pending = Some((t.vpn, seen));
     }
@@ -205,7 +262,7 @@ impl Policy for Mq {
             }
             // Readahead: not requested; a first access, and no longer in Qout.
             _ => {
-                self.forget(t.vpn);
+                self.qout.take(t.vpn);
                 None
             }
         };
@@ -225,7 +282,7 @@ impl Policy for Mq {
             return None;
         }
         let f = self.queues[self.nonempty.trailing_zeros() as usize].tail;
-        self.remember(mm.owner(f), self.freq[f as usize]);
+        self.qout.push(mm.owner(f), self.freq[f as usize]);
         self.unlink(f);
         Some(f)
     }
@@ -255,22 +312,13 @@ impl Policy for Mq {
                 }
             }
         }
-        self.qout.validate("mq Qout")?;
-        if self.qout.len(0) > self.qout_cap || self.qout_freq.len() != self.qout.len(0) as usize {
-            return Err(format!(
-                "mq: Qout holds {} pages, {} counts, cap {}",
-                self.qout.len(0),
-                self.qout_freq.len(),
-                self.qout_cap
-            ));
-        }
-        for vpn in self.qout.iter(0) {
-            if mm.pt.pte(vpn) & PTE_PRESENT != 0 {
-                return Err(format!("mq: Qout page {vpn:#x} is resident"));
-            }
-            if !self.qout_freq.contains_key(&vpn) {
-                return Err(format!("mq: Qout page {vpn:#x} has no count"));
-            }
+        self.qout.validate()?;
+        if let Some((vpn, _)) = self
+            .qout
+            .iter()
+            .find(|&(v, _)| mm.pt.pte(v) & PTE_PRESENT != 0)
+        {
+            return Err(format!("mq: Qout page {vpn:#x} is resident"));
         }
         crate::policy::registry::check_holds_exactly(
             mm,
@@ -324,8 +372,11 @@ mod tests {
         assert_eq!(m.policy.queue_lens(), vec![2, 1, 0]);
         assert_eq!(m.policy.freq[frame_of(&m, 1) as usize], 4);
         assert_eq!(m.policy.freq[frame_of(&m, 3) as usize], 3);
-        assert_eq!(m.policy.qout.iter(0).collect::<Vec<_>>(), vec![2, 4, 7]);
-        assert_eq!(m.policy.qout_freq[&2], 3);
+        // Qout, newest first, with the counts remembered.
+        assert_eq!(
+            m.policy.qout.iter().collect::<Vec<_>>(),
+            vec![(2, 3), (4, 1), (7, 1)]
+        );
         assert_eq!(
             m.policy.counters(),
             vec![("qout_hits", 4), ("demotions", 5)]
