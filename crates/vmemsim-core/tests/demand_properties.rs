@@ -137,7 +137,14 @@ fn slru_2q_mq_knobs_keep_invariants() {
         ("2q", &[("ain_size_ratio", "0"), ("aout_size_ratio", "0")]),
         ("2q", &[("ain_size_ratio", "0.9"), ("aout_size_ratio", "3")]),
         ("mq", &[("n_queue", "1")]),
-        ("mq", &[("n_queue", "64"), ("lifetime", "2"), ("qout_size_ratio", "0.1")]),
+        (
+            "mq",
+            &[
+                ("n_queue", "64"),
+                ("lifetime", "2"),
+                ("qout_size_ratio", "0.1"),
+            ],
+        ),
     ];
     for (policy, kv) in cases {
         for frames in [1, 7, 17] {

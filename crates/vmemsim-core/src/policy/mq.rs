@@ -58,7 +58,10 @@ impl Mq {
             ));
         }
         if lifetime == 0 {
-            return Err(Error::config("option lifetime", "must be at least 1, got 0"));
+            return Err(Error::config(
+                "option lifetime",
+                "must be at least 1, got 0",
+            ));
         }
         if !(ratio > 0.0 && ratio <= 64.0) {
             return Err(Error::config(
@@ -140,7 +143,6 @@ impl Mq {
         self.expire[f as usize] = self.now + self.lifetime;
         self.adjust();
     }
-
 }
 
 /// Qout: a FIFO of (page, count) that also loses entries from the middle (a page that comes
@@ -185,11 +187,17 @@ impl History {
         if self.cap == 0 {
             return;
         }
-        debug_assert!(!self.index.contains_key(&vpn), "page {vpn:#x} already in Qout");
+        debug_assert!(
+            !self.index.contains_key(&vpn),
+            "page {vpn:#x} already in Qout"
+        );
         let s = match self.free.pop() {
             Some(s) => s,
             None => {
-                let s = self.order.pop_tail(&mut self.links).expect("full, not empty");
+                let s = self
+                    .order
+                    .pop_tail(&mut self.links)
+                    .expect("full, not empty");
                 self.index.remove(&self.vpn[s as usize]);
                 s
             }

@@ -123,7 +123,9 @@ impl Slru {
 
     /// `SLRU_cool`: Sk is over capacity; its LRU page moves down, and S0's leaves.
     fn cool(&mut self, k: usize) {
-        let f = self.segs[k].pop_tail(&mut self.links).expect("over capacity");
+        let f = self.segs[k]
+            .pop_tail(&mut self.links)
+            .expect("over capacity");
         if k == 0 {
             self.cooled.push_head(&mut self.links, f);
             self.seg_of[f as usize] = COOLED_OUT;
@@ -264,7 +266,10 @@ mod tests {
         assert_eq!(seq, "MMMMHMHHMMHMMH");
         assert_eq!(resident(&m, &trace), vec![1, 3, 4, 7]);
         assert_eq!(m.policy.sizes(), (vec![2, 2], 0));
-        assert_eq!(m.policy.counters(), vec![("cooled_out", 0), ("cooled_out_hits", 0)]);
+        assert_eq!(
+            m.policy.counters(),
+            vec![("cooled_out", 0), ("cooled_out_hits", 0)]
+        );
     }
 
     #[test]
@@ -284,6 +289,9 @@ mod tests {
         assert_eq!(seq, "MMMMMHHMHM");
         assert_eq!(resident(&m, &trace), vec![2, 3, 4, 6, 7]);
         assert_eq!(m.policy.sizes(), (vec![3, 2], 0));
-        assert_eq!(m.policy.counters(), vec![("cooled_out", 2), ("cooled_out_hits", 1)]);
+        assert_eq!(
+            m.policy.counters(),
+            vec![("cooled_out", 2), ("cooled_out_hits", 1)]
+        );
     }
 }
