@@ -1,5 +1,6 @@
 //! MQ, the Multi-Queue algorithm (Zhou, Philbin & Li, "The Multi-Queue Replacement Algorithm
-//! for Second Level Buffer Caches", USENIX ATC'01, §4 and Fig. 5).
+//! for Second Level Buffer Caches", USENIX ATC'01: its pseudocode, procedures Access,
+//! EvictBlock and Adjust).
 //!
 //! m LRU queues Q0..Q(m−1); a page with reference count f lives in Q(min(⌊log2 f⌋, m−1)).
 //! Each access (hit or insert) sets the page's expiry to `now + lifeTime` and then runs
@@ -8,7 +9,7 @@
 //! non-empty queue; its page number and count go to Qout, a FIFO history, and a miss on a
 //! page still in Qout restores its count (plus one for this access).
 //!
-//! Follows libCacheSim's `MQ.c`, which implements the paper's Fig. 5 with two choices the
+//! Follows libCacheSim's `MQ.c`, which implements that pseudocode with two choices the
 //! paper leaves open or makes differently:
 //! - `lifeTime` is a fixed number of accesses (knob `lifetime`, default 10,000), where the
 //!   paper sets it adaptively to the peak temporal distance;

@@ -1,5 +1,6 @@
 //! SIEVE (Zhang, Yang, Yue, Vigfusson & Rashmi, "SIEVE is Simpler than LRU: an Efficient
-//! Turn-Key Eviction Algorithm for Web Caches", NSDI'24, §3 and Fig. 2/Algorithm 1).
+//! Turn-Key Eviction Algorithm for Web Caches", NSDI'24: the algorithm of its design section
+//! and its pseudocode).
 //!
 //! One FIFO queue, newest at the head, and a hand that moves from the tail towards the head.
 //! A hit only sets the page's visited bit; nothing moves. To evict, the hand (at the tail

@@ -1,6 +1,6 @@
 //! Segmented LRU (Karedla, Love & Wherry, "Caching Strategies to Improve Disk System
-//! Performance", IEEE Computer 27(3), 1994, §"Segmented LRU"), in libCacheSim's n-segment
-//! form (`SLRU.c`, 4 equal segments by default).
+//! Performance", IEEE Computer 27(3), 1994: a probationary and a protected segment), in
+//! libCacheSim's n-segment form (`SLRU.c`, 4 equal segments by default).
 //!
 //! Segments S0 (probationary) .. S(n−1) (most protected), each an LRU list with a capacity.
 //! - A hit in S(n−1) moves the page to its MRU end; a hit in Sk (k < n−1) moves it to the

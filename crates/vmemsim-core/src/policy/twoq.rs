@@ -1,5 +1,6 @@
 //! 2Q, the full version (Johnson & Shasha, "2Q: A Low Overhead High Performance Buffer
-//! Management Replacement Algorithm", VLDB'94, §2.2 "Full 2Q" and its `reclaimfor`).
+//! Management Replacement Algorithm", VLDB'94: the "full version" of 2Q with its
+//! `reclaimfor` routine).
 //!
 //! Resident pages are on A1in (a FIFO of pages seen once) or Am (an LRU of pages seen again
 //! after leaving A1in); A1out is a FIFO of page numbers recently evicted from A1in.
