@@ -22,11 +22,21 @@ POLICIES = {
     "arc": ("ARC", {}),
     "s3fifo": ("S3FIFO", {}),
     "lfu": ("LFU", {}),
+    "sieve": ("Sieve", {}),
+    "slru": ("SLRU", {}),
+    "2q": ("TwoQ", {}),
+    "mq": ("MQ", {}),
 }
 
 # Policies whose miss counts must equal libCacheSim's exactly (the brief's contract); the
 # others are compared and any difference is explained where it is asserted.
-EXACT = ("fifo", "lru", "clock", "opt")
+EXACT = ("fifo", "lru", "clock", "opt", "sieve", "2q", "mq")
+
+# Policies whose libCacheSim model evicts pages on some hits, which a demand pager cannot do:
+# vmemsim counts those hits in this policy counter, and `faults + counter` must equal
+# libCacheSim's misses exactly (see slru.rs: libCacheSim's SLRU_cool(.., 0) calls SLRU_evict
+# from inside SLRU_find when segment 0 holds more than its floor(c/n) share).
+HIT_IS_LIBCACHESIM_MISS = {"slru": "cooled_out_hits"}
 
 
 def uniform_trace(seed: int, n: int, pages: int) -> np.ndarray:

@@ -278,7 +278,8 @@ fn random_victims_are_uniform() {
 #[test]
 fn every_demand_policy_is_registered() {
     for name in [
-        "fifo", "lru", "opt", "clock", "arc", "s3fifo", "lfu", "random",
+        "fifo", "lru", "opt", "clock", "arc", "s3fifo", "lfu", "random", "sieve", "slru", "2q",
+        "mq",
     ] {
         let k = PolicyKind::from_name(name).unwrap();
         assert_eq!(k.name(), name);
@@ -311,5 +312,68 @@ fn every_demand_policy_is_registered() {
     assert_eq!(
         err("bogus", "1"),
         "option bogus: unknown option for this policy"
+    );
+}
+
+#[test]
+fn sieve_slru_2q_mq_knob_errors_name_the_key() {
+    let err = |policy: &str, kv: &[(&str, &str)]| {
+        let mut options = PolicyOptions::new(0);
+        for (k, v) in kv {
+            options.set(k, v);
+        }
+        let spec = ReplaySpec {
+            policy: PolicyKind::from_name(policy).unwrap(),
+            machine: MachineConfig::new(20),
+            options,
+            sample_every: 0,
+        };
+        replay(&mut VecSource::from_pages(&BELADY), &spec, None)
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        err("sieve", &[("hand", "1")]),
+        "option hand: unknown option for this policy"
+    );
+    assert_eq!(
+        err("slru", &[("n_seg", "17")]),
+        "option n_seg: must be 1..=16, got 17"
+    );
+    assert_eq!(
+        err("slru", &[("seg_size", "1:0")]),
+        "option seg_size: expected 1..=16 positive weights, got '1:0'"
+    );
+    assert_eq!(
+        err("slru", &[("seg_size", "1:x")]),
+        "option seg_size: expected weights like 1:1:2, got '1:x'"
+    );
+    assert_eq!(
+        err("slru", &[("n_seg", "3"), ("seg_size", "1:1")]),
+        "option n_seg: 3 but seg_size gives 2 segments"
+    );
+    assert_eq!(
+        err("2q", &[("ain_size_ratio", "1")]),
+        "option ain_size_ratio: must be in [0, 1), got 1"
+    );
+    assert_eq!(
+        err("2q", &[("aout_size_ratio", "-1")]),
+        "option aout_size_ratio: must be in [0, 16], got -1"
+    );
+    assert_eq!(
+        err("mq", &[("n_queue", "0")]),
+        "option n_queue: must be 1..=64, got 0"
+    );
+    assert_eq!(
+        err("mq", &[("lifetime", "0")]),
+        "option lifetime: must be at least 1, got 0"
+    );
+    assert_eq!(
+        err("mq", &[("qout_size_ratio", "0")]),
+        "option qout_size_ratio: must be in (0, 64], got 0"
+    );
+    assert_eq!(
+        err("mq", &[("lifetime", "soon")]),
+        "option lifetime: cannot parse 'soon'"
     );
 }

@@ -14,8 +14,8 @@ use vmemsim_core::replay::{replay, ReplaySpec};
 use vmemsim_core::trace::VecSource;
 use vmemsim_core::Access;
 
-const DEMAND: [&str; 8] = [
-    "fifo", "lru", "opt", "clock", "arc", "s3fifo", "lfu", "random",
+const DEMAND: [&str; 12] = [
+    "fifo", "lru", "opt", "clock", "arc", "s3fifo", "lfu", "random", "sieve", "slru", "2q", "mq",
 ];
 
 fn run(policy: &str, trace: &[Access], frames: u32, seed: u64, check: bool) -> u64 {
@@ -121,5 +121,53 @@ fn s3fifo_knobs_keep_invariants() {
         };
         let r = replay(&mut VecSource::new(trace.clone()), &spec, None).unwrap();
         assert!(r.stats.faults >= 41 && r.stats.faults < 3000, "{k}={v}");
+    }
+}
+
+#[test]
+fn slru_2q_mq_knobs_keep_invariants() {
+    // Non-default shapes: uneven and many segments (S0 overfull, pages cooled out), a tiny
+    // or huge A1in and no A1out, one queue or many with expiry every few accesses.
+    let trace: Vec<Access> = (0..3000u64)
+        .map(|i| Access::read((i * 2654435761) % 97 % (1 + i % 41)))
+        .collect();
+    let cases: &[(&str, &[(&str, &str)])] = &[
+        ("slru", &[("n_seg", "1")]),
+        ("slru", &[("n_seg", "3")]),
+        ("slru", &[("n_seg", "16")]),
+        ("slru", &[("seg_size", "5:1:1")]),
+        ("2q", &[("ain_size_ratio", "0"), ("aout_size_ratio", "0")]),
+        ("2q", &[("ain_size_ratio", "0.9"), ("aout_size_ratio", "3")]),
+        ("mq", &[("n_queue", "1")]),
+        (
+            "mq",
+            &[
+                ("n_queue", "64"),
+                ("lifetime", "2"),
+                ("qout_size_ratio", "0.1"),
+            ],
+        ),
+    ];
+    for (policy, kv) in cases {
+        for frames in [1, 7, 17] {
+            let mut options = PolicyOptions::new(0);
+            for (k, v) in kv.iter() {
+                options.set(k, v);
+            }
+            let spec = ReplaySpec {
+                policy: PolicyKind::from_name(policy).unwrap(),
+                machine: MachineConfig {
+                    check_invariants: true,
+                    ..MachineConfig::new(frames)
+                },
+                options,
+                sample_every: 0,
+            };
+            let r = replay(&mut VecSource::new(trace.clone()), &spec, None).unwrap();
+            assert!(
+                r.stats.faults >= 41 && r.stats.faults < 3000,
+                "{policy} {kv:?} at {frames} frames"
+            );
+        }
     }
 }

@@ -20,6 +20,11 @@
 //!   share or S is empty; warm-up inserts to M once S is full; promoted pages enter M with
 //!   a cleared counter), see `policy/s3fifo.rs`. Below 20 frames libCacheSim's small queue
 //!   holds ≤ 1 object and it admits nothing, so no comparison is made there.
+//! - sieve, 2q, mq: exactly (libCacheSim `Sieve`, `TwoQ`, `MQ` with their defaults).
+//! - slru: exactly once `cooled_out_hits` is added to vmemsim's faults: libCacheSim's `SLRU.c`
+//!   evicts from inside a hit (`SLRU_cool(.., 0)` calls `SLRU_evict`) when segment 0 holds
+//!   more than ⌊c/4⌋ pages, which a demand pager cannot do; vmemsim keeps those pages, set
+//!   aside, and counts hits on them (see `policy/slru.rs`).
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -32,6 +37,7 @@ use vmemsim_core::trace::VecSource;
 #[derive(Deserialize)]
 struct Golden {
     exact: Vec<String>,
+    libcachesim_classes: BTreeMap<String, String>,
     traces: BTreeMap<String, Vec<u64>>,
     results: Vec<Case>,
 }
@@ -44,6 +50,9 @@ struct Case {
     misses: u64,
 }
 
+/// vmemsim's faults, plus the hits it counts on pages libCacheSim had already evicted from
+/// inside an earlier hit (slru only: `SLRU_cool(.., 0)` calls `SLRU_evict` from
+/// `SLRU_find`, which a demand pager cannot do; see `policy/slru.rs`).
 fn faults(policy: &str, pages: &[u64], frames: u32) -> u64 {
     let spec = ReplaySpec {
         policy: PolicyKind::from_name(policy).unwrap(),
@@ -52,10 +61,12 @@ fn faults(policy: &str, pages: &[u64], frames: u32) -> u64 {
         sample_every: 0,
         warmup: 0,
     };
-    replay(&mut VecSource::from_pages(pages), &spec, None)
-        .unwrap()
-        .stats
-        .faults
+    let r = replay(&mut VecSource::from_pages(pages), &spec, None).unwrap();
+    let missed_by_libcachesim = match policy {
+        "slru" => r.policy_counters["cooled_out_hits"],
+        _ => 0,
+    };
+    r.stats.faults + missed_by_libcachesim
 }
 
 /// The committed golden file, or another one of the same shape named by
@@ -97,5 +108,5 @@ fn miss_counts_equal_libcachesim() {
     }
     eprintln!("exact agreement per policy: {per_policy:?}");
     assert!(report.is_empty(), "differences:\n{}", report.join("\n"));
-    assert_eq!(per_policy.len(), 7);
+    assert_eq!(per_policy.len(), g.libcachesim_classes.len());
 }

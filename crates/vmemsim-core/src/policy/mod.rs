@@ -15,6 +15,8 @@
 //! Adding a policy touches its own file and one variant of [`registry::PolicyKind`].
 
 pub mod arc;
+#[cfg(test)]
+mod by_hand;
 pub mod clock;
 pub mod clock_lru;
 pub mod fifo;
@@ -23,10 +25,14 @@ pub mod lfu;
 pub mod list;
 pub mod lru;
 pub mod mglru;
+pub mod mq;
 pub mod opt;
 pub mod random;
 pub mod registry;
 pub mod s3fifo;
+pub mod sieve;
+pub mod slru;
+pub mod twoq;
 
 pub use registry::{PolicyKind, PolicyOptions};
 

@@ -18,6 +18,10 @@ pub enum PolicyKind {
     S3Fifo,
     Lfu,
     Random,
+    Sieve,
+    Slru,
+    TwoQ,
+    Mq,
     ClockLru,
     /// Linux 6.8 Multi-Gen LRU, with the characterization paper's presets.
     MgLru(super::mglru::Preset),
@@ -65,6 +69,26 @@ impl PolicyKind {
             PolicyKind::Random,
             "random",
             "uniformly random victim from the run's seed (demand)",
+        ),
+        (
+            PolicyKind::Sieve,
+            "sieve",
+            "FIFO with a hand that clears visited bits and never moves kept pages, Zhang et al. NSDI'24 (demand)",
+        ),
+        (
+            PolicyKind::Slru,
+            "slru",
+            "segmented LRU: hits climb segments, overflow cools down; 4 segments as libCacheSim (demand)",
+        ),
+        (
+            PolicyKind::TwoQ,
+            "2q",
+            "full 2Q: FIFO A1in, LRU Am, ghost A1out, Johnson & Shasha VLDB'94 (demand)",
+        ),
+        (
+            PolicyKind::Mq,
+            "mq",
+            "multi-queue: LRU queues by log2 frequency, expiry demotion, ghost Qout, Zhou et al. ATC'01 (demand)",
         ),
         (
             PolicyKind::ClockLru,
@@ -149,6 +173,10 @@ impl PolicyKind {
             PolicyKind::S3Fifo => go(v, opts, s3fifo::S3Fifo::new(frames, opts)?),
             PolicyKind::Lfu => go(v, opts, lfu::Lfu::new(frames)),
             PolicyKind::Random => go(v, opts, random::Random::new(frames, opts)),
+            PolicyKind::Sieve => go(v, opts, sieve::Sieve::new(frames)),
+            PolicyKind::Slru => go(v, opts, slru::Slru::new(frames, opts)?),
+            PolicyKind::TwoQ => go(v, opts, twoq::TwoQ::new(frames, opts)?),
+            PolicyKind::Mq => go(v, opts, mq::Mq::new(frames, opts)?),
             PolicyKind::MgLru(p) => go(v, opts, mglru::MgLru::new(frames, opts, p)?),
         }
     }
