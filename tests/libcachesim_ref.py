@@ -22,11 +22,40 @@ POLICIES = {
     "arc": ("ARC", {}),
     "s3fifo": ("S3FIFO", {}),
     "lfu": ("LFU", {}),
+    "lru-k": ("LRUK", {"k": 2}),
+    "w-tinylfu": ("WTinyLFU", {"main_cache": "SLRU", "window_size": 0.01}),
 }
 
 # Policies whose miss counts must equal libCacheSim's exactly (the brief's contract); the
 # others are compared and any difference is explained where it is asserted.
-EXACT = ("fifo", "lru", "clock", "opt")
+EXACT = ("fifo", "lru", "clock", "opt", "lru-k")
+
+
+def comparable(policy: str, frames: int) -> bool:
+    """Whether libCacheSim's miss count for `policy` at `frames` can be compared at all.
+
+    S3-FIFO: libCacheSim admits nothing while its small queue holds at most one object
+    (< 20 frames). W-TinyLFU: libCacheSim's window LRU gets floor(frames * 0.01) objects
+    and it admits nothing while that is 0 (< 100 frames): every access misses. vmemsim
+    always admits the faulting page."""
+    if policy == "s3fifo":
+        return frames >= 20
+    if policy == "w-tinylfu":
+        return int(frames * POLICIES[policy][1]["window_size"]) >= 1
+    return True
+
+
+def vmemsim_equivalent_misses(policy: str, faults: int, policy_counters) -> int:
+    """vmemsim's count to hold against libCacheSim's misses.
+
+    W-TinyLFU: libCacheSim's eviction can free several objects per miss (one per window
+    candidate admitted, plus one) and an SLRU hit can evict one; vmemsim frees one frame per
+    miss and keeps the others as zombies, freed by the next misses. A zombie referenced
+    before it is freed is a hit for vmemsim and a miss for libCacheSim, after which both
+    states agree again; `zombie_hits` counts exactly these (see w_tinylfu.rs)."""
+    if policy == "w-tinylfu":
+        return faults + int(policy_counters["zombie_hits"])
+    return faults
 
 
 def uniform_trace(seed: int, n: int, pages: int) -> np.ndarray:

@@ -22,11 +22,14 @@ pub mod ghost;
 pub mod lfu;
 pub mod list;
 pub mod lru;
+pub mod lru_k;
 pub mod mglru;
 pub mod opt;
 pub mod random;
 pub mod registry;
 pub mod s3fifo;
+pub mod sketch;
+pub mod w_tinylfu;
 
 pub use registry::{PolicyKind, PolicyOptions};
 

@@ -17,6 +17,8 @@ pub enum PolicyKind {
     Arc,
     S3Fifo,
     Lfu,
+    LruK,
+    WTinyLfu,
     Random,
     ClockLru,
     /// Linux 6.8 Multi-Gen LRU, with the characterization paper's presets.
@@ -60,6 +62,16 @@ impl PolicyKind {
             PolicyKind::Lfu,
             "lfu",
             "least frequently used since insertion, LRU among ties (demand)",
+        ),
+        (
+            PolicyKind::LruK,
+            "lru-k",
+            "LRU-K, O'Neil, O'Neil & Weikum SIGMOD'93: largest backward K-distance, option k=2 (demand)",
+        ),
+        (
+            PolicyKind::WTinyLfu,
+            "w-tinylfu",
+            "window LRU + TinyLFU admission to an SLRU, Einziger et al. TOS'17 (demand)",
         ),
         (
             PolicyKind::Random,
@@ -144,6 +156,8 @@ impl PolicyKind {
             PolicyKind::Arc => go(v, opts, arc::Arc::new(frames)),
             PolicyKind::S3Fifo => go(v, opts, s3fifo::S3Fifo::new(frames, opts)?),
             PolicyKind::Lfu => go(v, opts, lfu::Lfu::new(frames)),
+            PolicyKind::LruK => go(v, opts, lru_k::LruK::new(frames, opts)?),
+            PolicyKind::WTinyLfu => go(v, opts, w_tinylfu::WTinyLfu::new(frames, opts)?),
             PolicyKind::Random => go(v, opts, random::Random::new(frames, opts)),
             PolicyKind::MgLru(p) => go(v, opts, mglru::MgLru::new(frames, opts, p)?),
         }
