@@ -147,8 +147,10 @@ def test_wtinylfu_window_sizes(frames: int, window: float) -> None:
 
 
 def test_wtinylfu_zombie_difference_is_small() -> None:
-    """The raw fault counts differ from libCacheSim's by `zombie_hits` only: measured, under
-    0.5% of the accesses on every trace and size compared."""
+    """The raw fault counts differ from libCacheSim's by `zombie_hits` only. Measured with
+    libcachesim 0.3.5: at most 35 of 20,000 accesses (0.18%, loop120+zipf at 128 frames),
+    0 wherever the main cache's size is a multiple of 5 (333 frames: no unassigned frame,
+    so no SLRU hit-time eviction); the bound asserted is 0.5%."""
     _skip_if_missing("w-tinylfu")
     worst = 0.0
     for name in ("uniform-400p", "zipf0.9-2000p", "zipf1.1-5000p", "loop120+zipf"):

@@ -275,7 +275,16 @@ fn random_victims_are_uniform() {
 #[test]
 fn every_demand_policy_is_registered() {
     for name in [
-        "fifo", "lru", "opt", "clock", "arc", "s3fifo", "lfu", "random", "lru-k", "w-tinylfu",
+        "fifo",
+        "lru",
+        "opt",
+        "clock",
+        "arc",
+        "s3fifo",
+        "lfu",
+        "random",
+        "lru-k",
+        "w-tinylfu",
     ] {
         let k = PolicyKind::from_name(name).unwrap();
         assert_eq!(k.name(), name);

@@ -15,7 +15,16 @@ use vmemsim_core::trace::VecSource;
 use vmemsim_core::Access;
 
 const DEMAND: [&str; 10] = [
-    "fifo", "lru", "opt", "clock", "arc", "s3fifo", "lfu", "random", "lru-k", "w-tinylfu",
+    "fifo",
+    "lru",
+    "opt",
+    "clock",
+    "arc",
+    "s3fifo",
+    "lfu",
+    "random",
+    "lru-k",
+    "w-tinylfu",
 ];
 
 fn run(policy: &str, trace: &[Access], frames: u32, seed: u64, check: bool) -> u64 {

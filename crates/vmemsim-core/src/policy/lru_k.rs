@@ -170,7 +170,11 @@ impl Policy for LruK {
     }
     #[inline]
     fn prefetch(&self, f: FrameId) {
-        crate::hint::prefetch(self.hist.as_ptr().wrapping_add(f as usize * self.k as usize));
+        crate::hint::prefetch(
+            self.hist
+                .as_ptr()
+                .wrapping_add(f as usize * self.k as usize),
+        );
     }
     #[inline]
     fn on_hit(&mut self, f: FrameId, t: Touch) {
@@ -239,19 +243,30 @@ impl Policy for LruK {
         for f in self.young.iter(&self.links) {
             let n = self.nrefs[f as usize];
             if n == 0 || n >= self.k || self.pos[f as usize] != NIL {
-                return Err(format!("lru-k: young frame {f} has {n} refs or is in the heap"));
+                return Err(format!(
+                    "lru-k: young frame {f} has {n} refs or is in the heap"
+                ));
             }
         }
         for (i, &f) in self.heap.iter().enumerate() {
             if self.pos[f as usize] as usize != i {
-                return Err(format!("lru-k: frame {f} at heap slot {i} says {}", self.pos[f as usize]));
+                return Err(format!(
+                    "lru-k: frame {f} at heap slot {i} says {}",
+                    self.pos[f as usize]
+                ));
             }
             if self.nrefs[f as usize] != self.k {
-                return Err(format!("lru-k: heap frame {f} has {} refs", self.nrefs[f as usize]));
+                return Err(format!(
+                    "lru-k: heap frame {f} has {} refs",
+                    self.nrefs[f as usize]
+                ));
             }
             let h = &self.hist[f as usize * k..(f as usize + 1) * k];
             if self.key[f as usize] != h[k - 1] || h.windows(2).any(|w| w[0] < w[1]) {
-                return Err(format!("lru-k: frame {f} history {h:?} key {}", self.key[f as usize]));
+                return Err(format!(
+                    "lru-k: frame {f} history {h:?} key {}",
+                    self.key[f as usize]
+                ));
             }
             if i > 0 && self.less(f, self.heap[(i - 1) / 2]) {
                 return Err(format!("lru-k: heap order broken at slot {i}"));
@@ -354,8 +369,25 @@ pub(crate) mod tests {
         let miss = |v: u64| Some(Some(v));
         let cold = Some(None);
         let expect = vec![
-            cold, cold, None, cold, miss(b), None, miss(d), None, miss(a), None, miss(f),
-            None, miss(a), None, miss(c), miss(g), None, None, miss(e),
+            cold,
+            cold,
+            None,
+            cold,
+            miss(b),
+            None,
+            miss(d),
+            None,
+            miss(a),
+            None,
+            miss(f),
+            None,
+            miss(a),
+            None,
+            miss(c),
+            miss(g),
+            None,
+            None,
+            miss(e),
         ];
         assert_eq!(steps(lru_k(3, 2), 3, &trace).0, expect);
     }

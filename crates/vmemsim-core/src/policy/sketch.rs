@@ -101,7 +101,10 @@ pub struct FrequencySketch {
 impl FrequencySketch {
     /// Sized as libCacheSim's `minimalIncrementCBF_init(entries, error)`.
     pub fn new(entries: u32, error: f64) -> Self {
-        let bpe = -error.ln() / 0.480453013918201; // ln(2)^2, the constant libCacheSim uses
+        // libCacheSim's own truncated literals for ln²2 and ln 2 (not `LN_2`), so that the
+        // rounding up gives its sizes for every error rate.
+        let bpe = -error.ln() / 0.480453013918201;
+        #[allow(clippy::approx_constant)]
         let hashes = (0.693147180559945 * bpe).ceil() as u32;
         let mut n = (bpe * entries as f64).ceil().min(i32::MAX as f64) as u32;
         if n < hashes {

@@ -251,7 +251,8 @@ impl WTinyLfu {
                 self.main_insert(cand);
             } else {
                 let victim = self.main_victim();
-                if self.sketch.estimate(cand_page) > self.sketch.estimate(self.page[victim as usize])
+                if self.sketch.estimate(cand_page)
+                    > self.sketch.estimate(self.page[victim as usize])
                 {
                     self.bury(victim);
                     self.unlink(cand);
@@ -339,19 +340,33 @@ impl Policy for WTinyLfu {
             l.validate(&self.links, name)?;
             for f in l.iter(&self.links) {
                 if self.list_of[f as usize] != tag {
-                    return Err(format!("{name}: frame {f} tagged {}", self.list_of[f as usize]));
+                    return Err(format!(
+                        "{name}: frame {f} tagged {}",
+                        self.list_of[f as usize]
+                    ));
                 }
                 if mm.owner(f) != self.page[f as usize] {
-                    return Err(format!("{name}: frame {f} page {:#x} vs {:#x}", self.page[f as usize], mm.owner(f)));
+                    return Err(format!(
+                        "{name}: frame {f} page {:#x} vs {:#x}",
+                        self.page[f as usize],
+                        mm.owner(f)
+                    ));
                 }
             }
         }
         // The main cache may go one over its share only by the unassigned frame.
         if self.main_len() > self.main_cap.max(1) {
-            return Err(format!("w-tinylfu: main holds {} > {}", self.main_len(), self.main_cap));
+            return Err(format!(
+                "w-tinylfu: main holds {} > {}",
+                self.main_len(),
+                self.main_cap
+            ));
         }
         if self.protected.len > self.protected_cap {
-            return Err(format!("w-tinylfu: protected holds {} > {}", self.protected.len, self.protected_cap));
+            return Err(format!(
+                "w-tinylfu: protected holds {} > {}",
+                self.protected.len, self.protected_cap
+            ));
         }
         crate::policy::registry::check_holds_exactly(
             mm,
@@ -416,14 +431,31 @@ mod tests {
         let cold = Some(None);
         let miss = |v: u64| Some(Some(v));
         let expect = vec![
-            cold, cold, cold, cold, cold, cold, cold, miss(g), None, None, miss(b), None,
-            miss(i), None, miss(a),
+            cold,
+            cold,
+            cold,
+            cold,
+            cold,
+            cold,
+            cold,
+            miss(g),
+            None,
+            None,
+            miss(b),
+            None,
+            miss(i),
+            None,
+            miss(a),
         ];
         assert_eq!(got, expect);
         assert_eq!(m.stats.faults, 11);
         let p = &m.policy;
         assert_eq!(p.sizes(), (2, 1, 4, 0));
-        let pages = |l: &List| l.iter(&p.links).map(|x| p.page[x as usize]).collect::<Vec<_>>();
+        let pages = |l: &List| {
+            l.iter(&p.links)
+                .map(|x| p.page[x as usize])
+                .collect::<Vec<_>>()
+        };
         assert_eq!(pages(&p.window), vec![k, j]);
         assert_eq!(pages(&p.probation), vec![d]);
         assert_eq!(pages(&p.protected), vec![h, c, f, e]);
