@@ -130,3 +130,48 @@ fn s3fifo_knobs_keep_invariants() {
         assert!(r.stats.faults >= 41 && r.stats.faults < 3000, "{k}={v}");
     }
 }
+
+#[test]
+fn lru_k_and_w_tinylfu_knobs_keep_invariants() {
+    // Non-default shapes: LRU-1 and LRU-3, a retained history table (the paper's RIP) of
+    // several sizes, and W-TinyLFU windows from none to half of memory with a fast reset.
+    let trace: Vec<Access> = (0..3000u64)
+        .map(|i| Access::read((i * 2654435761) % 97 % (1 + i % 41)))
+        .collect();
+    let cases: [(PolicyKind, &[(&str, &str)]); 8] = [
+        (PolicyKind::LruK, &[("k", "1")]),
+        (PolicyKind::LruK, &[("k", "3")]),
+        (PolicyKind::LruK, &[("retained", "1")]),
+        (PolicyKind::LruK, &[("k", "3"), ("retained", "40")]),
+        (PolicyKind::WTinyLfu, &[("window_size", "0")]),
+        (PolicyKind::WTinyLfu, &[("window_size", "0.5")]),
+        (
+            PolicyKind::WTinyLfu,
+            &[("window_size", "0.2"), ("sample_factor", "1")],
+        ),
+        (PolicyKind::WTinyLfu, &[("sketch_error", "0.3")]),
+    ];
+    for (kind, kv) in cases {
+        for frames in [1, 3, 16] {
+            let mut options = PolicyOptions::new(0);
+            for (k, v) in kv {
+                options.set(k, v);
+            }
+            let spec = ReplaySpec {
+                policy: kind,
+                machine: MachineConfig {
+                    check_invariants: true,
+                    ..MachineConfig::new(frames)
+                },
+                options,
+                sample_every: 0,
+            };
+            let r = replay(&mut VecSource::new(trace.clone()), &spec, None).unwrap();
+            assert!(
+                r.stats.faults >= 41 && r.stats.faults <= 3000,
+                "{kind:?} {kv:?} {frames} frames: {}",
+                r.stats.faults
+            );
+        }
+    }
+}

@@ -15,24 +15,29 @@
 //! Where this (with libCacheSim) simplifies the paper:
 //! - **Correlated Reference Period** (§2.1.3) is 0: every reference counts as uncorrelated
 //!   and a page just referenced may be the victim.
-//! - **Retained Information Period** (§2.1.4): a page's history is dropped when it is evicted,
-//!   as libCacheSim's `LRU_K_evict` erases it, so a refaulted page starts again with one
-//!   reference (b = ∞). The history of non-resident pages is therefore bounded by zero
-//!   entries: memory is `K` timestamps per frame, whatever the trace. The paper keeps
-//!   HIST(p) for a while after eviction (its Example 2.1 uses ~200 s) so that a page
-//!   re-referenced soon enters with its past; that needs a table keyed by page number with
-//!   a time-based purge, which libCacheSim does not have, and which would change the miss
-//!   counts the differential test compares.
+//! - **Retained Information Period** (§2.1.4): by default a page's history is dropped when it
+//!   is evicted, as libCacheSim's `LRU_K_evict` erases it, so a refaulted page starts again
+//!   with one reference (b = ∞) and the history of non-resident pages is bounded by zero
+//!   entries (memory is `K` timestamps per frame, whatever the trace); this is what the
+//!   differential test compares. The paper keeps HIST(p) for a while after eviction (its
+//!   Example 2.1 uses ~200 s) so that a page re-referenced soon comes back with its past.
+//!   Option `retained` (default 0) keeps the histories of the last `retained` evicted pages,
+//!   a count standing for the paper's period (vmemsim's time is accesses, not seconds), the
+//!   oldest eviction forgotten first; a page that refaults while retained gets HIST(p)
+//!   shifted by one and HIST(p, 1) = now, as the paper's miss branch does, and goes straight
+//!   to the heap once that makes K references. The table is bounded by `retained` entries,
+//!   allocated up front.
 //! - Time is the index of the access in the trace (libCacheSim's `n_req`), so keys are unique.
 //!
 //! With K = 1 every page enters the heap at once and LRU-1 is exactly LRU.
 //!
-//! Knob: `k` (default 2, at least 1).
+//! Knobs: `k` (default 2, 1..=64), `retained` (default 0: evicted pages' histories kept).
 
 use super::list::{Links, List, NIL};
 use super::{Family, Insert, Policy, PolicyOptions, Touch};
 use crate::error::{Error, Result};
 use crate::mm::{FrameId, Mm};
+use crate::util::PageMap;
 
 /// Upper bound on `k`: the history is `k` timestamps per frame.
 const K_MAX: u32 = 64;
@@ -56,6 +61,84 @@ pub struct LruK {
     pos: Vec<u32>,
     /// Pages that reached K references while resident.
     graduated: u64,
+    /// Histories of evicted pages (the paper's retained information), at most `retained`.
+    retained: Retained,
+    /// Refaults that found their history retained.
+    retained_hits: u64,
+}
+
+/// HIST of up to `cap` evicted pages in a slab of slots, found by page number; slots are
+/// linked in eviction order (head = latest) so the oldest is forgotten first.
+#[derive(Debug)]
+struct Retained {
+    cap: u32,
+    k: usize,
+    links: Links,
+    order: List,
+    free: Vec<u32>,
+    page: Vec<u64>,
+    hist: Vec<u64>,
+    nrefs: Vec<u32>,
+    index: PageMap<u32>,
+    /// History taken out by `on_miss` for the page about to be inserted: (page, nrefs), and
+    /// the timestamps in `pending_hist` (copied out so that the eviction in between can
+    /// reuse the slot).
+    pending: Option<(u64, u32)>,
+    pending_hist: Vec<u64>,
+}
+
+impl Retained {
+    fn new(cap: u32, k: usize) -> Self {
+        let n = cap as usize;
+        let mut index = PageMap::default();
+        index.reserve(n);
+        Retained {
+            cap,
+            k,
+            links: Links::new(n),
+            order: List::default(),
+            free: (0..cap).rev().collect(),
+            page: vec![u64::MAX; n],
+            hist: vec![0; n * k],
+            nrefs: vec![0; n],
+            index,
+            pending: None,
+            pending_hist: vec![0; k],
+        }
+    }
+
+    /// Keep `hist[..nrefs]` of evicted `page`, forgetting the oldest retained page if full.
+    fn keep(&mut self, page: u64, hist: &[u64], nrefs: u32) {
+        if self.cap == 0 {
+            return;
+        }
+        if self.free.is_empty() {
+            let old = self.order.pop_tail(&mut self.links).expect("a full table");
+            self.index.remove(&self.page[old as usize]);
+            self.free.push(old);
+        }
+        let s = self.free.pop().expect("a free slot");
+        self.page[s as usize] = page;
+        self.nrefs[s as usize] = nrefs;
+        self.hist[s as usize * self.k..(s as usize + 1) * self.k].copy_from_slice(hist);
+        self.order.push_head(&mut self.links, s);
+        self.index.insert(page, s);
+    }
+
+    /// Move `page`'s history, if retained, out of the table into `pending`.
+    fn take(&mut self, page: u64) -> bool {
+        let Some(s) = self.index.remove(&page) else {
+            return false;
+        };
+        self.order.remove(&mut self.links, s);
+        self.page[s as usize] = u64::MAX;
+        let k = self.k;
+        self.pending_hist
+            .copy_from_slice(&self.hist[s as usize * k..(s as usize + 1) * k]);
+        self.pending = Some((page, self.nrefs[s as usize]));
+        self.free.push(s);
+        true
+    }
 }
 
 impl LruK {
@@ -65,6 +148,16 @@ impl LruK {
             return Err(Error::config(
                 "option k",
                 format!("must be 1..={K_MAX} (references remembered per page), got {k}"),
+            ));
+        }
+        let retained: u32 = opts.get("retained", 0)?;
+        if retained > 1 << 26 {
+            return Err(Error::config(
+                "option retained",
+                format!(
+                    "must be at most {} evicted pages, got {retained}",
+                    1u32 << 26
+                ),
             ));
         }
         let n = frames as usize;
@@ -78,6 +171,8 @@ impl LruK {
             heap: Vec::with_capacity(n),
             pos: vec![NIL; n],
             graduated: 0,
+            retained: Retained::new(retained, k as usize),
+            retained_hits: 0,
         })
     }
 
@@ -201,12 +296,34 @@ impl Policy for LruK {
             self.sift_down(i);
         }
     }
+    fn on_miss(&mut self, t: Touch) {
+        if self.retained.cap > 0 {
+            self.retained.pending = None;
+            self.retained.take(t.vpn);
+        }
+    }
     fn on_insert(&mut self, _mm: &Mm, f: FrameId, t: Touch, _how: Insert) {
-        // No retained history: a page comes in with one reference (see the module comment).
-        self.hist[f as usize * self.k as usize] = t.t;
-        self.nrefs[f as usize] = 1;
-        if self.k == 1 {
-            self.key[f as usize] = t.t;
+        let k = self.k as usize;
+        let h = &mut self.hist[f as usize * k..(f as usize + 1) * k];
+        let mut n = 1;
+        if self.retained.cap > 0 {
+            let r = &mut self.retained;
+            if !matches!(r.pending, Some((vpn, _)) if vpn == t.vpn) {
+                // Readahead (no `on_miss`): a resident page must not stay retained.
+                r.pending = None;
+                r.take(t.vpn);
+            }
+            if let Some((_, old_n)) = r.pending.take() {
+                // §2.1.4, the miss branch: HIST(p, i) := HIST(p, i−1), HIST(p, 1) := now.
+                h[1..].copy_from_slice(&r.pending_hist[..k - 1]);
+                n = (old_n + 1).min(self.k);
+                self.retained_hits += 1;
+            }
+        }
+        h[0] = t.t;
+        self.nrefs[f as usize] = n;
+        if n == self.k {
+            self.key[f as usize] = h[k - 1];
             self.heap_push(f);
         } else {
             self.young.push_head(&mut self.links, f);
@@ -222,12 +339,20 @@ impl Policy for LruK {
         }
         self.young.nth_from_tail(&self.links, k)
     }
-    fn evict(&mut self, _mm: &mut Mm) -> Option<FrameId> {
-        if let Some(f) = self.young.pop_tail(&mut self.links) {
-            return Some(f);
+    fn evict(&mut self, mm: &mut Mm) -> Option<FrameId> {
+        let f = match self.young.pop_tail(&mut self.links) {
+            Some(f) => f,
+            None => {
+                let f = *self.heap.first()?;
+                self.heap_remove(f);
+                f
+            }
+        };
+        if self.retained.cap > 0 {
+            let k = self.k as usize;
+            let h = &self.hist[f as usize * k..(f as usize + 1) * k];
+            self.retained.keep(mm.owner(f), h, self.nrefs[f as usize]);
         }
-        let f = *self.heap.first()?;
-        self.heap_remove(f);
         Some(f)
     }
     fn on_remove(&mut self, f: FrameId) {
@@ -272,6 +397,26 @@ impl Policy for LruK {
                 return Err(format!("lru-k: heap order broken at slot {i}"));
             }
         }
+        let r = &self.retained;
+        r.order.validate(&r.links, "lru-k retained")?;
+        if r.index.len() != r.order.len as usize || r.order.len + r.free.len() as u32 != r.cap {
+            return Err(format!(
+                "lru-k retained: {} indexed, {} listed, {} free, cap {}",
+                r.index.len(),
+                r.order.len,
+                r.free.len(),
+                r.cap
+            ));
+        }
+        for s in r.order.iter(&r.links) {
+            let vpn = r.page[s as usize];
+            if r.index.get(&vpn) != Some(&s) {
+                return Err(format!("lru-k retained: page {vpn:#x} not indexed"));
+            }
+            if mm.pt.pte(vpn) & crate::mm::PTE_PRESENT != 0 {
+                return Err(format!("lru-k retained: page {vpn:#x} is resident"));
+            }
+        }
         crate::policy::registry::check_holds_exactly(
             mm,
             self.young
@@ -281,7 +426,10 @@ impl Policy for LruK {
         )
     }
     fn counters(&self) -> Vec<(&'static str, u64)> {
-        vec![("graduated", self.graduated)]
+        vec![
+            ("graduated", self.graduated),
+            ("retained_hits", self.retained_hits),
+        ]
     }
 }
 
@@ -400,6 +548,60 @@ pub(crate) mod tests {
         let lru = steps(crate::policy::lru::Lru::new(3), 3, &trace).0;
         assert_eq!(ours, lru);
         assert_eq!(ours[6], Some(Some(1)));
+    }
+
+    /// LRU-2 on 2 frames keeping the histories of the last 2 evicted pages (`retained` = 2,
+    /// the paper's Retained Information Period as a count). `R` is the retained table,
+    /// oldest eviction first; a refault with a retained history shifts it (§2.1.4) and, with
+    /// 2 references, enters the heap at once.
+    ///
+    /// ```text
+    ///  t page              young  heap        R
+    ///  0 A miss            [A]
+    ///  1 B miss            [A B]
+    ///  2 C miss, -A        [B C]              A{0}
+    ///  3 A miss (A{0}), -B [C]    A:0         B{1}          A back with HIST (3, 0)
+    ///  4 D miss, -C        [D]    A:0         B{1} C{2}
+    ///  5 B miss (B{1}), -D []     A:0 B:1     C{2} D{4}
+    ///  6 E miss, -A        [E]    B:1         D{4} A{3,0}   C forgotten (table full)
+    ///  7 C miss, -E        [C]    B:1         A{3,0} E{6}   C starts afresh; D forgotten
+    ///  8 A miss (A{3,0}),  []     B:1 A:3     E{6} C{7}
+    ///    -C
+    ///  9 B hit             []     A:3 B:5
+    /// 10 F miss, -A        [F]    B:5         C{7} A{8,3}
+    /// ```
+    /// Without retention (libCacheSim) t3 would put A in `young` and t6 would evict D.
+    #[test]
+    fn retained_history_by_hand() {
+        let (a, b, c, d, e, f) = (1, 2, 3, 4, 5, 6);
+        let opts = crate::policy::PolicyOptions::new(0).with("retained", "2");
+        let p = super::LruK::new(2, &opts).unwrap();
+        let trace = [a, b, c, a, d, b, e, c, a, b, f];
+        let miss = |v: u64| Some(Some(v));
+        let cold = Some(None);
+        let expect = vec![
+            cold,
+            cold,
+            miss(a),
+            miss(b),
+            miss(c),
+            miss(d),
+            miss(a),
+            miss(e),
+            miss(c),
+            None,
+            miss(a),
+        ];
+        let (got, m) = steps(p, 2, &trace);
+        assert_eq!(got, expect);
+        let counters: std::collections::BTreeMap<_, _> = m.policy.counters().into_iter().collect();
+        assert_eq!(counters["retained_hits"], 3);
+        let r = &m.policy.retained;
+        let kept: Vec<u64> = r.order.iter(&r.links).map(|s| r.page[s as usize]).collect();
+        assert_eq!(kept, vec![a, c]);
+        // The default keeps nothing: the same trace as libCacheSim's LRU_K evicts D at t6.
+        let (plain, _) = steps(lru_k(2, 2), 2, &trace);
+        assert_eq!(plain[6], miss(d));
     }
 
     #[test]
