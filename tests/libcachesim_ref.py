@@ -26,17 +26,42 @@ POLICIES = {
     "slru": ("SLRU", {}),
     "2q": ("TwoQ", {}),
     "mq": ("MQ", {}),
+    "lru-k": ("LRUK", {"k": 2}),
+    "w-tinylfu": ("WTinyLFU", {"main_cache": "SLRU", "window_size": 0.01}),
 }
 
 # Policies whose miss counts must equal libCacheSim's exactly (the brief's contract); the
 # others are compared and any difference is explained where it is asserted.
-EXACT = ("fifo", "lru", "clock", "opt", "sieve", "2q", "mq")
+EXACT = ("fifo", "lru", "clock", "opt", "sieve", "2q", "mq", "lru-k")
 
-# Policies whose libCacheSim model evicts pages on some hits, which a demand pager cannot do:
-# vmemsim counts those hits in this policy counter, and `faults + counter` must equal
-# libCacheSim's misses exactly (see slru.rs: libCacheSim's SLRU_cool(.., 0) calls SLRU_evict
-# from inside SLRU_find when segment 0 holds more than its floor(c/n) share).
-HIT_IS_LIBCACHESIM_MISS = {"slru": "cooled_out_hits"}
+# Policies whose libCacheSim model frees pages where a demand pager cannot (on some hits, or
+# several per miss): vmemsim counts the hits on such pages, which libCacheSim counts as
+# misses, in this policy counter, and `faults + counter` must equal libCacheSim's misses
+# exactly. slru: libCacheSim's SLRU_cool(.., 0) calls SLRU_evict from inside SLRU_find when
+# segment 0 holds more than its floor(c/n) share (slru.rs). w-tinylfu: WTinyLFU_evict can
+# free several objects per miss and an SLRU hit can evict one (w_tinylfu.rs).
+HIT_IS_LIBCACHESIM_MISS = {"slru": "cooled_out_hits", "w-tinylfu": "zombie_hits"}
+
+
+def comparable(policy: str, frames: int) -> bool:
+    """Whether libCacheSim's miss count for `policy` at `frames` can be compared at all.
+
+    S3-FIFO: libCacheSim admits nothing while its small queue holds at most one object
+    (< 20 frames). W-TinyLFU: libCacheSim's window LRU gets floor(frames * 0.01) objects
+    and it admits nothing while that is 0 (< 100 frames): every access misses. vmemsim
+    always admits the faulting page."""
+    if policy == "s3fifo":
+        return frames >= 20
+    if policy == "w-tinylfu":
+        return int(frames * POLICIES[policy][1]["window_size"]) >= 1
+    return True
+
+
+def vmemsim_equivalent_misses(policy: str, faults: int, policy_counters) -> int:
+    """vmemsim's count to hold against libCacheSim's misses: its faults, plus the hits that
+    libCacheSim counts as misses (HIT_IS_LIBCACHESIM_MISS)."""
+    counter = HIT_IS_LIBCACHESIM_MISS.get(policy)
+    return faults + (int(policy_counters[counter]) if counter else 0)
 
 
 def uniform_trace(seed: int, n: int, pages: int) -> np.ndarray:

@@ -34,6 +34,26 @@ Rust core with `gen_libcachesim_golden.py --big` and `VMEMSIM_LIBCACHESIM_GOLDEN
   counts such hits in `cooled_out_hits`, and faults + cooled_out_hits must equal libCacheSim's
   misses (ref.HIT_IS_LIBCACHESIM_MISS). At 20, 128 and 700 frames (multiples of 4) the counter
   stays 0 and the raw counts are equal.
+- lru-k (libCacheSim `LRUK`, k=2; also k=1 and k=3 below): exactly. Both evict pages with
+  fewer than K references first, oldest insertion first, then the page whose K-th most
+  recent reference is oldest, and both drop a page's history when it is evicted (no
+  Retained Information Period, no Correlated Reference Period; see lru_k.rs).
+- w-tinylfu (libCacheSim `WTinyLFU`, SLRU main cache, window 0.01): exactly once vmemsim's
+  `zombie_hits` counter is added to its faults, at sizes where the window holds at least
+  one page (here 128, 333, 700 frames; also 20 and 50 frames with larger windows below).
+  Below that libCacheSim's window has size 0 and `WTinyLFU_can_insert` refuses every
+  object, so every access misses; vmemsim always admits the faulting page. The frequency
+  sketch is libCacheSim's own (`minimalIncrementCBF.c`: 10 hash functions by double
+  hashing from two XXH64 values with libCacheSim's seeds, every counter of a page bumped
+  on add, halving after 32 x main-size main hits), reproduced bit for bit, so no
+  difference comes from hashing. The one difference is structural: libCacheSim's
+  `WTinyLFU_evict` keeps admitting window candidates until one is rejected, each
+  admission evicting a main-cache object, and an SLRU hit can evict one, so it may free
+  several objects at once; vmemsim frees one frame per miss and keeps the others as
+  zombies, freed first by the next misses. A zombie referenced before then is a miss for
+  libCacheSim and a hit for vmemsim, after which both put it in the window and agree
+  again: `faults + zombie_hits` equals libCacheSim's misses exactly, and `zombie_hits` is
+  the whole difference (test_wtinylfu_zombie_difference_is_small reports its size).
 
 The same comparison runs without Python in crates/vmemsim-core/tests/libcachesim_golden.rs,
 on traces and counts stored by tests/gen_libcachesim_golden.py.
@@ -84,16 +104,80 @@ def test_miss_counts_match(policy: str, trace_name: str) -> None:
         raise
     diffs = []
     for frames in FRAMES:
+        if not ref.comparable(policy, frames):
+            continue
         theirs = ref.libcachesim_misses(policy, tr, frames)
         r = vmemsim.replay(tr, policy=policy, frames=frames, seed=0)
-        ours = r.faults
-        counter = ref.HIT_IS_LIBCACHESIM_MISS.get(policy)
-        if counter is not None:
-            # Hits on pages libCacheSim evicted from inside an earlier hit (see the docstring).
-            ours += r.policy_counters[counter]
+        ours = ref.vmemsim_equivalent_misses(policy, r.faults, r.policy_counters)
         if ours != theirs:
             diffs.append(f"{frames} frames: vmemsim {ours}, libCacheSim {theirs}")
     assert not diffs, f"{policy} on {trace_name}: " + "; ".join(diffs)
+
+
+def _lcs_misses(cache, trace) -> int:
+    misses = 0
+    for i, p in enumerate(trace):
+        req = lcs.Request(obj_size=1, obj_id=int(p), clock_time=i, next_access_vtime=-2)
+        misses += not cache.get(req)
+    return misses
+
+
+def _skip_if_missing(policy: str) -> None:
+    try:
+        vmemsim.replay(np.arange(10, dtype=np.uint64), policy=policy, frames=4, seed=0)
+    except ValueError as e:
+        if "unknown policy" in str(e):
+            pytest.skip(f"installed vmemsim has no {policy!r}: {e}")
+        raise
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("trace_name", ["zipf0.9-2000p", "loop120+zipf"])
+def test_lru_k_other_k(k: int, trace_name: str) -> None:
+    _skip_if_missing("lru-k")
+    tr = _trace(trace_name)
+    for frames in FRAMES:
+        theirs = _lcs_misses(lcs.LRUK(cache_size=frames, hashpower=16, k=k), tr)
+        ours = vmemsim.replay(tr, policy="lru-k", frames=frames, seed=0, options={"k": k})
+        assert ours.faults == theirs, f"k={k} {frames} frames"
+    if k == 1:
+        lru = vmemsim.replay(tr, policy="lru", frames=FRAMES[2], seed=0).faults
+        k1 = vmemsim.replay(tr, policy="lru-k", frames=FRAMES[2], seed=0, options={"k": 1})
+        assert k1.faults == lru
+
+
+@pytest.mark.parametrize(
+    "frames,window", [(20, 0.05), (20, 0.2), (50, 0.1), (128, 0.3), (333, 0.01)]
+)
+def test_wtinylfu_window_sizes(frames: int, window: float) -> None:
+    """Other windows, down to 20 frames where the default window would be empty."""
+    _skip_if_missing("w-tinylfu")
+    for trace_name in ("zipf1.1-5000p", "loop120+zipf"):
+        tr = _trace(trace_name)
+        cache = lcs.WTinyLFU(cache_size=frames, hashpower=16, window_size=window)
+        theirs = _lcs_misses(cache, tr)
+        r = vmemsim.replay(
+            tr, policy="w-tinylfu", frames=frames, seed=0, options={"window_size": window}
+        )
+        ours = r.faults + r.policy_counters["zombie_hits"]
+        assert ours == theirs, f"{trace_name} {frames} frames window {window}"
+
+
+def test_wtinylfu_zombie_difference_is_small() -> None:
+    """The raw fault counts differ from libCacheSim's by `zombie_hits` only. Measured with
+    libcachesim 0.3.5: at most 35 of 20,000 accesses (0.18%, loop120+zipf at 128 frames),
+    0 wherever the main cache's size is a multiple of 5 (333 frames: no unassigned frame,
+    so no SLRU hit-time eviction); the bound asserted is 0.5%."""
+    _skip_if_missing("w-tinylfu")
+    worst = 0.0
+    for name in ("uniform-400p", "zipf0.9-2000p", "zipf1.1-5000p", "loop120+zipf"):
+        tr = _trace(name)
+        for frames in FRAMES:
+            if not ref.comparable("w-tinylfu", frames):
+                continue
+            r = vmemsim.replay(tr, policy="w-tinylfu", frames=frames, seed=0)
+            worst = max(worst, r.policy_counters["zombie_hits"] / len(tr))
+    assert worst < 0.005, worst
 
 
 def test_counting_method_matches_libcachesim_process_trace() -> None:
@@ -102,7 +186,8 @@ def test_counting_method_matches_libcachesim_process_trace() -> None:
         num_of_req=5_000, obj_size=1, dist="zipf", alpha=0.9, num_objects=800, seed=3
     )
     ids = np.asarray(reader.obj_ids)
-    for policy in ("fifo", "lru", "clock", "arc", "s3fifo", "lfu", "sieve", "slru", "2q", "mq"):
+    for policy in ("fifo", "lru", "clock", "arc", "s3fifo", "lfu", "sieve", "slru", "2q", "mq",
+                   "lru-k", "w-tinylfu"):
         cls_name, kw = ref.POLICIES[policy]
         cache = getattr(lcs, cls_name)(cache_size=100, hashpower=16, **kw)
         miss_ratio, _ = cache.process_trace(reader)

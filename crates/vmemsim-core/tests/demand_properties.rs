@@ -14,8 +14,9 @@ use vmemsim_core::replay::{replay, ReplaySpec};
 use vmemsim_core::trace::VecSource;
 use vmemsim_core::Access;
 
-const DEMAND: [&str; 12] = [
+const DEMAND: [&str; 14] = [
     "fifo", "lru", "opt", "clock", "arc", "s3fifo", "lfu", "random", "sieve", "slru", "2q", "mq",
+    "lru-k", "w-tinylfu",
 ];
 
 fn run(policy: &str, trace: &[Access], frames: u32, seed: u64, check: bool) -> u64 {
@@ -167,6 +168,51 @@ fn slru_2q_mq_knobs_keep_invariants() {
             assert!(
                 r.stats.faults >= 41 && r.stats.faults < 3000,
                 "{policy} {kv:?} at {frames} frames"
+            );
+        }
+    }
+}
+
+#[test]
+fn lru_k_and_w_tinylfu_knobs_keep_invariants() {
+    // Non-default shapes: LRU-1 and LRU-3, a retained history table (the paper's RIP) of
+    // several sizes, and W-TinyLFU windows from none to half of memory with a fast reset.
+    let trace: Vec<Access> = (0..3000u64)
+        .map(|i| Access::read((i * 2654435761) % 97 % (1 + i % 41)))
+        .collect();
+    let cases: [(PolicyKind, &[(&str, &str)]); 8] = [
+        (PolicyKind::LruK, &[("k", "1")]),
+        (PolicyKind::LruK, &[("k", "3")]),
+        (PolicyKind::LruK, &[("retained", "1")]),
+        (PolicyKind::LruK, &[("k", "3"), ("retained", "40")]),
+        (PolicyKind::WTinyLfu, &[("window_size", "0")]),
+        (PolicyKind::WTinyLfu, &[("window_size", "0.5")]),
+        (
+            PolicyKind::WTinyLfu,
+            &[("window_size", "0.2"), ("sample_factor", "1")],
+        ),
+        (PolicyKind::WTinyLfu, &[("sketch_error", "0.3")]),
+    ];
+    for (kind, kv) in cases {
+        for frames in [1, 3, 16] {
+            let mut options = PolicyOptions::new(0);
+            for (k, v) in kv {
+                options.set(k, v);
+            }
+            let spec = ReplaySpec {
+                policy: kind,
+                machine: MachineConfig {
+                    check_invariants: true,
+                    ..MachineConfig::new(frames)
+                },
+                options,
+                sample_every: 0,
+            };
+            let r = replay(&mut VecSource::new(trace.clone()), &spec, None).unwrap();
+            assert!(
+                r.stats.faults >= 41 && r.stats.faults <= 3000,
+                "{kind:?} {kv:?} {frames} frames: {}",
+                r.stats.faults
             );
         }
     }

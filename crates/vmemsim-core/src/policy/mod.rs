@@ -24,6 +24,7 @@ pub mod ghost;
 pub mod lfu;
 pub mod list;
 pub mod lru;
+pub mod lru_k;
 pub mod mglru;
 pub mod mq;
 pub mod opt;
@@ -33,6 +34,8 @@ pub mod s3fifo;
 pub mod sieve;
 pub mod slru;
 pub mod twoq;
+pub mod sketch;
+pub mod w_tinylfu;
 
 pub use registry::{PolicyKind, PolicyOptions};
 
