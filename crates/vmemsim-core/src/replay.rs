@@ -686,6 +686,7 @@ mod series {
         for policy in ["lru", "fifo", "clock-lru", "mglru", "opt"] {
             let spec = |every| ReplaySpec {
                 sample_every: every,
+                warmup: 0,
                 ..ReplaySpec::new(
                     PolicyKind::from_name(policy).unwrap(),
                     MachineConfig::new(1500),

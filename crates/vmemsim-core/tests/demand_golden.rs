@@ -327,6 +327,7 @@ fn sieve_slru_2q_mq_knob_errors_name_the_key() {
             machine: MachineConfig::new(20),
             options,
             sample_every: 0,
+            warmup: 0,
         };
         replay(&mut VecSource::from_pages(&BELADY), &spec, None)
             .unwrap_err()

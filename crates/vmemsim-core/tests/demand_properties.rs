@@ -163,6 +163,7 @@ fn slru_2q_mq_knobs_keep_invariants() {
                 },
                 options,
                 sample_every: 0,
+                warmup: 0,
             };
             let r = replay(&mut VecSource::new(trace.clone()), &spec, None).unwrap();
             assert!(
@@ -207,6 +208,7 @@ fn lru_k_and_w_tinylfu_knobs_keep_invariants() {
                 },
                 options,
                 sample_every: 0,
+                warmup: 0,
             };
             let r = replay(&mut VecSource::new(trace.clone()), &spec, None).unwrap();
             assert!(
