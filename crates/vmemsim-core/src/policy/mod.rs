@@ -17,9 +17,11 @@
 pub mod arc;
 pub mod clock;
 pub mod clock_lru;
+pub mod clock_pro;
 pub mod fifo;
 pub mod ghost;
 pub mod lfu;
+pub mod lirs;
 pub mod list;
 pub mod lru;
 pub mod mglru;

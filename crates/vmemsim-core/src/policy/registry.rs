@@ -18,6 +18,8 @@ pub enum PolicyKind {
     S3Fifo,
     Lfu,
     Random,
+    Lirs,
+    ClockPro,
     ClockLru,
     /// Linux 6.8 Multi-Gen LRU, with the characterization paper's presets.
     MgLru(super::mglru::Preset),
@@ -65,6 +67,16 @@ impl PolicyKind {
             PolicyKind::Random,
             "random",
             "uniformly random victim from the run's seed (demand)",
+        ),
+        (
+            PolicyKind::Lirs,
+            "lirs",
+            "low inter-reference recency set: stack S + resident-HIR queue Q, Jiang & Zhang SIGMETRICS'02 (demand)",
+        ),
+        (
+            PolicyKind::ClockPro,
+            "clock-pro",
+            "LIRS's reuse-distance test on a clock: hot/cold pages, test periods, three hands, Jiang, Chen & Zhang ATC'05 (demand)",
         ),
         (
             PolicyKind::ClockLru,
@@ -145,6 +157,8 @@ impl PolicyKind {
             PolicyKind::S3Fifo => go(v, opts, s3fifo::S3Fifo::new(frames, opts)?),
             PolicyKind::Lfu => go(v, opts, lfu::Lfu::new(frames)),
             PolicyKind::Random => go(v, opts, random::Random::new(frames, opts)),
+            PolicyKind::Lirs => go(v, opts, lirs::Lirs::new(frames, opts)?),
+            PolicyKind::ClockPro => go(v, opts, clock_pro::ClockPro::new(frames, opts)?),
             PolicyKind::MgLru(p) => go(v, opts, mglru::MgLru::new(frames, opts, p)?),
         }
     }
