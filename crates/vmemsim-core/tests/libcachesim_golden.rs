@@ -20,6 +20,15 @@
 //!   share or S is empty; warm-up inserts to M once S is full; promoted pages enter M with
 //!   a cleared counter), see `policy/s3fifo.rs`. Below 20 frames libCacheSim's small queue
 //!   holds ≤ 1 object and it admits nothing, so no comparison is made there.
+//! - lirs: exactly while no resident HIR page outside the stack S is hit (counter
+//!   `hir_hits_outside_stack` = 0), else within 0.5%: there libCacheSim's `hit_RD_HIRinQ`
+//!   demotes an LIR object and evicts from Q on a hit, which the paper does not do and a demand
+//!   pager cannot (see `policy/lirs.rs`; tests/test_libcachesim_diff.py proves it is the whole
+//!   difference with a model of LIRS.c).
+//! - clock-pro: not compared. libCacheSim 0.3.5's `ClockPro_can_insert` admits nothing once the
+//!   cold objects reach their target and its eviction never runs, so its count is that of a
+//!   cache pinning the first ⌊init_ratio_cold · c⌋ distinct objects; this test checks the golden
+//!   count against exactly that.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -44,17 +53,65 @@ struct Case {
     misses: u64,
 }
 
-fn faults(policy: &str, pages: &[u64], frames: u32) -> u64 {
+fn run(policy: &str, pages: &[u64], frames: u32) -> vmemsim_core::replay::ReplayResult {
     let spec = ReplaySpec {
         policy: PolicyKind::from_name(policy).unwrap(),
         machine: MachineConfig::new(frames),
         options: PolicyOptions::new(0),
         sample_every: 0,
     };
-    replay(&mut VecSource::from_pages(pages), &spec, None)
-        .unwrap()
-        .stats
-        .faults
+    replay(&mut VecSource::from_pages(pages), &spec, None).unwrap()
+}
+
+fn faults(policy: &str, pages: &[u64], frames: u32) -> u64 {
+    run(policy, pages, frames).stats.faults
+}
+
+/// Misses of a cache that admits the first `room` distinct pages and never evicts (what
+/// libCacheSim 0.3.5's ClockPro does with objects of size 1, init-ratio-cold = 1).
+fn pinned_first(pages: &[u64], room: usize) -> u64 {
+    let mut held = std::collections::HashSet::new();
+    let mut misses = 0;
+    for &p in pages {
+        if !held.contains(&p) {
+            misses += 1;
+            if held.len() < room {
+                held.insert(p);
+            }
+        }
+    }
+    misses
+}
+
+/// A difference from libCacheSim explained in the module comment, or `None` when the case
+/// must be exact.
+fn explained(c: &Case, pages: &[u64]) -> Option<Result<(), String>> {
+    let at = || format!("{} {} frames {}", c.policy, c.trace, c.frames);
+    match c.policy.as_str() {
+        "lirs" => {
+            let r = run("lirs", pages, c.frames);
+            let outside = r.policy_counters["hir_hits_outside_stack"];
+            let ours = r.stats.faults;
+            if outside == 0 || ours == c.misses {
+                return None;
+            }
+            let ok = ours.abs_diff(c.misses) as f64 <= 0.005 * c.misses as f64;
+            Some(if ok {
+                Ok(())
+            } else {
+                Err(format!("{}: vmemsim {ours} libCacheSim {}", at(), c.misses))
+            })
+        }
+        "clock-pro" => {
+            let pinned = pinned_first(pages, c.frames as usize);
+            Some(if pinned == c.misses {
+                Ok(())
+            } else {
+                Err(format!("{}: libCacheSim {} but pinning gives {pinned}", at(), c.misses))
+            })
+        }
+        _ => None,
+    }
 }
 
 /// The committed golden file, or another one of the same shape named by
@@ -82,6 +139,14 @@ fn miss_counts_equal_libcachesim() {
     let mut report = Vec::new();
     let mut per_policy: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
     for c in &g.results {
+        match explained(c, &g.traces[&c.trace]) {
+            Some(Ok(())) => continue,
+            Some(Err(e)) => {
+                report.push(e);
+                continue;
+            }
+            None => {}
+        }
         let ours = faults(&c.policy, &g.traces[&c.trace], c.frames);
         let e = per_policy.entry(c.policy.as_str()).or_default();
         e.1 += 1;
@@ -96,5 +161,5 @@ fn miss_counts_equal_libcachesim() {
     }
     eprintln!("exact agreement per policy: {per_policy:?}");
     assert!(report.is_empty(), "differences:\n{}", report.join("\n"));
-    assert_eq!(per_policy.len(), 7);
+    assert!(per_policy.len() >= 7);
 }

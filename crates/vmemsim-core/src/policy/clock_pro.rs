@@ -19,7 +19,10 @@
 //!   period, removing it if it is non-resident.
 //!
 //! A miss on a non-resident page still in its test period makes it hot at the list head; any
-//! other miss puts the page at the list head as cold, in its test period. The cold target
+//! other miss puts the page at the list head as cold, in its test period, except while memory
+//! fills for the first time: then new pages are hot until `m − m_c` are (as LIRS fills its LIR
+//! set first, and as the authors' simulator does), so that the first promotion does not end
+//! every test period at once. The cold target
 //! `m_c` adapts (§3.3): +1 when a cold page is accessed in its test period, −1 when a test
 //! period ends without an access, within `[1, m − 1]`.
 //!
@@ -89,6 +92,8 @@ pub struct ClockPro {
     demotions: u64,
     test_expired: u64,
     nonresident_hits: u64,
+    /// Memory has been full once (eviction ran): the warm-up is over.
+    full: bool,
 }
 
 impl ClockPro {
@@ -137,6 +142,7 @@ impl ClockPro {
             demotions: 0,
             test_expired: 0,
             nonresident_hits: 0,
+            full: false,
         })
     }
 
@@ -373,15 +379,22 @@ impl Policy for ClockPro {
                     self.end_test(x);
                     self.settle();
                 }
-                self.st[f as usize] = COLD | TEST;
-                self.n_cold += 1;
-                self.n_test += 1;
+                if !self.full && self.n_hot < self.m - self.cold_target {
+                    // Warm-up: the hot set fills first, as LIRS's LIR set does.
+                    self.st[f as usize] = HOT;
+                    self.n_hot += 1;
+                } else {
+                    self.st[f as usize] = COLD | TEST;
+                    self.n_cold += 1;
+                    self.n_test += 1;
+                }
                 self.clock.push_head(&mut self.links, f);
                 self.settle();
             }
         }
     }
     fn evict(&mut self, mm: &mut Mm) -> Option<FrameId> {
+        self.full = true;
         loop {
             if self.n_cold == 0 {
                 if self.n_hot == 0 {
@@ -545,6 +558,150 @@ mod tests {
         let before = m.stats.faults;
         m.access(Access::read(page), u64::MAX);
         m.stats.faults == before
+    }
+
+    const HOT: Status = Hot { referenced: false };
+    const HOT_REF: Status = Hot { referenced: true };
+    const COLD: Status = Cold {
+        test: false,
+        referenced: false,
+    };
+    const TEST: Status = Cold {
+        test: true,
+        referenced: false,
+    };
+    const TEST_REF: Status = Cold {
+        test: true,
+        referenced: true,
+    };
+    const NR: Status = NonResident;
+
+    /// 20 accesses on 4 frames, worked out by hand from §3's rules. m_c starts at 3 (ratio 1,
+    /// clamped to m − 1), so the hot set is 1 page; at most 4 non-resident pages. Lists are
+    /// written from the oldest page to the list head; H = hot, c = cold not in test,
+    /// t = cold in its test period, * = reference bit, ' = non-resident (in test).
+    #[test]
+    fn paper_rules_by_hand() {
+        let (a, b, c, d, e, f, g, h, i, j) = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
+        let mut m = machine(4, &PolicyOptions::new(0));
+        assert_eq!(m.policy.cold_target(), 3);
+        let mut hits = Vec::new();
+        let mut run = |m: &mut Machine<ClockPro>, p: u64| hits.push(step(m, p));
+        // 1-4 A B C D: misses. Warm-up: A fills the hot set (m − m_c = 1), B C D are cold in
+        // their test period: [A B C D] = [H t t t].
+        for p in [a, b, c, d] {
+            run(&mut m, p);
+        }
+        assert_eq!(
+            m.policy.list(&m.mm),
+            [(a, HOT), (b, TEST), (c, TEST), (d, TEST)]
+        );
+        // 5 B: hit, sets B's bit.
+        run(&mut m, b);
+        // 6 E: miss. HAND_cold at B: bit set in its test period -> B hot at the head (m_c + 1,
+        // already at its maximum 3). 2 hot > m − m_c = 1: HAND_hot at A, bit clear -> A cold at
+        // the head; HAND_hot moves on to B, passing C and D, whose test periods end unused
+        // (m_c 3 -> 2 -> 1). HAND_cold at C: bit clear, not in test -> evicted, forgotten.
+        // E enters cold in test: [D B A E] = [c H c t].
+        run(&mut m, e);
+        assert_eq!(
+            m.policy.list(&m.mm),
+            [(d, COLD), (b, HOT), (a, COLD), (e, TEST)]
+        );
+        assert_eq!(m.policy.cold_target(), 1);
+        // 7 C: miss on a forgotten page: HAND_cold evicts D (clear, not in test); C enters
+        // cold in test. 8 E: hit. 9 F: miss: HAND_cold evicts A. [B E C F] = [H t* t t].
+        run(&mut m, c);
+        run(&mut m, e);
+        run(&mut m, f);
+        assert_eq!(
+            m.policy.list(&m.mm),
+            [(b, HOT), (e, TEST_REF), (c, TEST), (f, TEST)]
+        );
+        // 10 G: miss. HAND_cold at E: bit set in its test period -> E hot at the head (m_c 2;
+        // 2 hot = m − m_c, no demotion). HAND_cold at C: clear, in test -> evicted, stays as
+        // non-resident C'. G enters: [B C' F E G].
+        run(&mut m, g);
+        assert_eq!(
+            m.policy.list(&m.mm),
+            [(b, HOT), (c, NR), (f, TEST), (e, HOT), (g, TEST)]
+        );
+        // 11 C: miss on non-resident C' in its test period. First a frame: HAND_cold at F,
+        // clear, in test -> F'. Then C becomes hot at the head (m_c 3): 3 hot > m − m_c = 1.
+        // HAND_hot at B, bit clear -> B cold at the head; the hand moves on past F' (its test
+        // ends, F' leaves, m_c 2) to E. Now 2 hot = m − m_c: done. [E G C B] = [H t H c].
+        run(&mut m, c);
+        assert_eq!(
+            m.policy.list(&m.mm),
+            [(e, HOT), (g, TEST), (c, HOT), (b, COLD)]
+        );
+        assert_eq!(m.policy.cold_target(), 2);
+        // 12 E: hit. 13 H: miss, HAND_cold at G: clear, in test -> G'. [E* G' C B H].
+        run(&mut m, e);
+        run(&mut m, h);
+        assert_eq!(
+            m.policy.list(&m.mm),
+            [(e, HOT_REF), (g, NR), (c, HOT), (b, COLD), (h, TEST)]
+        );
+        // 14 B: hit. 15 I: miss. HAND_cold at B: bit set, not in test -> cleared, B to the
+        // head with a new test period; HAND_cold at H: clear, in test -> H'. I enters.
+        run(&mut m, b);
+        run(&mut m, i);
+        assert_eq!(
+            m.policy.list(&m.mm),
+            [(e, HOT_REF), (g, NR), (c, HOT), (h, NR), (b, TEST), (i, TEST)]
+        );
+        // 16 G: miss on G'. HAND_cold at B: clear, in test -> B'. G hot at the head (m_c 3):
+        // 3 hot > 1. HAND_hot at E: bit set -> spared (cleared, to the head); at C: clear ->
+        // C cold at the head; the hand moves on past H' and B' (they leave, m_c 2 -> 1) and
+        // I (its test ends, m_c stays at its minimum 1) to G. 2 hot <= m − m_c = 3.
+        run(&mut m, g);
+        assert_eq!(
+            m.policy.list(&m.mm),
+            [(i, COLD), (g, HOT), (e, HOT), (c, COLD)]
+        );
+        assert_eq!(m.policy.sizes(), (2, 2, 0));
+        // 17 D: miss, HAND_cold evicts I (clear, not in test). 18 C: hit.
+        // 19 J: miss. HAND_cold at C: bit set, not in test -> to the head, new test period;
+        // at D: clear, in test -> D'. [G E D' C J].
+        run(&mut m, d);
+        run(&mut m, c);
+        run(&mut m, j);
+        assert_eq!(
+            m.policy.list(&m.mm),
+            [(g, HOT), (e, HOT), (d, NR), (c, TEST), (j, TEST)]
+        );
+        // 20 D: miss on D'. HAND_cold at C: clear, in test -> C'. D hot at the head (m_c 2):
+        // 3 hot > 2. HAND_hot at G: clear -> G cold at the head; the hand stops at E.
+        run(&mut m, d);
+        assert_eq!(
+            m.policy.list(&m.mm),
+            [(e, HOT), (c, NR), (j, TEST), (d, HOT), (g, COLD)]
+        );
+        assert_eq!(m.policy.cold_target(), 2);
+        // Hits at 5, 8, 12, 14, 18; 15 misses, 11 evictions.
+        let hit_at: Vec<usize> = (1..=20).filter(|&k| hits[k - 1]).collect();
+        assert_eq!(hit_at, [5, 8, 12, 14, 18]);
+        assert_eq!((m.stats.faults, m.stats.evictions), (15, 11));
+        let c: std::collections::BTreeMap<_, _> = m.policy.counters().into_iter().collect();
+        assert_eq!(c["promotions"], 5, "B E C G D");
+        assert_eq!(c["nonresident_hits"], 3, "C G D");
+        assert_eq!(c["demotions"], 4, "A B C G");
+        assert_eq!(c["test_expired"], 6, "C D F' H' B' I");
+    }
+
+    #[test]
+    fn options_are_checked() {
+        let err = |k: &str, v: &str| {
+            ClockPro::new(10, &PolicyOptions::new(0).with(k, v))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err("init_cold_ratio", "2").starts_with("option init_cold_ratio:"));
+        assert!(err("nonresident_ratio", "-1").starts_with("option nonresident_ratio:"));
+        assert!(err("nonresident_ratio", "lots").starts_with("option nonresident_ratio:"));
+        let p = ClockPro::new(10, &PolicyOptions::new(0).with("init_cold_ratio", "0.5")).unwrap();
+        assert_eq!(p.cold_target(), 5);
     }
 
     /// Every invariant (hands at the oldest page of their kind, counts, the non-resident
