@@ -12,7 +12,7 @@ Rust core with `gen_libcachesim_golden.py --big` and `VMEMSIM_LIBCACHESIM_GOLDEN
 - arc: exactly; both follow Megiddo & Modha FAST'03 Fig. 4 with a real-valued p.
 - lfu: exactly; both break ties at the lowest count by least recent arrival at that count.
 - lirs: exactly while no resident HIR page outside the stack S is hit (vmemsim's counter
-  `hir_hits_outside_stack` is 0), else within 0.5%. On such a hit libCacheSim's
+  `hir_hits_outside_stack` is 0), else within 1%. On such a hit libCacheSim's
   `hit_RD_HIRinQ` (LIRS.c) first calls `evictLIR` while the LIR set is full: it demotes the
   bottom LIR object to Q and, Q being full, evicts Q's front object on a hit (with
   hirs_limit = 1 the accessed object itself, which then stays in S as a resident HIR object
@@ -123,7 +123,7 @@ def _check_lirs(tr: np.ndarray, trace_name: str) -> None:
         if outside == 0:
             assert ours == theirs, f"{where}: vmemsim {ours}, libCacheSim {theirs}"
         else:
-            assert abs(ours - theirs) <= 0.005 * theirs, f"{where}: {ours} vs {theirs}"
+            assert abs(ours - theirs) <= 0.01 * theirs, f"{where}: {ours} vs {theirs}"
 
 
 def _check_clock_pro(tr: np.ndarray, trace_name: str) -> None:
