@@ -156,6 +156,9 @@ fn lirs_and_clock_pro_knobs_keep_invariants() {
             sample_every: 0,
         };
         let r = replay(&mut VecSource::new(trace.clone()), &spec, None).unwrap();
-        assert!(r.stats.faults >= 41 && r.stats.faults < 3000, "{policy} {k}={v}");
+        assert!(
+            r.stats.faults >= 41 && r.stats.faults < 3000,
+            "{policy} {k}={v}"
+        );
     }
 }

@@ -107,7 +107,11 @@ fn explained(c: &Case, pages: &[u64]) -> Option<Result<(), String>> {
             Some(if pinned == c.misses {
                 Ok(())
             } else {
-                Err(format!("{}: libCacheSim {} but pinning gives {pinned}", at(), c.misses))
+                Err(format!(
+                    "{}: libCacheSim {} but pinning gives {pinned}",
+                    at(),
+                    c.misses
+                ))
             })
         }
         _ => None,

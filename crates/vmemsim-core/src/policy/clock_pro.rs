@@ -59,8 +59,13 @@ const REF: u8 = 8;
 /// A page's status in the paper's terms (tests).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
-    Hot { referenced: bool },
-    Cold { test: bool, referenced: bool },
+    Hot {
+        referenced: bool,
+    },
+    Cold {
+        test: bool,
+        referenced: bool,
+    },
     /// Non-resident cold page in its test period.
     NonResident,
 }
@@ -215,7 +220,7 @@ impl ClockPro {
         self.clock.remove(&mut self.links, x);
     }
 
-    fn to_head(&mut self, x: u32) {
+    fn move_to_head(&mut self, x: u32) {
         self.unlink(x);
         self.clock.push_head(&mut self.links, x);
     }
@@ -289,7 +294,7 @@ impl ClockPro {
         while self.n_hot > 0 {
             let x = self.hand_hot;
             let s = self.st[x as usize];
-            self.to_head(x);
+            self.move_to_head(x);
             if s & REF != 0 {
                 self.st[x as usize] = HOT;
                 self.settle();
@@ -406,7 +411,7 @@ impl Policy for ClockPro {
             let c = self.hand_cold;
             let s = self.st[c as usize];
             if s & REF != 0 {
-                self.to_head(c);
+                self.move_to_head(c);
                 if s & TEST != 0 {
                     // Accessed in its test period: hot.
                     self.adjust(true);
@@ -649,7 +654,14 @@ mod tests {
         run(&mut m, i);
         assert_eq!(
             m.policy.list(&m.mm),
-            [(e, HOT_REF), (g, NR), (c, HOT), (h, NR), (b, TEST), (i, TEST)]
+            [
+                (e, HOT_REF),
+                (g, NR),
+                (c, HOT),
+                (h, NR),
+                (b, TEST),
+                (i, TEST)
+            ]
         );
         // 16 G: miss on G'. HAND_cold at B: clear, in test -> B'. G hot at the head (m_c 3):
         // 3 hot > 1. HAND_hot at E: bit set -> spared (cleared, to the head); at C: clear ->
