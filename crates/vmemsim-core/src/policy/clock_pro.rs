@@ -279,7 +279,22 @@ impl ClockPro {
         if n == 0 {
             return NIL;
         }
-        let mut x = if from == NIL { self.clock.tail } else { from };
+        if from == NIL {
+            // The hand fell off the list head (its page left or moved) or its kind was empty:
+            // every page of its kind was put at the head since, so count them from the head
+            // (a few steps) instead of walking from the old end.
+            let (mut x, mut seen) = (self.clock.head, 0);
+            loop {
+                if kind(self, x) {
+                    seen += 1;
+                    if seen == n {
+                        return x;
+                    }
+                }
+                x = self.links.next(x);
+            }
+        }
+        let mut x = from;
         while !kind(self, x) {
             x = self.newer(x);
             if x == NIL {
