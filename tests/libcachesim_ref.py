@@ -28,6 +28,12 @@ POLICIES = {
     "mq": ("MQ", {}),
     "lru-k": ("LRUK", {"k": 2}),
     "w-tinylfu": ("WTinyLFU", {"main_cache": "SLRU", "window_size": 0.01}),
+    # Not exact, with the reason checked by the tests (tests/libcachesim_models.py): LIRS.c
+    # evicts on some hits (hit_RD_HIRinQ); ClockPro.c admits nothing once its cold pages reach
+    # their target (ClockPro_can_insert). init_ratio_cold = 1 is ClockPro.c's own default (the
+    # binding's is 0.5) and vmemsim's init_cold_ratio default.
+    "lirs": ("LIRS", {}),
+    "clock-pro": ("ClockPro", {"init_ratio_cold": 1.0}),
 }
 
 # Policies whose miss counts must equal libCacheSim's exactly (the brief's contract); the

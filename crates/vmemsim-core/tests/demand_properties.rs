@@ -14,9 +14,9 @@ use vmemsim_core::replay::{replay, ReplaySpec};
 use vmemsim_core::trace::VecSource;
 use vmemsim_core::Access;
 
-const DEMAND: [&str; 14] = [
+const DEMAND: [&str; 16] = [
     "fifo", "lru", "opt", "clock", "arc", "s3fifo", "lfu", "random", "sieve", "slru", "2q", "mq",
-    "lru-k", "w-tinylfu",
+    "lru-k", "w-tinylfu", "lirs", "clock-pro",
 ];
 
 fn run(policy: &str, trace: &[Access], frames: u32, seed: u64, check: bool) -> u64 {
@@ -217,5 +217,38 @@ fn lru_k_and_w_tinylfu_knobs_keep_invariants() {
                 r.stats.faults
             );
         }
+    }
+}
+
+#[test]
+fn lirs_and_clock_pro_knobs_keep_invariants() {
+    let trace: Vec<Access> = (0..3000u64)
+        .map(|i| Access::read((i * 2654435761) % 97 % (1 + i % 41)))
+        .collect();
+    for (policy, k, v) in [
+        ("lirs", "hir_ratio", "0.3"),
+        ("lirs", "hir_ratio", "0"),
+        ("lirs", "stack_ratio", "1"),
+        ("lirs", "stack_ratio", "8"),
+        ("clock-pro", "init_cold_ratio", "0"),
+        ("clock-pro", "init_cold_ratio", "0.5"),
+        ("clock-pro", "nonresident_ratio", "0"),
+        ("clock-pro", "nonresident_ratio", "3"),
+    ] {
+        let spec = ReplaySpec {
+            policy: PolicyKind::from_name(policy).unwrap(),
+            machine: MachineConfig {
+                check_invariants: true,
+                ..MachineConfig::new(16)
+            },
+            options: PolicyOptions::new(0).with(k, v),
+            sample_every: 0,
+            warmup: 0,
+        };
+        let r = replay(&mut VecSource::new(trace.clone()), &spec, None).unwrap();
+        assert!(
+            r.stats.faults >= 41 && r.stats.faults < 3000,
+            "{policy} {k}={v}"
+        );
     }
 }

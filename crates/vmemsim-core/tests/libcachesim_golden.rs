@@ -35,6 +35,15 @@
 //!   and a miss there, which `zombie_hits` counts (`w_tinylfu.rs`). The sketch is
 //!   libCacheSim's own (XXH64-based counting Bloom filter), reproduced bit for bit.
 //!   Cases the golden file does not hold (sizes the generator skips) are not compared.
+//! - lirs: exactly while no resident HIR page outside the stack S is hit (counter
+//!   `hir_hits_outside_stack` = 0), else within 1%: there libCacheSim's `hit_RD_HIRinQ`
+//!   demotes an LIR object and evicts from Q on a hit, which the paper does not do and a demand
+//!   pager cannot (see `policy/lirs.rs`; tests/test_libcachesim_diff.py proves it is the whole
+//!   difference with a model of LIRS.c).
+//! - clock-pro: not compared. libCacheSim 0.3.5's `ClockPro_can_insert` admits nothing once the
+//!   cold objects reach their target and its eviction never runs, so its count is that of a
+//!   cache pinning the first ⌊init_ratio_cold · c⌋ distinct objects; this test checks the golden
+//!   count against exactly that.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -60,10 +69,7 @@ struct Case {
     misses: u64,
 }
 
-/// vmemsim's faults, plus the hits it counts on pages libCacheSim had already evicted from
-/// inside an earlier hit or miss (slru: `cooled_out_hits`, `SLRU_cool(.., 0)` calls
-/// `SLRU_evict` from `SLRU_find`; w-tinylfu: `zombie_hits`), which a demand pager cannot do.
-fn faults(policy: &str, pages: &[u64], frames: u32) -> u64 {
+fn run(policy: &str, pages: &[u64], frames: u32) -> vmemsim_core::replay::ReplayResult {
     let spec = ReplaySpec {
         policy: PolicyKind::from_name(policy).unwrap(),
         machine: MachineConfig::new(frames),
@@ -71,13 +77,71 @@ fn faults(policy: &str, pages: &[u64], frames: u32) -> u64 {
         sample_every: 0,
         warmup: 0,
     };
-    let r = replay(&mut VecSource::from_pages(pages), &spec, None).unwrap();
+    replay(&mut VecSource::from_pages(pages), &spec, None).unwrap()
+}
+
+/// vmemsim's faults, plus the hits it counts on pages libCacheSim had already evicted from
+/// inside an earlier hit or miss (slru: `cooled_out_hits`, `SLRU_cool(.., 0)` calls
+/// `SLRU_evict` from `SLRU_find`; w-tinylfu: `zombie_hits`), which a demand pager cannot do.
+fn faults(policy: &str, pages: &[u64], frames: u32) -> u64 {
+    let r = run(policy, pages, frames);
     let missed_by_libcachesim = match policy {
         "slru" => r.policy_counters["cooled_out_hits"],
         "w-tinylfu" => r.policy_counters["zombie_hits"],
         _ => 0,
     };
     r.stats.faults + missed_by_libcachesim
+}
+
+/// Misses of a cache that admits the first `room` distinct pages and never evicts (what
+/// libCacheSim 0.3.5's ClockPro does with objects of size 1, init-ratio-cold = 1).
+fn pinned_first(pages: &[u64], room: usize) -> u64 {
+    let mut held = std::collections::HashSet::new();
+    let mut misses = 0;
+    for &p in pages {
+        if !held.contains(&p) {
+            misses += 1;
+            if held.len() < room {
+                held.insert(p);
+            }
+        }
+    }
+    misses
+}
+
+/// A difference from libCacheSim explained in the module comment, or `None` when the case
+/// must be exact.
+fn explained(c: &Case, pages: &[u64]) -> Option<Result<(), String>> {
+    let at = || format!("{} {} frames {}", c.policy, c.trace, c.frames);
+    match c.policy.as_str() {
+        "lirs" => {
+            let r = run("lirs", pages, c.frames);
+            let outside = r.policy_counters["hir_hits_outside_stack"];
+            let ours = r.stats.faults;
+            if outside == 0 || ours == c.misses {
+                return None;
+            }
+            let ok = ours.abs_diff(c.misses) as f64 <= 0.01 * c.misses as f64;
+            Some(if ok {
+                Ok(())
+            } else {
+                Err(format!("{}: vmemsim {ours} libCacheSim {}", at(), c.misses))
+            })
+        }
+        "clock-pro" => {
+            let pinned = pinned_first(pages, c.frames as usize);
+            Some(if pinned == c.misses {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{}: libCacheSim {} but pinning gives {pinned}",
+                    at(),
+                    c.misses
+                ))
+            })
+        }
+        _ => None,
+    }
 }
 
 /// The committed golden file, or another one of the same shape named by
@@ -105,6 +169,14 @@ fn miss_counts_equal_libcachesim() {
     let mut report = Vec::new();
     let mut per_policy: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
     for c in &g.results {
+        match explained(c, &g.traces[&c.trace]) {
+            Some(Ok(())) => continue,
+            Some(Err(e)) => {
+                report.push(e);
+                continue;
+            }
+            None => {}
+        }
         let ours = faults(&c.policy, &g.traces[&c.trace], c.frames);
         let e = per_policy.entry(c.policy.as_str()).or_default();
         e.1 += 1;
@@ -119,6 +191,13 @@ fn miss_counts_equal_libcachesim() {
     }
     eprintln!("exact agreement per policy: {per_policy:?}");
     assert!(report.is_empty(), "differences:\n{}", report.join("\n"));
-    // Every policy the golden file names was compared.
-    assert_eq!(per_policy.len(), g.libcachesim_classes.len());
+    // Every policy the golden file names was compared; clock-pro (and lirs, where its cases
+    // all differ for the explained reason) only through `explained`.
+    for c in &g.results {
+        let p = c.policy.as_str();
+        assert!(
+            per_policy.contains_key(p) || p == "clock-pro" || p == "lirs",
+            "{p} was not compared"
+        );
+    }
 }

@@ -132,6 +132,25 @@ impl List {
         self.push_head(l, x);
     }
 
+    /// Put `new` (on no list) where `old` is, and take `old` off the list: LIRS and CLOCK-Pro
+    /// keep a page's place in their stack when it stops being resident.
+    #[inline]
+    pub fn replace(&mut self, l: &mut Links, old: u32, new: u32) {
+        let (p, n) = (l.link[old as usize][0], l.link[old as usize][1]);
+        l.link[new as usize] = [p, n];
+        if p != NIL {
+            l.link[p as usize][1] = new;
+        } else {
+            self.head = new;
+        }
+        if n != NIL {
+            l.link[n as usize][0] = new;
+        } else {
+            self.tail = new;
+        }
+        l.link[old as usize] = [NIL; 2];
+    }
+
     /// The `k`-th id from the tail (0 = the tail), if the list is that long.
     #[inline]
     pub fn nth_from_tail(&self, l: &Links, k: usize) -> Option<u32> {
@@ -200,5 +219,11 @@ mod nth_tests {
         assert_eq!(q.nth_from_tail(&l, 2), Some(7));
         assert_eq!(q.nth_from_tail(&l, 3), None);
         assert_eq!(List::default().nth_from_tail(&l, 0), None);
+        q.replace(&mut l, 2, 4); // head 7, 4, 5 tail
+        q.replace(&mut l, 5, 6); // head 7, 4, 6 tail
+        q.replace(&mut l, 7, 1); // head 1, 4, 6 tail
+        assert_eq!(q.iter(&l).collect::<Vec<_>>(), vec![1, 4, 6]);
+        assert_eq!((q.head, q.tail, q.len), (1, 6, 3));
+        q.validate(&l, "replaced").unwrap();
     }
 }

@@ -24,6 +24,8 @@ pub enum PolicyKind {
     Slru,
     TwoQ,
     Mq,
+    Lirs,
+    ClockPro,
     ClockLru,
     /// Linux 6.8 Multi-Gen LRU, with the characterization paper's presets.
     MgLru(super::mglru::Preset),
@@ -101,6 +103,16 @@ impl PolicyKind {
             PolicyKind::Mq,
             "mq",
             "multi-queue: LRU queues by log2 frequency, expiry demotion, ghost Qout, Zhou et al. ATC'01 (demand)",
+        ),
+        (
+            PolicyKind::Lirs,
+            "lirs",
+            "low inter-reference recency set: stack S + resident-HIR queue Q, Jiang & Zhang SIGMETRICS'02 (demand)",
+        ),
+        (
+            PolicyKind::ClockPro,
+            "clock-pro",
+            "LIRS's reuse-distance test on a clock: hot/cold pages, test periods, three hands, Jiang, Chen & Zhang ATC'05 (demand)",
         ),
         (
             PolicyKind::ClockLru,
@@ -191,6 +203,8 @@ impl PolicyKind {
             PolicyKind::Slru => go(v, opts, slru::Slru::new(frames, opts)?),
             PolicyKind::TwoQ => go(v, opts, twoq::TwoQ::new(frames, opts)?),
             PolicyKind::Mq => go(v, opts, mq::Mq::new(frames, opts)?),
+            PolicyKind::Lirs => go(v, opts, lirs::Lirs::new(frames, opts)?),
+            PolicyKind::ClockPro => go(v, opts, clock_pro::ClockPro::new(frames, opts)?),
             PolicyKind::MgLru(p) => go(v, opts, mglru::MgLru::new(frames, opts, p)?),
         }
     }
