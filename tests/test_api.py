@@ -256,3 +256,18 @@ def test_policies_api() -> None:
     for p in ps:
         assert p.family in {"demand", "kernel"} and p.description
     assert "text" in vmemsim.trace_formats()
+
+
+def test_cgroup_is_one_name_in_the_cli_and_python() -> None:
+    # `--cgroup` on the CLI is `cgroup=True` in Python (it used to be a TypeError there):
+    # zram's pool is then not charged to the frames, as charge_device_ram=False did.
+    tr = "gen:zipf:pages=3000,alpha=0.9,n=30000"
+    a = vmemsim.replay(tr, policy="clock-lru", frames=1000, swap="zram", cgroup=True)
+    b = vmemsim.replay(tr, policy="clock-lru", frames=1000, swap="zram", charge_device_ram=False)
+    c = vmemsim.replay(tr, policy="clock-lru", frames=1000, swap="zram")
+    assert a.stats == b.stats and a.stats != c.stats
+    r = vmemsim.run("ycsb-a:records=2000,requests=4000", frames="50%", device="zram",
+                    cgroup=True)
+    assert r.stats["accesses"] > 0
+    with pytest.raises(vmemsim.VmemsimError, match="disagree"):
+        vmemsim.replay(tr, policy="lru", frames=100, cgroup=True, charge_device_ram=True + 0)

@@ -324,6 +324,20 @@ CONTENT_CLASSES = ("zero", "text", "numeric", "random", "sparse")
 KERNEL_VERSIONS = ("6.8", "6.1")
 
 
+def _charge(charge_device_ram: bool, cgroup: Optional[bool]) -> bool:
+    """Whether zram's pool counts against ``frames``. ``cgroup=True`` (the CLI's ``--cgroup``:
+    frames is a memory cgroup limit, which zsmalloc's pages are not charged to) is the same as
+    ``charge_device_ram=False`` (the older name, kept); giving both, they must agree."""
+    if cgroup is None:
+        return bool(charge_device_ram)
+    if not isinstance(cgroup, bool):
+        raise VmemsimError(f"cgroup: expected True or False, got {cgroup!r}")
+    if charge_device_ram is not True and bool(charge_device_ram) == cgroup:
+        raise VmemsimError("cgroup and charge_device_ram disagree (cgroup=True is "
+                           "charge_device_ram=False); give one")
+    return not cgroup
+
+
 def _hdd_slots(swap: str) -> int:
     """Usable slots of ``hdd[:size=SIZE]`` (mkswap's ``last_page``: the size in pages less
     the header page)."""
@@ -525,6 +539,7 @@ def replay(
     content_class: str = "numeric",
     charge_device_ram: bool = True,
     warmup: Optional[int] = None,
+    cgroup: Optional[bool] = None,
 ) -> ReplayResult:
     """Replay ``trace`` through ``policy`` on a machine of ``frames`` 4 KiB frames.
 
@@ -549,7 +564,8 @@ def replay(
     the machine: every swapped-out page takes the zsmalloc object its compressed size needs
     (from ``content_class``, one of :data:`CONTENT_CLASSES`, and the ratios of
     ``"zram:text_ratio=3,numeric_ratio=2"``), and the pool's pages are taken from the free
-    frames; ``charge_device_ram=False`` leaves it out (frames is a memory cgroup's limit, which
+    frames; ``cgroup=True`` (``--cgroup``; the older ``charge_device_ram=False``) leaves it out
+    (frames is a memory cgroup's limit, which
     zram's allocations are not charged to). ``stats["zram_mem_used_max"]`` is the pool's peak
     in bytes, as zram's ``mm_stat`` reports it. ``warmup`` (accesses; ``None`` or 0 = none)
     replays the first ``warmup`` accesses before counting starts: the result's counters (but
@@ -565,7 +581,7 @@ def replay(
     opts = _options_arg(options)
     machine = _machine_arg(
         page_cluster, watermarks, swappiness, check_invariants, swap, kernel, content_class,
-        charge_device_ram,
+        _charge(charge_device_ram, cgroup),
     )
     if not isinstance(policy, str):
         raise VmemsimError(f"policy: expected a policy name, got {policy!r}")
@@ -1127,6 +1143,7 @@ def run(
     sample_every_ns: int = 0,
     step_ns: int = 2000,
     charge_device_ram: bool = True,
+    cgroup: Optional[bool] = None,
     check_invariants: bool = False,
     progress: Optional[ProgressFn] = None,
 ) -> RunResult:
@@ -1138,7 +1155,8 @@ def run(
 
     ``workload`` is a model spec such as ``"ycsb-a:footprint=64MiB"`` (kinds:
     :func:`workload_kinds`), seeded by ``seed``. ``frames`` is a count or a percentage of the
-    workload's footprint (``"50%"``). ``charge_device_ram=False`` keeps zram's compressed
+    workload's footprint (``"50%"``). ``cgroup=True`` (``--cgroup``; the older
+    ``charge_device_ram=False``) keeps zram's compressed
     pool out of ``frames``, as a memory cgroup limit does (zsmalloc memory is not charged to
     the cgroup). ``progress(done, None)`` reports simulated ns.
     """
@@ -1152,7 +1170,7 @@ def run(
         "cpus": _count_arg("cpus", cpus),
         "sample_every_ns": _count_arg("sample_every_ns", sample_every_ns, lo=0),
         "step_ns": _count_arg("step_ns", step_ns),
-        "charge_device_ram": bool(charge_device_ram),
+        "charge_device_ram": _charge(charge_device_ram, cgroup),
     }
     if slice_ns is not None:
         timed["slice_ns"] = _count_arg("slice_ns", slice_ns)

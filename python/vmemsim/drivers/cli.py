@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from typing import Dict
@@ -88,7 +89,7 @@ def _run_record(args: argparse.Namespace) -> int:
         log(f"{args.name}: {side['accesses']:,} accesses "
             f"({side['memory_references']:,} memory references), "
             f"footprint {side['footprint_pages']:,} pages, {side['duration_seconds']:.1f} s"
-            f"{extra} -> {args.out}/{side['trace']} + {args.name}.json")
+            f"{extra} -> {os.path.join(args.out, side['trace'])} + {args.name}.json")
     if side["returncode"] != 0 or not side["complete"]:
         log(f"{args.name}: warning: the recorded program exited with status "
             f"{side['returncode']}{'' if side['complete'] else ' (recording incomplete)'}; "
