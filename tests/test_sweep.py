@@ -530,3 +530,26 @@ def test_a_full_disk_names_the_path_and_keeps_what_was_written(tmp_path, monkeyp
     assert "No space left on device" in err and str(out / "runs") in err
     assert "internal error" not in err
     assert len(list((out / "runs").glob("*.json"))) == 2  # what was written is kept
+
+
+def test_run_at_is_the_indexed_run_without_expanding_the_grid(tmp_path):
+    e = exp("seeds = 3\n" + BASE + """
+    [sweep]
+    "machine.policy" = ["lru", "fifo"]
+    "machine.frames" = ["10%", "50%", "90%"]
+    """)
+    every = list(e.runs())
+    assert [e.run_at(i) for i in range(e.total)] == every
+    # A plan of 80 M runs (it used to expand them all: 6 GB) prints its count and samples at
+    # once; --json, which lists every run, refuses it.
+    p = write(tmp_path, "seeds = 10\n" + BASE + """
+    [sweep]
+    "machine.frames" = [""" + ", ".join(str(i) for i in range(1, 2001)) + """]
+    "machine.swappiness" = [""" + ", ".join(str(i) for i in range(0, 200)) + """]
+    "run.sample_every" = [""" + ", ".join(str(i) for i in range(20)) + """]
+    """)
+    r = _cli("sweep", "plan", str(p), "--samples", "3")
+    assert r.returncode == 0, r.stderr
+    assert "80,000,000 runs" in r.stdout and r.stdout.count("\nrun ") == 3
+    r = _cli("sweep", "plan", str(p), "--json")
+    assert r.returncode == 2 and "80,000,000 runs is more than" in r.stderr

@@ -50,10 +50,18 @@ def _load(args: argparse.Namespace):
     return exp
 
 
+#: Runs `sweep plan --json` lists at most (each is a JSON object in memory).
+PLAN_JSON_MAX = 1_000_000
+
+
 def _run_plan(args: argparse.Namespace) -> int:
     exp = _load(args)
-    runs = list(exp.runs())
+    total = exp.total
     if args.json:
+        if total > PLAN_JSON_MAX:
+            raise CliError(f"--json lists every run: {total:,} runs is more than "
+                           f"{PLAN_JSON_MAX:,}; plan without --json shows the count and samples")
+        runs = list(exp.runs())
         json.dump({
             "experiment": exp.name,
             "total": len(runs),
@@ -64,14 +72,14 @@ def _run_plan(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     out = sys.stdout
-    out.write(f"experiment {exp.name}: {len(runs)} runs\n")
+    out.write(f"experiment {exp.name}: {total:,} runs\n")
     if exp.description:
         out.write(f"  {exp.description}\n")
     grid = " x ".join(f"{n} ({k})" for n, k in axes_summary(exp))
     out.write(f"axes: {grid}\n")
-    if args.samples > 0 and runs:
-        step = max(1, len(runs) // args.samples)
-        picks = runs[::step][: args.samples]
+    if args.samples > 0 and total:
+        step = max(1, total // args.samples)
+        picks = [exp.run_at(i) for i in range(0, total, step)][: args.samples]
         for r in picks:
             out.write(f"\nrun {r.index} id {r.run_id}: {describe_run(r)}\n")
             for path, value in r.config.items():

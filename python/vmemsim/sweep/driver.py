@@ -16,6 +16,10 @@ from .executors import make_executor
 from .spec import Experiment, Run, describe_run
 from .store import ResultsStore
 
+#: Runs one sweep may hold (its runs, ids and records are kept in memory).
+MAX_RUNS = 5_000_000
+#: From this many runs on, a sweep says its size before it starts.
+ANNOUNCE_RUNS = 10_000
 #: Rewrite results.parquet at least this often during a sweep (seconds).
 COMPACT_EVERY = 30.0
 
@@ -219,6 +223,14 @@ def run_sweep(
     ``function`` names the run function (``None``: the simulation; ``"noop"``: nothing, to
     measure the orchestration). Returns a :class:`SweepSummary`; Ctrl-C stops the sweep
     keeping every finished run."""
+    if exp.total > MAX_RUNS:
+        raise VmemsimError(
+            f"{exp.name}: {exp.total:,} runs; one sweep holds at most {MAX_RUNS:,} (its plan, "
+            "manifest and results table are in memory): split the grid into several "
+            "experiments or fewer seeds")
+    if exp.total >= ANNOUNCE_RUNS and progress != "quiet":
+        sys.stderr.write(f"vmemsim: {exp.name}: {exp.total:,} runs; the progress line shows "
+                         "the time left once the first runs have finished\n")
     runs = list(exp.runs())
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):

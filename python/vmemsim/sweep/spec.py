@@ -392,6 +392,24 @@ class Experiment:
             n *= len(a.values)
         return n
 
+    def run_at(self, index: int) -> Run:
+        """Run number ``index`` of :meth:`runs` without expanding the others (a plan of
+        millions of runs shows its samples in constant memory)."""
+        if not 0 <= index < self.total:
+            raise IndexError(index)
+        rest, seed_i = divmod(index, len(self.seeds))
+        picks = []
+        for a in reversed(self.axes):
+            rest, i = divmod(rest, len(a.values))
+            picks.append(a.values[i])
+        cfg = dict(self.base)
+        axes: Dict[str, Any] = {}
+        for overrides in reversed(picks):
+            cfg.update(overrides)
+            axes.update(overrides)
+        seed = self.seeds[seed_i]
+        return Run(index, cfg, seed, run_id(cfg, seed), axes)
+
     def runs(self) -> Iterator[Run]:
         """Every run in order: the axes as written (Cartesian axes, then zips, then cases),
         seeds innermost."""
