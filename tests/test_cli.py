@@ -237,3 +237,11 @@ def test_messages_name_the_culprit() -> None:
     assert_one_line_error(p, "costs.cpu_ghz: 0 is not a clock rate in GHz")
     p = run_cli("vm", "redis-like", "--cost", "exit_ns=abc")
     assert_one_line_error(p, "--cost exit_ns: 'abc' is not a whole number of ns")
+
+
+def test_native_paging_shows_no_host() -> None:
+    # Native paging has no host: its lines used to read "host_page None" and an empty policy.
+    p = run_cli("vm", "lmbench-like", "--paging", "native")
+    assert p.returncode == 0, p.stderr
+    assert "host_page" not in p.stdout and "host_policy" not in p.stdout
+    assert "None" not in p.stdout

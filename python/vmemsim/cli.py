@@ -803,8 +803,11 @@ def _run_vm(args: argparse.Namespace) -> int:
         return 0
     d = r.to_dict()
     lines = [f"{PROG} vm"]
+    host_keys = ("host_policy", "host_frames", "host_page")
     for k in ("workload", "paging", "guest_policy", "host_policy", "guest_frames",
               "host_frames", "guest_page", "host_page", "seed", "version"):
+        if d.get("paging") == "native" and k in host_keys:
+            continue  # no host under native paging: nothing to show
         lines.append(f"  {k:<13} {d.get(k)}")
     lines += ["", f"runtime      {d['runtime_ns'] / 1e9:,.6f} s (simulated)", "", "time (ns)"]
     for k, v in d["time"].items():

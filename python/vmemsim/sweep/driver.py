@@ -97,8 +97,8 @@ def check_runs(exp: Experiment, runs: Sequence[Run]) -> None:
             seen_policies.add(key)
             options = {k[len("machine.options."):]: v for k, v in opts}
             try:
-                # An empty trace: builds the policy (checking its options) and stops.
-                api.replay([], policy=cfg["machine.policy"], frames=64, options=options)
+                # One access: builds the policy (checking its options) and stops.
+                api.replay([0], policy=cfg["machine.policy"], frames=64, options=options)
             except VmemsimError as e:
                 raise VmemsimError(
                     f"machine.options in run {r.index} ({describe_run(r)}): {e}") from None
