@@ -4,6 +4,9 @@ one-line errors with status 2 for every kind of bad input."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -245,3 +248,28 @@ def test_native_paging_shows_no_host() -> None:
     assert p.returncode == 0, p.stderr
     assert "host_page" not in p.stdout and "host_policy" not in p.stdout
     assert "None" not in p.stdout
+
+
+def test_runs_that_need_more_memory_than_available_are_refused(tmp_path: Path) -> None:
+    # Each used to allocate until the host ran out (16 GB in 60 s for stress-vm:bytes=1TiB).
+    # The estimate (util.rs: 64 B per frame, 16 B per page, 64 B per access OPT holds) is
+    # compared with MemAvailable, lowered here to 1 GiB by VMEMSIM_MEMORY_LIMIT.
+    env = dict(os.environ, VMEMSIM_MEMORY_LIMIT=str(1 << 30))
+    cases = [
+        (("vm", "stress-vm:bytes=1TiB"), "workload: 1 VM(s) of 268435480 pages"),
+        (("vm", "redis-like", "--vms", "100000"), "vms: 100000 VM(s)"),
+        (("run", "pagerank:scale=30"), "pagerank.scale: a graph of 2^30 vertices"),
+        (("replay", "--trace", "gen:zipf:pages=1000,n=1e9", "--policy", "opt", "--frames",
+          "100"), "policy: opt (the whole trace held: 1000000000 accesses) needs about 59.6 GiB"),
+        (("replay", "--trace", "gen:zipf:pages=1000,n=100", "--policy", "lru", "--frames",
+          "100000000"), "frames: 100000000 frames needs about 6.0 GiB"),
+    ]
+    for args, needle in cases:
+        p = subprocess.run([sys.executable, "-m", "vmemsim", *args], capture_output=True,
+                           text=True, env=env, timeout=120)
+        assert_one_line_error(p, needle, "1.0 GiB available", "VMEMSIM_FORCE=1")
+    # Within the limit, the same kind of run goes ahead.
+    p = subprocess.run([sys.executable, "-m", "vmemsim", "replay", "--trace",
+                        "gen:zipf:pages=1000,n=100", "--policy", "lru", "--frames", "1000"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr

@@ -219,6 +219,15 @@ impl PolicyVisitor for Run<'_, '_> {
         }
         let mut series = Series::new(sample_every);
         let needs_future = p.needs_future();
+        if needs_future {
+            if let Some(n) = src.len_hint() {
+                crate::util::check_memory(
+                    "policy",
+                    &format!("{} (the whole trace held: {n} accesses)", p.name()),
+                    n.saturating_mul(crate::util::BYTES_PER_HELD_ACCESS),
+                )?;
+            }
+        }
         let mut m = Machine::new(&machine, p)?;
         if needs_future {
             let all = collect(src)?;

@@ -996,10 +996,23 @@ fn run_vm(
         ));
     }
     // VM i runs workload i (or the one workload) with seed + i.
-    let mut wls = Vec::with_capacity(vms as usize);
+    let mut wls = Vec::with_capacity(vms.min(1 << 16) as usize);
     for i in 0..vms as usize {
         let spec = &workload[i.min(workload.len() - 1)];
-        wls.push(vm::workloads::parse(spec, seed.wrapping_add(i as u64)).map_err(py_err)?);
+        let w = vm::workloads::parse(spec, seed.wrapping_add(i as u64)).map_err(py_err)?;
+        if i == 0 {
+            // Before building the others: each VM holds its workload's state, its guest's
+            // frames (200% of the footprint by default) and their host pages.
+            let per_vm = w.footprint_pages()
+                * (vmemsim_core::util::BYTES_PER_PAGE + 3 * vmemsim_core::util::BYTES_PER_FRAME);
+            vmemsim_core::util::check_memory(
+                if vms > 1 { "vms" } else { "workload" },
+                &format!("{vms} VM(s) of {} pages each", w.footprint_pages()),
+                per_vm.saturating_mul(vms as u64),
+            )
+            .map_err(py_err)?;
+        }
+        wls.push(w);
     }
     // A percentage is rounded up to whole pages of the side's page size.
     let resolve = |key: &str, spec: &str, base: u64, size: PageSize| -> PyResult<u32> {

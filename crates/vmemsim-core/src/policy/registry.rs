@@ -187,6 +187,11 @@ impl PolicyKind {
             opts.check_all_used()?;
             Ok(v.visit(p))
         }
+        crate::util::check_memory(
+            "frames",
+            &format!("{frames} frames"),
+            frames as u64 * crate::util::BYTES_PER_FRAME,
+        )?;
         match self {
             PolicyKind::ClockLru => go(v, opts, clock_lru::ClockLru::new(frames)),
             PolicyKind::Fifo => go(v, opts, fifo::Fifo::new(frames)),

@@ -333,6 +333,14 @@ impl PageRank {
             }
             (None, _) => p.u64_in("scale", 19, 1, 32)? as u32,
         };
+        // The graph's tables (the vertex permutation and degree checkpoints, ~12 B per
+        // vertex) and the footprint's page table, before anything is built.
+        let pages = pages_for(scale, (2 * edge_factor) << scale);
+        crate::util::check_memory(
+            if p.has("scale") { "pagerank.scale" } else { "pagerank.footprint" },
+            &format!("a graph of 2^{scale} vertices ({pages} pages)"),
+            (1u64 << scale) * 12 + pages * crate::util::BYTES_PER_PAGE,
+        )?;
         let cfg = Config {
             scale,
             edge_factor,
