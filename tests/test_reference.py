@@ -48,7 +48,8 @@ def ref_lru(trace: Sequence[int], frames: int) -> int:
 
 REFERENCE = {"fifo": ref_fifo, "lru": ref_lru}
 
-traces = st.lists(st.integers(min_value=0, max_value=40), min_size=0, max_size=300)
+# At least one access: an empty trace is an error (nothing to replay), tested in test_cli.py.
+traces = st.lists(st.integers(min_value=0, max_value=40), min_size=1, max_size=300)
 
 
 @settings(max_examples=60, deadline=None)
@@ -61,7 +62,7 @@ def test_demand_policies_match_reference(trace, frames) -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(trace=st.lists(st.integers(min_value=0, max_value=30), max_size=200))
+@given(trace=st.lists(st.integers(min_value=0, max_value=30), min_size=1, max_size=200))
 def test_lru_stack_property(trace) -> None:
     # LRU is a stack algorithm (Mattson et al. 1970): more memory never faults more.
     faults = [vmemsim.replay(trace, policy="lru", frames=f).faults for f in range(1, 33)]
