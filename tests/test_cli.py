@@ -273,3 +273,19 @@ def test_runs_that_need_more_memory_than_available_are_refused(tmp_path: Path) -
                         "gen:zipf:pages=1000,n=100", "--policy", "lru", "--frames", "1000"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr
+
+
+def test_demo_explains_why_gen14_equals_mglru() -> None:
+    from types import SimpleNamespace
+
+    from vmemsim.demo import DemoRow, same_as_mglru_note
+
+    def row(policy, faults):
+        return DemoRow("kernel", SimpleNamespace(policy=policy, frames=10, faults=faults,
+                                                 major_faults=faults // 2))
+
+    note = same_as_mglru_note([row("mglru", 7), row("mglru-gen14", 7)])
+    assert len(note) == 1 and "should_run_aging" in note[0]
+    assert same_as_mglru_note([row("mglru", 7), row("mglru-gen14", 8)]) == []
+    p = run_cli("demo")
+    assert p.returncode == 0 and "mglru-gen14 = mglru on this workload" in p.stdout

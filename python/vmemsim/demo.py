@@ -117,4 +117,21 @@ def format_table(t: DemoTrace, rows: Sequence[DemoRow], seconds: float) -> str:
         f"{len(rows)} replays in {seconds:.2f} s. faults = every miss, cold included; "
         "major = read back from swap; * = fewest faults at that size."
     )
+    lines += same_as_mglru_note(rows)
     return "\n".join(lines)
+
+
+def same_as_mglru_note(rows: Sequence[DemoRow]) -> List[str]:
+    """Why ``mglru-gen14`` can equal ``mglru`` row for row: the preset only allows more
+    generations (``max_gens`` 2^14), and Linux 6.8's aging (``should_run_aging``, which
+    ``get_nr_to_scan`` consults) does not create a new generation while 4 or more exist,
+    so on a workload that never needs more than 4 the two make the same choices."""
+    by = {}
+    for r in rows:
+        by.setdefault(r.result.policy, []).append((r.result.frames, r.result.faults,
+                                                   r.result.major_faults))
+    if "mglru-gen14" in by and by.get("mglru-gen14") == by.get("mglru"):
+        return ["mglru-gen14 = mglru on this workload: the preset only allows more generations "
+                "(max_gens 2^14), and 6.8's should_run_aging creates none while 4 or more "
+                "exist, which this workload never outgrows."]
+    return []
