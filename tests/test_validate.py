@@ -5,6 +5,7 @@ import json
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -181,7 +182,7 @@ def test_a_real_kernel_run_end_to_end(tmp_path):
     kernels.mkdir(parents=True, exist_ok=True)
     (tmp_path / "kernels").symlink_to(kernels)
     out = subprocess.run(
-        ["vmemsim", "validate", LOG_SPEC, "--cache", str(tmp_path), "--mem", "96M", "--swap", "disk", "--lru", "classic",
+        [sys.executable, "-m", "vmemsim", "validate", LOG_SPEC, "--cache", str(tmp_path), "--mem", "96M", "--swap", "disk", "--lru", "classic",
          "--page-cluster", "0", "--repeats", "1", "--seed", "3", "--json"],
         capture_output=True, text=True, timeout=900,
     )
