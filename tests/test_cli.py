@@ -289,3 +289,11 @@ def test_demo_explains_why_gen14_equals_mglru() -> None:
     assert same_as_mglru_note([row("mglru", 7), row("mglru-gen14", 8)]) == []
     p = run_cli("demo")
     assert p.returncode == 0 and "mglru-gen14 = mglru on this workload" in p.stdout
+
+
+def test_mmu_pages_only_with_shadow_paging() -> None:
+    # --mmu-pages sizes KVM's shadow-page pool; under TDP it was accepted and ignored.
+    p = run_cli("vm", "lmbench-like", "--paging", "tdp", "--mmu-pages", "1")
+    assert_one_line_error(p, "mmu_pages: only with shadow paging")
+    p = run_cli("vm", "lmbench-like", "--paging", "shadow", "--mmu-pages", "64")
+    assert p.returncode == 0, p.stderr

@@ -959,6 +959,14 @@ fn run_vm(
     let guest_page = page("guest_page", guest_page)?;
     let host_page = page("host_page", host_page)?;
     let paging = vm::Paging::parse(paging).map_err(py_err)?;
+    if mmu_pages.is_some() && paging != vm::Paging::Shadow {
+        // Accepted silently before, with no effect: only KVM's shadow MMU has the pool.
+        return Err(config_err(
+            "mmu_pages",
+            "only with shadow paging (KVM's shadow-page pool, n_max_mmu_pages); tdp and native \
+             paging have no such pool",
+        ));
+    }
     let translate: vmemsim_core::translate::TranslateConfig = serde_json::from_str(translate)
         .map_err(|e| {
             let msg = e.to_string();
