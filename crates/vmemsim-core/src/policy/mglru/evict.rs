@@ -8,9 +8,10 @@
 //! generation (`evict_folios` sets PG_active on every rejected mapped folio). Look-around
 //! clears and promotes up to 64 neighbouring young PTEs in the same PMD and VMA: kswapd
 //! promotes them through the flag only (`folio_update_gen`, it owns an `mm_walk`), direct
-//! reclaim moves them at once (`folio_activate`). A neighbour isolated in the same batch only
-//! gets PG_referenced, which `folio_check_references` ignores for it (its PTE is no longer
-//! young), so it is reclaimed — the kernel's behaviour, kept.
+//! reclaim moves them at once (`folio_activate`). A neighbour isolated in the same batch gets
+//! PG_referenced, and `shrink_folio_list` keeps a mapped folio with PG_referenced before it
+//! checks references ("folio_update_gen() tried to promote this page?"), so that neighbour
+//! is put back into the youngest generation too, without counting as an activation.
 //!
 //! Departures: victims are whole `evict_folios` batches (up to `MIN_LRU_BATCH` = 64), so a
 //! pass can return more than `sc.nr_to_reclaim`, as the kernel reclaims; kswapd's
@@ -385,6 +386,20 @@ impl MgLru {
         victims: &mut Vec<FrameId>,
     ) {
         let vpn = mm.owner(f);
+        // shrink_folio_list, before folio_check_references: "folio_update_gen() tried to
+        // promote this page?" A mapped folio that got PG_referenced while isolated (an
+        // earlier folio's look-around, or a walk, found its PTE young: `folio_update_gen` /
+        // `lru_gen_look_around` set the flag when `folio_lru_gen` < 0) goes to keep_locked;
+        // evict_folios then puts it back active (refs and flags cleared) into the youngest
+        // generation. Not reclaimed, and not an activation (PGACTIVATE counts activate_locked
+        // only). Linux 6.1 and 6.8 alike.
+        if self.fs[f as usize].fl & F_REFERENCED != 0 && mm.frames.is_mapped(f) {
+            self.fs[f as usize].fl &= !F_ALL_REFS;
+            let gen = self.gen_of_seq(self.max_seq);
+            self.add_folio(f, gen, false);
+            self.stats.kept_referenced += 1;
+            return;
+        }
         // folio_referenced skips mappings without recency (invalid_folio_referenced_vma).
         let young = mm.frames.is_mapped(f) && Self::has_recency(mm, vpn) && mm.is_young(f);
         if young {

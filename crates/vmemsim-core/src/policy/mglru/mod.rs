@@ -280,6 +280,10 @@ pub struct MgLruStats {
     pub promoted_lookaround: u64,
     /// Isolated folios found young by rmap and put back in the youngest generation.
     pub promoted_rmap: u64,
+    /// Isolated mapped folios kept because they got PG_referenced while isolated (a
+    /// look-around or a walk found them young): `shrink_folio_list`'s "folio_update_gen()
+    /// tried to promote this page?" test. Put back in the youngest generation.
+    pub kept_referenced: u64,
     /// Folios `shrink_folio_list` kept because `pageout` left them under writeback
     /// (asynchronous swap device); freed by a later scan.
     pub writeback_keep: u64,
@@ -785,6 +789,7 @@ impl Policy for MgLru {
             ("promoted_lookaround", s.promoted_lookaround),
             ("promoted_rmap", s.promoted_rmap),
             ("writeback_keep", s.writeback_keep),
+            ("kept_referenced", s.kept_referenced),
             ("sorted_promoted", s.sorted_promoted),
             ("forced_inc_gen", s.forced_inc_gen),
             ("evicted_tier0", s.evicted_tier[0]),

@@ -348,32 +348,35 @@ fn rmap_case(reason: ReclaimReason) -> (Machine<MgLru>, Vec<u32>) {
 fn rmap_young_is_kept_and_looks_around() {
     for reason in [ReclaimReason::Kswapd, ReclaimReason::Direct] {
         let (m, victims) = rmap_case(reason);
-        // Isolated 10..73 as before. Page 70 is young: look-around over [70-32, 70+32) =
-        // [38, 102) clears 70, 71 and 80. 70 goes back to the youngest generation (5);
-        // 71, isolated in the same batch, only gets PG_referenced and is reclaimed;
-        // 80 (still on generation 3's list) is promoted to generation 5.
-        let want: Vec<u32> = (10..74).filter(|&p| p != 70).collect();
+        // Isolated 10..73 as before, processed in that order. Page 70 is young: look-around
+        // over [70-32, 70+32) = [38, 102) clears 70, 71 and 80. 70 goes back to the youngest
+        // generation (5); 71, isolated in the same batch and not yet processed, gets
+        // PG_referenced, so shrink_folio_list keeps it ("folio_update_gen() tried to promote
+        // this page?") and it goes back to generation 5 after 70; 80 (still on generation
+        // 3's list) is promoted to generation 5.
+        let want: Vec<u32> = (10..74).filter(|&p| p != 70 && p != 71).collect();
         assert_eq!(victims, want, "{reason:?}");
         let s = m.policy.stats();
         assert_eq!(
             (
                 s.promoted_rmap,
+                s.kept_referenced,
                 s.lookarounds,
                 s.lookaround_ptes,
                 s.lookaround_young
             ),
-            (1, 1, 64, 3)
+            (1, 1, 1, 64, 3)
         );
         assert_eq!(s.promoted_lookaround, 1);
-        assert_eq!((seq(&m, 70), seq(&m, 80)), (5, 5));
-        assert_eq!(m.policy.nr_pages_of_seq(5, ANON), 2);
+        assert_eq!((seq(&m, 70), seq(&m, 71), seq(&m, 80)), (5, 5, 5));
+        assert_eq!(m.policy.nr_pages_of_seq(5, ANON), 3);
         assert_eq!(m.mm.pt.pte(80) & PTE_ACCESSED, 0);
         // kswapd owns an mm_walk: look-around only rewrites the flag; direct reclaim
-        // activates (moves) the folio at once.
+        // activates (moves) the folio at once. Put-back folios enter at the head.
         let youngest = m.policy.list_of_seq(5, ANON);
         match reason {
-            ReclaimReason::Kswapd => assert_eq!(youngest, vec![70]),
-            ReclaimReason::Direct => assert_eq!(youngest, vec![70, 80]),
+            ReclaimReason::Kswapd => assert_eq!(youngest, vec![71, 70]),
+            ReclaimReason::Direct => assert_eq!(youngest, vec![71, 70, 80]),
         }
         // 3 young of 64 < one per cache line: the PMD is not fed to the Bloom filter
         // (filter[5] was reset by the second walk and nothing reached it).
