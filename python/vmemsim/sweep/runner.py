@@ -94,6 +94,29 @@ def _check_defaults(config: Mapping[str, Any], only: Any, what: str) -> None:
             raise VmemsimError(f"{path}: {what}")
 
 
+def run_kind(config: Mapping[str, Any]) -> str:
+    """``vm`` (workload.guest), ``timed`` (workload.model) or ``replay`` (a trace)."""
+    if is_vm(config):
+        return "vm"
+    return "timed" if is_timed(config) else "replay"
+
+
+def reads(config: Mapping[str, Any], path: str) -> bool:
+    """Whether the kind of run of ``config`` reads key ``path`` (a replay reads no
+    ``vm.*`` key nor the timed machine's; a VM run no replay or timed key; the
+    workload's keys name every run)."""
+    if path in _LABEL_KEYS:
+        return True
+    kind = run_kind(config)
+    if kind == "vm":
+        return path.startswith("vm.") or path in _VM_KEYS
+    if path.startswith("vm."):
+        return False
+    if kind == "timed":
+        return path not in _REPLAY_ONLY
+    return path not in _TIMED_KEYS and not path.startswith("machine.costs.")
+
+
 def vm_kwargs(config: Mapping[str, Any], seed: int) -> Dict[str, Any]:
     """The :func:`vmemsim.run_vm` arguments of a VM run."""
     if config.get("workload.trace") is not None or config.get("workload.model") is not None:
