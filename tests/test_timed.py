@@ -204,7 +204,7 @@ def test_latency_figure_from_the_side_files(tmp_path):
         if seen >= want:
             p99 = v
             break
-    assert f">{p99}<" in html and f">{total}<" in html
+    assert f">{p99:,}<" in html and f">{total:,}<" in html  # thousands separated
 
 
 def test_timed_keys_in_a_replay_are_an_error_not_ignored(tmp_path):
