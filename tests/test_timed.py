@@ -73,6 +73,8 @@ def test_cli_run_zram_charged_to_ram_runs_out_of_memory_on_random_values():
     )
     assert r.returncode != 0
     assert "out of memory" in r.stderr and "zram" in r.stderr and "--cgroup" in r.stderr
+    # the experiment-file key it names is the one that exists
+    assert "machine.cgroup = true" in r.stderr and "swap_charged" not in r.stderr
     assert "Traceback" not in r.stderr
 
 
@@ -104,7 +106,7 @@ def test_timed_runs_in_a_sweep(tmp_path):
         [machine]
         frames = "50%"
         cpus = 2
-        swap_charged = false
+        cgroup = true
         [workload]
         model = "{YCSB}"
         [sweep]
@@ -126,6 +128,75 @@ def test_timed_runs_in_a_sweep(tmp_path):
     lat = res.side(row["run_id"], "latency")
     assert set(lat["kind"]) >= {"read", "update", "all"}
     assert lat[lat["kind"] == "all"]["count"].sum() == direct.latency["all"]["count"]
+
+
+def _zram_experiment(tmp_path, machine_extra: str, file: str = "e.toml"):
+    p = tmp_path / file
+    p.write_text(textwrap.dedent(f"""
+        [experiment]
+        name = "cg"
+        seeds = [1]
+        [machine]
+        policy = "clock-lru"
+        frames = "50%"
+        cpus = 2
+        swap = "zram"
+        {machine_extra}
+        [workload]
+        model = "{YCSB}"
+        """))
+    return p
+
+
+def test_machine_cgroup_key_is_the_cli_cgroup_flag(tmp_path):
+    r = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "run", YCSB, "--policy", "clock-lru", "--device",
+         "zram", "--frames", "50%", "--cpus", "2", "--seed", "1", "--cgroup", "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    cli = json.loads(r.stdout)
+    exp = load_experiment(_zram_experiment(tmp_path, "cgroup = true"))
+    assert exp.base["machine.cgroup"] is True and "machine.swap_charged" not in exp.base
+    s = run_sweep(exp, tmp_path / "res", workers=1, progress="quiet")
+    assert (s.ok, s.failed) == (1, 0), s.errors
+    row = open_results(tmp_path / "res").table().iloc[0]
+    assert bool(row["machine.cgroup"]) is True
+    assert row["runtime_ns"] == cli["runtime_ns"]
+    assert row["pgmajfault"] == cli["vmstat"]["pgmajfault"]
+    assert row["runtime_ns"] == vmemsim.run(YCSB, policy="clock-lru", frames="50%", cpus=2,
+                                            device="zram", seed=1, cgroup=True).runtime_ns
+    # charged to the machine (the default, cgroup = false), ycsb's incompressible pages
+    # leave zram no memory: the run fails, so the key does reach the model
+    s = run_sweep(load_experiment(_zram_experiment(tmp_path, "", "charged.toml")),
+                  tmp_path / "res2", workers=1, progress="quiet")
+    assert (s.ok, s.failed) == (0, 1) and "zram's compressed pool" in s.errors[0][1]
+
+
+def test_machine_swap_charged_is_a_deprecated_alias(tmp_path, capsys):
+    new = load_experiment(_zram_experiment(tmp_path, "cgroup = true"))
+    capsys.readouterr()
+    old = load_experiment(_zram_experiment(tmp_path, "swap_charged = false", "old.toml"))
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "machine.swap_charged is deprecated" in err
+    assert "machine.cgroup = true" in err
+    # the same configuration, so the same run
+    assert old.base == new.base
+    assert [r.run_id for r in old.runs()] == [r.run_id for r in new.runs()]
+    # swept under its old name: values converted
+    swept = load_experiment(_zram_experiment(
+        tmp_path, '[sweep]\n"machine.swap_charged" = [true, false]', "sw.toml"))
+    assert [r.config["machine.cgroup"] for r in swept.runs()] == [False, True]
+    # both names at once is one setting given twice
+    with pytest.raises(VmemsimError, match="machine.swap_charged and machine.cgroup"):
+        load_experiment(_zram_experiment(tmp_path, "cgroup = true\nswap_charged = false",
+                                         "both.toml"))
+
+
+def test_misspelt_cgroup_key_gets_did_you_mean(tmp_path):
+    with pytest.raises(VmemsimError, match=r"unknown key 'machine.cgroups' \(did you mean "
+                                           r"'machine.cgroup'\?\)"):
+        load_experiment(_zram_experiment(tmp_path, "cgroups = true"))
 
 
 def test_an_experiment_needs_a_trace_a_model_or_a_guest(tmp_path):

@@ -36,7 +36,7 @@ _TIMED_KEYS = {
     "machine.cpus": "cpus",
     "machine.swap": "device",
     "machine.slice_ns": "slice_ns",
-    "machine.swap_charged": "charge_device_ram",
+    "machine.cgroup": "cgroup",
     "run.step_ns": "step_ns",
     "run.sample_every_ns": "sample_every_ns",
 }
