@@ -130,6 +130,25 @@ def test_timed_runs_in_a_sweep(tmp_path):
     assert lat[lat["kind"] == "all"]["count"].sum() == direct.latency["all"]["count"]
 
 
+def test_run_takes_the_names_of_the_cli_and_the_experiment_keys():
+    # machine.swap / --swap is run(swap=...) as well as run(device=...)
+    kw = dict(policy="clock-lru", frames="50%", seed=2, cpus=2)
+    assert vmemsim.run(YCSB, swap="nvme", **kw) == vmemsim.run(YCSB, device="nvme", **kw)
+    with pytest.raises(VmemsimError, match="swap and device are the same setting"):
+        vmemsim.run(YCSB, swap="nvme", device="remote", **kw)
+    # run.step_ns / run(step_ns=...) is --step-ns
+    r = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "run", YCSB, "--policy", "clock-lru", "--frames",
+         "50%", "--seed", "2", "--cpus", "2", "--device", "nvme", "--step-ns", "50000",
+         "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    fine = vmemsim.run(YCSB, device="nvme", **kw)
+    coarse = vmemsim.run(YCSB, device="nvme", step_ns=50000, **kw)
+    assert json.loads(r.stdout)["runtime_ns"] == coarse.runtime_ns != fine.runtime_ns
+
+
 def _zram_experiment(tmp_path, machine_extra: str, file: str = "e.toml"):
     p = tmp_path / file
     p.write_text(textwrap.dedent(f"""

@@ -77,6 +77,7 @@ _VM_KEYS = {
     "vm.host_swap": "host_swap",
     "vm.guest_swap": "guest_swap",
     "vm.host_page": "host_page",
+    "vm.walk_caches": "walk_caches",
 }
 
 
@@ -135,8 +136,6 @@ def vm_kwargs(config: Mapping[str, Any], seed: int) -> Dict[str, Any]:
              if path.startswith("vm.costs.")}
     if costs:
         kw["costs"] = costs
-    if config.get("vm.walk_caches") is False:
-        kw["translate"] = {"pwc": {"enabled": False}, "ntlb": {"enabled": False}}
     kw.update(workload=config["workload.guest"], seed=seed)
     return kw
 
