@@ -183,8 +183,13 @@ def test_machine_cgroup_key_is_the_cli_cgroup_flag(tmp_path):
     assert bool(row["machine.cgroup"]) is True
     assert row["runtime_ns"] == cli["runtime_ns"]
     assert row["pgmajfault"] == cli["vmstat"]["pgmajfault"]
-    assert row["runtime_ns"] == vmemsim.run(YCSB, policy="clock-lru", frames="50%", cpus=2,
-                                            device="zram", seed=1, cgroup=True).runtime_ns
+    api = vmemsim.run(YCSB, policy="clock-lru", frames="50%", cpus=2, device="zram", seed=1,
+                      cgroup=True)
+    assert row["runtime_ns"] == api.runtime_ns
+    # the result records say so under the same name
+    assert cli["cgroup"] is True and api.cgroup is True and api.to_dict()["cgroup"] is True
+    assert vmemsim.run(YCSB, policy="clock-lru", frames="50%", cpus=2, device="nvme",
+                       seed=1).to_dict()["cgroup"] is False
     # charged to the machine (the default, cgroup = false), ycsb's incompressible pages
     # leave zram no memory: the run fails, so the key does reach the model
     s = run_sweep(load_experiment(_zram_experiment(tmp_path, "", "charged.toml")),

@@ -1047,6 +1047,7 @@ class RunResult:
     scanning, the device, I/O and run-queue waits); ``latency`` has per-request-kind
     percentiles (``read``, ``update``, ``insert``, ``all``: ``count``, ``mean``, ``p50``, ``p90``,
     ``p99``, ``p999``, ``p9999``, ``max``, in ns) and ``latency_buckets`` the histograms.
+    ``cgroup`` says whether ``frames`` was a memory cgroup limit (zram's pool not charged).
     """
 
     version: str
@@ -1070,6 +1071,9 @@ class RunResult:
     policy_counters: Dict[str, int]
     options: Dict[str, str]
     series: Tuple[Dict[str, Any], ...] = ()
+    #: ``frames`` was a memory cgroup limit (``cgroup=True``, ``--cgroup``,
+    #: ``machine.cgroup``): zram's compressed pool was not charged to it.
+    cgroup: bool = False
 
     @property
     def runtime_s(self) -> float:
@@ -1180,6 +1184,7 @@ def run(
         "step_ns": _count_arg("step_ns", step_ns),
         "charge_device_ram": _charge(charge_device_ram, cgroup),
     }
+    in_cgroup = not timed["charge_device_ram"]
     if slice_ns is not None:
         timed["slice_ns"] = _count_arg("slice_ns", slice_ns)
     if costs:
@@ -1196,7 +1201,7 @@ def run(
         _machine_arg(page_cluster, watermarks, swappiness, check_invariants), device,
         json.dumps(timed), progress,
     )
-    return RunResult.from_json(out)
+    return dataclasses.replace(RunResult.from_json(out), cgroup=in_cgroup)
 
 
 # ---------------------------------------------------------------- virtual machines

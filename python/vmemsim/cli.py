@@ -876,7 +876,8 @@ def format_run(r: RunResult) -> str:
     lines = [f"{PROG} run"]
     for k, v in (
         ("workload", r.workload), ("policy", r.policy), ("frames", f"{r.frames:,} of "
-         f"{r.footprint_pages:,} footprint pages"), ("device", r.device),
+         f"{r.footprint_pages:,} footprint pages"
+         + (" (a memory cgroup limit: --cgroup)" if r.cgroup else "")), ("device", r.device),
         ("cpus", f"{r.cpus} (slice {_ms(r.slice_ns)})"), ("seed", str(r.seed)),
         ("version", r.version),
     ):
