@@ -221,6 +221,10 @@ def test_misspelt_cgroup_key_gets_did_you_mean(tmp_path):
     with pytest.raises(VmemsimError, match=r"unknown key 'machine.cgroups' \(did you mean "
                                            r"'machine.cgroup'\?\)"):
         load_experiment(_zram_experiment(tmp_path, "cgroups = true"))
+    # a misspelt old name is pointed at the new one
+    with pytest.raises(VmemsimError, match=r"unknown key 'machine.swap_chargd' \(did you mean "
+                                           r"'machine.cgroup'\?\)"):
+        load_experiment(_zram_experiment(tmp_path, "swap_chargd = false", "old.toml"))
 
 
 def test_an_experiment_needs_a_trace_a_model_or_a_guest(tmp_path):

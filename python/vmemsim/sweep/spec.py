@@ -312,7 +312,9 @@ def _renamed(flat: Mapping[str, Any], where: str) -> Dict[str, Any]:
 
 def _unknown(path: str, where: str) -> VmemsimError:
     known = list(SCHEMA) + [f"{t}.KEY" for t in OPEN_TABLES]
-    hint = did_you_mean(path, known)
+    hint = did_you_mean(path, known + list(DEPRECATED_KEYS))
+    for old, (new, _) in DEPRECATED_KEYS.items():
+        hint = hint.replace(f"'{old}'", f"'{new}'")  # near an old name: suggest its new one
     return VmemsimError(f"{where}: unknown key {path!r}{hint}")
 
 
