@@ -198,9 +198,9 @@ def test_html_summary_numbers(written) -> None:
     line = _cells(page, "line")
     # lru at 10%: 3,000,000 + 7000 * seed + 30000 * (seed^2 mod 3) over seeds 0..4
     #   = 3,000,000 + 7000 * 10 / 5 + 30000 * (0 + 1 + 1 + 0 + 1) / 5 = 3,032,000
-    assert '<td>10%</td><td>lru</td><td class="num">5</td><td class="num">3032000</td>' in line
+    assert '<td>10%</td><td>lru</td><td class="num">5</td><td class="num">3,032,000</td>' in line
     # fifo at 50% lost seed 4: seeds 0..3 -> 1,200,000 + 7000 * 6 / 4 + 30000 * 2 / 4
-    assert '<td>50%</td><td>fifo</td><td class="num">4</td><td class="num">1225500</td>' in line
+    assert '<td>50%</td><td>fifo</td><td class="num">4</td><td class="num">1,225,500</td>' in line
     # rows in display order: 10% before 25% before 50%
     assert line.index("<td>10%</td>") < line.index("<td>25%</td>") < line.index("<td>50%</td>")
     # normalised: lru is exactly 1 with zero spread
@@ -214,7 +214,7 @@ def test_html_summary_numbers(written) -> None:
         f'<td>25%</td><td>clock</td><td class="num">5</td><td class="num">{report._fmt(mean)}</td>'
         in bar
     )
-    assert report._fmt(mean) == f"{mean:.5f}".rstrip("0")  # 1.1 and a bit: 6 digits
+    assert report._fmt(mean) == f"{mean:.3f}"  # 1.1 and a bit: 4 significant digits
 
 
 # ---------------------------------------------------------------------------- the drawings
@@ -230,9 +230,9 @@ def test_line_draws_the_means_in_size_order() -> None:
     expected = [sum(major_faults("lru", fr, s) for s in SEEDS) / 5 for fr in ("10%", "25%", "50%")]
     assert list(lru.get_ydata()) == pytest.approx(expected, rel=1e-12)
     legend = mfig.legends[0]
-    assert legend.get_title().get_text() == "machine.policy"
+    assert legend.get_title().get_text() == "policy"
     assert [t.get_text() for t in legend.get_texts()] == ["lru", "fifo", "clock"]
-    assert ax.get_ylabel() == "major_faults" and ax.get_xlabel() == "machine.frames"
+    assert ax.get_ylabel() == "major faults" and ax.get_xlabel() == "memory (frames)"
 
 
 def bar_heights(ax) -> Dict[float, float]:
@@ -265,7 +265,7 @@ def test_cdf_scatter_and_facets() -> None:
     r = np.corrcoef(ok["frames"], ok["major_faults"])[0, 1]
     assert texts[0] == f"lru (r² = {r * r:.2f})"
     violin = report.plot_figure(FIGURES[3], df)
-    assert [a.get_title() for a in violin.axes] == ["workload.name = scan", "workload.name = zipf"]
+    assert [a.get_title() for a in violin.axes] == ["workload = scan", "workload = zipf"]
     # distributions get their own y range per panel
     assert not violin.axes[0].get_shared_y_axes().joined(violin.axes[0], violin.axes[1])
 
@@ -297,6 +297,134 @@ def test_many_groups_change_marker_after_eight_colours() -> None:
     styles = [report._style(i) for i in range(10)]
     assert len({s["color"] for s in styles[:8]}) == 8
     assert (styles[8]["color"], styles[8]["linestyle"]) == (styles[0]["color"], "--")
+
+
+def _policy_results(policies: List[str], facet: Dict[str, str] = None) -> pd.DataFrame:
+    """Two runs (seeds) per policy at two sizes; miss ratio made up."""
+    rows = []
+    for i, pol in enumerate(policies):
+        for fr in ("10%", "50%"):
+            for seed in (0, 1):
+                for wl in (facet or {"": ""}):
+                    rows.append({"run_id": f"{len(rows):016x}", "status": "ok", "seed": seed,
+                                 "machine.policy": pol, "machine.frames": fr,
+                                 "workload.name": wl,
+                                 "miss_ratio": 0.01 * (i + 1) + (0.1 if fr == "10%" else 0.0)})
+    return pd.DataFrame(rows)
+
+
+def _line_colours(mfig) -> Dict[str, str]:
+    import matplotlib.colors
+
+    ax = mfig.axes[0]
+    names = [t.get_text() for t in mfig.legends[0].get_texts()]
+    return {n: matplotlib.colors.to_hex(c.lines[0].get_color())
+            for n, c in zip(names, ax.containers)}
+
+
+def test_every_policy_gets_its_own_colour_in_one_figure() -> None:
+    import vmemsim
+
+    names = vmemsim.policy_names()
+    assert {"lru", "clock", "opt", "s3fifo", "sieve", "mglru-scan-rand"} <= set(names)
+    line = {"name": "p", "kind": "line", "metric": "miss_ratio", "x": "machine.frames",
+            "group": "machine.policy"}
+    # every registered policy in one figure: 22 lines, 22 colours
+    colours = _line_colours(report.plot_figure(line, _policy_results(names)))
+    assert set(colours) == set(names)
+    assert len(set(colours.values())) == len(names)
+    # lru and clock 9 groups apart, opt and s3fifo too (the palette has 8 colours)
+    order = ["lru", "opt", "fifo", "arc", "lfu", "sieve", "slru", "2q", "clock", "s3fifo"]
+    colours2 = _line_colours(report.plot_figure(line, _policy_results(order)))
+    assert len(set(colours2.values())) == len(order)
+    assert colours2["lru"] != colours2["clock"] and colours2["opt"] != colours2["s3fifo"]
+    # a policy keeps its colour whatever is drawn beside it
+    assert all(colours2[p] == colours[p] for p in order)
+    # bars (patches) too
+    import matplotlib.colors
+
+    bar = dict(line, kind="bar")
+    ax = report.plot_figure(bar, _policy_results(order)).axes[0]
+    fills = {matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches}
+    assert len(fills) == len(order)
+
+
+def test_group_colours_never_repeat_within_a_figure() -> None:
+    # not policies: the palette in order, then more colours, never one twice
+    groups = [f"w{i}" for i in range(40)]
+    c = report.group_colours("workload.name", groups)
+    assert [c[g] for g in groups[:8]] == list(report.PALETTE)
+    assert len(set(c.values())) == 40
+    # policies not in the table (a new one) get free colours, deterministically
+    pols = ["lru", "clock", "my-policy", "another-one"]
+    c1 = report.group_colours("machine.policy", pols)
+    assert len(set(c1.values())) == 4
+    assert c1["lru"] == report.POLICY_COLOURS["lru"]
+    assert c1["clock"] == report.POLICY_COLOURS["clock"]
+    assert c1 == report.group_colours("machine.policy", pols)
+
+
+def test_titles_and_labels_name_keys_in_words() -> None:
+    long = {f"a rather long workload name number {i}": "" for i in range(3)}
+    df = _policy_results(["lru", "clock"], facet=long)
+    fig = {"name": "f", "kind": "line", "metric": "miss_ratio", "x": "machine.frames",
+           "group": "machine.policy", "facet": "workload.name"}
+    mfig = report.plot_figure(fig, df)
+    title = mfig.get_suptitle()
+    # the panel titles hold the long values alone; the facet is named in the title
+    assert "panels: workload" in title
+    assert "miss ratio by memory (frames)" in title
+    texts = [title, mfig.legends[0].get_title().get_text()]
+    texts += [t for a in mfig.axes for t in (a.get_title(), a.get_xlabel(), a.get_ylabel())]
+    for t in texts:
+        for raw in ("workload.name", "machine.policy", "machine.frames", "miss_ratio"):
+            assert raw not in t, (raw, t)
+    assert mfig.legends[0].get_title().get_text() == "policy"
+    # short values: "workload = value" in each panel
+    short = _policy_results(["lru"], facet={"zipf": "", "scan": ""})
+    panels = report.plot_figure(fig, short)
+    assert [a.get_title() for a in panels.axes] == ["workload = zipf", "workload = scan"]
+    assert report.key_label("vm.host_policy") == "host policy"
+    assert report.key_label("machine.swappiness") == "swappiness"
+    assert report._unit_label("latency.read.p99_ns") == "latency read p99 (ns)"
+
+
+def test_summary_numbers_are_rounded() -> None:
+    assert report._fmt(0.123456789) == "0.1235"
+    assert report._fmt(0.0123456789) == "0.01235"
+    assert report._fmt(1.10234567) == "1.102"
+    assert report._fmt(1234567) == "1,234,567"
+    assert report._fmt(1234567.0) == "1,234,567"
+    assert report._fmt(12345.678) == "12,346"
+    assert report._fmt(12.3456, "runtime_s") == "12.3"
+    assert report._fmt(0.0123456, "wall_seconds") == "0.0123"
+    assert report._fmt(0.99996) == "1"
+    assert report._fmt(1.234567e-7) == "1.235e-07"
+    assert report._fmt(float("nan")) == "–"
+
+
+def test_report_tables_show_rounded_values(tmp_path: Path) -> None:
+    rows = [{"run_id": f"{i:016x}", "status": "ok", "seed": i, "machine.policy": "lru",
+             "machine.frames": "10%", "miss_ratio": 0.123456789, "faults": 1234567,
+             "runtime_s": 12.3456, "wall_seconds": 0.987654}
+            for i in range(3)]
+    figs = [{"name": "m", "kind": "bar", "metric": "miss_ratio", "x": "machine.frames",
+             "group": "machine.policy"},
+            {"name": "f", "kind": "bar", "metric": "faults", "x": "machine.frames"},
+            {"name": "t", "kind": "bar", "metric": "runtime_s", "x": "machine.frames"}]
+    paths = report.write_report(pd.DataFrame(rows), figs, tmp_path / "r", title="t",
+                                description="")
+    page = paths[-1].read_text(encoding="utf-8")
+    m, f, t = _cells(page, "m"), _cells(page, "f"), _cells(page, "t")
+    # n, mean, median: 3 runs of the same value
+    assert '<td class="num">3</td><td class="num">0.1235</td><td class="num">0.1235</td>' in m
+    assert "0.123457" not in m and "0.12345679" not in m
+    assert '<td class="num">1,234,567</td>' in f
+    assert '<td class="num">12.3</td>' in t and "12.346" not in t
+    # 3 runs of 0.987654 s: 2.962962 s in all
+    assert "<td>2.96 s</td>" in page
+    # headings in words, the key in a tooltip
+    assert '<th title="machine.policy">policy</th>' in m
 
 
 # ---------------------------------------------------------------------------- bad figures

@@ -368,6 +368,46 @@ def test_cli_plan_prints_count_and_samples(tmp_path):
     assert j["total"] == 240 and len(j["runs"]) == 240
 
 
+def _plan_keys(out: str) -> set:
+    """The keys of the expanded configurations in `sweep plan`'s text."""
+    return {line[4:].split(" = ")[0] for line in out.splitlines()
+            if line.startswith("  ") and " = " in line}
+
+
+def test_cli_plan_lists_only_the_keys_the_run_reads(tmp_path):
+    from vmemsim.sweep.spec import SCHEMA
+
+    replay = write(tmp_path, BASE + '[sweep]\n"machine.policy" = ["lru", "fifo"]\n')
+    r = _cli("sweep", "plan", str(replay), "--samples", "2")
+    assert r.returncode == 0, r.stderr
+    keys = _plan_keys(r.stdout)
+    # a replay has no VM and no timed machine
+    assert not {k for k in keys if k.startswith("vm.")}
+    assert not keys & {"machine.cpus", "machine.swap", "machine.cgroup", "machine.slice_ns",
+                       "run.step_ns", "run.sample_every_ns"}
+    # what it reads is all there
+    assert {"machine.policy", "machine.frames", "machine.swappiness", "machine.kernel",
+            "workload.trace", "workload.format", "run.sample_every"} <= keys
+    assert "left out" in r.stdout and r.stdout.count("(a trace replay)") == 2
+    vm = write(tmp_path, """
+    [machine]
+    frames = "200%"
+    [workload]
+    guest = "stress-vm:bytes=1MiB"
+    [sweep]
+    "vm.paging" = ["tdp", "shadow"]
+    """, file="vm.toml")
+    r = _cli("sweep", "plan", str(vm), "--samples", "1")
+    assert r.returncode == 0, r.stderr
+    keys = _plan_keys(r.stdout)
+    assert {p for p in SCHEMA if p.startswith("vm.")} <= keys
+    assert "workload.format" not in keys and "machine.swappiness" not in keys
+    # --json is unchanged: every run's axes
+    j = json.loads(_cli("sweep", "plan", str(replay), "--json").stdout)
+    assert [r["axes"] for r in j["runs"]] == [{"machine.policy": "lru"},
+                                              {"machine.policy": "fifo"}]
+
+
 def test_cli_errors_are_one_line(tmp_path):
     p = write(tmp_path, BASE + "[machine.extra]\nx = 1\n")
     r = _cli("sweep", "plan", str(p))

@@ -73,6 +73,8 @@ def test_cli_run_zram_charged_to_ram_runs_out_of_memory_on_random_values():
     )
     assert r.returncode != 0
     assert "out of memory" in r.stderr and "zram" in r.stderr and "--cgroup" in r.stderr
+    # the experiment-file key it names is the one that exists
+    assert "machine.cgroup = true" in r.stderr and "swap_charged" not in r.stderr
     assert "Traceback" not in r.stderr
 
 
@@ -104,7 +106,7 @@ def test_timed_runs_in_a_sweep(tmp_path):
         [machine]
         frames = "50%"
         cpus = 2
-        swap_charged = false
+        cgroup = true
         [workload]
         model = "{YCSB}"
         [sweep]
@@ -126,6 +128,103 @@ def test_timed_runs_in_a_sweep(tmp_path):
     lat = res.side(row["run_id"], "latency")
     assert set(lat["kind"]) >= {"read", "update", "all"}
     assert lat[lat["kind"] == "all"]["count"].sum() == direct.latency["all"]["count"]
+
+
+def test_run_takes_the_names_of_the_cli_and_the_experiment_keys():
+    # machine.swap / --swap is run(swap=...) as well as run(device=...)
+    kw = dict(policy="clock-lru", frames="50%", seed=2, cpus=2)
+    assert vmemsim.run(YCSB, swap="nvme", **kw) == vmemsim.run(YCSB, device="nvme", **kw)
+    with pytest.raises(VmemsimError, match="swap and device are the same setting"):
+        vmemsim.run(YCSB, swap="nvme", device="remote", **kw)
+    # run.step_ns / run(step_ns=...) is --step-ns
+    r = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "run", YCSB, "--policy", "clock-lru", "--frames",
+         "50%", "--seed", "2", "--cpus", "2", "--device", "nvme", "--step-ns", "50000",
+         "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    fine = vmemsim.run(YCSB, device="nvme", **kw)
+    coarse = vmemsim.run(YCSB, device="nvme", step_ns=50000, **kw)
+    assert json.loads(r.stdout)["runtime_ns"] == coarse.runtime_ns != fine.runtime_ns
+
+
+def _zram_experiment(tmp_path, machine_extra: str, file: str = "e.toml"):
+    p = tmp_path / file
+    p.write_text(textwrap.dedent(f"""
+        [experiment]
+        name = "cg"
+        seeds = [1]
+        [machine]
+        policy = "clock-lru"
+        frames = "50%"
+        cpus = 2
+        swap = "zram"
+        {machine_extra}
+        [workload]
+        model = "{YCSB}"
+        """))
+    return p
+
+
+def test_machine_cgroup_key_is_the_cli_cgroup_flag(tmp_path):
+    r = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "run", YCSB, "--policy", "clock-lru", "--device",
+         "zram", "--frames", "50%", "--cpus", "2", "--seed", "1", "--cgroup", "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    cli = json.loads(r.stdout)
+    exp = load_experiment(_zram_experiment(tmp_path, "cgroup = true"))
+    assert exp.base["machine.cgroup"] is True and "machine.swap_charged" not in exp.base
+    s = run_sweep(exp, tmp_path / "res", workers=1, progress="quiet")
+    assert (s.ok, s.failed) == (1, 0), s.errors
+    row = open_results(tmp_path / "res").table().iloc[0]
+    assert bool(row["machine.cgroup"]) is True
+    assert row["runtime_ns"] == cli["runtime_ns"]
+    assert row["pgmajfault"] == cli["vmstat"]["pgmajfault"]
+    api = vmemsim.run(YCSB, policy="clock-lru", frames="50%", cpus=2, device="zram", seed=1,
+                      cgroup=True)
+    assert row["runtime_ns"] == api.runtime_ns
+    # the result records say so under the same name
+    assert cli["cgroup"] is True and api.cgroup is True and api.to_dict()["cgroup"] is True
+    assert vmemsim.run(YCSB, policy="clock-lru", frames="50%", cpus=2, device="nvme",
+                       seed=1).to_dict()["cgroup"] is False
+    # charged to the machine (the default, cgroup = false), ycsb's incompressible pages
+    # leave zram no memory: the run fails, so the key does reach the model
+    s = run_sweep(load_experiment(_zram_experiment(tmp_path, "", "charged.toml")),
+                  tmp_path / "res2", workers=1, progress="quiet")
+    assert (s.ok, s.failed) == (0, 1) and "zram's compressed pool" in s.errors[0][1]
+
+
+def test_machine_swap_charged_is_a_deprecated_alias(tmp_path, capsys):
+    new = load_experiment(_zram_experiment(tmp_path, "cgroup = true"))
+    capsys.readouterr()
+    old = load_experiment(_zram_experiment(tmp_path, "swap_charged = false", "old.toml"))
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "machine.swap_charged is deprecated" in err
+    assert "machine.cgroup = true" in err
+    # the same configuration, so the same run
+    assert old.base == new.base
+    assert [r.run_id for r in old.runs()] == [r.run_id for r in new.runs()]
+    # swept under its old name: values converted
+    swept = load_experiment(_zram_experiment(
+        tmp_path, '[sweep]\n"machine.swap_charged" = [true, false]', "sw.toml"))
+    assert [r.config["machine.cgroup"] for r in swept.runs()] == [False, True]
+    # both names at once is one setting given twice
+    with pytest.raises(VmemsimError, match="machine.swap_charged and machine.cgroup"):
+        load_experiment(_zram_experiment(tmp_path, "cgroup = true\nswap_charged = false",
+                                         "both.toml"))
+
+
+def test_misspelt_cgroup_key_gets_did_you_mean(tmp_path):
+    with pytest.raises(VmemsimError, match=r"unknown key 'machine.cgroups' \(did you mean "
+                                           r"'machine.cgroup'\?\)"):
+        load_experiment(_zram_experiment(tmp_path, "cgroups = true"))
+    # a misspelt old name is pointed at the new one
+    with pytest.raises(VmemsimError, match=r"unknown key 'machine.swap_chargd' \(did you mean "
+                                           r"'machine.cgroup'\?\)"):
+        load_experiment(_zram_experiment(tmp_path, "swap_chargd = false", "old.toml"))
 
 
 def test_an_experiment_needs_a_trace_a_model_or_a_guest(tmp_path):
@@ -204,7 +303,7 @@ def test_latency_figure_from_the_side_files(tmp_path):
         if seen >= want:
             p99 = v
             break
-    assert f">{p99}<" in html and f">{total}<" in html
+    assert f">{p99:,}<" in html and f">{total:,}<" in html  # thousands separated
 
 
 def test_timed_keys_in_a_replay_are_an_error_not_ignored(tmp_path):

@@ -70,6 +70,26 @@ def test_cli_vm():
     assert "refs per walk" in r.stdout and "ept_violations" in r.stdout
 
 
+def test_cli_vm_has_the_python_and_sweep_keys():
+    # vm.guest_levels, vm.host_levels, vm.pt_pages and vm.walk_caches (run_vm's guest_levels,
+    # host_levels, pt_pages, walk_caches) have CLI options of the same names
+    spec = "lmbench-like:bench=lat_mem_rd,size=8MiB,stride=4096,passes=1"
+    r = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "vm", spec, "--guest-levels", "5", "--host-levels",
+         "5", "--pt-pages", "200", "--no-walk-caches", "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    api = vmemsim.run_vm(spec, guest_levels=5, host_levels=5, pt_pages=200, translate=OFF)
+    assert j == json.loads(json.dumps(api.to_dict()))
+    # with the caches off a nested walk reads at most (5+1)(5+1)-1 = 35 entries with 5
+    # levels on both sides, more than 4-level tables' (4+1)(4+1)-1 = 24 can
+    assert 24 < j["translate"]["walk_refs"] / j["translate"]["walks"] <= 35
+    assert (vmemsim.run_vm(spec, walk_caches=False).to_dict()
+            == vmemsim.run_vm(spec, translate=OFF).to_dict())
+
+
 def test_vm_runs_in_a_sweep(tmp_path):
     import textwrap
 

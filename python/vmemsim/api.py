@@ -1047,6 +1047,7 @@ class RunResult:
     scanning, the device, I/O and run-queue waits); ``latency`` has per-request-kind
     percentiles (``read``, ``update``, ``insert``, ``all``: ``count``, ``mean``, ``p50``, ``p90``,
     ``p99``, ``p999``, ``p9999``, ``max``, in ns) and ``latency_buckets`` the histograms.
+    ``cgroup`` says whether ``frames`` was a memory cgroup limit (zram's pool not charged).
     """
 
     version: str
@@ -1070,6 +1071,9 @@ class RunResult:
     policy_counters: Dict[str, int]
     options: Dict[str, str]
     series: Tuple[Dict[str, Any], ...] = ()
+    #: ``frames`` was a memory cgroup limit (``cgroup=True``, ``--cgroup``,
+    #: ``machine.cgroup``): zram's compressed pool was not charged to it.
+    cgroup: bool = False
 
     @property
     def runtime_s(self) -> float:
@@ -1146,12 +1150,14 @@ def run(
     cgroup: Optional[bool] = None,
     check_invariants: bool = False,
     progress: Optional[ProgressFn] = None,
+    swap: Optional[str] = None,
 ) -> RunResult:
     """Run a workload model on a timed machine (the timing engine,
     ``vmemsim_core::timed``): its threads and kswapd compete for ``cpus`` CPUs, every event
     costs CPU time (``costs``, see :data:`COST_KEYS`), swap goes to ``device`` (``ssd``,
     ``nvme``, ``zram``, ``remote``, with ``key=value`` parameters such as
-    ``"ssd:latency_us=7500,qd=32"``).
+    ``"ssd:latency_us=7500,qd=32"``); ``swap=`` is the same setting under the name of
+    ``--swap`` and ``machine.swap``.
 
     ``workload`` is a model spec such as ``"ycsb-a:footprint=64MiB"`` (kinds:
     :func:`workload_kinds`), seeded by ``seed``. ``frames`` is a count or a percentage of the
@@ -1164,6 +1170,12 @@ def run(
         raise VmemsimError(f"workload: expected a workload spec string, got {workload!r}")
     if not isinstance(policy, str):
         raise VmemsimError(f"policy: expected a policy name, got {policy!r}")
+    if swap is not None:
+        # swap= is the name of the CLI's --swap and of machine.swap; device= the older one
+        if device != "ssd" and device != swap:
+            raise VmemsimError(f"swap and device are the same setting (swap={swap!r}, "
+                               f"device={device!r}); give one")
+        device = swap
     if not isinstance(device, str):
         raise VmemsimError(f"device: expected a device spec string, got {device!r}")
     timed: Dict[str, Any] = {
@@ -1172,6 +1184,7 @@ def run(
         "step_ns": _count_arg("step_ns", step_ns),
         "charge_device_ram": _charge(charge_device_ram, cgroup),
     }
+    in_cgroup = not timed["charge_device_ram"]
     if slice_ns is not None:
         timed["slice_ns"] = _count_arg("slice_ns", slice_ns)
     if costs:
@@ -1188,7 +1201,7 @@ def run(
         _machine_arg(page_cluster, watermarks, swappiness, check_invariants), device,
         json.dumps(timed), progress,
     )
-    return RunResult.from_json(out)
+    return dataclasses.replace(RunResult.from_json(out), cgroup=in_cgroup)
 
 
 # ---------------------------------------------------------------- virtual machines
@@ -1247,6 +1260,7 @@ def run_vm(
     host_swap: Optional[str] = None,
     guest_swap: Optional[str] = None,
     host_cpus: Optional[int] = None,
+    walk_caches: bool = True,
 ) -> VmResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
     ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host:
@@ -1275,8 +1289,20 @@ def run_vm(
     ``host_device`` / ``guest_device`` are the devices' counters. ``host_cpus`` makes all
     the vCPUs share that many host CPUs in time slices (EEVDF's base slice); a runnable vCPU
     waiting for one is steal time (``time["steal_ns"]``), which request latency includes.
-    Unset, each vCPU has a CPU of its own.
+    Unset, each vCPU has a CPU of its own. ``walk_caches=False`` turns the page-walk caches
+    and the nested TLB off (``vmemsim vm --no-walk-caches``, ``vm.walk_caches = false``;
+    the same as ``translate={"pwc": {"enabled": False}, "ntlb": {"enabled": False}}``).
     """
+    if not isinstance(walk_caches, bool):
+        raise VmemsimError(f"walk_caches: expected True or False, got {walk_caches!r}")
+    if not walk_caches:
+        merged = {k: dict(v) if isinstance(v, Mapping) else v
+                  for k, v in dict(translate or {}).items()}
+        for part in ("pwc", "ntlb"):
+            if not isinstance(merged.setdefault(part, {}), dict):
+                raise VmemsimError(f"translate.{part}: expected a table, got {merged[part]!r}")
+            merged[part]["enabled"] = False
+        translate = merged
     for name, v in (("host_swap", host_swap), ("guest_swap", guest_swap)):
         if v is not None and not isinstance(v, str):
             raise VmemsimError(f"{name}: expected a device spec string, got {v!r}")

@@ -589,7 +589,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     kwargs["swap"] = args.swap
     kwargs["kernel"] = args.kernel
     kwargs["content_class"] = args.content_class
-    kwargs["charge_device_ram"] = not args.cgroup
+    kwargs["cgroup"] = args.cgroup
     if args.series_out and args.sample_every <= 0:
         raise CliError("--series-out: needs --sample-every N with N at least 1")
     result = _with_progress(
@@ -678,6 +678,9 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    help="scheduler time slice (default: EEVDF's base slice for --cpus)")
     p.add_argument("--sample-every-ns", type=_int, default=0, metavar="NS",
                    help="sample the counters every NS of simulated time (with --json)")
+    p.add_argument("--step-ns", type=_positive, default=2000, metavar="NS",
+                   help="interleaving granularity of threads on different CPUs (default "
+                   "2000; run(step_ns=...), run.step_ns)")
     p.add_argument("--cgroup", action="store_true",
                    help="frames is a memory cgroup limit: zram's compressed pool is not "
                    "charged to it (zsmalloc memory is not memcg-accounted)")
@@ -698,7 +701,7 @@ def _run_run(args: argparse.Namespace) -> int:
         lambda progress: vmemsim_run(
             args.workload, device=args.device, cpus=args.cpus, costs=costs or None,
             slice_ns=args.slice_ns, sample_every_ns=args.sample_every_ns, progress=progress,
-            charge_device_ram=not args.cgroup, **kw,
+            step_ns=args.step_ns, cgroup=args.cgroup, **kw,
         ),
     )
     if args.json:
@@ -755,6 +758,15 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vms", type=_positive, default=1, metavar="N",
                    help="run N VMs of the workload (seeds S, S+1, ...) on one host sharing "
                    "its memory (default 1; --host-frames as a percentage is of all of them)")
+    p.add_argument("--guest-levels", type=int, default=4, choices=(4, 5),
+                   help="guest page-table levels (default 4)")
+    p.add_argument("--host-levels", type=int, default=4, choices=(4, 5),
+                   help="EPT/NPT levels (default 4)")
+    p.add_argument("--pt-pages", type=_int, default=0, metavar="N",
+                   help="guest page-table pages (default 0: one per 256 guest frames plus 64)")
+    p.add_argument("--no-walk-caches", dest="walk_caches", action="store_false",
+                   help="page-walk caches and the nested TLB off: a walk reads every entry "
+                   "(vm.walk_caches = false)")
     p.add_argument("--cost", action="append", metavar="KEY=NS",
                    help="event cost (repeatable): exit_ns, guest_minor_fault_ns, "
                    "guest_major_fault_ns, host_minor_fault_ns, host_major_fault_ns, access_ns, "
@@ -785,6 +797,8 @@ def _run_vm(args: argparse.Namespace) -> int:
         seed=args.seed, costs=costs or None, guest_page=args.guest_page,
         host_page=args.host_page, vms=args.vms, host_swap=args.host_swap,
         guest_swap=args.guest_swap, host_cpus=args.host_cpus,
+        guest_levels=args.guest_levels, host_levels=args.host_levels, pt_pages=args.pt_pages,
+        walk_caches=args.walk_caches,
     )
     if (args.folded or args.flamegraph) and not r.kvm_folded:
         raise CliError("--folded/--flamegraph: KVM's handler profile exists under "
@@ -862,7 +876,8 @@ def format_run(r: RunResult) -> str:
     lines = [f"{PROG} run"]
     for k, v in (
         ("workload", r.workload), ("policy", r.policy), ("frames", f"{r.frames:,} of "
-         f"{r.footprint_pages:,} footprint pages"), ("device", r.device),
+         f"{r.footprint_pages:,} footprint pages"
+         + (" (a memory cgroup limit: --cgroup)" if r.cgroup else "")), ("device", r.device),
         ("cpus", f"{r.cpus} (slice {_ms(r.slice_ns)})"), ("seed", str(r.seed)),
         ("version", r.version),
     ):

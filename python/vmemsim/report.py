@@ -40,6 +40,12 @@ values which are all numbers, or all percentages such as "10%", are sorted by th
 ``normalize = BASELINE`` divides the metric by the baseline group's at equal x (not for
 scatter, whose x is a metric), facet and seed (:func:`vmemsim.stats.normalize`).
 
+Titles, labels, legends and table headings name keys in words (:func:`key_label`:
+``workload.name`` is "workload"). Each registered policy has its own colour
+(:data:`POLICY_COLOURS`) in every figure grouped by policy; no two groups of a figure share
+a colour (:func:`group_colours`). Summary tables round (``_fmt``): counts with thousands
+separators, other numbers to 4 significant digits, times to 3.
+
 matplotlib is imported only when drawing; figures are built with ``matplotlib.figure.Figure``
 and its Agg canvas, never pyplot, so drawing needs no display and leaves pyplot's global
 state (a notebook's backend, open figures) alone.
@@ -124,6 +130,52 @@ PALETTE = (
     "#000000",  # black
     "#F0E442",  # yellow
 )
+#: Colours after the palette's 8, for figures with more groups (no group shares a colour
+#: with another in one figure; past these, hues are generated).
+EXTRA_COLOURS = (
+    "#8C564B",  # brown
+    "#9467BD",  # purple
+    "#BCBD22",  # olive
+    "#17BECF",  # cyan
+    "#7F7F7F",  # grey
+    "#D62728",  # red
+    "#393B79",  # indigo
+    "#637939",  # dark olive green
+    "#7B4173",  # plum
+    "#FDAE6B",  # light orange
+    "#843C39",  # dark red
+    "#74C476",  # light green
+    "#8C6D31",  # dark gold
+    "#FF9896",  # pink
+)
+#: One colour per registered policy, the same in every figure (``vmemsim policies``): a
+#: policy keeps its colour whichever others are drawn beside it. A name not listed here (a
+#: policy added later) gets a colour of the palette picked from its name, one that no other
+#: group of the figure has.
+POLICY_COLOURS = {
+    "lru": "#0072B2",  # blue
+    "fifo": "#E69F00",  # orange
+    "clock": "#009E73",  # bluish green
+    "s3fifo": "#D55E00",  # vermillion
+    "arc": "#CC79A7",  # reddish purple
+    "lfu": "#56B4E9",  # sky blue
+    "opt": "#000000",  # black
+    "mq": "#F0E442",  # yellow
+    "lru-k": "#8C564B",  # brown
+    "w-tinylfu": "#9467BD",  # purple
+    "sieve": "#BCBD22",  # olive
+    "slru": "#17BECF",  # cyan
+    "random": "#7F7F7F",  # grey
+    "mglru": "#D62728",  # red
+    "clock-lru": "#393B79",  # indigo
+    "lirs": "#637939",  # dark olive green
+    "2q": "#7B4173",  # plum
+    "mglru-scan-rand": "#FDAE6B",  # light orange
+    "mglru-scan-none": "#843C39",  # dark red
+    "clock-pro": "#74C476",  # light green
+    "mglru-scan-all": "#8C6D31",  # dark gold
+    "mglru-gen14": "#FF9896",  # pink
+}
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 _LINESTYLES = ("-", "--", ":", "-.")
 _HATCHES = ("", "//", "..", "xx", "\\\\", "++")
@@ -449,44 +501,154 @@ def _prepare(fig: Figure, df: "pd.DataFrame") -> _Prepared:
 # Drawing
 
 
-def _style(i: int) -> Dict[str, Any]:
-    """The i-th series' look: 8 colours, then markers, line styles and hatches change."""
+def _style(i: int, colour: Optional[str] = None) -> Dict[str, Any]:
+    """The i-th series' look: its colour (default the palette's i-th, repeating after 8), and
+    after every 8 series the markers, line styles and hatches change."""
     cycle = i // len(PALETTE)
     return {
-        "color": PALETTE[i % len(PALETTE)],
+        "color": colour if colour is not None else PALETTE[i % len(PALETTE)],
         "marker": _MARKERS[(i + cycle) % len(_MARKERS)],
         "linestyle": _LINESTYLES[cycle % len(_LINESTYLES)],
         "hatch": _HATCHES[cycle % len(_HATCHES)],
     }
 
 
+def _is_policy_column(column: Optional[str], groups: Sequence[Any]) -> bool:
+    """Whether a group column names policies: ``machine.policy``, ``vm.host_policy``,
+    ``policy`` ..., or every value is a registered policy's name."""
+    if column is None:
+        return False
+    if column == "policy" or column.endswith((".policy", "_policy")):
+        return True
+    return bool(groups) and all(isinstance(g, str) and g in POLICY_COLOURS for g in groups)
+
+
+def _generated_colour(k: int) -> str:
+    import colorsys
+
+    r, g, b = colorsys.hsv_to_rgb((k * 0.618033988749895) % 1.0, 0.7, 0.75)
+    return "#{:02X}{:02X}{:02X}".format(round(r * 255), round(g * 255), round(b * 255))
+
+
+def group_colours(column: Optional[str], groups: Sequence[Any]) -> Dict[Any, str]:
+    """A colour for each group of one figure, no two alike. Policies (see
+    :func:`_is_policy_column`) get their :data:`POLICY_COLOURS`; other groups take the
+    palette in order, then :data:`EXTRA_COLOURS`, then generated hues. A policy missing from
+    the table gets the first free colour from a place given by its name (stable across
+    figures where it is free)."""
+    import zlib
+
+    policies = _is_policy_column(column, groups)
+    out: Dict[Any, str] = {}
+    used: set = set()
+    if policies:
+        for g in groups:
+            c = POLICY_COLOURS.get(str(g))
+            if c is not None and c not in used:
+                out[g] = c
+                used.add(c)
+    pool = list(PALETTE) + list(EXTRA_COLOURS)
+    for g in groups:
+        if g in out:
+            continue
+        start = zlib.crc32(str(g).encode()) % len(pool) if policies else 0
+        pick = next((c for c in pool[start:] + pool[:start] if c not in used), None)
+        k = 0
+        while pick is None or pick in used:
+            pick = _generated_colour(k)
+            k += 1
+        out[g] = pick
+        used.add(pick)
+    return out
+
+
+def _styles(fig: Figure, groups: Sequence[Any]) -> List[Dict[str, Any]]:
+    """The look of each group of ``fig`` (:func:`_style` with :func:`group_colours`)."""
+    colours = group_colours(fig.group, groups)
+    return [_style(i, colours[g]) for i, g in enumerate(groups)]
+
+
+#: Readable names of configuration keys and result columns, for figure titles, axis labels,
+#: legends and table headings (:func:`key_label`).
+KEY_LABELS = {
+    "machine.policy": "policy",
+    "machine.frames": "memory (frames)",
+    "machine.cpus": "CPUs",
+    "machine.swap": "swap device",
+    "machine.cgroup": "cgroup limit",
+    "machine.options": "policy options",
+    "machine.costs": "event costs",
+    "workload.name": "workload",
+    "workload.trace": "trace",
+    "workload.model": "workload model",
+    "workload.guest": "guest workload",
+    "vm.paging": "paging",
+    "vm.host_frames": "host memory (frames)",
+    "vm.host_policy": "host policy",
+    "vm.eviction": "shadow-page eviction",
+    "vm.mmu_pages": "shadow pages (n_max_mmu_pages)",
+    "vm.count": "VMs",
+    "vm.host_cpus": "host CPUs",
+    "vm.host_swap": "host swap device",
+    "vm.guest_swap": "guest swap device",
+    "vm.guest_page": "guest page size",
+    "vm.host_page": "host page size",
+    "vm.pt_pages": "guest page-table pages",
+    "wall_seconds": "wall-clock time",
+}
+_CONFIG_PREFIXES = ("machine.", "workload.", "run.", "vm.")
+
+
+def key_label(key: Any) -> str:
+    """A configuration key or result column as a person reads it: ``workload.name`` is
+    "workload", ``machine.policy`` "policy", ``miss_ratio`` "miss ratio"; keys not in
+    :data:`KEY_LABELS` lose their section prefix (``machine.``, ``vm.`` ...) and spell dots
+    and underscores as spaces. The one place figures and tables name a key."""
+    key = str(key)
+    if key in KEY_LABELS:
+        return KEY_LABELS[key]
+    for prefix in _CONFIG_PREFIXES:
+        if key.startswith(prefix):
+            key = key[len(prefix):]
+            break
+    return key.replace(".", " ").replace("_", " ")
+
+
+#: Column suffixes that give a unit, and the unit.
+_UNIT_SUFFIXES = (("_seconds", "s"), ("_ns", "ns"), ("_us", "µs"), ("_ms", "ms"),
+                  ("_bytes", "bytes"), ("_s", "s"))
+
+
 def _unit_label(col: str) -> str:
-    if col.endswith("_seconds"):
-        return f"{col} (s)"
-    if col.endswith("_ns"):
-        return f"{col} (ns)"
-    if col.endswith("_bytes"):
-        return f"{col} (bytes)"
-    return col
+    """:func:`key_label` with the unit of a suffix in brackets: ``runtime_s`` is
+    "runtime (s)"."""
+    if col in KEY_LABELS:
+        label = KEY_LABELS[col]
+        return f"{label} (s)" if col == "wall_seconds" else label
+    for suffix, unit in _UNIT_SUFFIXES:
+        if col.endswith(suffix) and len(col) > len(suffix):
+            return f"{key_label(col[: -len(suffix)])} ({unit})"
+    return key_label(col)
 
 
 def _metric_label(fig: Figure) -> str:
     if fig.normalize is not None:
-        return f"{fig.metric} relative to {fig.normalize} (ratio)"
+        return f"{key_label(fig.metric)} relative to {fig.normalize} (ratio)"
     return _unit_label(fig.metric)
 
 
 def _default_title(fig: Figure) -> str:
-    what = fig.metric if fig.normalize is None else f"{fig.metric} relative to {fig.normalize}"
+    metric = key_label(fig.metric)
+    what = metric if fig.normalize is None else f"{metric} relative to {fig.normalize}"
     if fig.kind == "cdf":
         return f"distribution of {what}"
     if fig.kind == "scatter":
-        return f"{what} vs {fig.x}"
+        return f"{what} vs {key_label(fig.x)}"
     if fig.kind == "timeseries":
         return f"{what} over the run"
     if fig.kind == "latency":
         return f"{fig.request} request latency"
-    return f"{what} by {fig.x}"
+    return f"{what} by {key_label(fig.x)}"
 
 
 def _si_format(v: float, _pos: Any = None) -> str:
@@ -568,7 +730,7 @@ def _panel_titles(fig: Figure, facets: List[Any], ncols: int) -> Tuple[List[str]
     import textwrap
 
     width = {1: 70, 2: 34}.get(ncols, 22)
-    full = [f"{fig.facet} = {v}" for v in facets]
+    full = [f"{key_label(fig.facet)} = {v}" for v in facets]
     if all(len(t) <= width for t in full):
         return full, False
     return [textwrap.fill(str(v), width) for v in facets], True
@@ -677,7 +839,7 @@ def _plot(
             axes[0].set_title(textwrap.fill(title, 80))
         else:
             if facet_in_title:
-                title = f"{title} — panels: {fig.facet}"
+                title = f"{title} — panels: {key_label(fig.facet)}"
             mfig.suptitle(textwrap.fill(title, 80))
         if handles and (fig.group is not None or fig.kind == "scatter"):
             # Below the panels: it never covers data or the title, and leaves the panels
@@ -685,7 +847,7 @@ def _plot(
             mfig.legend(
                 list(handles.values()),
                 list(handles.keys()),
-                title=fig.group if fig.group is not None else None,
+                title=key_label(fig.group) if fig.group is not None else None,
                 loc="outside lower center",
                 ncols=min(len(handles), 4),
                 frameon=False,
@@ -702,7 +864,7 @@ def _axis_labels(fig: Figure) -> Tuple[str, str]:
     elif fig.kind == "scatter":
         xl, yl = _unit_label(fig.x), _metric_label(fig)
     elif fig.kind == "timeseries":
-        xl, yl = "accesses", f"{fig.metric} (cumulative)"
+        xl, yl = "accesses", f"{key_label(fig.metric)} (cumulative)"
     else:
         xl, yl = _unit_label(fig.x), _metric_label(fig)
     return fig.xlabel or xl, fig.ylabel or yl
@@ -715,6 +877,7 @@ def _x_positions(fig: Figure, data: "pd.DataFrame") -> Tuple[bool, List[Any]]:
 
 
 def _draw_line(fig, ax, part, value, groups, handles, data, _loader) -> None:
+    styles = _styles(fig, groups)
     numeric, xs = _x_positions(fig, data)
     pos = {v: (v if numeric else i) for i, v in enumerate(xs)}
     for gi, g in enumerate(groups):
@@ -725,7 +888,7 @@ def _draw_line(fig, ax, part, value, groups, handles, data, _loader) -> None:
         s["__pos"] = [pos[_py(v)] for v in s[fig.x]]
         s = s.sort_values("__pos")
         centre, lo, hi = _centre_and_error(s, fig.error)
-        st = _style(gi)
+        st = styles[gi]
         h = ax.errorbar(
             s["__pos"].to_numpy(float),
             centre,
@@ -752,6 +915,7 @@ def _dodge(n: int, width: float = 0.8) -> Tuple[float, List[float]]:
 
 
 def _draw_bar(fig, ax, part, value, groups, handles, data, _loader) -> None:
+    styles = _styles(fig, groups)
     from matplotlib.patches import Patch
 
     _, xs = _x_positions(fig, data)
@@ -766,7 +930,7 @@ def _draw_bar(fig, ax, part, value, groups, handles, data, _loader) -> None:
         s = s.sort_values("__pos")
         pos = s["__pos"].to_numpy(float)
         centre, lo, hi = _centre_and_error(s, fig.error)
-        st = _style(gi)
+        st = styles[gi]
         ax.bar(
             pos,
             centre,
@@ -785,6 +949,7 @@ def _draw_bar(fig, ax, part, value, groups, handles, data, _loader) -> None:
 
 
 def _draw_dist(fig, ax, part, value, groups, handles, data, _loader) -> None:
+    styles = _styles(fig, groups)
     import matplotlib.colors
     import numpy as np
     from matplotlib.patches import Patch
@@ -793,7 +958,7 @@ def _draw_dist(fig, ax, part, value, groups, handles, data, _loader) -> None:
     w, offsets = _dodge(len(groups))
     for gi, g in enumerate(groups):
         sub = _subset(part, fig.group, g)
-        st = _style(gi)
+        st = styles[gi]
         positions, datasets, flat = [], [], []
         for xi, xv in enumerate(xs):
             vals = sub.loc[sub[fig.x] == xv, value].to_numpy(float)
@@ -859,6 +1024,7 @@ def _draw_dist(fig, ax, part, value, groups, handles, data, _loader) -> None:
 
 
 def _draw_cdf(fig, ax, part, value, groups, handles, data, _loader) -> None:
+    styles = _styles(fig, groups)
     import numpy as np
 
     for gi, g in enumerate(groups):
@@ -866,7 +1032,7 @@ def _draw_cdf(fig, ax, part, value, groups, handles, data, _loader) -> None:
         if vals.size == 0:
             continue
         frac = np.arange(1, vals.size + 1) / vals.size
-        st = _style(gi)
+        st = styles[gi]
         (h,) = ax.step(
             np.concatenate([[vals[0]], vals]),
             np.concatenate([[0.0], frac]),
@@ -912,6 +1078,7 @@ def _latency_quantile(vals: Any, counts: Any, q: float) -> float:
 def _draw_latency(fig, ax, part, value, groups, handles, data, loader) -> None:
     """Complementary CDF of request latency (fraction of requests slower than x), every run
     of a group merged, on log-log axes: the tail is where policies differ."""
+    styles = _styles(fig, groups)
     import numpy as np
 
     lo = 1.0
@@ -925,7 +1092,7 @@ def _draw_latency(fig, ax, part, value, groups, handles, data, loader) -> None:
         total = counts.sum()
         slower = 1.0 - np.cumsum(counts) / total
         keep = slower > 0
-        st = _style(gi)
+        st = styles[gi]
         (h,) = ax.step(np.concatenate([[vals[0]], vals[keep]]),
                        np.concatenate([[1.0], slower[keep]]), where="post",
                        color=st["color"], linestyle=st["linestyle"], linewidth=1.5)
@@ -942,6 +1109,7 @@ def _draw_latency(fig, ax, part, value, groups, handles, data, loader) -> None:
 
 
 def _draw_scatter(fig, ax, part, value, groups, handles, data, _loader) -> None:
+    styles = _styles(fig, groups)
     import numpy as np
     from matplotlib.lines import Line2D
 
@@ -954,7 +1122,7 @@ def _draw_scatter(fig, ax, part, value, groups, handles, data, _loader) -> None:
         if sub.empty:
             continue
         xv, yv = sub[fig.x].to_numpy(float), sub[value].to_numpy(float)
-        st = _style(gi)
+        st = styles[gi]
         ax.scatter(xv, yv, s=18, color=st["color"], marker=st["marker"], alpha=0.8, linewidths=0)
         try:
             fit = stats.linregress(xv, yv)
@@ -1008,6 +1176,7 @@ def _load_series(fig: Figure, loader: Optional[SeriesLoader], run_id: str) -> Tu
 
 
 def _draw_timeseries(fig, ax, part, value, groups, handles, data, loader) -> None:
+    styles = _styles(fig, groups)
     import numpy as np
 
     if "run_id" not in part.columns:
@@ -1021,7 +1190,7 @@ def _draw_timeseries(fig, ax, part, value, groups, handles, data, loader) -> Non
         sub = per_group[g]
         if sub.empty:
             continue
-        st = _style(gi)
+        st = styles[gi]
         runs = [_load_series(fig, loader, str(r)) for r in sub["run_id"]]
         everything.extend(runs)
         if few:
@@ -1153,9 +1322,10 @@ def _dir_side_loader(results_dir: Path) -> Callable[[str, str], Any]:
     return load
 
 
-def _fmt(v: Any) -> str:
-    """A table cell: integers exactly, other numbers to 6 significant digits without
-    exponent where reasonable, NaN as an en dash."""
+def _fmt_key(v: Any) -> str:
+    """A key cell (a configuration value, a run id): integers exactly, other numbers to 6
+    significant digits, NaN as an en dash; it names the configuration, so nothing is
+    grouped or rounded away."""
     if v is None:
         return "–"
     v = _py(v)
@@ -1172,6 +1342,46 @@ def _fmt(v: Any) -> str:
         decimals = max(0, 5 - int(math.floor(math.log10(a))))
         return f"{v:.{decimals}f}".rstrip("0").rstrip(".")
     return f"{v:.5e}"
+
+
+#: Column suffixes of times (summary cells of these columns get 3 significant digits).
+_TIME_SUFFIXES = ("_seconds", "_s", "_ns", "_us", "_ms")
+
+
+def _is_time(column: Optional[str]) -> bool:
+    return column is not None and str(column).endswith(_TIME_SUFFIXES)
+
+
+def _fmt(v: Any, column: Optional[str] = None) -> str:
+    """A number of a summary table: whole numbers (counts) as integers with thousands
+    separators; other numbers to 4 significant digits, 3 for times (``column`` ending in
+    ``_seconds``, ``_s``, ``_ns``, ...), a number of 1,000 or more as a whole number;
+    below 0.0001 in exponent form. NaN is an en dash; text is as it is."""
+    if v is None:
+        return "–"
+    v = _py(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    if isinstance(v, float) and math.isnan(v):
+        return "–"
+    if isinstance(v, float) and math.isinf(v):
+        return "∞" if v > 0 else "−∞"
+    digits = 3 if _is_time(column) else 4
+    a = abs(v)
+    if a >= 1e15 or (0 < a < 1e-4):
+        return f"{v:.{digits - 1}e}"
+    if float(v).is_integer():
+        return f"{int(v):,}"
+    exponent = int(math.floor(math.log10(a)))
+    decimals = max(0, digits - 1 - exponent)
+    # round first: 0.99996 to 4 digits is 1.000, whose exponent is one more
+    r = round(v, decimals)
+    if r != 0 and int(math.floor(math.log10(abs(r)))) > exponent:
+        decimals = max(0, decimals - 1)
+        r = round(v, decimals)
+    if decimals == 0:
+        return f"{int(r):,}"
+    return f"{r:,.{decimals}f}".rstrip("0").rstrip(".")
 
 
 def _summary_table(fig: Figure, prep: _Prepared, value: str) -> "pd.DataFrame":
@@ -1201,16 +1411,25 @@ def _summary_table(fig: Figure, prep: _Prepared, value: str) -> "pd.DataFrame":
 _TABLE_COLUMNS = ["n", "mean", "median", "stdev", "q1", "q3", "min", "max", "ci95"]
 
 
-def _html_table(s: "pd.DataFrame", caption: str) -> str:
+def _th(column: Any) -> str:
+    """A table heading: the column's :func:`key_label`, its key in a tooltip."""
+    label, raw = key_label(column), str(column)
+    if label == raw or column in _TABLE_COLUMNS:
+        return f"<th>{html.escape(raw)}</th>"
+    return f'<th title="{html.escape(raw)}">{html.escape(label)}</th>'
+
+
+def _html_table(s: "pd.DataFrame", caption: str, column: Optional[str] = None) -> str:
+    """A summary table; ``column`` is the summarised column (its name tells a time)."""
     cols = [c for c in s.columns if c not in _TABLE_COLUMNS] + _TABLE_COLUMNS
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
+    head = "".join(_th(c) for c in cols)
     rows = []
     for _, r in s.iterrows():
         cells = "".join(
             (
-                f'<td class="num">{html.escape(_fmt(r[c]))}</td>'
+                f'<td class="num">{html.escape(_fmt(r[c], None if c == "n" else column))}</td>'
                 if c in _TABLE_COLUMNS
-                else f"<td>{html.escape(_fmt(r[c]))}</td>"
+                else f"<td>{html.escape(_fmt_key(r[c]))}</td>"
             )
             for c in cols
         )
@@ -1317,8 +1536,7 @@ def _latency_table(spec: Figure, prep: _Prepared, loader: Any) -> str:
     e = html.escape
     by = [c for c in (spec.facet, spec.group) if c]
     qs = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999))
-    head = "".join(f"<th>{e(c)}</th>" for c in by + ["runs", "requests"] + [q for q, _ in qs]
-                   + ["max"])
+    head = "".join(_th(c) for c in by + ["runs", "requests"] + [q for q, _ in qs] + ["max"])
     rows = []
     keys = [[None]] if not by else None
     facets = _keys(prep.data, spec.facet)
@@ -1335,7 +1553,9 @@ def _latency_table(spec: Figure, prep: _Prepared, loader: Any) -> str:
             nums = [len(sub), int(counts.sum())] + [
                 _latency_quantile(vals, counts, q) for _, q in qs] + [float(vals[-1])]
             rows.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in cells)
-                        + "".join(f'<td class="num">{e(_fmt(v))}</td>' for v in nums) + "</tr>")
+                        + "".join(f'<td class="num">{e(_fmt(v, c))}</td>'
+                                  for v, c in zip(nums, [None, None] + ["latency_ns"] * 6))
+                        + "</tr>")
     del keys
     return (f"<table><caption>{e(spec.request)} request latency (ns), runs merged</caption>"
             f"<tr>{head}</tr>{''.join(rows)}</table>")
@@ -1359,20 +1579,27 @@ def _figure_section(spec: Figure, prep: _Prepared, png: bytes, loader: Any = Non
         parts.append(
             _html_table(
                 _summary_table(spec, prep, prep.value),
-                f"{spec.metric} relative to {spec.group} = {spec.normalize}",
+                f"{key_label(spec.metric)} relative to {key_label(spec.group)} = "
+                f"{spec.normalize}",
+                prep.value,
             )
         )
         raw = _html_table(
-            _summary_table(spec, prep, spec.metric), f"{spec.metric} (not normalised)"
+            _summary_table(spec, prep, spec.metric), f"{_unit_label(spec.metric)} (not normalised)",
+            spec.metric,
         )
         parts.append(
-            f"<details><summary>{e(spec.metric)} before normalisation</summary>{raw}</details>"
+            f"<details><summary>{e(key_label(spec.metric))} before normalisation</summary>"
+            f"{raw}</details>"
         )
     else:
-        what = f"{spec.metric} at the end of each run" if spec.kind == "timeseries" else spec.metric
-        parts.append(_html_table(_summary_table(spec, prep, prep.value), what))
+        what = _unit_label(spec.metric)
+        if spec.kind == "timeseries":
+            what += " at the end of each run"
+        parts.append(_html_table(_summary_table(spec, prep, prep.value), what, prep.value))
         if spec.kind == "scatter":
-            parts.append(_html_table(_summary_table(spec, prep, spec.x), spec.x))
+            parts.append(_html_table(_summary_table(spec, prep, spec.x), _unit_label(spec.x),
+                                     spec.x))
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -1402,7 +1629,7 @@ def _page(
         meta.insert(0, ("experiment", ", ".join(map(str, pd.unique(df["experiment"].dropna())))))
     if "wall_seconds" in df.columns:
         total = pd.to_numeric(df["wall_seconds"], errors="coerce").sum()
-        meta.append(("total run time", f"{_fmt(float(total))} s"))
+        meta.append(("total run time", f"{_fmt(float(total), 'wall_seconds')} s"))
     body = [
         f"<h1>{e(title)}</h1>",
         f'<p class="desc">{e(description)}</p>' if description else "",
@@ -1428,10 +1655,10 @@ def _page(
             if c.split(".")[0] in ("machine", "workload", "run") and df[c].astype(str).nunique() > 1
         ]
         cols = [c for c in ["run_id", "seed"] if c in df.columns] + varying
-        head = "".join(f"<th>{e(c)}</th>" for c in cols + ["error"])
+        head = "".join(_th(c) for c in cols + ["error"])
         rows = []
         for _, r in failed.iterrows():
-            cells = "".join(f"<td>{e(_fmt(r[c]))}</td>" for c in cols)
+            cells = "".join(f"<td>{e(_fmt_key(r[c]))}</td>" for c in cols)
             err = r["error"] if "error" in failed.columns and not pd.isna(r["error"]) else ""
             rows.append(f'<tr>{cells}<td class="err">{e(str(err))}</td></tr>')
         body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")

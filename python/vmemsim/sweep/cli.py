@@ -9,7 +9,10 @@ import sys
 from typing import Any, Dict
 
 from ..cli import CliError, EXIT_INTERRUPTED, _positive, register, register_group
-from .spec import tomllib, axes_summary, describe_run, load_experiment, schema_rows
+from .runner import reads, run_kind
+from .spec import SCHEMA, tomllib, axes_summary, describe_run, load_experiment, schema_rows
+
+_KIND_NAMES = {"replay": "a trace replay", "timed": "a timed run", "vm": "a VM run"}
 
 
 def _default_out(exp_name: str) -> str:
@@ -80,12 +83,22 @@ def _run_plan(args: argparse.Namespace) -> int:
     if args.samples > 0 and total:
         step = max(1, total // args.samples)
         picks = [exp.run_at(i) for i in range(0, total, step)][: args.samples]
+        unread = 0
         for r in picks:
-            out.write(f"\nrun {r.index} id {r.run_id}: {describe_run(r)}\n")
+            kind = run_kind(r.config)
+            out.write(f"\nrun {r.index} id {r.run_id} ({_KIND_NAMES[kind]}): "
+                      f"{describe_run(r)}\n")
             for path, value in r.config.items():
+                if not reads(r.config, path) and path not in r.axes and (
+                        path not in SCHEMA or value == SCHEMA[path].default):
+                    unread += 1  # another kind of run's key, at its default
+                    continue
                 mark = "*" if path in r.axes else " "
                 out.write(f"  {mark} {path} = {json.dumps(value)}\n")
-        out.write("\n(* = set by a sweep axis; null = the model's default)\n")
+        out.write("\n(* = set by a sweep axis; null = the model's default")
+        if unread:
+            out.write("; keys only other kinds of runs read, at their defaults, are left out")
+        out.write(")\n")
     return 0
 
 

@@ -36,7 +36,7 @@ _TIMED_KEYS = {
     "machine.cpus": "cpus",
     "machine.swap": "device",
     "machine.slice_ns": "slice_ns",
-    "machine.swap_charged": "charge_device_ram",
+    "machine.cgroup": "cgroup",
     "run.step_ns": "step_ns",
     "run.sample_every_ns": "sample_every_ns",
 }
@@ -77,6 +77,7 @@ _VM_KEYS = {
     "vm.host_swap": "host_swap",
     "vm.guest_swap": "guest_swap",
     "vm.host_page": "host_page",
+    "vm.walk_caches": "walk_caches",
 }
 
 
@@ -92,6 +93,29 @@ def _check_defaults(config: Mapping[str, Any], only: Any, what: str) -> None:
     for path, value in config.items():
         if only(path) and (path not in SCHEMA or value != SCHEMA[path].default):
             raise VmemsimError(f"{path}: {what}")
+
+
+def run_kind(config: Mapping[str, Any]) -> str:
+    """``vm`` (workload.guest), ``timed`` (workload.model) or ``replay`` (a trace)."""
+    if is_vm(config):
+        return "vm"
+    return "timed" if is_timed(config) else "replay"
+
+
+def reads(config: Mapping[str, Any], path: str) -> bool:
+    """Whether the kind of run of ``config`` reads key ``path`` (a replay reads no
+    ``vm.*`` key nor the timed machine's; a VM run no replay or timed key; the
+    workload's keys name every run)."""
+    if path in _LABEL_KEYS:
+        return True
+    kind = run_kind(config)
+    if kind == "vm":
+        return path.startswith("vm.") or path in _VM_KEYS
+    if path.startswith("vm."):
+        return False
+    if kind == "timed":
+        return path not in _REPLAY_ONLY
+    return path not in _TIMED_KEYS and not path.startswith("machine.costs.")
 
 
 def vm_kwargs(config: Mapping[str, Any], seed: int) -> Dict[str, Any]:
@@ -112,8 +136,6 @@ def vm_kwargs(config: Mapping[str, Any], seed: int) -> Dict[str, Any]:
              if path.startswith("vm.costs.")}
     if costs:
         kw["costs"] = costs
-    if config.get("vm.walk_caches") is False:
-        kw["translate"] = {"pwc": {"enabled": False}, "ntlb": {"enabled": False}}
     kw.update(workload=config["workload.guest"], seed=seed)
     return kw
 

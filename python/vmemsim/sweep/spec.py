@@ -267,9 +267,10 @@ def _builtin_schema() -> None:
     reg("machine.swap", Key(check_str, "ssd",
         "timed runs: swap device spec: ssd, nvme, zram or remote, with key=value "
         "parameters (e.g. 'zram:read_us=20')"))
-    reg("machine.swap_charged", Key(check_bool, True,
-        "timed runs: zram's compressed pool counts against machine.frames (false: a memory "
-        "cgroup limit, which zsmalloc's pages are not charged to)"))
+    reg("machine.cgroup", Key(check_bool, False,
+        "timed runs: machine.frames is a memory cgroup limit, which zram's compressed pool "
+        "(zsmalloc's pages) is not charged to (false: the pool counts against "
+        "machine.frames); 'vmemsim run --cgroup', vmemsim.run(cgroup=...)"))
     reg("machine.slice_ns", Key(optional(check_int(1)), None,
         "timed runs: scheduler time slice (unset: EEVDF's base slice for the CPU count)"))
     reg("run.step_ns", Key(check_int(1), 2000,
@@ -282,10 +283,38 @@ def _builtin_schema() -> None:
 
 _builtin_schema()
 
+#: Old key -> (its new key, the new value of an old value). A file that uses an old key
+#: works as if it used the new one, with a one-line note on stderr.
+DEPRECATED_KEYS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
+    # --cgroup and vmemsim.run(cgroup=...) name it so; swap_charged = false is cgroup = true
+    "machine.swap_charged": ("machine.cgroup", lambda v: (not v) if isinstance(v, bool) else v),
+}
+
+
+def _renamed(flat: Mapping[str, Any], where: str) -> Dict[str, Any]:
+    """``flat`` with deprecated keys under their new names (values converted), a note on
+    stderr for each; an old key given with its new one is an error."""
+    out: Dict[str, Any] = {}
+    for path, value in flat.items():
+        if path not in DEPRECATED_KEYS:
+            out[path] = value
+            continue
+        new, convert = DEPRECATED_KEYS[path]
+        if new in flat:
+            raise VmemsimError(f"{where}: {path} and {new} are the same setting (the first "
+                               f"is its old name); give {new}")
+        out[new] = [convert(v) for v in value] if isinstance(value, list) else convert(value)
+        shown = json.dumps(out[new])
+        sys.stderr.write(f"vmemsim: note: {where}: {path} is deprecated; write "
+                         f"{new} = {shown}\n")
+    return out
+
 
 def _unknown(path: str, where: str) -> VmemsimError:
     known = list(SCHEMA) + [f"{t}.KEY" for t in OPEN_TABLES]
-    hint = did_you_mean(path, known)
+    hint = did_you_mean(path, known + list(DEPRECATED_KEYS))
+    for old, (new, _) in DEPRECATED_KEYS.items():
+        hint = hint.replace(f"'{old}'", f"'{new}'")  # near an old name: suggest its new one
     return VmemsimError(f"{where}: unknown key {path!r}{hint}")
 
 
@@ -447,7 +476,7 @@ def _axis_values(v: Any, where: str) -> List[Any]:
 
 def _sweep_paths(table: Mapping[str, Any], where: str) -> Dict[str, Any]:
     """``{path: value}`` of a sweep table, with every path checked to be a configuration key."""
-    flat = flatten(table)
+    flat = _renamed(flatten(table), where)
     for p in flat:
         if p.split(".")[0] not in CONFIG_SECTIONS:
             if p == "seed" or p.startswith("experiment."):
@@ -497,7 +526,7 @@ def parse_experiment(text: str, file: str = "<experiment>", base_dir: str = ".")
     given: Dict[str, Any] = {}
     for section in CONFIG_SECTIONS:
         given.update(flatten(raw.get(section, {}), section + "."))
-    base.update(_check_config(given, file))
+    base.update(_check_config(_renamed(given, file), file))
 
     axes: List[Axis] = []
     swept: Dict[str, str] = {}

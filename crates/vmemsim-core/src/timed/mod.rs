@@ -666,7 +666,7 @@ impl<P: Policy> Sim<P> {
                 let failed = self.m.stats.swap_write_errors;
                 let msg = if failed > 0 {
                     format!(
-                        "out of memory at access {oom}: zram's compressed pool ({} of {} frames) left no memory for the swap-outs that would free more ({failed} failed writes, zram's failed_writes; Linux would OOM-kill here); give more frames, or keep the pool out of the capacity (a memory cgroup limit: machine.swap_charged = false, `vmemsim run --cgroup`)",
+                        "out of memory at access {oom}: zram's compressed pool ({} of {} frames) left no memory for the swap-outs that would free more ({failed} failed writes, zram's failed_writes; Linux would OOM-kill here); give more frames, or keep the pool out of the capacity (a memory cgroup limit: machine.cgroup = true, `vmemsim run --cgroup`, vmemsim.run(cgroup=True))",
                         self.m.mm.frames.reserved(),
                         self.m.mm.frames.len()
                     )
