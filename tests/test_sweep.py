@@ -593,3 +593,43 @@ def test_run_at_is_the_indexed_run_without_expanding_the_grid(tmp_path):
     assert "80,000,000 runs" in r.stdout and r.stdout.count("\nrun ") == 3
     r = _cli("sweep", "plan", str(p), "--json")
     assert r.returncode == 2 and "80,000,000 runs is more than" in r.stderr
+
+
+# ---------------------------------------------------------------- expected time
+
+
+def test_a_large_grid_says_its_expected_time_once_after_its_first_runs(tmp_path, monkeypatch,
+                                                                       capsys):
+    import vmemsim.sweep.driver as driver
+
+    monkeypatch.setattr(driver, "ANNOUNCE_RUNS", 20)  # "large" for this test
+    p = write(tmp_path, "seeds = 30\n" + BASE)
+    s = run_sweep(load_experiment(p), tmp_path / "res", workers=1, progress="plain",
+                  function="noop")
+    assert s.ok == 30
+    err = capsys.readouterr().err
+    assert "30 runs; the expected time follows" in err
+    said = [ln for ln in err.splitlines() if "expected about" in ln]
+    # One worker: after max(8, 4 x 1) = 8 runs, 22 are left.
+    assert len(said) == 1 and "for 22 runs (the first 8 took" in said[0], err
+    # A grid under the threshold says nothing of the kind.
+    p2 = write(tmp_path, "seeds = 19\n" + BASE, file="small.toml")
+    run_sweep(load_experiment(p2), tmp_path / "res2", workers=1, progress="plain",
+              function="noop")
+    assert "expected" not in capsys.readouterr().err
+
+
+def test_plan_estimate_extrapolates_sample_runs(tmp_path):
+    p = write(tmp_path, "seeds = 40\n" + BASE)
+    r = subprocess.run([sys.executable, "-m", "vmemsim", "sweep", "plan", str(p), "--samples",
+                        "0", "--estimate", "3", "--workers", "2"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("estimate:")]
+    assert len(line) == 1 and "3 sample run(s) took" in line[0] \
+        and "40 runs on 2 worker(s)" in line[0], r.stdout
+    # The median of 3 samples of ~5,000-access replays, times 40 / 2: well under a minute.
+    assert "about " in line[0] and "m" not in line[0].split("about ")[1].split(" ")[0]
+    bad = subprocess.run([sys.executable, "-m", "vmemsim", "sweep", "plan", str(p),
+                          "--estimate", "-1"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "--estimate" in bad.stderr

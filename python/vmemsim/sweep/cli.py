@@ -30,6 +30,11 @@ def _configure_plan(p: argparse.ArgumentParser) -> None:
                    help="expanded configurations to print (default 3; 0 for none)")
     p.add_argument("--json", action="store_true",
                    help="print the plan as JSON: total, axes, and every run (id, seed, axes)")
+    p.add_argument("--estimate", type=int, default=0, metavar="N",
+                   help="run N sample runs spread over the grid, one at a time, and "
+                   "extrapolate the sweep's wall time from them (default 0: no estimate)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="workers the estimate assumes (default: as `sweep run`, one per CPU)")
 
 
 def _seeds_argument(p: argparse.ArgumentParser) -> None:
@@ -99,7 +104,43 @@ def _run_plan(args: argparse.Namespace) -> int:
         if unread:
             out.write("; keys only other kinds of runs read, at their defaults, are left out")
         out.write(")\n")
+    if args.estimate:
+        _estimate(exp, args.estimate, args.workers, args.file, out)
     return 0
+
+
+def _estimate(exp, n: int, workers, file: str, out) -> None:
+    """Run ``n`` runs spread evenly over the grid in this process and extrapolate: the median
+    wall time of a run, times the runs, divided by the workers. The spread of the samples
+    (fastest and slowest) bounds it, since runs of different axes values differ."""
+    import statistics
+
+    from .driver import _dur
+    from .executors import make_executor
+    from .runner import payload, run_one
+
+    if n < 0:
+        raise CliError(f"--estimate: expected a count of sample runs, got {n}")
+    total = exp.total
+    if not total:
+        return
+    w = make_executor("local", workers=workers).workers
+    n = min(n, total)
+    base = os.path.dirname(os.path.abspath(file))
+    times = []
+    for k in range(n):
+        r = exp.run_at(k * total // n)
+        rec = run_one(payload(r, base))
+        if rec["status"] != "ok":
+            raise CliError(f"--estimate: sample run {r.index} ({describe_run(r)}) failed: "
+                           f"{rec['error']}")
+        times.append(rec["wall_seconds"])
+    med = statistics.median(times)
+    per = total / w
+    out.write(f"\nestimate: {n} sample run(s) took {min(times):.3g}-{max(times):.3g} s "
+              f"(median {med:.3g} s); {total:,} runs on {w} worker(s): about "
+              f"{_dur(med * per)} (between {_dur(min(times) * per)} and "
+              f"{_dur(max(times) * per)})\n")
 
 
 # ---------------------------------------------------------------- sweep run

@@ -109,8 +109,11 @@ class _Progress:
     every few seconds otherwise, nothing when quiet."""
 
     def __init__(self, mode: str, total: int, skipped: int, label: str,
-                 stream: Optional[TextIO] = None) -> None:
+                 stream: Optional[TextIO] = None, estimate_after: int = 0) -> None:
         self.stream = stream or sys.stderr
+        #: After this many runs of this invocation, say once how long the rest should take
+        #: (0: never). Large grids do, so the user learns it before most of the wait.
+        self.estimate_after = estimate_after
         if mode == "auto":
             try:
                 mode = "rich" if self.stream.isatty() else "plain"
@@ -147,6 +150,9 @@ class _Progress:
     def advance(self, ok: bool) -> None:
         self.done += 1
         self.failed += 0 if ok else 1
+        if self.estimate_after and self.done - self.start_done == self.estimate_after \
+                and self.mode != "quiet" and self.done < self.total:
+            self._say(self.expected())
         if self._bar is not None:
             self._bar.update(self._task, advance=1, failed=self.failed)
         elif self.mode == "plain":
@@ -155,6 +161,21 @@ class _Progress:
                 self.last_line = now
                 self.stream.write(self.line() + "\n")
                 self.stream.flush()
+
+    def expected(self) -> str:
+        """The expected time of the runs left, from the pace of the runs finished so far."""
+        el = time.monotonic() - self.start
+        ran = self.done - self.start_done
+        left = self.total - self.done
+        return (f"vmemsim: {self.label}: expected about {_dur(left * el / ran)} more for "
+                f"{left:,} runs (the first {ran:,} took {_dur(el)})")
+
+    def _say(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.console.print(text, markup=False, highlight=False)
+        else:
+            self.stream.write(text + "\n")
+            self.stream.flush()
 
     def line(self) -> str:
         el = time.monotonic() - self.start
@@ -229,8 +250,10 @@ def run_sweep(
             "manifest and results table are in memory): split the grid into several "
             "experiments or fewer seeds")
     if exp.total >= ANNOUNCE_RUNS and progress != "quiet":
-        sys.stderr.write(f"vmemsim: {exp.name}: {exp.total:,} runs; the progress line shows "
-                         "the time left once the first runs have finished\n")
+        sys.stderr.write(f"vmemsim: {exp.name}: {exp.total:,} runs; the expected time "
+                         "follows once the first runs have finished, and the progress line "
+                         "keeps it up to date (`vmemsim sweep plan --estimate N` times N "
+                         "sample runs beforehand)\n")
     runs = list(exp.runs())
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):
@@ -251,7 +274,10 @@ def run_sweep(
     fn = runner.resolve_function(function)
     by_id = {r.run_id: r for r in todo}
     ex = make_executor(executor, workers=workers, address=address)
-    bar = _Progress(progress, len(runs), skipped, exp.name)
+    # A large grid says its expected time once the first runs (a few per worker) are done.
+    bar = _Progress(progress, len(runs), skipped, exp.name,
+                    estimate_after=(max(8, 4 * ex.workers) if len(todo) >= ANNOUNCE_RUNS
+                                    else 0))
     summary = SweepSummary(path=store.path, total=len(runs), skipped=skipped, ok=0, failed=0,
                            wall_seconds=0.0, executor=ex.name, workers=ex.workers)
     started = time.monotonic()
