@@ -297,3 +297,22 @@ def test_mmu_pages_only_with_shadow_paging() -> None:
     assert_one_line_error(p, "mmu_pages: only with shadow paging")
     p = run_cli("vm", "lmbench-like", "--paging", "shadow", "--mmu-pages", "64")
     assert p.returncode == 0, p.stderr
+
+
+def test_frames_over_100_percent_is_said_not_silent():
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "vmemsim", "replay", "--trace",
+            "gen:zipf:pages=1000,n=10000", "--policy", "lru"]
+    r = subprocess.run(base + ["--frames", "150%"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "--frames 150% is more memory than the trace's distinct pages" in r.stderr
+    # and indeed nothing is evicted: every fault is a first touch
+    r = subprocess.run(base + ["--frames", "150%", "--json"], capture_output=True, text=True,
+                       timeout=60)
+    import json
+    d = json.loads(r.stdout)
+    assert d["stats"]["major_faults"] == 0 and d["stats"].get("evictions", 0) == 0
+    r = subprocess.run(base + ["--frames", "50%"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "note" not in r.stderr

@@ -477,6 +477,20 @@ def add_progress_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _note_frames_over_100(frames: object) -> None:
+    """A percentage over 100% of the distinct pages is accepted (memory larger than what the
+    trace touches is a legitimate baseline) but is said, since nothing can be evicted."""
+    if isinstance(frames, str) and frames.strip().endswith("%"):
+        try:
+            pct = float(frames.strip()[:-1])
+        except ValueError:
+            return  # the core names the bad value
+        if pct > 100:
+            sys.stderr.write(f"vmemsim: note: --frames {frames.strip()} is more memory than the "
+                             "trace's distinct pages: nothing is evicted, every fault is a "
+                             "first touch\n")
+
+
 def replay_kwargs(args: argparse.Namespace) -> Dict[str, object]:
     """The keyword arguments of :func:`vmemsim.replay` given by :func:`add_policy_arguments`
     (and :func:`add_trace_arguments` when present)."""
@@ -491,6 +505,7 @@ def replay_kwargs(args: argparse.Namespace) -> Dict[str, object]:
     )
     if hasattr(args, "frames"):
         kw["frames"] = args.frames
+        _note_frames_over_100(args.frames)
     if hasattr(args, "page_size"):
         kw.update(trace_kwargs(args))
     elif hasattr(args, "format"):
