@@ -35,14 +35,10 @@ KEYS = [(c["name"], c["swap_label"], c["settings"]["lru"]) for c in RAW]
 #: (FINDINGS.md says why, as far as it is known). Every entry is a strict xfail.
 KNOWN_OFF = {
     ('zipf-1.2', 'disk-pc3', 'mglru'): 'pswpin +5.6%',
-    ('memcached', 'disk-pc0', 'mglru'): 'pgmajfault -10.0%, pswpin -10.0%, pswpout -7.3%',
-    ('memcached', 'disk-pc3', 'classic'): 'pgmajfault -7.1%',
-    ('memcached', 'disk-pc3', 'mglru'): 'pgmajfault -8.7%, pswpin -6.5%',
-    ('memcached', 'ssd-pc3', 'classic'): 'pgmajfault -7.5%, pswpin -5.0%, pswpout -5.3%',
-    ('memcached', 'ssd-pc3', 'mglru'): 'pgmajfault -11.7%, pswpin -10.3%, pswpout -5.8%',
-    ('stress-ng', 'disk-pc3', 'classic'): 'pgmajfault -6.7%, pswpout -5.3%',
-    ('stress-ng', 'disk-pc3', 'mglru'): 'pgmajfault -6.0%',
-    ('stress-ng', 'zram', 'mglru'): 'pgscan +20.3%',
+    ('memcached', 'disk-pc0', 'classic'): 'pgmajfault +7.1%, pswpin +7.1%, pswpout +5.6%',
+    ('stress-ng', 'disk-pc0', 'mglru'): 'pgscan +16.0%',
+    ('stress-ng', 'disk-pc3', 'mglru'): 'pgscan +18.7%',
+    ('stress-ng', 'zram', 'mglru'): 'pgscan +21.1%',
     ('zipf-1.2-1.3x', 'disk-pc0', 'classic'): 'pgmajfault +48.2%, pswpin +48.2%, pswpout +7.1%, pgscan -37.3%',
     ('zipf-1.2-1.3x', 'disk-pc0', 'mglru'): 'pgmajfault +112.4%, pswpin +112.4%, pswpout +29.0%, pgscan +35.0%, pgsteal +23.8%',
     ('zipf-1.2-1.3x', 'disk-pc3', 'classic'): 'pgmajfault +30.6%, pswpin +46.1%, pswpout +7.0%, pgscan -44.4%',
@@ -55,7 +51,6 @@ KNOWN_WRONG_SIGN = {
     ('loop', 'disk-pc0'): 'kernel +30 (spread 6), vmemsim +0',
     ('loop', 'zram'): 'kernel +38 (spread 2), vmemsim +0',
     ('stress-ng', 'disk-pc0'): 'kernel +258 (spread 5), vmemsim +0',
-    ('stress-ng', 'zram'): 'kernel +260 (spread 0), vmemsim +0',
     ('zipf-1.2-1.3x', 'disk-pc0'): 'kernel -384 (spread 180), vmemsim +158',
     ('zipf-1.2-1.3x', 'disk-pc3'): 'kernel -541 (spread 85), vmemsim +80',
 }

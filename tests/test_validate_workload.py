@@ -133,9 +133,50 @@ def test_cpu_accesses_split_each_write_into_a_load_and_a_store(tmp_path):
     # sequence: the write pass over pages 1 and 3, then the trace (pages as packed: 3, 1, 3)
     assert list(w.sequence()[0]) == [1, 3, 3, 1, 3]
     pages, writes = w.cpu_accesses()
-    assert list(pages) == [1, 1, 3, 3, 3, 3, 1, 3, 3]
-    assert list(writes) == [False, True, False, True, False, True, False, False, True]
+    # Before record 0 the program fills its trace buffer (5 records of 4 bytes: one page,
+    # written) and reads that page; the buffer lies a PMD beyond the span of 4 pages: 1024.
+    assert list(pages) == [1024, 1024, 1, 1, 3, 3, 3, 3, 1, 3, 3]
+    assert list(writes) == [True, False, False, True, False, True, False, True, False, False,
+                            True]
     w = wl.make_workload(str(path), mode="rw")
     pages, writes = w.cpu_accesses()
-    assert list(pages) == [3, 3, 1, 1, 3, 3]
-    assert list(writes) == [False, True] * 3
+    assert list(pages) == [1024, 1024, 3, 3, 1, 1, 3, 3]
+    assert list(writes) == [True, False] + [False, True] * 3
+
+
+def _vmwl_trace_loop(n, base, chunk_recs, recs_per_page):
+    """vmwl.c's trace loop, access by access (CHUNK_RECS, fill_chunk, the memcpy out of the
+    buffer), with a record shown as ("rec", k): an independent statement of the rule."""
+    out = []
+    rec_bytes = 4096 // recs_per_page  # 4 in vmwl.c
+    for k in range(n):
+        if k % chunk_recs == 0:
+            left = n - k
+            nbytes = (chunk_recs * rec_bytes if left >= chunk_recs
+                      else (left * rec_bytes + 4095) // 4096 * 4096)
+            out += [(base + j, True) for j in range(nbytes // 4096)]
+        if k % recs_per_page == 0:  # the first record copied out of a buffer page
+            out.append((base + (k % chunk_recs) // recs_per_page, False))
+        out.append(("rec", k))
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 5, 8, 9, 16, 17, 40])
+def test_trace_buffer_accesses_follow_vmwl_c(n):
+    # Chunks of 8 records with 2 records per buffer page (4 pages a chunk) stand for vmwl.c's
+    # 262,144 records and 1,024 per page; the last chunk's fill rounds its bytes up to pages.
+    chunk_recs, per_page = 8, 2
+    extra, pages, writes, rec = wl.trace_buffer_accesses(n, 100, chunk_recs, per_page)
+    got = []
+    for k in range(n):
+        got += [(int(p), bool(w)) for p, w, r in zip(pages, writes, rec) if r == k]
+        got.append(("rec", k))
+        assert extra[k] == sum(1 for r in rec if r <= k)
+    assert got == _vmwl_trace_loop(n, 100, chunk_recs, per_page)
+
+
+def test_trace_buffer_constants_are_vmwl_cs():
+    src = wl.SOURCE.read_text()
+    assert "#define CHUNK_BYTES (1024 * 1024)" in src
+    assert "#define CHUNK_RECS (CHUNK_BYTES / 4)" in src
+    assert wl.TRACE_CHUNK_RECS == 1024 * 1024 // 4 and wl.TRACE_RECS_PER_PAGE == 1024

@@ -40,6 +40,13 @@ GEN_PREFIX = "gen:"
 PMD_PAGES = 512
 #: Largest placed page (the guest program keeps pages in 31 bits).
 MAX_PAGE = (1 << 31) - 1
+#: ``vmwl.c`` streams a trace from its disk into a buffer of ``CHUNK_BYTES`` (1 MiB, 256
+#: pages): each refill is an ``O_DIRECT`` read into it (``get_user_pages`` with FOLL_WRITE
+#: faults the pages in and dirties them), and each 4-byte record is copied out of it. Those
+#: pages are the program's anonymous memory too, taken from the free memory during the phase.
+TRACE_CHUNK_RECS = 1024 * 1024 // 4
+#: Records per 4 KiB page of that buffer.
+TRACE_RECS_PER_PAGE = 4096 // 4
 
 
 def cache_dir() -> Path:
@@ -188,15 +195,36 @@ class Workload:
         without ``FAULT_FLAG_WRITE``: ``should_try_to_free_swap`` keeps its swap slot, and
         the page stays in the swap cache), then the store finds it mapped read-only and
         ``do_wp_page`` reuses it (``PageAnonExclusive``) without freeing the slot. A single
-        write access would be a write fault, which frees the slot at swap-in."""
+        write access would be a write fault, which frees the slot at swap-in.
+
+        A trace streamed from the disk also touches the program's trace buffer (see
+        :func:`trace_buffer_accesses`); those accesses are interleaved where ``vmwl.c`` makes
+        them, at pages beyond the workload's span (a PMD apart, as a separate mapping)."""
         pages, writes = self.sequence()
-        idx = np.arange(pages.size, dtype=np.int64) + np.cumsum(writes, dtype=np.int64) - writes
-        out_pages = np.empty(pages.size + int(writes.sum()), dtype=pages.dtype)
+        extra_before = np.zeros(pages.size, dtype=np.int64)
+        buf = None
+        if self.kind == "trace":
+            base = -(-(self.span_pages() + PMD_PAGES) // PMD_PAGES) * PMD_PAGES
+            buf = trace_buffer_accesses(pages.size, base)
+            extra_before = buf[0]
+        idx = (np.arange(pages.size, dtype=np.int64) + np.cumsum(writes, dtype=np.int64)
+               - writes + extra_before)
+        n_buf = 0 if buf is None else buf[1].size
+        out_pages = np.empty(pages.size + int(writes.sum()) + n_buf, dtype=pages.dtype)
         out_writes = np.zeros(out_pages.size, dtype=bool)
         out_pages[idx] = pages
         w_idx = idx[writes] + 1
         out_pages[w_idx] = pages[writes]
         out_writes[w_idx] = True
+        if buf is not None:
+            _, bpages, bwrites, brec = buf
+            # The buffer accesses before record k fill the places just before k's own, in
+            # the order trace_buffer_accesses lists them.
+            first = np.searchsorted(brec, brec, side="left")
+            count = np.searchsorted(brec, brec, side="right") - first
+            bidx = idx[brec] - count + (np.arange(brec.size) - first)
+            out_pages[bidx] = bpages
+            out_writes[bidx] = bwrites
         return out_pages, out_writes
 
     def footprint_pages(self) -> int:
@@ -231,6 +259,44 @@ class Workload:
             pad = -(4096 + rec.nbytes) % 4096
             f.write(b"\0" * pad)
         return 4096 + rec.nbytes + pad
+
+
+def trace_buffer_accesses(
+    n: int, base: int, chunk_recs: int = TRACE_CHUNK_RECS,
+    recs_per_page: int = TRACE_RECS_PER_PAGE,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The accesses ``vmwl.c``'s trace mode makes to its own buffer while it replays ``n``
+    records, the buffer's page ``j`` being page ``base + j``: before record ``k`` with
+    ``k % chunk_recs == 0``, ``fill_chunk`` writes the pages the chunk needs (all
+    ``chunk_recs / recs_per_page`` of them, or ``ceil(left * 4 / 4096)`` for the last one);
+    before every record with ``k % recs_per_page == 0`` the ``memcpy`` of that record reads
+    the buffer's page ``(k % chunk_recs) / recs_per_page`` (the later reads of the same page
+    follow at once and change nothing a policy sees).
+
+    Returns ``(extra_before, pages, writes, record)``: for each record, how many buffer
+    accesses come before it; and each buffer access in order with the record it precedes."""
+    if n <= 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z.astype(np.uint64), z.astype(bool), z
+    per_chunk = chunk_recs // recs_per_page
+    starts = np.arange(0, n, chunk_recs, dtype=np.int64)
+    left = n - starts
+    # ceil(left * 4 / 4096) pages: records of 4096 / recs_per_page bytes
+    fills = np.where(left >= chunk_recs, per_chunk, -(-left // recs_per_page))
+    reads = -(-np.minimum(left, chunk_recs) // recs_per_page)
+    recs, pages, writes = [], [], []
+    for s0, f, r in zip(starts.tolist(), fills.tolist(), reads.tolist()):
+        recs.append(np.full(f, s0, dtype=np.int64))
+        pages.append(np.arange(f, dtype=np.int64))
+        writes.append(np.ones(f, dtype=bool))
+        recs.append(s0 + np.arange(r, dtype=np.int64) * recs_per_page)
+        pages.append(np.arange(r, dtype=np.int64))
+        writes.append(np.zeros(r, dtype=bool))
+    rec = np.concatenate(recs)
+    page = (np.concatenate(pages) + base).astype(np.uint64)
+    write = np.concatenate(writes)
+    extra = np.searchsorted(rec, np.arange(n, dtype=np.int64), side="right")
+    return extra, page, write, rec
 
 
 def _mix64(z: np.ndarray) -> np.ndarray:
