@@ -93,13 +93,15 @@ fn osa_distance(a: &[char], b: &[char]) -> usize {
     for (i, row) in d.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=m {
-        d[0][j] = j;
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=n {
         for j in 1..=m {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 v = v.min(d[i - 2][j - 2] + 1);
             }
@@ -121,7 +123,10 @@ mod hint_tests {
         assert_eq!(did_you_mean("clok", &pol), " (did you mean 'clock'?)");
         assert_eq!(did_you_mean("mglr", &pol), " (did you mean 'mglru'?)");
         assert_eq!(did_you_mean("xyz", &pol), ""); // 3 edits from anything, limit 1
-        assert_eq!(did_you_mean("--polcy", &["--policy", "--frames"]), " (did you mean '--policy'?)");
+        assert_eq!(
+            did_you_mean("--polcy", &["--policy", "--frames"]),
+            " (did you mean '--policy'?)"
+        );
         assert_eq!(did_you_mean("lru", &pol), ""); // an exact name needs no hint
     }
 }

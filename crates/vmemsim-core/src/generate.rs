@@ -221,9 +221,9 @@ impl<'a> Parser<'a> {
                 }
                 let mut parts = Vec::new();
                 if self.depth >= MAX_NESTING {
-                    return Err(self.err(format!(
-                        "{kind} parts nested more than {MAX_NESTING} deep"
-                    )));
+                    return Err(
+                        self.err(format!("{kind} parts nested more than {MAX_NESTING} deep"))
+                    );
                 }
                 loop {
                     self.expect('(')?;
@@ -1324,7 +1324,13 @@ mod tests {
         // Float notation above 2^53 is accepted where the value is allowed: 2^52 = 4.503...e15.
         let z = GenSpec::parse("zipf:pages=4503599627370496,n=10").unwrap();
         assert_eq!(z.kind.pages(), Some(MAX_PAGES));
-        assert_eq!(GenSpec::parse("zipf:pages=1e15,n=1e6").unwrap().kind.pages(), Some(1_000_000_000_000_000));
+        assert_eq!(
+            GenSpec::parse("zipf:pages=1e15,n=1e6")
+                .unwrap()
+                .kind
+                .pages(),
+            Some(1_000_000_000_000_000)
+        );
         assert!(e("scan:pages=10,start=4503599627370490").contains("start + pages"));
         assert!(e("zipf:pages=2e19,n=10").contains("not a whole number"));
     }
@@ -1333,13 +1339,7 @@ mod tests {
     fn nesting_is_bounded_with_a_clear_error() {
         // 64 levels of seq parse (and print back); 65 are refused, and ~3,100, which used to
         // overflow the stack, get the same message instead of a crash.
-        let nested = |d: usize| {
-            format!(
-                "{}scan:pages=10{}",
-                "seq:(".repeat(d),
-                ")".repeat(d)
-            )
-        };
+        let nested = |d: usize| format!("{}scan:pages=10{}", "seq:(".repeat(d), ")".repeat(d));
         let ok = GenSpec::parse(&nested(64)).unwrap();
         assert_eq!(ok.accesses(), Some(10));
         assert_eq!(GenSpec::parse(&ok.to_string()).unwrap(), ok);

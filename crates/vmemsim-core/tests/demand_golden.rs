@@ -278,8 +278,20 @@ fn random_victims_are_uniform() {
 #[test]
 fn every_demand_policy_is_registered() {
     for name in [
-        "fifo", "lru", "opt", "clock", "arc", "s3fifo", "lfu", "random", "sieve", "slru", "2q",
-        "mq", "lru-k", "w-tinylfu",
+        "fifo",
+        "lru",
+        "opt",
+        "clock",
+        "arc",
+        "s3fifo",
+        "lfu",
+        "random",
+        "sieve",
+        "slru",
+        "2q",
+        "mq",
+        "lru-k",
+        "w-tinylfu",
     ] {
         let k = PolicyKind::from_name(name).unwrap();
         assert_eq!(k.name(), name);

@@ -15,8 +15,22 @@ use vmemsim_core::trace::VecSource;
 use vmemsim_core::Access;
 
 const DEMAND: [&str; 16] = [
-    "fifo", "lru", "opt", "clock", "arc", "s3fifo", "lfu", "random", "sieve", "slru", "2q", "mq",
-    "lru-k", "w-tinylfu", "lirs", "clock-pro",
+    "fifo",
+    "lru",
+    "opt",
+    "clock",
+    "arc",
+    "s3fifo",
+    "lfu",
+    "random",
+    "sieve",
+    "slru",
+    "2q",
+    "mq",
+    "lru-k",
+    "w-tinylfu",
+    "lirs",
+    "clock-pro",
 ];
 
 fn run(policy: &str, trace: &[Access], frames: u32, seed: u64, check: bool) -> u64 {

@@ -56,6 +56,8 @@ use vmemsim_core::trace::VecSource;
 #[derive(Deserialize)]
 struct Golden {
     exact: Vec<String>,
+    /// libCacheSim's class per policy: part of the golden file, read by people, not here.
+    #[allow(dead_code)]
     libcachesim_classes: BTreeMap<String, String>,
     traces: BTreeMap<String, Vec<u64>>,
     results: Vec<Case>,

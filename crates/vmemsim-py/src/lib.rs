@@ -976,7 +976,11 @@ fn run_vm(
     let costs: vm::VmCosts = serde_json::from_str(costs).map_err(|e| {
         // Name the key: deserialise each entry alone to find the one serde refused.
         let whole = e.to_string();
-        let whole = whole.split(" at line ").next().unwrap_or(&whole).to_string();
+        let whole = whole
+            .split(" at line ")
+            .next()
+            .unwrap_or(&whole)
+            .to_string();
         let map: serde_json::Map<String, serde_json::Value> =
             serde_json::from_str(costs).unwrap_or_default();
         for (k, v) in &map {

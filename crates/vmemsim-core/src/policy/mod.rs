@@ -34,9 +34,9 @@ pub mod random;
 pub mod registry;
 pub mod s3fifo;
 pub mod sieve;
+pub mod sketch;
 pub mod slru;
 pub mod twoq;
-pub mod sketch;
 pub mod w_tinylfu;
 
 pub use registry::{PolicyKind, PolicyOptions};

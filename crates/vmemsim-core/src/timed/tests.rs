@@ -432,7 +432,10 @@ fn a_sampling_interval_that_would_exceed_the_sample_cap_is_refused() {
     let mut s = spec("fifo", 4, 1, zero_costs(), "ssd");
     s.timed.sample_every_ns = 1;
     let e = run(&s, w(), None).unwrap_err().to_string();
-    assert!(e.contains("sample_every_ns") && e.contains("1000000 samples"), "{e}");
+    assert!(
+        e.contains("sample_every_ns") && e.contains("1000000 samples"),
+        "{e}"
+    );
     s.timed.sample_every_ns = 1_000;
     let r = run(&s, w(), None).unwrap();
     assert_eq!(r.series.len(), 2_001);

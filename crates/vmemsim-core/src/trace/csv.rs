@@ -527,11 +527,20 @@ mod tests {
     fn its_own_header_is_recognised_without_a_mapping() {
         // `trace convert` writes `page,op`; read back with no --csv mapping, the writes stay
         // writes (they were all read as reads before, and swap-outs dropped accordingly).
-        let w = |p: u64| Access { page: p, write: true };
-        let r = |p: u64| Access { page: p, write: false };
+        let w = |p: u64| Access {
+            page: p,
+            write: true,
+        };
+        let r = |p: u64| Access {
+            page: p,
+            write: false,
+        };
         assert_eq!(read("page,op\n5,W\n6,R\n", "").unwrap(), vec![w(5), r(6)]);
         // Common names in other orders and cases are followed too.
-        assert_eq!(read("Type,Time,obj_id\nset,1,7\nget,2,8\n", "").unwrap(), vec![w(7), r(8)]);
+        assert_eq!(
+            read("Type,Time,obj_id\nset,1,7\nget,2,8\n", "").unwrap(),
+            vec![w(7), r(8)]
+        );
         // Unrecognised names: the first column, every access a read (and a note on stderr).
         assert_eq!(read("a,b\n3,W\n", "").unwrap(), vec![r(3)]);
         // A mapping given explicitly wins over recognition.

@@ -434,7 +434,11 @@ impl VmCosts {
                 format!("{} is not a clock rate in GHz (above 0)", self.cpu_ghz),
             ));
         }
-        if let Some(w) = self.kvm_work_ns.iter().find(|w| !(w.is_finite() && **w >= 0.0)) {
+        if let Some(w) = self
+            .kvm_work_ns
+            .iter()
+            .find(|w| !(w.is_finite() && **w >= 0.0))
+        {
             return Err(Error::config(
                 "costs.kvm_work_ns",
                 format!("{w} is not a time in ns (0 or more)"),

@@ -337,7 +337,11 @@ impl PageRank {
         // vertex) and the footprint's page table, before anything is built.
         let pages = pages_for(scale, (2 * edge_factor) << scale);
         crate::util::check_memory(
-            if p.has("scale") { "pagerank.scale" } else { "pagerank.footprint" },
+            if p.has("scale") {
+                "pagerank.scale"
+            } else {
+                "pagerank.footprint"
+            },
             &format!("a graph of 2^{scale} vertices ({pages} pages)"),
             (1u64 << scale) * 12 + pages * crate::util::BYTES_PER_PAGE,
         )?;
