@@ -1322,10 +1322,9 @@ def _dir_side_loader(results_dir: Path) -> Callable[[str, str], Any]:
     return load
 
 
-def _fmt_key(v: Any) -> str:
-    """A key cell (a configuration value, a run id): integers exactly, other numbers to 6
-    significant digits, NaN as an en dash; it names the configuration, so nothing is
-    grouped or rounded away."""
+def _not_a_finite_number(v: Any) -> Optional[str]:
+    """The cell of a value that is not a finite number (None and NaN as an en dash, text and
+    booleans as they are, infinities as signs), or None for a finite number."""
     if v is None:
         return "–"
     v = _py(v)
@@ -1335,6 +1334,17 @@ def _fmt_key(v: Any) -> str:
         return "–"
     if isinstance(v, float) and math.isinf(v):
         return "∞" if v > 0 else "−∞"
+    return None
+
+
+def _fmt_key(v: Any) -> str:
+    """A key cell (a configuration value, a run id): integers exactly, other numbers to 6
+    significant digits, NaN as an en dash; it names the configuration, so nothing is
+    grouped or rounded away."""
+    special = _not_a_finite_number(v)
+    if special is not None:
+        return special
+    v = _py(v)
     if float(v).is_integer() and abs(v) < 1e15:
         return str(int(v))
     a = abs(v)
@@ -1357,15 +1367,10 @@ def _fmt(v: Any, column: Optional[str] = None) -> str:
     separators; other numbers to 4 significant digits, 3 for times (``column`` ending in
     ``_seconds``, ``_s``, ``_ns``, ...), a number of 1,000 or more as a whole number;
     below 0.0001 in exponent form. NaN is an en dash; text is as it is."""
-    if v is None:
-        return "–"
+    special = _not_a_finite_number(v)
+    if special is not None:
+        return special
     v = _py(v)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return str(v)
-    if isinstance(v, float) and math.isnan(v):
-        return "–"
-    if isinstance(v, float) and math.isinf(v):
-        return "∞" if v > 0 else "−∞"
     digits = 3 if _is_time(column) else 4
     a = abs(v)
     if a >= 1e15 or (0 < a < 1e-4):
