@@ -107,6 +107,30 @@ fn drain_recorded(b: &[u8]) {
     }
 }
 
+/// Found by the `wlspec` fuzz target: a `custom` phase whose references all go to one page
+/// merged into a single burst, so `next_ops` drew the whole phase (here 10^16 references)
+/// before handing out an op. Each call now draws a bounded number of references and hands
+/// out the burst split at that point.
+#[test]
+fn custom_phase_on_one_page_hands_out_ops_in_bounded_time() {
+    use vmemsim_core::workload::{self, Op};
+    for spec in [
+        "custom:(scan:pages=1,n=1e16)",
+        "custom:(zipf:pages=4096,alpha=29,n=11111111111111111),threads=8,compute_ns=200",
+    ] {
+        let mut w = workload::parse(spec, 1).unwrap();
+        for _ in 0..3 {
+            let mut buf = Vec::new();
+            w.next_ops(0, &mut buf).unwrap();
+            let accesses: Vec<&Op> = buf
+                .iter()
+                .filter(|o| matches!(o, Op::Access { .. }))
+                .collect();
+            assert!(!accesses.is_empty(), "{spec}: a call handed out no access");
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
