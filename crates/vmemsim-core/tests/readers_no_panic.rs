@@ -148,6 +148,22 @@ fn rewrite_round_trip(events: &[Event]) {
     assert_eq!(back, events);
 }
 
+/// Found by the `imports` fuzz target: MSR rows whose sizes each fit but add up past 2^64
+/// overflowed the import's byte count (a panic in debug builds). Now an error naming the line.
+#[test]
+fn msr_sizes_adding_up_past_2_64_are_an_error() {
+    let rows = b"0,hm,1,Read,0,10000000000000000000,0\n1,hm,1,Read,0,10000000000000000000,0\n";
+    let mut w = RecordedWriter::new("out", Vec::new(), TraceMeta::default()).unwrap();
+    let e = import_msr("in.csv", &mut Cursor::new(&rows[..]), &mut w)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("in.csv") && e.contains("line 2") && e.contains("past 2^64 bytes"),
+        "{e}"
+    );
+}
+
 /// Found by the `wlspec` fuzz target: a `custom` phase whose references all go to one page
 /// merged into a single burst, so `next_ops` drew the whole phase (here 10^16 references)
 /// before handing out an op. Each call now draws a bounded number of references and hands
