@@ -164,6 +164,21 @@ fn msr_sizes_adding_up_past_2_64_are_an_error() {
     );
 }
 
+/// Found by the `wlspec` fuzz target: a `tpch-like` footprint of 6.7 EB was accepted as
+/// sf=4903580000, but its canonical spec `sf=4903580000` is refused (sf is at most 100000).
+/// The footprint is now refused with the sf it needs.
+#[test]
+fn tpch_footprint_needing_sf_past_its_range_is_an_error() {
+    let e = vmemsim_core::workload::parse("tpch-like:footprint=6414502410020MiB,threads=4", 1)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.starts_with("tpch-like.footprint: ") && e.contains("sf is at most 100000"),
+        "{e}"
+    );
+}
+
 /// Found by the `wlspec` fuzz target: a `custom` phase whose references all go to one page
 /// merged into a single burst, so `next_ops` drew the whole phase (here 10^16 references)
 /// before handing out an op. Each call now draws a bounded number of references and hands
