@@ -45,15 +45,17 @@ fn value(v: &str) -> Option<f64> {
 /// in the working directory, and a kind whose default footprint is large names its size.
 pub fn cheap(spec: &str) -> bool {
     let lower = spec.to_ascii_lowercase();
-    for item in lower.split([',', '(', ')', '+', ':']) {
+    // Keys are matched in any case (as the parsers do), values as given (size suffixes are
+    // case-sensitive).
+    for item in spec.split([',', '(', ')', '+', ':']) {
         let Some((k, v)) = item.split_once('=') else {
             continue;
         };
-        let k = k.trim();
+        let k = k.trim().to_ascii_lowercase();
         if k == "path" && (v.contains('/') || v.contains('\\')) {
             return false;
         }
-        if let Some(&(_, cap)) = CAPS.iter().find(|(c, _)| *c == k) {
+        if let Some(&(_, cap)) = CAPS.iter().find(|(c, _)| *c == k.as_str()) {
             if value(v).is_some_and(|x| !(x <= cap)) {
                 return false;
             }
