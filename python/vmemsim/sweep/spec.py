@@ -344,12 +344,18 @@ def flatten(table: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
     """Nested tables to ``{dotted.path: value}``; lists are values. A key containing dots
     (a quoted TOML key) counts as a path."""
     out: Dict[str, Any] = {}
-    for k, v in table.items():
-        path = f"{prefix}{k}"
-        if isinstance(v, dict) and path not in SCHEMA:
-            out.update(flatten(v, path + "."))
-        else:
+    # Depth first with an explicit stack: a file may nest tables deeper than Python recurses.
+    stack = [(prefix, iter(table.items()))]
+    while stack:
+        pre, items = stack[-1]
+        for k, v in items:
+            path = f"{pre}{k}"
+            if isinstance(v, dict) and path not in SCHEMA:
+                stack.append((path + ".", iter(v.items())))
+                break
             out[path] = v
+        else:
+            stack.pop()
     return out
 
 
@@ -493,6 +499,10 @@ def parse_experiment(text: str, file: str = "<experiment>", base_dir: str = ".")
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise VmemsimError(f"{file}: not valid TOML: {e}") from None
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively.
+        raise VmemsimError(f"{file}: cannot parse: arrays or inline tables nested too deeply "
+                           "(beyond Python's recursion limit)") from None
     for k in raw:
         if k not in FILE_SECTIONS:
             hint = did_you_mean(k, FILE_SECTIONS)

@@ -31,7 +31,8 @@
 //! keeps its own time, counted in [`ImportStats::out_of_order`], and one earlier than the first
 //! row is stamped 0. A row of size 0 is kept (a record of length 0). Errors: a row without
 //! exactly 7 fields, a field that is not an integer, a negative offset or size, an unknown
-//! type, an offset + size past 2^64; each names the file and the line.
+//! type, an offset + size past 2^64, sizes of all rows adding up past 2^64; each names the
+//! file and the line.
 //!
 //! The trace has no access records: as a plain access stream (`replay`, `trace info`) it is
 //! empty; [`super::recorded::RecordedReader`] gives the I/O records.
@@ -412,6 +413,13 @@ pub fn import_msr<W: Write>(
                 format!("Offset {offset} + Size {size} passes 2^64 bytes"),
             ));
         }
+        let io_bytes = st.io_bytes.checked_add(size as u64).ok_or_else(|| {
+            Error::trace(
+                path,
+                at.clone(),
+                format!("Size {size}: the rows' sizes add up past 2^64 bytes"),
+            )
+        })?;
         if fields[1].is_empty() || fields[2].is_empty() {
             return Err(Error::trace(
                 path,
@@ -458,7 +466,7 @@ pub fn import_msr<W: Write>(
             addr: 0,
         })?;
         st.io_records += 1;
-        st.io_bytes += size as u64;
+        st.io_bytes = io_bytes;
         st.instructions = st.instructions.max(stamp);
     }
     Ok(st)

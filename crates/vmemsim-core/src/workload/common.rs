@@ -120,6 +120,11 @@ impl Emitter {
     pub fn compute(&mut self, ns: u64) {
         self.pending_ns += ns;
     }
+    /// End the current burst: the next reference is a new `Access` even if it is to the same
+    /// page.
+    pub fn split(&mut self) {
+        self.last = None;
+    }
     /// Hand out all pending compute time now.
     pub fn flush(&mut self, buf: &mut Vec<Op>) {
         while self.pending_ns > 0 {

@@ -14,7 +14,10 @@
 //! on the same pages. Each access is followed by `compute_ns` of CPU time. Every page has the
 //! content class `class` (`zero`, `text`, `numeric`, `random`, `sparse`; default `numeric`).
 //!
-//! A generator's consecutive references to one page are one `Access` (a burst).
+//! A generator's consecutive references to one page are one `Access` (a burst), except that a
+//! burst longer than [`MAX_DRAWS_PER_CALL`] references is split into several `Access`es of the
+//! page: a call to [`Workload::next_ops`] draws at most that many references, so that a phase
+//! stuck on one page (e.g. `scan:pages=1,n=1e15`) still hands out ops in bounded time.
 //! [`Workload::footprint_pages`] is the number of pages in the union of the threads' ranges:
 //! an upper bound, exact for generators that cover their range (`scan`, `loop` with
 //! `n ≥ pages`).
@@ -32,6 +35,9 @@ use crate::trace::TraceSource;
 
 const KEYS: &[&str] = &["threads", "split", "compute_ns", "class", "repeat", "seed"];
 const TAG_PHASE: u64 = 0x6375;
+/// References a call to `next_ops` draws at most (the ops it hands out are fewer when
+/// references to one page merge into bursts).
+pub const MAX_DRAWS_PER_CALL: usize = 64 * CHUNK_OPS;
 
 /// First page and one past the last page a spec can reference.
 fn extent(spec: &GenSpec) -> (u64, u64) {
@@ -238,11 +244,21 @@ impl Workload for Custom {
         }
         let total = self.phases.len() * self.repeat as usize;
         let start = buf.len();
+        let mut drawn = 0;
         while buf.len() - start < CHUNK_OPS && !self.state[tid].done {
             let st = &mut self.state[tid];
+            if drawn >= MAX_DRAWS_PER_CALL {
+                if buf.len() > start {
+                    break;
+                }
+                // One burst took every draw of this call: end it here, so that the next
+                // reference is an op of its own and the call hands out something.
+                st.em.split();
+            }
             if st.pos < st.chunk.len() {
                 let a = st.chunk[st.pos];
                 st.pos += 1;
+                drawn += 1;
                 st.em.access(buf, a.page, a.write);
                 st.em.compute(self.compute_ns);
                 continue;

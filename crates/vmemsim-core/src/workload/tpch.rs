@@ -853,6 +853,17 @@ impl TpchLike {
                 // Round to 6 significant digits so the canonical spec is short.
                 let mag = 10f64.powi(5 - sf.log10().floor() as i32);
                 cfg.sf = (sf * mag).round() / mag;
+                // The range `sf` itself takes, so that the canonical spec parses.
+                if cfg.sf > 1e5 {
+                    return Err(p.err(
+                        "footprint",
+                        format!(
+                            "{} is too large: it needs sf={}, and sf is at most 100000",
+                            fmt_size(f.unwrap_or(0)),
+                            cfg.sf
+                        ),
+                    ));
+                }
             }
         }
         Ok(TpchLike::build(cfg))
