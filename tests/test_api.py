@@ -93,6 +93,35 @@ def test_writes_reach_the_engine() -> None:
     assert (r.stats["reads"], r.stats["writes"]) == (2, 2)
 
 
+def test_gup_pins_reach_the_engine() -> None:
+    # By hand, from internal_get_user_pages_fast and folio_mark_accessed (classic LRU,
+    # memory to spare): a pin call over 0 1 2 finds nothing present, so all three are
+    # faulted in and marked (PG_referenced); the CPU reads them; the same call again pins
+    # them locklessly (present and written), marking nothing; after the read of 9, a call
+    # over 2 3 faults 3 in (not present: the slow path from there) and marks it; 2 is pinned
+    # untouched (before the page that stopped the walk). Nothing is activated: no page was
+    # marked twice.
+    pages = [0, 1, 2, 0, 1, 2, 0, 1, 2, 9, 2, 3]
+    gup = [True] * 3 + [False] * 3 + [True] * 3 + [False] + [True] * 2
+    r = vmemsim.replay(pages, policy="clock-lru", frames=64, writes=gup, gup=gup)
+    assert (r.stats["gup_pages"], r.stats["gup_touched"]) == (8, 4)
+    assert r.stats["faults"] == 5
+    assert r.policy_counters["pgactivate"] == 0
+    # A call whose first page is marked a second time activates it (2 was marked once).
+    pages = [0, 1, 2, 2]
+    gup = [True, True, True, True]  # one call: 2 twice, the second after the slow path
+    r = vmemsim.replay(pages, policy="clock-lru", frames=64, writes=gup, gup=gup)
+    assert (r.stats["gup_pages"], r.stats["gup_touched"]) == (4, 4)
+    assert r.policy_counters["pgactivate"] == 1
+
+
+def test_gup_is_for_in_memory_traces() -> None:
+    with pytest.raises(VmemsimError, match="gup"):
+        vmemsim.replay("gen:seq:n=10", policy="lru", frames=3, gup=[True] * 10)
+    with pytest.raises(VmemsimError, match="gup.*has 1 entries"):
+        vmemsim.replay([1, 2], policy="lru", frames=3, gup=[True])
+
+
 def test_to_pandas() -> None:
     pd = pytest.importorskip("pandas")
     df = vmemsim.replay(BELADY, policy="lru", frames=3).to_pandas()

@@ -132,16 +132,19 @@ def test_cpu_accesses_split_each_write_into_a_load_and_a_store(tmp_path):
     w = wl.make_workload(str(path), mode="r")
     # sequence: the write pass over pages 1 and 3, then the trace (pages as packed: 3, 1, 3)
     assert list(w.sequence()[0]) == [1, 3, 3, 1, 3]
-    pages, writes = w.cpu_accesses()
+    pages, writes, gup = w.cpu_accesses()
     # Before record 0 the program fills its trace buffer (5 records of 4 bytes: one page,
-    # written) and reads that page; the buffer lies a PMD beyond the span of 4 pages: 1024.
+    # written by the device after get_user_pages pins it) and reads that page; the buffer
+    # lies a PMD beyond the span of 4 pages: 1024.
     assert list(pages) == [1024, 1024, 1, 1, 3, 3, 3, 3, 1, 3, 3]
     assert list(writes) == [True, False, False, True, False, True, False, True, False, False,
                             True]
+    assert list(gup) == [True] + [False] * 10
     w = wl.make_workload(str(path), mode="rw")
-    pages, writes = w.cpu_accesses()
+    pages, writes, gup = w.cpu_accesses()
     assert list(pages) == [1024, 1024, 3, 3, 1, 1, 3, 3]
     assert list(writes) == [True, False] + [False, True] * 3
+    assert list(gup) == [True] + [False] * 7
 
 
 def _vmwl_trace_loop(n, base, chunk_recs, recs_per_page):

@@ -469,6 +469,7 @@ def _source_arg(
     csv: Optional[str] = None,
     seed: int = 0,
     writes: Any = None,
+    gup: Any = None,
 ) -> Dict[str, Any]:
     """The source dict of the binding (see ``crates/vmemsim-py``)."""
     is_file = isinstance(trace, os.PathLike) or (
@@ -483,6 +484,9 @@ def _source_arg(
         ):
             if val != default:
                 raise VmemsimError(f"{key}: only for trace files, not generators or arrays")
+    if gup is not None and (is_file or isinstance(trace, Generated)
+                            or (isinstance(trace, str) and trace.startswith(GEN_PREFIX))):
+        raise VmemsimError("gup: only for in-memory traces")
     if isinstance(trace, Generated):
         if writes is not None:
             raise VmemsimError("writes: only for in-memory traces (a generator has its own)")
@@ -511,6 +515,8 @@ def _source_arg(
     src: Dict[str, Any] = {"pages": _pages_arg(trace)}
     if writes is not None:
         src["writes"] = np.ascontiguousarray(np.asarray(writes), dtype=np.bool_)
+    if gup is not None:
+        src["gup"] = np.ascontiguousarray(np.asarray(gup), dtype=np.bool_)
     return src
 
 
@@ -540,6 +546,7 @@ def replay(
     charge_device_ram: bool = True,
     warmup: Optional[int] = None,
     cgroup: Optional[bool] = None,
+    gup: Optional[Union[np.ndarray, Sequence[bool]]] = None,
 ) -> ReplayResult:
     """Replay ``trace`` through ``policy`` on a machine of ``frames`` 4 KiB frames.
 
@@ -571,6 +578,12 @@ def replay(
     replays the first ``warmup`` accesses before counting starts: the result's counters (but
     the peaks ``peak_resident`` and ``zram_mem_used_max``) and ``series`` cover only the rest;
     a warm-up of the whole trace, leaving nothing to count, is an error.
+    ``gup`` (in-memory traces only) marks the accesses the kernel's ``get_user_pages`` makes
+    for the program rather than its CPU, as ``O_DIRECT`` I/O into a buffer does: each run of
+    consecutive marked accesses is one call, whose lockless walk pins present (and, for
+    writes, writable) pages untouched, and whose slow path, from the first page it cannot
+    pin on, faults pages in and marks every page accessed (``mark_page_accessed``);
+    ``stats["gup_pages"]`` and ``stats["gup_touched"]`` count them.
 
     Raises ``VmemsimError`` (a ``ValueError``) with a one-line message on any bad input.
     """
@@ -587,7 +600,7 @@ def replay(
         raise VmemsimError(f"policy: expected a policy name, got {policy!r}")
     src = _source_arg(
         trace, format=format, page_size=page_size, addresses=addresses, csv=csv, seed=seed_i,
-        writes=writes,
+        writes=writes, gup=gup,
     )
     out = _native.replay(src, policy, frames_s, seed_i, opts, machine, progress, every, warm)
     return ReplayResult.from_json(out)

@@ -155,6 +155,14 @@ pub struct Stats {
     /// run models it ([`MachineConfig::zram_pool`]); 0 otherwise.
     #[serde(default)]
     pub zram_mem_used_max: u64,
+    /// Pages pinned by `get_user_pages` ([`Access::gup`]).
+    #[serde(default)]
+    pub gup_pages: u64,
+    /// Of those, pages its slow path took (`__get_user_pages` after the lockless walk stopped
+    /// at a page not present or not writable): faulted in or made writable if need be, then
+    /// marked accessed (`FOLL_TOUCH` → `mark_page_accessed`).
+    #[serde(default)]
+    pub gup_touched: u64,
 }
 
 /// One simulated machine running one policy.
@@ -169,6 +177,10 @@ pub struct Machine<P: Policy> {
     swappiness: u32,
     check: bool,
     t: u64,
+    /// The `get_user_pages` call in progress: the time of its last page (`u64::MAX`: none)
+    /// and whether its lockless walk has stopped (the rest of the range takes the slow path).
+    gup_last_t: u64,
+    gup_slow: bool,
     victims: Vec<FrameId>,
     /// Ids at or above `VPN_LIMIT` (object ids, not addresses) mapped to dense page numbers.
     remap: crate::util::PageMap<u64>,
@@ -384,6 +396,8 @@ impl<P: Policy> Machine<P> {
             swappiness: cfg.swappiness,
             check: cfg.check_invariants,
             t: 0,
+            gup_last_t: u64::MAX,
+            gup_slow: false,
             victims: Vec::with_capacity(SWAP_CLUSTER_MAX as usize * 4),
             remap: Default::default(),
             ra: ReadaheadState::default(),
@@ -410,8 +424,24 @@ impl<P: Policy> Machine<P> {
 
     /// Serve one access. `next_use` is the index of the next access to the same page (for OPT),
     /// `u64::MAX` when unknown or none.
+    ///
+    /// An access by `get_user_pages` ([`Access::gup`]) follows `internal_get_user_pages_fast`
+    /// (mm/gup.c, the same in 6.1 and 6.8), a run of consecutive ones being one call: the
+    /// lockless walk (`lockless_pages_from_mm` → `gup_pte_range`) pins pages that are present
+    /// (and writable, for `FOLL_WRITE`: an anonymous PTE is writable once written, as
+    /// `do_anonymous_page` and `do_wp_page` make it dirty with it; `do_swap_page` on a read
+    /// fault maps it read-only) and changes nothing else: no accessed bit, no reference. At
+    /// the first page it cannot take, the rest of the range goes to `__get_user_pages` with
+    /// `FOLL_TOUCH`: each page not present is faulted in (`faultin_page`, a write fault for
+    /// `FOLL_WRITE`), one mapped read-only is made writable (`do_wp_page`, which leaves the
+    /// PTE young), and every page of that rest, present ones too, is marked accessed
+    /// (`follow_page_pte` → `mark_page_accessed`, [`Policy::mark_accessed`]). Left out: the
+    /// device's writes set no accessed bit, and none is modelled.
     #[inline]
     pub fn access(&mut self, a: Access, next_use: u64) {
+        if a.gup {
+            return self.gup_access(a, next_use);
+        }
         let mut vpn = a.page;
         if vpn >= VPN_LIMIT {
             vpn = self.remap_id(vpn);
@@ -437,6 +467,63 @@ impl<P: Policy> Machine<P> {
             self.policy.on_hit(f, touch);
         } else {
             self.fault(touch, idx);
+        }
+        if self.check {
+            self.validate()
+                .unwrap_or_else(|e| panic!("invariant broken after access {}: {e}", touch.t));
+        }
+    }
+
+    /// One page of a `get_user_pages` call (see [`Machine::access`]).
+    #[cold]
+    #[inline(never)]
+    fn gup_access(&mut self, a: Access, next_use: u64) {
+        let mut vpn = a.page;
+        if vpn >= VPN_LIMIT {
+            vpn = self.remap_id(vpn);
+        }
+        let touch = Touch {
+            t: self.t,
+            next_use,
+            vpn,
+            write: a.write,
+        };
+        if self.gup_last_t == u64::MAX || self.gup_last_t.wrapping_add(1) != self.t {
+            // A new call: its lockless walk starts at this page.
+            self.gup_slow = false;
+        }
+        self.gup_last_t = self.t;
+        self.t += 1;
+        self.stats.accesses += 1;
+        if a.write {
+            self.stats.writes += 1;
+        } else {
+            self.stats.reads += 1;
+        }
+        self.stats.gup_pages += 1;
+        let idx = self.mm.pt.walk_index(vpn);
+        let pte = *self.mm.pt.at(idx);
+        let present = pte & PTE_PRESENT != 0;
+        // `gup_pte_range`: `pte_access_permitted(pte, FOLL_WRITE)`.
+        let pinnable = present && (!a.write || pte & PTE_DIRTY != 0);
+        if !self.gup_slow && pinnable {
+            return;
+        }
+        self.gup_slow = true;
+        self.stats.gup_touched += 1;
+        if !present {
+            // `faultin_page` → `handle_mm_fault`.
+            self.fault(touch, idx);
+        } else if !pinnable {
+            // `faultin_page` with FAULT_FLAG_WRITE on a read-only PTE: `do_wp_page` reuses
+            // the exclusive anonymous page, PTE young and dirty, slot kept.
+            *self.mm.pt.at(idx) |= PTE_ACCESSED | PTE_DIRTY;
+            self.policy.on_hit(pte_frame(pte), touch);
+        }
+        let pte = *self.mm.pt.at(idx);
+        if pte & PTE_PRESENT != 0 {
+            // `follow_page_pte` with FOLL_TOUCH: `mark_page_accessed`.
+            self.policy.mark_accessed(&self.mm, pte_frame(pte), touch);
         }
         if self.check {
             self.validate()
@@ -1284,6 +1371,7 @@ mod tests {
             Access {
                 page: 5,
                 write: true,
+                gup: false,
             },
             u64::MAX,
         );
@@ -1291,6 +1379,7 @@ mod tests {
             Access {
                 page: far,
                 write: true,
+                gup: false,
             },
             u64::MAX,
         );
@@ -1298,6 +1387,102 @@ mod tests {
         assert!(m.unmap_page(5));
         assert_eq!(m.mm.pt.pte(5), 0);
         assert_eq!(m.mm.frames.len() - m.mm.frames.n_unused(), 1);
+        m.validate().unwrap();
+    }
+
+    fn gup_call(m: &mut Machine<Box<dyn Policy>>, pages: &[u64]) {
+        for &p in pages {
+            m.access(Access::gup(p, true), u64::MAX);
+        }
+    }
+
+    fn counter(m: &Machine<Box<dyn Policy>>, name: &str) -> u64 {
+        m.policy
+            .counters()
+            .into_iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+            .unwrap()
+    }
+
+    #[test]
+    fn gup_takes_the_slow_path_from_the_first_page_it_cannot_pin() {
+        // Classic LRU, memory to spare; worked by hand from `internal_get_user_pages_fast`
+        // and `folio_mark_accessed`:
+        //   gup W 0 1 2   nothing present: all three faulted in and marked (PG_referenced)
+        //   R 0 1 2       the CPU reads them
+        //   gup W 0 1 2   all present and writable: the lockless walk pins them, no mark
+        //   unmap 1
+        //   gup W 0 1 2   0 pinned; 1 faulted in and marked; 2, present, marked a second
+        //                 time: PG_referenced was set, so it is activated (PGACTIVATE 1)
+        //   R 9           another access ends the call
+        //   gup W 0 1 2   all present and writable again: no mark
+        let p = crate::policy::PolicyKind::from_name("clock-lru")
+            .unwrap()
+            .build(
+                64,
+                &crate::policy::PolicyOptions::new(1),
+                crate::policy::Boxer,
+            )
+            .unwrap();
+        let mut cfg = MachineConfig::new(64);
+        cfg.check_invariants = true;
+        let mut m = Machine::new(&cfg, p).unwrap();
+        gup_call(&mut m, &[0, 1, 2]);
+        assert_eq!((m.stats.gup_pages, m.stats.gup_touched), (3, 3));
+        assert_eq!(m.stats.faults, 3);
+        assert_eq!(counter(&m, "pgactivate"), 0);
+        for p in 0..3 {
+            m.access(Access::read(p), u64::MAX);
+        }
+        gup_call(&mut m, &[0, 1, 2]);
+        assert_eq!((m.stats.gup_pages, m.stats.gup_touched), (6, 3));
+        assert!(m.unmap_page(1));
+        gup_call(&mut m, &[0, 1, 2]);
+        assert_eq!((m.stats.gup_pages, m.stats.gup_touched), (9, 5));
+        assert_eq!(m.stats.faults, 4);
+        assert_eq!(counter(&m, "pgactivate"), 1);
+        m.access(Access::read(9), u64::MAX);
+        gup_call(&mut m, &[0, 1, 2]);
+        assert_eq!((m.stats.gup_pages, m.stats.gup_touched), (12, 5));
+        assert_eq!(counter(&m, "pgactivate"), 1);
+        assert_eq!(m.stats.accesses, 16); // 4 calls of 3, 3 reads and R 9
+    }
+
+    #[test]
+    fn gup_for_write_makes_a_read_only_swapped_in_page_writable() {
+        // LRU with 2 frames, 8 swap slots: W0 W1 W2 swaps 0 out; R0 reads it back (and
+        // swaps 1 out), mapped read-only with its slot kept (`do_swap_page` on a read
+        // fault). A FOLL_WRITE pin cannot take it locklessly: `do_wp_page` makes it
+        // writable and dirty, and it is marked. Pinned again (after R0 ends the call), it
+        // is taken locklessly.
+        let mut cfg = MachineConfig::new(2);
+        cfg.swap_rotational = Some(8);
+        let p = crate::policy::PolicyKind::from_name("lru")
+            .unwrap()
+            .build(
+                2,
+                &crate::policy::PolicyOptions::new(1),
+                crate::policy::Boxer,
+            )
+            .unwrap();
+        let mut m = Machine::new(&cfg, p).unwrap();
+        for a in [
+            Access::write(0),
+            Access::write(1),
+            Access::write(2),
+            Access::read(0),
+        ] {
+            m.access(a, u64::MAX);
+        }
+        assert_eq!(m.mm.pt.pte(0) & PTE_DIRTY, 0);
+        gup_call(&mut m, &[0]);
+        assert_eq!((m.stats.gup_pages, m.stats.gup_touched), (1, 1));
+        assert_ne!(m.mm.pt.pte(0) & PTE_DIRTY, 0);
+        m.access(Access::read(0), u64::MAX);
+        gup_call(&mut m, &[0]);
+        assert_eq!((m.stats.gup_pages, m.stats.gup_touched), (2, 1));
+        assert_eq!(m.stats.faults, 4);
         m.validate().unwrap();
     }
 

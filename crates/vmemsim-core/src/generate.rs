@@ -997,6 +997,7 @@ impl Node {
                 Access {
                     page,
                     write: is_write(rng, *write),
+                    gup: false,
                 }
             }
             Node::Zipf {
@@ -1014,6 +1015,7 @@ impl Node {
                 Access {
                     page: *start + off,
                     write: is_write(rng, *write),
+                    gup: false,
                 }
             }
             Node::Scan {
@@ -1031,6 +1033,7 @@ impl Node {
                 Access {
                     page,
                     write: is_write(rng, *write),
+                    gup: false,
                 }
             }
             Node::HotCold {
@@ -1049,6 +1052,7 @@ impl Node {
                 Access {
                     page: *start + off,
                     write: is_write(rng, *write),
+                    gup: false,
                 }
             }
             Node::Mix { rng, cum, parts } => {

@@ -58,6 +58,7 @@ fn trace_strategy() -> impl Strategy<Value = Vec<Access>> {
         Access {
             page: page * 3 + 5,
             write: w,
+            gup: false,
         }
     });
     prop::collection::vec(access, 1..250)

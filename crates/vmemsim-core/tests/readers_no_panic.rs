@@ -306,7 +306,7 @@ proptest! {
 
     #[test]
     fn mutated_native_file(pages in proptest::collection::vec(any::<u64>(), 0..300), flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4), cut in any::<usize>()) {
-        let v: Vec<Access> = pages.iter().map(|&p| Access { page: p, write: p & 1 == 1 }).collect();
+        let v: Vec<Access> = pages.iter().map(|&p| Access { page: p, write: p & 1 == 1, gup: false }).collect();
         let mut w = NativeWriter::new("f", Vec::new(), TraceMeta::default()).unwrap();
         w.write(&v).unwrap();
         let mut b = w.into_inner().unwrap();

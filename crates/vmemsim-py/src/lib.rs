@@ -15,7 +15,8 @@
 //!   `None` detects it);
 //! - `{"gen": spec, "seed": int}`: a generator ([`generate::GenSpec`]; `seed` is used where
 //!   the spec gives none), named `gen:<canonical spec>` in results so it can be re-run;
-//! - `{"pages": ndarray, "writes": ndarray | None}`: page numbers in memory.
+//! - `{"pages": ndarray, "writes": ndarray | None, "gup": ndarray | None}`: page numbers in
+//!   memory; `gup` marks the accesses made by `get_user_pages` ([`Access::gup`]).
 //!
 //! A source is checked when it is converted (file exists and its format is known, reader
 //! options parse, the generator spec parses and builds), so bad input is reported before any
@@ -193,7 +194,8 @@ impl TraceSource for NamedGen {
     }
 }
 
-const SOURCE_KEYS: &str = "path, format, page_size, addresses, csv | gen, seed | pages, writes";
+const SOURCE_KEYS: &str =
+    "path, format, page_size, addresses, csv | gen, seed | pages, writes, gup";
 
 impl Source {
     fn generator(spec: &str, seed: u64) -> PyResult<Source> {
@@ -214,6 +216,7 @@ impl Source {
         let mut seed: u64 = 0;
         let mut pages: Option<Bound<'_, PyAny>> = None;
         let mut writes: Option<Bound<'_, PyAny>> = None;
+        let mut gup: Option<Bound<'_, PyAny>> = None;
         for (k, v) in d.iter() {
             let key: String = k.extract().map_err(|_| {
                 config_err("trace", format!("keys must be strings, got {}", repr(&k)))
@@ -241,6 +244,11 @@ impl Source {
                 "writes" => {
                     if !v.is_none() {
                         writes = Some(v)
+                    }
+                }
+                "gup" => {
+                    if !v.is_none() {
+                        gup = Some(v)
                     }
                 }
                 _ => {
@@ -276,7 +284,10 @@ impl Source {
             (None, None, Some(pages)) => {
                 let mut accesses = pages_from(&pages)?;
                 if let Some(w) = writes {
-                    set_writes(&mut accesses, &w)?;
+                    set_flags(&mut accesses, &w, "writes", |a, v| a.write = v)?;
+                }
+                if let Some(g) = gup {
+                    set_flags(&mut accesses, &g, "gup", |a, v| a.gup = v)?;
                 }
                 Ok(Source::Memory(VecSource::new(accesses)))
             }
@@ -341,10 +352,16 @@ fn pages_from(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Access>> {
     ))
 }
 
-fn set_writes(accesses: &mut [Access], w: &Bound<'_, PyAny>) -> PyResult<()> {
+/// One bool per access from a numpy array under source key `key`.
+fn set_flags(
+    accesses: &mut [Access],
+    w: &Bound<'_, PyAny>,
+    key: &str,
+    set: impl Fn(&mut Access, bool),
+) -> PyResult<()> {
     let a = w.downcast::<PyArray1<bool>>().map_err(|_| {
         config_err(
-            "writes",
+            key,
             format!("expected a 1-D numpy bool array, got {}", describe(w)),
         )
     })?;
@@ -352,7 +369,7 @@ fn set_writes(accesses: &mut [Access], w: &Bound<'_, PyAny>) -> PyResult<()> {
     let view = ro.as_array();
     if view.len() != accesses.len() {
         return Err(config_err(
-            "writes",
+            key,
             format!(
                 "has {} entries but the trace has {} accesses",
                 view.len(),
@@ -361,7 +378,7 @@ fn set_writes(accesses: &mut [Access], w: &Bound<'_, PyAny>) -> PyResult<()> {
         ));
     }
     for (a, &w) in accesses.iter_mut().zip(view.iter()) {
-        a.write = w;
+        set(a, w);
     }
     Ok(())
 }

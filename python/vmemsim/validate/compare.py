@@ -182,12 +182,12 @@ def simulate(
     ``kernel`` picks the reclaim rules where Linux versions differ: ``"6.8"`` (default, what
     the models follow), ``"6.1"`` (the 6.1 differences modelled so far), or ``"auto"`` (6.1's
     for a 6.1 kernel, else 6.8's)."""
-    pages, writes = w.cpu_accesses()
+    pages, writes, gup = w.cpu_accesses()
     inp = simulator_inputs(runs)
     if kernel is None or kernel == "auto":
         kernel = model_kernel(runs[0].release) if runs and kernel == "auto" else "6.8"
     return replay(
-        pages, policy=POLICY[s.lru], frames=int(inp["frames"]), writes=writes, seed=seed,
+        pages, policy=POLICY[s.lru], frames=int(inp["frames"]), writes=writes, gup=gup, seed=seed,
         page_cluster=s.page_cluster, watermarks=inp["watermarks"], swappiness=s.swappiness,
         swap=swap_device(s, runs), kernel=kernel, content_class=CONTENT_CLASS,
     )

@@ -187,7 +187,7 @@ class Workload:
             np.concatenate([np.ones(footprint.size, dtype=bool), writes]),
         )
 
-    def cpu_accesses(self) -> Tuple[np.ndarray, np.ndarray]:
+    def cpu_accesses(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The sequence as the guest's CPU issues it, which is what the simulator replays.
         ``vmwl.c``'s ``touch`` always loads the page's counter and stores it back only for a
         write (``v = *p; if (w) *p = v + count``), so a write access is a load followed by a
@@ -199,7 +199,14 @@ class Workload:
 
         A trace streamed from the disk also touches the program's trace buffer (see
         :func:`trace_buffer_accesses`); those accesses are interleaved where ``vmwl.c`` makes
-        them, at pages beyond the workload's span (a PMD apart, as a separate mapping)."""
+        them, at pages beyond the workload's span (a PMD apart, as a separate mapping). The
+        refill's are not the CPU's: the ``O_DIRECT`` read pins the buffer with
+        ``get_user_pages`` (``FOLL_WRITE``; one call for the chunk's pages, as
+        ``__blkdev_direct_IO_simple`` → ``bio_iov_iter_get_pages`` makes it for a 1 MiB
+        request) and the device writes it.
+
+        Returns ``(pages, writes, gup)``, ``gup`` marking the accesses of ``get_user_pages``
+        (``vmemsim.replay``'s ``gup``)."""
         pages, writes = self.sequence()
         extra_before = np.zeros(pages.size, dtype=np.int64)
         buf = None
@@ -212,6 +219,7 @@ class Workload:
         n_buf = 0 if buf is None else buf[1].size
         out_pages = np.empty(pages.size + int(writes.sum()) + n_buf, dtype=pages.dtype)
         out_writes = np.zeros(out_pages.size, dtype=bool)
+        out_gup = np.zeros(out_pages.size, dtype=bool)
         out_pages[idx] = pages
         w_idx = idx[writes] + 1
         out_pages[w_idx] = pages[writes]
@@ -225,7 +233,9 @@ class Workload:
             bidx = idx[brec] - count + (np.arange(brec.size) - first)
             out_pages[bidx] = bpages
             out_writes[bidx] = bwrites
-        return out_pages, out_writes
+            # The refill's writes are the pins of one `get_user_pages` call.
+            out_gup[bidx] = bwrites
+        return out_pages, out_writes, out_gup
 
     def footprint_pages(self) -> int:
         """Distinct pages the program touches."""

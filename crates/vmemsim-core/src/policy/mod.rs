@@ -171,6 +171,13 @@ pub trait Policy: 'static {
     /// policies must leave it empty (they learn only from accessed bits and faults).
     /// Fires on the hot path: no allocation, O(1).
     fn on_hit(&mut self, f: FrameId, touch: Touch);
+    /// The kernel marked the page in frame `f` accessed without the CPU touching it
+    /// (`folio_mark_accessed`, mm/swap.c: `get_user_pages` with `FOLL_TOUCH` does, and so
+    /// do reads through a file descriptor). Kernel policies follow `folio_mark_accessed`; to
+    /// a demand policy it is a hit (the default).
+    fn mark_accessed(&mut self, _mm: &Mm, f: FrameId, touch: Touch) {
+        self.on_hit(f, touch)
+    }
     /// A hint that frame `f` will probably be hit soon: a policy may prefetch the per-frame
     /// data its `on_hit` touches. Simulator speed only; must not change any state.
     #[inline]
@@ -268,6 +275,9 @@ impl Policy for BoxedPolicy {
     #[inline]
     fn on_hit(&mut self, f: FrameId, touch: Touch) {
         (**self).on_hit(f, touch)
+    }
+    fn mark_accessed(&mut self, mm: &Mm, f: FrameId, touch: Touch) {
+        (**self).mark_accessed(mm, f, touch)
     }
     fn prefetch(&self, f: FrameId) {
         (**self).prefetch(f)

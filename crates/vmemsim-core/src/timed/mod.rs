@@ -753,7 +753,14 @@ impl<P: Policy> Sim<P> {
             match op {
                 Op::Access { page, write } => {
                     let faults = self.m.stats.faults;
-                    self.m.access(Access { page, write }, u64::MAX);
+                    self.m.access(
+                        Access {
+                            page,
+                            write,
+                            gup: false,
+                        },
+                        u64::MAX,
+                    );
                     self.threads[t].times.accesses += 1;
                     clock += costs.access_ns;
                     if self.m.stats.faults != faults {

@@ -438,6 +438,7 @@ impl CsvReader {
             Ok(Access {
                 page: v >> self.shift,
                 write,
+                gup: false,
             })
         })();
         self.fields = fields;
@@ -530,10 +531,12 @@ mod tests {
         let w = |p: u64| Access {
             page: p,
             write: true,
+            gup: false,
         };
         let r = |p: u64| Access {
             page: p,
             write: false,
+            gup: false,
         };
         assert_eq!(read("page,op\n5,W\n6,R\n", "").unwrap(), vec![w(5), r(6)]);
         // Common names in other orders and cases are followed too.

@@ -119,6 +119,7 @@ mod tests {
             .map(|(i, &p)| Access {
                 page: p,
                 write: i == 1 || i == 6,
+                gup: false,
             })
             .collect();
         let i = info(&mut VecSource::new(v).named("hand"), 4096).unwrap();

@@ -487,6 +487,7 @@ mod tests {
             .map(|i| Access {
                 page: (i * 7919) % 613,
                 write: i % 3 == 0,
+                gup: false,
             })
             .collect();
         let meta = TraceMeta::default();

@@ -351,6 +351,7 @@ pub(crate) fn decode_chunk(
             *slot = Access {
                 page: prev,
                 write: v & 1 != 0,
+                gup: false,
             };
         } else if code == ESC_READ || code == ESC_WRITE {
             prev = word;
@@ -358,6 +359,7 @@ pub(crate) fn decode_chunk(
             *slot = Access {
                 page: prev,
                 write: code == ESC_WRITE,
+                gup: false,
             };
         } else {
             return Err(format!(
@@ -747,6 +749,7 @@ mod tests {
             v.push(Access {
                 page,
                 write: x & 1 == 1,
+                gup: false,
             });
         }
         v

@@ -103,6 +103,7 @@ impl Recorded {
         Access {
             page: self.page,
             write: self.write,
+            gup: false,
         }
     }
 }
@@ -634,7 +635,11 @@ impl<W: Write> RecordedWriter<W> {
     ) -> Result<()> {
         debug_assert!(count >= 1 && !(write && ifetch) && !self.finished);
         let b = &mut self.bufs;
-        b.pages.push(Access { page, write });
+        b.pages.push(Access {
+            page,
+            write,
+            gup: false,
+        });
         put_varint(&mut b.threads, (tid as u64) << 1 | ifetch as u64);
         put_varint(&mut b.counts, count - 1);
         put_varint(

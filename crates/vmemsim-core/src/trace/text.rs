@@ -90,7 +90,11 @@ impl TextReader {
         } else {
             v
         };
-        Ok(Some(Access { page, write }))
+        Ok(Some(Access {
+            page,
+            write,
+            gup: false,
+        }))
     }
 }
 

@@ -665,7 +665,14 @@ impl HostSide {
             None => sh.m.mm.pt.pte(key) & PTE_PRESENT == 0,
         };
         let evictions = sh.m.stats.evictions;
-        sh.m.access(Access { page: key, write }, u64::MAX);
+        sh.m.access(
+            Access {
+                page: key,
+                write,
+                gup: false,
+            },
+            u64::MAX,
+        );
         if let Some(t) = sh.m.out_of_memory() {
             return Err(Error::config(
                 "vm.host_frames",
@@ -1510,7 +1517,14 @@ impl Vm {
         let key = self.key(v, pid, vpn)?;
         let first = self.guest.stats.first_touch;
         let evictions = self.guest.stats.evictions;
-        self.guest.access(Access { page: key, write }, u64::MAX);
+        self.guest.access(
+            Access {
+                page: key,
+                write,
+                gup: false,
+            },
+            u64::MAX,
+        );
         if let Some(t) = self.guest.out_of_memory() {
             return Err(Error::config(
                 "vm.guest_frames",

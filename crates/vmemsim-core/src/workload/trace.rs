@@ -455,7 +455,11 @@ mod tests {
         let mut wr = create(&native, TraceFormat::Native, &TraceMeta::default()).unwrap();
         let accesses: Vec<Access> = SMALL_ACCESSES
             .iter()
-            .map(|&(page, write)| Access { page, write })
+            .map(|&(page, write)| Access {
+                page,
+                write,
+                gup: false,
+            })
             .collect();
         wr.write(&accesses).unwrap();
         wr.finish().unwrap();

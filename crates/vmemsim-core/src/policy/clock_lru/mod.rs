@@ -535,6 +535,30 @@ impl Policy for ClockLru {
     #[inline]
     fn on_hit(&mut self, _f: FrameId, _t: Touch) {}
 
+    /// `folio_mark_accessed` (mm/swap.c, the same in 6.1 and 6.8) without MG-LRU: an
+    /// unreferenced folio becomes referenced; a referenced inactive one is activated
+    /// (`folio_activate` → `folio_activate_fn`: to the head of its active list, PGACTIVATE),
+    /// loses `PG_referenced`, and ages the non-resident clock (`workingset_activation` →
+    /// `workingset_age_nonresident`). Left out: the kernel queues the move in a per-CPU
+    /// batch (`cpu_fbatches.activate`, 15 folios) and makes it at the batch's drain; here it
+    /// is made at once.
+    fn mark_accessed(&mut self, _mm: &Mm, f: FrameId, _t: Touch) {
+        let fl = self.flags[f as usize];
+        if fl & PG_REFERENCED == 0 {
+            self.flags[f as usize] = fl | PG_REFERENCED;
+        } else if fl & PG_ACTIVE == 0 {
+            if fl & PG_LRU != 0 {
+                self.lists[(fl & LRU_MASK) as usize].remove(&mut self.links, f);
+                self.add_folio(f, (fl & !(PG_LRU | PG_REFERENCED)) | PG_ACTIVE);
+                self.c.pgactivate += 1;
+            } else {
+                // `__lru_cache_activate_folio`: not on a list (isolated); it goes back active.
+                self.flags[f as usize] = (fl & !PG_REFERENCED) | PG_ACTIVE;
+            }
+            self.nonresident_age += 1;
+        }
+    }
+
     fn on_insert(&mut self, mm: &Mm, f: FrameId, _t: Touch, how: Insert) {
         let file = !mm.frames.is_anon(f) as usize;
         let mut fl = if file == 1 { FILE } else { 0 };

@@ -603,6 +603,21 @@ impl Policy for MgLru {
     /// a page fault, so `lru_gen_in_fault()` = `vma_has_recency`; in-fault folios are active
     /// and go to the youngest generation. Departure: for readahead the faulting VMA is not
     /// known, so the readahead page's own VMA decides.
+    /// `folio_mark_accessed` with MG-LRU on: `folio_inc_refs` (mm/swap.c, the same in 6.1
+    /// and 6.8): the first access sets `PG_referenced`, the second `PG_workingset`, later ones
+    /// count up the refs bits (saturating). Where the folio sits in the generations does not
+    /// change; its tier (`folio_lru_refs`) does, which `sort_folio` reads.
+    fn mark_accessed(&mut self, _mm: &Mm, f: FrameId, _t: Touch) {
+        let fl = &mut self.fs[f as usize].fl;
+        if *fl & F_REFERENCED == 0 {
+            *fl |= F_REFERENCED;
+        } else if *fl & F_WORKINGSET == 0 {
+            *fl |= F_WORKINGSET;
+        } else if *fl & F_REFS != F_REFS {
+            *fl += 1;
+        }
+    }
+
     fn on_insert(&mut self, mm: &Mm, f: FrameId, touch: Touch, how: Insert) {
         let i = f as usize;
         debug_assert_eq!(self.fs[i].gen1, 0, "frame {f} inserted twice");

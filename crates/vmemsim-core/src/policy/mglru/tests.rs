@@ -833,7 +833,7 @@ mod props {
                 for &(x, w) in &raw {
                     // Mix of dense and sparse pages across several PMDs.
                     let page = if x & 1 == 0 { (x >> 1) % span } else { span + 100 + (x >> 1) % 600 };
-                    m.access(Access { page, write: w }, u64::MAX);
+                    m.access(Access { page, write: w, gup: false }, u64::MAX);
                 }
                 let c: std::collections::HashMap<_, _> = m.policy.counters().into_iter().collect();
                 let evicted: u64 = ["evicted_tier0", "evicted_tier1", "evicted_tier2", "evicted_tier3"].iter().map(|k| c[k]).sum();
@@ -1159,4 +1159,21 @@ fn linux_6_1_kswapd_ages_from_its_second_pass() {
     m.policy.reclaim_done(ReclaimReason::Kswapd);
     assert!(!m.policy.memcgs_need_aging);
     free_victims(&mut m, &victims);
+}
+
+#[test]
+fn mark_accessed_counts_up_the_tier_as_folio_inc_refs() {
+    // `folio_inc_refs` then `folio_lru_refs` (refs bits + PG_workingset), by hand: the
+    // first mark sets PG_referenced (refs 0), the second PG_workingset (1), the next three
+    // count the 2-bit field up to 3 (2, 3, 4), and it saturates there.
+    let mut m = machine(Preset::Default);
+    touch(&mut m, [0]);
+    let f = crate::mm::pte_frame(m.mm.pt.pte(0));
+    let mut refs = Vec::new();
+    for _ in 0..6 {
+        m.policy.mark_accessed(&m.mm, f, Touch::default());
+        refs.push(m.policy.refs(f));
+    }
+    assert_eq!(refs, [0, 1, 2, 3, 4, 4]);
+    assert_ne!(m.policy.fs[f as usize].fl & F_REFERENCED, 0);
 }
