@@ -117,8 +117,15 @@ pub struct Stats {
     pub accesses: u64,
     pub reads: u64,
     pub writes: u64,
-    /// Every miss (page not mapped), cold misses included (`pgfault` counts the same events).
+    /// Every miss (page not mapped), cold misses included.
     pub faults: u64,
+    /// Every fault the kernel takes (`/proc/vmstat`'s `pgfault`, counted in
+    /// `handle_mm_fault`): the misses, plus the write-protect faults of writes to a page
+    /// mapped read-only (`do_wp_page`): an anonymous page is mapped writable only by a write
+    /// fault (a read fault maps the zero page on first touch, or a swapped-in page
+    /// read-only), so a load then a store to a page that is not present are two faults.
+    #[serde(default)]
+    pub pgfault: u64,
     /// Faults served without I/O: first touch of anonymous memory, swap-cache hits.
     pub minor_faults: u64,
     /// Faults that read from swap or a file (`pgmajfault`).
@@ -462,6 +469,8 @@ impl<P: Policy> Machine<P> {
         let idx = self.mm.pt.walk_index(vpn);
         let pte = self.mm.pt.at(idx);
         if *pte & PTE_PRESENT != 0 {
+            // A store to a page mapped read-only (clean) is a write-protect fault.
+            self.stats.pgfault += (a.write & (*pte & PTE_DIRTY == 0)) as u64;
             *pte |= PTE_ACCESSED | if a.write { PTE_DIRTY } else { 0 };
             let f = pte_frame(*pte);
             self.policy.on_hit(f, touch);
@@ -518,6 +527,7 @@ impl<P: Policy> Machine<P> {
             // `faultin_page` with FAULT_FLAG_WRITE on a read-only PTE: `do_wp_page` reuses
             // the exclusive anonymous page, PTE young and dirty, slot kept.
             *self.mm.pt.at(idx) |= PTE_ACCESSED | PTE_DIRTY;
+            self.stats.pgfault += 1;
             self.policy.on_hit(pte_frame(pte), touch);
         }
         let pte = *self.mm.pt.at(idx);
@@ -606,6 +616,7 @@ impl<P: Policy> Machine<P> {
     fn fault_page(&mut self, touch: Touch, idx: PteIndex) {
         let vpn = touch.vpn;
         self.stats.faults += 1;
+        self.stats.pgfault += 1;
         let old = *self.mm.pt.at(idx);
         let anon = matches!(self.mm.vmas.kind(vpn), VmaKind::Anon);
         let dirty = if touch.write { PTE_DIRTY } else { 0 };
@@ -644,11 +655,11 @@ impl<P: Policy> Machine<P> {
                 return;
             }
             self.stats.major_faults += 1;
-            self.stats.workingset_refault_anon += 1;
             let shadow = self.mm.swap.shadow(slot);
             let Some(f) = self.alloc_frame(touch, idx, F_ANON) else {
                 return;
             };
+            self.count_refault(shadow, false);
             if self.swap_sync_io {
                 // `do_swap_page`, SWP_SYNCHRONOUS_IO with a swap count of 1: read the page
                 // into a new folio outside the swap cache, then `swap_free` the entry. The
@@ -683,11 +694,11 @@ impl<P: Policy> Machine<P> {
         } else if old & PTE_FILE_GONE != 0 {
             self.stats.major_faults += 1;
             self.stats.file_reads += 1;
-            self.stats.workingset_refault_file += 1;
             let shadow = pte_payload(old) as u32;
             let Some(f) = self.alloc_frame(touch, idx, 0) else {
                 return;
             };
+            self.count_refault(shadow, true);
             *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
             self.mm.frames.set_flags(f, F_MAPPED);
             self.policy
@@ -709,6 +720,23 @@ impl<P: Policy> Machine<P> {
                 .on_insert(&self.mm, f, touch, Insert::FirstTouch);
         }
         self.update_peak();
+    }
+
+    /// `workingset_refault` (mm/workingset.c), called for every page read in from swap (the
+    /// faulting one and readahead's, in `__read_swap_cache_async`, or `do_swap_page` on a
+    /// synchronous device) or a file, with its shadow: counts `workingset_refault_anon` /
+    /// `_file`. Linux 6.8 counts every such refault; 6.1's MG-LRU (`lru_gen_refault`) only
+    /// those whose shadow is from the current `min_seq` ([`Policy::refault_is_recent`]).
+    #[inline]
+    fn count_refault(&mut self, shadow: u32, file: bool) {
+        if self.kernel == KernelVersion::V6_1 && !self.policy.refault_is_recent(shadow, file) {
+            return;
+        }
+        if file {
+            self.stats.workingset_refault_file += 1;
+        } else {
+            self.stats.workingset_refault_anon += 1;
+        }
     }
 
     #[inline]
@@ -775,6 +803,7 @@ impl<P: Policy> Machine<P> {
                 vpn: owner,
                 write: false,
             };
+            self.count_refault(self.mm.swap.shadow(s), false);
             self.policy.on_insert(&self.mm, f, touch, Insert::Readahead);
             n += 1;
         }
@@ -899,6 +928,7 @@ impl<P: Policy> Machine<P> {
                     vpn: v,
                     write: false,
                 };
+                self.count_refault(self.mm.swap.shadow(s), false);
                 self.policy.on_insert(&self.mm, f, touch, Insert::Readahead);
                 n += 1;
                 s
@@ -1606,6 +1636,11 @@ mod tests {
         assert_eq!(m.stats.major_faults - before.major_faults, 2);
         assert_eq!(m.stats.swap_ra - before.swap_ra, 9);
         assert_eq!(m.stats.pswpin - before.pswpin, 11);
+        // `workingset_refault` runs for every page read in, read ahead or faulted on.
+        assert_eq!(
+            m.stats.workingset_refault_anon - before.workingset_refault_anon,
+            11
+        );
         // A rotational disk of the same machine reads the slot window instead (cluster
         // readahead), never the VMA's: its first fault also reads 8 (the global hit counter
         // starts at 4), the aligned slots around 100's.
@@ -1626,6 +1661,46 @@ mod tests {
         let before = h.stats.pswpin;
         h.access(Access::read(100), u64::MAX);
         assert_eq!(h.stats.pswpin - before, 8);
+    }
+
+    #[test]
+    fn pgfault_counts_write_protect_faults() {
+        // LRU with 2 frames, 8 swap slots; by hand from `handle_mm_fault`'s PGFAULT:
+        //   R0   first touch (the zero page)                     pgfault 1
+        //   W0   store to a page mapped read-only: do_wp_page    2
+        //   W0   hit, writable                                   2
+        //   W1   write fault, mapped writable                    3
+        //   W2   write fault (0 swapped out)                     4
+        //   R0   read fault: swapped in read-only (1 out)        5
+        //   W0   do_wp_page                                      6
+        //   R0   hit                                             6
+        let mut cfg = MachineConfig::new(2);
+        cfg.swap_rotational = Some(8);
+        let p = crate::policy::PolicyKind::from_name("lru")
+            .unwrap()
+            .build(
+                2,
+                &crate::policy::PolicyOptions::new(1),
+                crate::policy::Boxer,
+            )
+            .unwrap();
+        let mut m = Machine::new(&cfg, p).unwrap();
+        let mut got = Vec::new();
+        for a in [
+            Access::read(0),
+            Access::write(0),
+            Access::write(0),
+            Access::write(1),
+            Access::write(2),
+            Access::read(0),
+            Access::write(0),
+            Access::read(0),
+        ] {
+            m.access(a, u64::MAX);
+            got.push(m.stats.pgfault);
+        }
+        assert_eq!(got, [1, 2, 2, 3, 4, 5, 6, 6]);
+        assert_eq!(m.stats.faults, 4);
     }
 
     /// `do_swap_page` → `should_try_to_free_swap` (mm/memory.c, 6.1 and 6.8): a read fault

@@ -61,7 +61,7 @@ COUNTERS: List[Tuple[str, Callable[[Dict[str, int]], int], Callable[[Dict[str, i
         lambda v: v.get("workingset_refault_anon", 0),
         lambda s: s["workingset_refault_anon"],
     ),
-    ("pgfault", lambda v: v.get("pgfault", 0), lambda s: s["faults"]),
+    ("pgfault", lambda v: v.get("pgfault", 0), lambda s: s.get("pgfault", s["faults"])),
 ]
 
 

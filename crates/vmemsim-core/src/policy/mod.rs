@@ -178,6 +178,12 @@ pub trait Policy: 'static {
     fn mark_accessed(&mut self, _mm: &Mm, f: FrameId, touch: Touch) {
         self.on_hit(f, touch)
     }
+    /// Whether a refault with `shadow` (from [`Policy::shadow`]) is recent by the policy's
+    /// own measure: Linux 6.1's MG-LRU counts `workingset_refault_*` only then (its shadow's
+    /// generation is the current `min_seq`, as `lru_gen_refault` checks). Default: yes.
+    fn refault_is_recent(&self, _shadow: u32, _file: bool) -> bool {
+        true
+    }
     /// A hint that frame `f` will probably be hit soon: a policy may prefetch the per-frame
     /// data its `on_hit` touches. Simulator speed only; must not change any state.
     #[inline]
@@ -278,6 +284,9 @@ impl Policy for BoxedPolicy {
     }
     fn mark_accessed(&mut self, mm: &Mm, f: FrameId, touch: Touch) {
         (**self).mark_accessed(mm, f, touch)
+    }
+    fn refault_is_recent(&self, shadow: u32, file: bool) -> bool {
+        (**self).refault_is_recent(shadow, file)
     }
     fn prefetch(&self, f: FrameId) {
         (**self).prefetch(f)

@@ -230,7 +230,7 @@ pub struct Sample {
 /// The `/proc/vmstat` view of the counters.
 pub fn vmstat(s: &Stats) -> BTreeMap<String, u64> {
     [
-        ("pgfault", s.faults),
+        ("pgfault", s.pgfault),
         ("pgmajfault", s.major_faults),
         ("pswpin", s.pswpin),
         ("pswpout", s.pswpout),

@@ -618,6 +618,13 @@ impl Policy for MgLru {
         }
     }
 
+    /// `lru_gen_refault`'s test (6.1) / `lru_gen_test_recent` (6.8): the shadow's
+    /// generation is the current `min_seq` of its type.
+    fn refault_is_recent(&self, shadow: u32, file: bool) -> bool {
+        let (seq, _, _) = unpack_shadow(shadow);
+        seq == self.min_seq[file as usize] & SHADOW_SEQ_MASK
+    }
+
     fn on_insert(&mut self, mm: &Mm, f: FrameId, touch: Touch, how: Insert) {
         let i = f as usize;
         debug_assert_eq!(self.fs[i].gen1, 0, "frame {f} inserted twice");

@@ -1177,3 +1177,15 @@ fn mark_accessed_counts_up_the_tier_as_folio_inc_refs() {
     assert_eq!(refs, [0, 1, 2, 3, 4, 4]);
     assert_ne!(m.policy.fs[f as usize].fl & F_REFERENCED, 0);
 }
+
+#[test]
+fn refault_is_recent_when_the_shadow_is_from_min_seq() {
+    // A fresh lruvec has min_seq 0 for both types (max_seq 3): a shadow packed at seq 0 is
+    // recent (with any refs), one packed at seq 1 or 2 is not.
+    let m = machine(Preset::Default);
+    assert_eq!(m.policy.min_seq(ANON), 0);
+    assert!(m.policy.refault_is_recent(pack_shadow(0, 0), false));
+    assert!(m.policy.refault_is_recent(pack_shadow(0, 3), false));
+    assert!(!m.policy.refault_is_recent(pack_shadow(1, 0), false));
+    assert!(!m.policy.refault_is_recent(pack_shadow(2, 1), true));
+}
