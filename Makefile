@@ -10,9 +10,9 @@ PYTHON ?= $(VENV)/bin/python
 PIP ?= $(PYTHON) -m pip
 export PIP_ROOT_USER_ACTION := ignore
 
-.PHONY: test venv install recorder deps-debian deps-drivers deps-kernel rust-test py-test demo clean
+.PHONY: test venv install recorder deps-debian deps-drivers deps-kernel lint rust-test py-test demo clean
 
-test: install rust-test py-test
+test: install lint rust-test py-test
 
 # `python3 -m venv` needs ensurepip (Debian/Ubuntu: the python3-venv package); without it,
 # the environment is made without pip and pip is installed into it by the system's pip.
@@ -57,6 +57,13 @@ KERNEL_DEBS := qemu-system-x86 busybox-static gcc libc6-dev
 deps-kernel:
 	apt-get install -y --no-install-recommends $(KERNEL_DEBS) || \
 	  (apt-get update -qq && apt-get install -y --no-install-recommends $(KERNEL_DEBS))
+
+# Formatting and lints: rustfmt, clippy with warnings as errors, ruff (its rules in
+# pyproject.toml).
+lint: install
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(PYTHON) -m ruff check python tests experiments benchmarks fuzz/python
 
 rust-test:
 	cargo test -p vmemsim-core

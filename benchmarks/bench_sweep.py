@@ -87,8 +87,8 @@ def main() -> int:
         for name, kw in configs:
             times[name].append(timed(noop, function="noop", check=False, **kw))
     print(f"orchestration overhead, {args.runs} trivial runs, median of {args.repeats}:")
-    print(f"| executor | s per sweep | ms per run |")
-    print(f"|---|---|---|")
+    print("| executor | s per sweep | ms per run |")
+    print("|---|---|---|")
     for name, ts in times.items():
         m = statistics.median(ts)
         print(f"| {name} | {m:.3f} | {m / args.runs * 1e3:.2f} |")
@@ -103,8 +103,8 @@ def main() -> int:
     m1, m2 = statistics.median(one), statistics.median(two)
     n = 4 * max(1, args.runs // 4)
     print(f"\nreal sweep, {n} runs (300k accesses each), median of {args.repeats}:")
-    print(f"| workers | s | ms per run |")
-    print(f"|---|---|---|")
+    print("| workers | s | ms per run |")
+    print("|---|---|---|")
     print(f"| 1 | {m1:.2f} | {m1 / n * 1e3:.1f} |")
     print(f"| 2 | {m2:.2f} | {m2 / n * 1e3:.1f} |")
     print(f"speedup 2 vs 1 workers: {m1 / m2:.2f}x")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import vmemsim
-from conftest import BELADY, run_cli, run_json, write_trace
+from conftest import run_cli, run_json, write_trace
 
 TOP_KEYS = {"accesses", "faults", "major_faults", "policy", "frames", "seed", "version"}
 

@@ -4,10 +4,9 @@ several sizes worked out by hand, the warm-up, JSON, and the files of ``--out``.
 from __future__ import annotations
 
 import csv
-import json
 import re
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, Tuple
 
 import pytest
 

@@ -241,7 +241,8 @@ def test_missing_tools_are_named_with_the_install_command(monkeypatch, tmp_path)
     with pytest.raises(K.KernelUnavailable, match="static busybox"):
         K.find_busybox()
     # The CLI turns it into one line on stderr, status 2, naming what is missing.
-    import subprocess, sys
+    import subprocess
+    import sys
     env = dict(__import__("os").environ, PATH=str(tmp_path))
     r = subprocess.run(
         [sys.executable, "-m", "vmemsim", "validate", "gen:uniform:pages=10,n=10",

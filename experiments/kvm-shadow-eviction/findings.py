@@ -94,7 +94,7 @@ def main() -> int:
     w("| stress-ng: page faults 117,375 (FIFO) → 112,016 (approximate LRU), 0.954× | "
       "stress-vm, clock / fifo shadow page faults: "
       + ", ".join(f"pool {p} {r['clock']:.3f}×" for p, r in sv.items() if r)
-      + f" (with leaf A-bit harvesting: "
+      + " (with leaf A-bit harvesting: "
       + ", ".join(f"{r['clock-leaf']:.3f}×" for p, r in sv.items() if r) + ") | "
       + ("yes" if best[0] < 0.99 else "**no**") + " |")
     lat = latency_rows(sys.argv[2]) if len(sys.argv) > 2 else None

@@ -77,7 +77,7 @@ def render_svg(text: str, title: str = "Flame graph", unit: str = "ns",
     scale = (width - 20) / total if total else 0.0
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'font-family="Verdana, sans-serif" font-size="11">',
-           f'<rect width="100%" height="100%" fill="#f8f8f8"/>',
+           '<rect width="100%" height="100%" fill="#f8f8f8"/>',
            f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="15">'
            f'{escape(title)}</text>']
     for x, d, w, node, _ in boxes:

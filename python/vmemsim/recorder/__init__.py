@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .. import _native
 from .._files import umask_mode
-from .build import INSTALL_HINT, PLATFORM, TOOL, Unavailable, build, find_valgrind
+from .build import INSTALL_HINT, TOOL, Unavailable, build, find_valgrind
 
 __all__ = ["Recording", "Unavailable", "record", "read_recorded", "available", "INSTALL_HINT"]
 
