@@ -61,8 +61,9 @@
 //! translation's cycles (TLB hit latency or the walk's, from the page-table line cache),
 //! guest and host faults, VM exits, the work KVM's handlers did (priced per unit of work, the
 //! same prices that weigh the flame graph), INVLPGs and CR3 loads, reclaim (all of the
-//! guest's, whose kswapd has only the guest's vCPUs to run on, and the host's direct reclaim;
-//! the host's kswapd runs on a host CPU of its own), and the program's own CPU work
+//! guest's, MG-LRU's aging included, whose kswapd has only the guest's vCPUs to run on, and
+//! the host's direct reclaim; the host's kswapd runs on a host CPU of its own, or with
+//! `HostCpus` in time slices beside the vCPUs), and the program's own CPU work
 //! (`Compute`). Open-loop arrivals (`Arrive`, counted from the vCPU's last barrier, so
 //! after a load phase) leave a vCPU idle until the request arrives; a request's latency runs from its arrival (or its start, without one) to its
 //! end, so it includes queueing behind earlier requests. A `Barrier` moves a vCPU's clock to
@@ -118,8 +119,10 @@
 //!
 //! # Left out (for now)
 //!
-//! Host threads on host CPUs (the host's kswapd takes no CPU; with [`HostCpus`] the vCPUs
-//! share host CPUs in time slices, see [`run_many_with`]),
+//! Without [`HostCpus`], host threads take no vCPU time (the host's kswapd runs beside
+//! them); with it, the vCPUs and the host's kswapd share host CPUs in time slices (see
+//! [`run_many_with`]). The guest's kswapd runs inline on the vCPU whose allocation woke it,
+//! so it never falls behind. Also left out:
 //! copy-on-write between processes, guest page cache and file I/O, and ballooning or free
 //! page reporting (pages the guest frees stay backed on the host).
 
@@ -419,9 +422,15 @@ pub struct VmCosts {
     /// sequential NVMe transfer at ~4 GB/s).
     pub swap_page_ns: u64,
     /// Reclaim's work per page scanned and per page reclaimed: the timing engine's estimates
-    /// (`scan_page_ns` 300, `reclaim_page_ns` 2,000; see `timed::TimedCosts`).
+    /// (`scan_page_ns` 300, `reclaim_page_ns` 2,000; see `timed::Costs`).
     pub scan_page_ns: u64,
     pub reclaim_page_ns: u64,
+    /// MG-LRU aging's work per PTE and per PMD entry its page-table walks visit and per PTE
+    /// look-around reads ([`crate::policy::ScanWork`]): the timing engine's estimates
+    /// (5, 20 and 5 ns; see `timed::Costs`). Charged for the guest's policy.
+    pub walk_pte_ns: u64,
+    pub walk_pmd_ns: u64,
+    pub lookaround_pte_ns: u64,
 }
 
 impl VmCosts {
@@ -465,8 +474,35 @@ impl Default for VmCosts {
             swap_page_ns: 1_000,
             scan_page_ns: 300,
             reclaim_page_ns: 2_000,
+            walk_pte_ns: 5,
+            walk_pmd_ns: 20,
+            lookaround_pte_ns: 5,
         }
     }
+}
+
+/// The counters an op's cost is computed from ([`Vm::charge`] takes two snapshots' difference).
+#[derive(Clone, Copy, Debug, Default)]
+struct Work {
+    /// Translation cycles.
+    tcycles: u64,
+    guest_minor: u64,
+    guest_major: u64,
+    host_minor: u64,
+    host_major: u64,
+    exits: u64,
+    shootdown_pages: u64,
+    cr3_loads: u64,
+    guest_first_touch: u64,
+    host_first_touch: u64,
+    /// The guest's pages scanned and stolen (kswapd's and direct reclaim's).
+    guest_scanned: u64,
+    guest_stolen: u64,
+    /// The host's direct reclaim (on the faulting vCPU); its kswapd's is charged elsewhere.
+    host_scanned_direct: u64,
+    host_stolen_direct: u64,
+    /// The guest policy's page-table scanning (MG-LRU aging).
+    guest_scan: crate::policy::ScanWork,
 }
 
 impl VmResult {
@@ -880,7 +916,7 @@ pub struct Vm {
     /// The access in progress: translation cycles at its start, and the counters before its
     /// slow path (see `mark`).
     op_c0: u64,
-    snap: Option<[u64; 15]>,
+    snap: Option<Work>,
     /// Other VMs run on this VM's host.
     shares_host: bool,
     /// Scratch: KVM's shrinker's batches to zap in this VM.
@@ -1931,39 +1967,39 @@ impl Vm {
     fn mark(&mut self) {
         if self.snap.is_none() {
             let mut s = self.work_snapshot();
-            s[0] = self.op_c0;
+            s.tcycles = self.op_c0;
             self.snap = Some(s);
         }
     }
 
-    fn work_snapshot(&self) -> [u64; 15] {
+    fn work_snapshot(&self) -> Work {
         let shared = self.host.as_ref().map(|h| h.shared.borrow());
         let h = shared.as_ref().map(|s| &s.m.stats);
-        [
-            self.tcycles,
-            self.guest.stats.minor_faults,
-            self.guest.stats.major_faults,
-            h.map_or(0, |s| s.minor_faults),
-            h.map_or(0, |s| s.major_faults),
-            self.r.exits,
-            self.r.shootdown_pages,
-            self.r.cr3_loads,
-            self.r.nested_flushes,
-            self.guest.stats.first_touch,
-            h.map_or(0, |s| s.first_touch),
-            self.guest.stats.pgscan_direct + self.guest.stats.pgscan_kswapd,
-            self.guest.stats.pgsteal_direct + self.guest.stats.pgsteal_kswapd,
-            h.map_or(0, |s| s.pgscan_direct),
-            h.map_or(0, |s| s.pgsteal_direct),
-        ]
+        let g = &self.guest.stats;
+        Work {
+            tcycles: self.tcycles,
+            guest_minor: g.minor_faults,
+            guest_major: g.major_faults,
+            host_minor: h.map_or(0, |s| s.minor_faults),
+            host_major: h.map_or(0, |s| s.major_faults),
+            exits: self.r.exits,
+            shootdown_pages: self.r.shootdown_pages,
+            cr3_loads: self.r.cr3_loads,
+            guest_first_touch: g.first_touch,
+            host_first_touch: h.map_or(0, |s| s.first_touch),
+            guest_scanned: g.pgscan_direct + g.pgscan_kswapd,
+            guest_stolen: g.pgsteal_direct + g.pgsteal_kswapd,
+            host_scanned_direct: h.map_or(0, |s| s.pgscan_direct),
+            host_stolen_direct: h.map_or(0, |s| s.pgsteal_direct),
+            guest_scan: self.guest.policy.scan_work(),
+        }
     }
 
     /// Advance vCPU `v`'s clock by what the op cost.
-    fn charge(&mut self, v: usize, a: &[u64; 15], b: &[u64; 15], access: bool) {
+    fn charge(&mut self, v: usize, a: &Work, b: &Work, access: bool) {
         let c = &self.costs;
-        let d = |i: usize| b[i] - a[i];
-        let translation =
-            (d(0) as f64 / c.cpu_ghz).round() as u64 + if access { c.access_ns } else { 0 };
+        let translation = ((b.tcycles - a.tcycles) as f64 / c.cpu_ghz).round() as u64
+            + if access { c.access_ns } else { 0 };
         // A large page's fault clears (first touch) or reads (swap-in) all of it.
         let gx = (1u64 << self.gshift) - 1;
         let hx = self.host.as_ref().map_or(0, |h| (1u64 << h.shift) - 1);
@@ -1979,22 +2015,35 @@ impl Vm {
         } else {
             (c.host_major_fault_ns, c.swap_page_ns)
         };
-        let guest = d(1) * c.guest_minor_fault_ns
-            + d(2) * gmaj
-            + gx * (d(9) * c.clear_page_ns + d(2) * gswap);
-        let host = d(3) * c.host_minor_fault_ns
-            + d(4) * hmaj
-            + hx * (d(10) * c.clear_page_ns + d(4) * hswap);
+        let (g_minor, g_major) = (b.guest_minor - a.guest_minor, b.guest_major - a.guest_major);
+        let (h_minor, h_major) = (b.host_minor - a.host_minor, b.host_major - a.host_major);
+        let guest = g_minor * c.guest_minor_fault_ns
+            + g_major * gmaj
+            + gx * ((b.guest_first_touch - a.guest_first_touch) * c.clear_page_ns
+                + g_major * gswap);
+        let host = h_minor * c.host_minor_fault_ns
+            + h_major * hmaj
+            + hx * ((b.host_first_touch - a.host_first_touch) * c.clear_page_ns + h_major * hswap);
         // The guest's reclaim, kswapd's included, runs on the guest's vCPUs (it has no other
         // CPUs; charged to the vCPU whose allocation needed it); the host's direct reclaim on
         // the faulting vCPU, the host's kswapd on a host CPU of its own, at no cost to the
-        // vCPUs (no CPU contention in the VM layer).
-        let reclaim = (d(11) + d(13)) * c.scan_page_ns + (d(12) + d(14)) * c.reclaim_page_ns;
-        let exits = d(5) * c.exit_ns;
-        let flush = d(6) * c.invlpg_ns + d(7) * c.cr3_ns;
+        // vCPUs (no CPU contention in the VM layer). The guest's MG-LRU aging (page-table
+        // walks, look-around) is the guest's reclaim work too, at the timing engine's costs.
+        let scanned =
+            (b.guest_scanned - a.guest_scanned) + (b.host_scanned_direct - a.host_scanned_direct);
+        let stolen =
+            (b.guest_stolen - a.guest_stolen) + (b.host_stolen_direct - a.host_stolen_direct);
+        let aging = (b.guest_scan.walk_ptes - a.guest_scan.walk_ptes) * c.walk_pte_ns
+            + (b.guest_scan.walk_pmds - a.guest_scan.walk_pmds) * c.walk_pmd_ns
+            + (b.guest_scan.lookaround_ptes - a.guest_scan.lookaround_ptes) * c.lookaround_pte_ns;
+        let reclaim = scanned * c.scan_page_ns + stolen * c.reclaim_page_ns + aging;
+        let n_exits = b.exits - a.exits;
+        let exits = n_exits * c.exit_ns;
+        let flush = (b.shootdown_pages - a.shootdown_pages) * c.invlpg_ns
+            + (b.cr3_loads - a.cr3_loads) * c.cr3_ns;
         let mut kvm = 0;
         if let Some(k) = &self.kvm {
-            if d(5) > 0 || d(4) > 0 || d(3) > 0 {
+            if n_exits > 0 || h_major > 0 || h_minor > 0 {
                 // KVM's shrinker counts the VM's shadow pages (they change only in exits
                 // and host faults).
                 if let Some(h) = &self.host {
@@ -2124,6 +2173,11 @@ impl Vm {
     }
 
     /// Guest frames holding pages now (mapped or in the guest's swap cache).
+    /// The guest policy's page-table scanning so far (MG-LRU aging; zero for others).
+    pub fn guest_scan_work(&self) -> crate::policy::ScanWork {
+        self.guest.policy.scan_work()
+    }
+
     pub fn guest_resident(&self) -> u32 {
         self.guest.mm.frames.len() - self.guest.mm.frames.n_unused()
     }
@@ -2392,13 +2446,24 @@ fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) ->
     // The host's kswapd: its reclaim happens inline (when the host's memory manager needs
     // it), but its CPU work (`scan_page_ns` per page scanned, `reclaim_page_ns` per page
     // reclaimed) becomes a backlog that competes for the CPUs like a vCPU.
+    // The host kswapd's work so far, in ns: pages scanned and stolen, and (MG-LRU) the
+    // host policy's page-table walks and look-around, all of which are charged to kswapd
+    // (left out: aging that the host's direct reclaim does itself).
     let kswapd_counts = |vms: &[Vm]| -> (u64, u64) {
+        let c = &vms[0].costs;
         vms[0].host.as_ref().map_or((0, 0), |h| {
-            let st = &h.shared.borrow().m.stats;
-            (st.pgscan_kswapd, st.pgsteal_kswapd)
+            let sh = h.shared.borrow();
+            let st = &sh.m.stats;
+            let w = sh.m.policy.scan_work();
+            let aging = w.walk_ptes * c.walk_pte_ns
+                + w.walk_pmds * c.walk_pmd_ns
+                + w.lookaround_ptes * c.lookaround_pte_ns;
+            (
+                st.pgscan_kswapd * c.scan_page_ns + aging,
+                st.pgsteal_kswapd * c.reclaim_page_ns,
+            )
         })
     };
-    let (scan_ns, steal_ns) = (vms[0].costs.scan_page_ns, vms[0].costs.reclaim_page_ns);
     let mut k_seen = kswapd_counts(vms);
     let mut k_backlog = 0u64;
     let mut k_ready = u64::MAX;
@@ -2524,7 +2589,7 @@ fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) ->
         free.push(Reverse(cpu_free));
         // kswapd was woken during the slice: runnable from its end.
         let now = kswapd_counts(vms);
-        let work = (now.0 - k_seen.0) * scan_ns + (now.1 - k_seen.1) * steal_ns;
+        let work = (now.0 - k_seen.0) + (now.1 - k_seen.1);
         k_seen = now;
         if work > 0 {
             k_backlog += work;

@@ -851,6 +851,34 @@ fn the_guests_reclaim_costs_its_vcpus_and_the_hosts_kswapd_does_not() {
     assert_eq!(r.time.reclaim_ns, 0);
 }
 
+#[test]
+fn an_mglru_guests_aging_costs_its_vcpus() {
+    // As above with MG-LRU in the guest: its reclaim also walks page tables and looks
+    // around, at 5 ns per PTE, 20 ns per PMD entry and 5 ns per look-around PTE, the timing
+    // engine's costs; all of it runs on the vCPU.
+    let mut c = cfg(Paging::Tdp, 64, 4_096, TranslateConfig::default());
+    c.guest_policy = crate::policy::PolicyKind::from_name("mglru").unwrap();
+    let mut vm = Vm::new(&c, 1).unwrap();
+    for p in 0..300 {
+        vm.op(0, acc(p, true)).unwrap();
+    }
+    for p in (0..300).rev() {
+        vm.op(0, acc(p, false)).unwrap();
+    }
+    let r = vm.result();
+    let g = &r.guest;
+    let (scanned, stolen) = (
+        g.pgscan_kswapd + g.pgscan_direct,
+        g.pgsteal_kswapd + g.pgsteal_direct,
+    );
+    let w = vm.guest_scan_work();
+    assert!(w.walk_ptes + w.lookaround_ptes > 0, "{w:?}");
+    assert_eq!(
+        r.time.reclaim_ns,
+        scanned * 300 + stolen * 2_000 + w.walk_ptes * 5 + w.walk_pmds * 20 + w.lookaround_ptes * 5
+    );
+}
+
 fn compute(ms: u32) -> GuestOp {
     GuestOp::Op(Op::Compute { ns: ms * 1_000_000 })
 }
