@@ -14,7 +14,20 @@ OFF = {"pwc": {"enabled": False}, "ntlb": {"enabled": False}}
 
 def test_guest_workload_kinds():
     names = [n for n, _ in vmemsim.guest_workload_kinds()]
-    assert names == ["stress-vm", "redis-like", "kernbench-like", "lmbench-like", "trace"]
+    assert names == ["stress-vm", "redis-like", "kernbench-like", "lmbench-like", "trace",
+                     "tpch-like", "pagerank", "ycsb-a", "ycsb-b", "ycsb-c", "custom"]
+
+
+def test_process_models_run_in_a_vm():
+    # ycsb-a in a VM: the model's own streams (4 threads = 4 vCPUs) and its canonical name,
+    # the one `vmemsim run` reports; half its footprint as guest memory makes the guest swap.
+    spec = "ycsb-a:records=2000,requests=4000"
+    r = vmemsim.run_vm(spec, paging="native", guest_frames="50%")
+    assert r.workload == vmemsim.run(spec, policy="clock-lru", frames="50%").workload
+    assert len(r.vcpu_ns) == 4
+    assert r.guest["major_faults"] > 0
+    # Every request measured: the load phase's 2,000 inserts, then the 4,000 requests.
+    assert r.latency["count"] == 2_000 + 4_000
 
 
 def test_references_per_walk_with_the_walk_caches_off():

@@ -75,6 +75,12 @@ pub const KINDS: &[(&str, &str)] = &[
     ("kernbench-like", "make -j N of cc1-like jobs: process spawn, text reads, heap growth, compute, exit"),
     ("lmbench-like", "LMBench lat_mem_rd (strided reads), lat_pagefault (first-touch faults), lat_ctx (token passing)"),
     ("trace", "a recorded real program (native trace, path=FILE) as one guest process, threads spread over vcpus"),
+    ("tpch-like", "the process model of `vmemsim run` as one guest process, a vCPU per thread"),
+    ("pagerank", "the process model of `vmemsim run` as one guest process, a vCPU per thread"),
+    ("ycsb-a", "the process model of `vmemsim run` as one guest process, a vCPU per thread"),
+    ("ycsb-b", "the process model of `vmemsim run` as one guest process, a vCPU per thread"),
+    ("ycsb-c", "the process model of `vmemsim run` as one guest process, a vCPU per thread"),
+    ("custom", "the process model of `vmemsim run` as one guest process, a vCPU per thread"),
 ];
 
 /// Parse a guest workload spec (grammar in the module docs) with `seed` as the run's seed.
@@ -88,6 +94,9 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn GuestWorkload>> {
         "kernbench-like" => Ok(Box::new(kernbench::KernbenchLike::parse(rest, seed)?)),
         "lmbench-like" => Ok(Box::new(lmbench::LmbenchLike::parse(rest, seed)?)),
         "trace" => Ok(Box::new(trace::TraceGuest::parse(rest, seed)?)),
+        "tpch-like" | "pagerank" | "ycsb-a" | "ycsb-b" | "ycsb-c" | "custom" => Ok(Box::new(
+            ProcessInGuest::new(crate::workload::parse(spec, seed)?),
+        )),
         _ => {
             let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
             Err(Error::config(
@@ -98,6 +107,43 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn GuestWorkload>> {
                 ),
             ))
         }
+    }
+}
+
+/// A process workload model of [`crate::workload`] (`tpch-like`, `pagerank`, `ycsb-*`,
+/// `custom`: the models `vmemsim run` runs natively) as one guest process: thread `t`'s
+/// stream is vCPU `t`'s, in process 0, at the page numbers the model uses natively (from 0
+/// up, one flat mapping). Its ops are the model's, unchanged (accesses, compute, requests,
+/// barriers); it spawns no process and unmaps nothing.
+pub struct ProcessInGuest {
+    inner: Box<dyn crate::workload::Workload>,
+    ops: Vec<Op>,
+}
+
+impl ProcessInGuest {
+    pub fn new(inner: Box<dyn crate::workload::Workload>) -> Self {
+        ProcessInGuest {
+            inner,
+            ops: Vec::new(),
+        }
+    }
+}
+
+impl GuestWorkload for ProcessInGuest {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn vcpus(&self) -> usize {
+        self.inner.threads()
+    }
+    fn footprint_pages(&self) -> u64 {
+        self.inner.footprint_pages()
+    }
+    fn next_ops(&mut self, v: usize, buf: &mut Vec<GuestOp>) -> Result<()> {
+        self.ops.clear();
+        self.inner.next_ops(v, &mut self.ops)?;
+        buf.extend(self.ops.drain(..).map(GuestOp::Op));
+        Ok(())
     }
 }
 
@@ -216,7 +262,7 @@ mod tests {
         let e = parse("stress-ng:vm=4", 0).err().unwrap().to_string();
         assert_eq!(
             e,
-            "workload: unknown guest workload 'stress-ng'; valid: stress-vm, redis-like, kernbench-like, lmbench-like, trace"
+            "workload: unknown guest workload 'stress-ng'; valid: stress-vm, redis-like, kernbench-like, lmbench-like, trace, tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom"
         );
         for (spec, vcpus) in [
             ("stress-vm:bytes=64KiB,rounds=1", 4),
@@ -293,5 +339,36 @@ mod tests {
         let c = census(&[b]);
         assert_eq!((c.distinct, c.reads, c.writes), (5, 2, 3));
         assert_eq!(img.heap_base(), TEXT_BASE + 3);
+    }
+
+    #[test]
+    fn process_models_run_in_a_guest_with_their_own_streams() {
+        // Every process model parses as a guest workload whose vCPU streams are the model's
+        // thread streams, op for op, with its name, thread count and footprint.
+        for spec in [
+            "tpch-like:footprint=2MiB,threads=2",
+            "pagerank:scale=8,threads=3",
+            "ycsb-b:records=200,requests=500",
+            "custom:(zipf:pages=64,n=300,write=0.5),threads=2",
+        ] {
+            let mut g = parse(spec, 7).unwrap();
+            let mut p = crate::workload::parse(spec, 7).unwrap();
+            assert_eq!(g.name(), p.name(), "{spec}");
+            assert_eq!(g.vcpus(), p.threads(), "{spec}");
+            assert_eq!(g.footprint_pages(), p.footprint_pages(), "{spec}");
+            for t in 0..p.threads() {
+                loop {
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    g.next_ops(t, &mut a).unwrap();
+                    p.next_ops(t, &mut b).unwrap();
+                    let b: Vec<GuestOp> = b.into_iter().map(GuestOp::Op).collect();
+                    assert_eq!(a, b, "{spec} thread {t}");
+                    if a.is_empty() {
+                        break;
+                    }
+                }
+            }
+            assert!(g.next_ops(p.threads(), &mut Vec::new()).is_err(), "{spec}");
+        }
     }
 }
