@@ -59,11 +59,12 @@ deps-kernel:
 	  (apt-get update -qq && apt-get install -y --no-install-recommends $(KERNEL_DEBS))
 
 # Formatting and lints: rustfmt, clippy with warnings as errors, ruff (its rules in
-# pyproject.toml).
+# pyproject.toml), and the binding's stubs (_native.pyi) against the compiled module.
 lint: install
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(PYTHON) -m ruff check python tests experiments benchmarks fuzz/python
+	cd python && $(abspath $(PYTHON)) -m mypy.stubtest vmemsim._native
 
 rust-test:
 	cargo test -p vmemsim-core

@@ -4,7 +4,9 @@ A ``source`` is one of (built by ``vmemsim.api``):
 
 - ``{"path": str, "format": str | None, "page_size": int, "addresses": bool, "csv": str | None}``
 - ``{"gen": str, "seed": int}``
-- ``{"pages": uint64 or int64 array, "writes": bool array | None}``
+- ``{"pages": uint64 or int64 array, "writes": bool array | None, "gup": bool array | None}``
+
+``make lint`` checks this file against the compiled module (``mypy.stubtest``).
 """
 
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
@@ -13,8 +15,36 @@ import numpy as np
 import numpy.typing as npt
 
 __version__: str
+__all__ = [
+    "version",
+    "did_you_mean",
+    "policies",
+    "trace_formats",
+    "trace_format_descriptions",
+    "generator_kinds",
+    "check_generator",
+    "generator_plan",
+    "replay",
+    "run_timed",
+    "workload_kinds",
+    "guest_workload_kinds",
+    "run_vm",
+    "check_guest_workload",
+    "check_workload",
+    "miss_ratio_curve",
+    "trace_info",
+    "read_trace",
+    "load_trace",
+    "write_trace",
+    "record_convert",
+    "import_formats",
+    "import_trace",
+    "read_recorded",
+    "VmemsimError",
+    "__version__",
+]
 
-ProgressFn = Callable[[int, Optional[int]], Any]
+_ProgressFn = Callable[[int, Optional[int]], Any]
 
 class VmemsimError(ValueError):
     """Bad input: the message is one line naming the file and line, or the configuration key."""
@@ -45,7 +75,7 @@ def replay(
     seed: int = 0,
     options: Optional[Mapping[str, str]] = None,
     machine: Optional[Mapping[str, Any]] = None,
-    progress: Optional[ProgressFn] = None,
+    progress: Optional[_ProgressFn] = None,
     sample_every: int = 0,
     warmup: int = 0,
 ) -> str:
@@ -63,28 +93,28 @@ def miss_ratio_curve(
     options: Optional[Mapping[str, str]] = None,
     machine: Optional[Mapping[str, Any]] = None,
     workers: Optional[int] = None,
-    progress: Optional[ProgressFn] = None,
+    progress: Optional[_ProgressFn] = None,
 ) -> str:
     """The miss-ratio curve as JSON: the core's ``MissCurve`` plus ``policy``, ``method``,
     ``seed``, ``version``, ``distinct_pages`` and ``workers``."""
 
 def trace_info(
-    source: Mapping[str, Any], reuse: bool = True, progress: Optional[ProgressFn] = None
+    source: Mapping[str, Any], reuse: bool = True, progress: Optional[_ProgressFn] = None
 ) -> str:
     """The JSON of the core's ``TraceInfo``."""
 
 def read_trace(
-    source: Mapping[str, Any], progress: Optional[ProgressFn] = None
+    source: Mapping[str, Any], progress: Optional[_ProgressFn] = None
 ) -> tuple[int, float]:
     """Read a whole source: ``(accesses, seconds)``."""
 
 def load_trace(
-    source: Mapping[str, Any], progress: Optional[ProgressFn] = None
+    source: Mapping[str, Any], progress: Optional[_ProgressFn] = None
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
     """Every access as ``(pages, writes)``."""
 
 def write_trace(
-    source: Mapping[str, Any], out: str, format: str, progress: Optional[ProgressFn] = None
+    source: Mapping[str, Any], out: str, format: str, progress: Optional[_ProgressFn] = None
 ) -> int:
     """Copy a source into a new trace file; returns the accesses written."""
 
@@ -97,6 +127,35 @@ def record_convert(
 
 def read_recorded(path: str) -> dict[str, Any]:
     """Every record of a native trace with all fields (see ``vmemsim.recorder.read_recorded``)."""
+
+def workload_kinds() -> List[Tuple[str, str]]:
+    """Every workload kind of ``vmemsim run`` as ``(name, description)``."""
+
+def check_workload(spec: str, seed: int) -> Tuple[str, int, int]:
+    """Check a workload spec: ``(canonical spec, threads, footprint pages)``."""
+
+def run_timed(
+    workload: str,
+    policy: str,
+    frames: str,
+    seed: int = 0,
+    options: Optional[Mapping[str, str]] = None,
+    machine: Optional[Mapping[str, Any]] = None,
+    device: str = "ssd",
+    timed: str = "{}",
+    progress: Optional[_ProgressFn] = None,
+) -> str:
+    """A timed run of a workload spec; ``timed`` is the JSON of the rest of ``TimedConfig``
+    (cpus, slice_ns, costs, sample_every_ns, step_ns). Returns the JSON of ``TimedResult``."""
+
+def import_formats() -> List[Tuple[str, str]]:
+    """Every import format as ``(name, description)``."""
+
+def import_trace(
+    path: str, out: str, format: str, page_size: int = 4096, ifetch: bool = False
+) -> dict[str, Any]:
+    """Import ``path`` in a public format (``msr``, ``lackey``) into a recorded trace at
+    ``out``; returns the import's counts."""
 
 def guest_workload_kinds() -> List[Tuple[str, str]]: ...
 def check_guest_workload(spec: str, seed: int) -> Tuple[str, int, int]: ...
@@ -115,4 +174,10 @@ def run_vm(
     pt_pages: int = ...,
     translate: str = ...,
     costs: str = ...,
+    guest_page: str = ...,
+    host_page: str = ...,
+    vms: int = ...,
+    host_swap: Optional[str] = ...,
+    guest_swap: Optional[str] = ...,
+    host_cpus: Optional[int] = ...,
 ) -> str: ...
