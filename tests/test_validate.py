@@ -62,6 +62,32 @@ def test_simulator_gets_the_kernels_free_memory_and_summed_watermarks():
     inp = C.simulator_inputs([run])
     assert inp["frames"] == 4340
     assert inp["watermarks"] == (80 + 109, 100 + 136, 120 + 163)
+    # The log's zoneinfo: no boost in either zone; the per-CPU lists hold 74 and 61 pages.
+    assert [z["boost"] for z in run.zones.values()] == [0, 0]
+    assert [z["pcp"] for z in run.zones.values()] == [74, 61]
+
+
+def test_watermark_boost_is_left_out_of_the_simulators_watermarks():
+    # A repeat whose DMA32 zone was boosted by 512 pages at the snapshot prints min/low/high
+    # 512 higher (min_wmark_pages adds zone->watermark_boost). Recorded, the boost is taken
+    # off; not recorded (older runs), the smallest sum over the repeats is the zone's own.
+    d = K.parse_log(LOG.read_text())
+    fields = ("vmstat", "vmstat_before", "meminfo_before", "zones", "mm_stat", "accesses",
+              "checksum")
+
+    def run_with(zones):
+        return K.KernelRun(kernel="k", release="r", accel="tcg", settings={}, workload="w",
+                           **{**{k: d[k] for k in fields}, "zones": zones})
+
+    boosted = {n: dict(z) for n, z in d["zones"].items()}
+    for k in ("min", "low", "high"):
+        boosted["DMA32"][k] += 512
+    boosted["DMA32"]["boost"] = 512
+    plain = (80 + 109, 100 + 136, 120 + 163)
+    assert C.simulator_inputs([run_with(boosted)])["watermarks"] == plain
+    unrecorded = {n: {k: v for k, v in z.items() if k != "boost"} for n, z in boosted.items()}
+    assert C.simulator_inputs([run_with(unrecorded), run_with(d["zones"])])["watermarks"] \
+        == plain
 
 
 def test_each_kernel_swap_replays_on_its_model_of_the_device():

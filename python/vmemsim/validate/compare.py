@@ -161,10 +161,23 @@ def save_runs(path: Path, runs: List[KernelRun]) -> None:
 
 def simulator_inputs(runs: Sequence[KernelRun]) -> Dict[str, object]:
     """Frames and watermarks for the simulator from the kernel's state before the phase: the
-    median free pages over the repeats, the zones' watermarks summed."""
+    median free pages over the repeats, and the zones' watermarks summed, without watermark
+    boost. The watermarks the kernel prints include ``zone->watermark_boost``
+    (``min_wmark_pages``), which ``boost_watermark`` raises on a fragmenting fallback
+    allocation and ``balance_pgdat`` takes back once kswapd has reclaimed for it: a passing
+    state of one boot, not the zone's. So the boost is taken off where the run recorded it,
+    and the smallest sum over the repeats is used (boost only ever raises them): one of
+    memcached's boots had 512 pages of boost at the snapshot, 12% of its free memory."""
     frees = sorted(int(r.vmstat_before["nr_free_pages"]) for r in runs)
-    zones = runs[0].zones
-    wm = tuple(sum(int(z[k]) for z in zones.values()) for k in ("min", "low", "high"))
+
+    def summed(r: KernelRun) -> Tuple[int, ...]:
+        return tuple(
+            sum(int(z[k]) - int(z.get("boost", 0)) for z in r.zones.values())
+            for k in ("min", "low", "high")
+        )
+
+    sums = [summed(r) for r in runs]
+    wm = tuple(min(s[i] for s in sums) for i in range(3)) if sums else (0, 0, 0)
     return dict(frames=frees[len(frees) // 2], watermarks=wm)
 
 

@@ -571,7 +571,10 @@ def _meminfo(text: str) -> Dict[str, int]:
 
 
 def parse_zoneinfo(text: str) -> Dict[str, Dict[str, object]]:
-    """Zones with pages: watermarks, managed/present/free pages and lowmem_reserve."""
+    """Zones with pages: watermarks (``min``/``low``/``high`` as the kernel prints them,
+    ``boost`` included: ``min_wmark_pages`` adds ``zone->watermark_boost``), the boost,
+    managed/present/free pages, lowmem_reserve, and ``pcp``: the free pages held on the
+    per-CPU lists (``pagesets`` ``count``), which ``nr_free_pages`` does not count."""
     zones: Dict[str, Dict[str, object]] = {}
     cur: Optional[Dict[str, object]] = None
     for line in text.splitlines():
@@ -583,9 +586,13 @@ def parse_zoneinfo(text: str) -> Dict[str, Dict[str, object]]:
         if cur is None:
             continue
         s = line.strip()
-        m = re.match(r"(pages free|min|low|high|spanned|present|managed)\s+(\d+)$", s)
+        m = re.match(r"(pages free|boost|min|low|high|spanned|present|managed)\s+(\d+)$", s)
         if m:
             cur[m.group(1).replace("pages ", "")] = int(m.group(2))
+            continue
+        m = re.match(r"count:\s+(\d+)$", s)
+        if m:
+            cur["pcp"] = int(cur.get("pcp", 0)) + int(m.group(1))
             continue
         m = re.match(r"protection: \((.*)\)", s)
         if m:
