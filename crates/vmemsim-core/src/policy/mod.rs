@@ -264,6 +264,26 @@ pub struct ScanWork {
     pub lookaround_ptes: u64,
 }
 
+impl ScanWork {
+    /// The CPU time of this much scanning at `walk_pte_ns` per walked PTE, `walk_pmd_ns` per
+    /// walked PMD entry and `lookaround_pte_ns` per look-around PTE (the timing engine's
+    /// and the VM layer's costs of MG-LRU aging).
+    pub fn cost_ns(&self, walk_pte_ns: u64, walk_pmd_ns: u64, lookaround_pte_ns: u64) -> u64 {
+        self.walk_ptes * walk_pte_ns
+            + self.walk_pmds * walk_pmd_ns
+            + self.lookaround_ptes * lookaround_pte_ns
+    }
+
+    /// The scanning done since `earlier` (both cumulative).
+    pub fn since(&self, earlier: &ScanWork) -> ScanWork {
+        ScanWork {
+            walk_ptes: self.walk_ptes - earlier.walk_ptes,
+            walk_pmds: self.walk_pmds - earlier.walk_pmds,
+            lookaround_ptes: self.lookaround_ptes - earlier.lookaround_ptes,
+        }
+    }
+}
+
 /// A policy chosen at run time (the VM layer holds a guest and a host policy of any kinds
 /// without compiling every pair): forwards every call.
 pub type BoxedPolicy = Box<dyn Policy>;

@@ -479,9 +479,10 @@ impl<P: Policy> Sim<P> {
     fn reclaim_cost(&self, a: &Work, b: &Work) -> (u64, u64, u64) {
         let c = &self.cfg.costs;
         let rmap = (b.scanned - a.scanned) * c.scan_page_ns;
-        let aging = (b.scan.walk_ptes - a.scan.walk_ptes) * c.walk_pte_ns
-            + (b.scan.walk_pmds - a.scan.walk_pmds) * c.walk_pmd_ns
-            + (b.scan.lookaround_ptes - a.scan.lookaround_ptes) * c.lookaround_pte_ns;
+        let aging =
+            b.scan
+                .since(&a.scan)
+                .cost_ns(c.walk_pte_ns, c.walk_pmd_ns, c.lookaround_pte_ns);
         let steal = (b.stolen - a.stolen) * c.reclaim_page_ns;
         (rmap + aging + steal, aging, rmap)
     }

@@ -2033,9 +2033,11 @@ impl Vm {
             (b.guest_scanned - a.guest_scanned) + (b.host_scanned_direct - a.host_scanned_direct);
         let stolen =
             (b.guest_stolen - a.guest_stolen) + (b.host_stolen_direct - a.host_stolen_direct);
-        let aging = (b.guest_scan.walk_ptes - a.guest_scan.walk_ptes) * c.walk_pte_ns
-            + (b.guest_scan.walk_pmds - a.guest_scan.walk_pmds) * c.walk_pmd_ns
-            + (b.guest_scan.lookaround_ptes - a.guest_scan.lookaround_ptes) * c.lookaround_pte_ns;
+        let aging = b.guest_scan.since(&a.guest_scan).cost_ns(
+            c.walk_pte_ns,
+            c.walk_pmd_ns,
+            c.lookaround_pte_ns,
+        );
         let reclaim = scanned * c.scan_page_ns + stolen * c.reclaim_page_ns + aging;
         let n_exits = b.exits - a.exits;
         let exits = n_exits * c.exit_ns;
@@ -2455,9 +2457,7 @@ fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) ->
             let sh = h.shared.borrow();
             let st = &sh.m.stats;
             let w = sh.m.policy.scan_work();
-            let aging = w.walk_ptes * c.walk_pte_ns
-                + w.walk_pmds * c.walk_pmd_ns
-                + w.lookaround_ptes * c.lookaround_pte_ns;
+            let aging = w.cost_ns(c.walk_pte_ns, c.walk_pmd_ns, c.lookaround_pte_ns);
             (
                 st.pgscan_kswapd * c.scan_page_ns + aging,
                 st.pgsteal_kswapd * c.reclaim_page_ns,
