@@ -16,6 +16,7 @@ pub mod mm;
 pub mod mrc;
 pub mod policy;
 pub mod replay;
+pub mod sched;
 pub mod timed;
 pub mod trace;
 pub mod translate;

@@ -252,7 +252,8 @@ def _builtin_schema() -> None:
                         "guest_major_fault_ns, host_minor_fault_ns, host_major_fault_ns, "
                         "access_ns, invlpg_ns, cr3_ns, clear_page_ns, swap_page_ns, "
                         "scan_page_ns, reclaim_page_ns, walk_pte_ns, walk_pmd_ns, "
-                        "lookaround_pte_ns, cpu_ghz, kvm_work_ns; see vmemsim.run_vm)")
+                        "lookaround_pte_ns, context_switch_ns, cpu_ghz, kvm_work_ns; "
+                        "see vmemsim.run_vm)")
     reg("vm.pt_pages", Key(check_int(0), 0,
         "VM runs: guest page-table pages (0: one per 256 guest frames plus 64)"))
     reg("workload.format", Key(optional(check_str), None, "trace format (unset: detected)"))

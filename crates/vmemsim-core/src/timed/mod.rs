@@ -7,12 +7,11 @@
 //!   woken when an allocation finds free memory at `low` (`wakeup_kswapd`) and running one
 //!   `balance_pgdat` pass per step ([`Machine::kswapd_step`]) until the node is balanced.
 //!   Direct reclaim runs inside the faulting thread, on its CPU time.
-//! - **CPUs.** `cpus` CPUs; a runnable thread waits in one FIFO run queue for a free CPU; a
-//!   thread that has run for a time slice while others wait goes to the back of the queue.
-//!   The slice follows EEVDF's base slice in 6.8 (`sysctl_sched_base_slice` = 0.75 ms scaled
-//!   by 1 + log2(min(cpus, 8)), `get_update_sysctl_factor`). Left out: weights and
-//!   vruntime, so kernel threads and application threads get equal turns (all run at nice 0
-//!   in the paper's set-up), wake-up preemption, migration costs, SMT.
+//! - **CPUs.** `cpus` CPUs shared by the application threads and kswapd in the one engine of
+//!   time, [`crate::sched`]: the fair scheduler of Linux 6.8 as modelled there (the least
+//!   CPU time runs next, EEVDF's base slice for `cpus`, bounded lag and wake-up preemption
+//!   for threads that wake, a context switch charged when a CPU changes thread). All
+//!   threads run at nice 0, as in the paper's set-up.
 //! - **Costs.** Every event costs simulated CPU time, from [`Costs`]: an access to a mapped
 //!   page, a minor fault, a major fault's handling (plus blocking on the device until the
 //!   read completes), each page scanned by reclaim (isolation and the rmap walk of
@@ -37,8 +36,7 @@
 
 pub mod hist;
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +47,7 @@ use crate::error::{Error, Result};
 use crate::mm::SwapIo;
 use crate::policy::registry::PolicyVisitor;
 use crate::policy::{Policy, PolicyKind, PolicyOptions, ScanWork};
+use crate::sched::{Exec, Sched, SchedConfig, State, Step};
 use crate::workload::{Op, Workload};
 use hist::{Histogram, Summary};
 
@@ -144,12 +143,7 @@ impl Default for TimedConfig {
     }
 }
 
-/// EEVDF's base slice in Linux 6.8: `sysctl_sched_base_slice` = 0.75 ms, scaled by
-/// `1 + ilog2(min(cpus, 8))` (`SCHED_TUNABLESCALING_LOG`, `get_update_sysctl_factor`).
-pub fn default_slice_ns(cpus: u32) -> u64 {
-    let n = cpus.clamp(1, 8);
-    750_000 * (1 + (31 - n.leading_zeros()) as u64)
-}
+pub use crate::sched::default_slice_ns;
 
 /// What a timed run produced.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -313,70 +307,52 @@ impl PolicyVisitor for Visit<'_> {
     type Out = Result<TimedResult>;
     fn visit<P: Policy>(self, p: P) -> Self::Out {
         let m = Machine::new(&self.machine, p)?;
+        let mut sched = Sched::new(SchedConfig::new(
+            self.timed.cpus,
+            self.timed.slice_ns,
+            self.timed.costs.context_switch_ns,
+        )?);
+        for _ in 0..self.workload.threads() {
+            sched.spawn(true, 0);
+        }
         let mut sim = Sim::new(m, self.timed, self.workload, self.device);
-        sim.run(self.progress)?;
-        Ok(sim.result())
+        sched.spawn(false, 0); // kswapd
+        sched.run(&mut sim, self.progress)?;
+        if sim.cfg.sample_every_ns > 0 {
+            sim.sample(sched.end_ns, sched.threads[sim.kswapd].cpu_ns);
+        }
+        Ok(sim.result(&sched))
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Runnable,
-    Running,
-    Blocked,
-    Barrier,
-    Sleeping,
-    Done,
-}
-
+/// An application thread's op stream and counters (its scheduling state is the engine's).
 struct Thread {
-    /// `None`: kswapd.
-    tid: Option<usize>,
-    state: State,
     buf: Vec<Op>,
     pos: usize,
-    /// When it last became runnable / blocked / reached a barrier.
-    since: u64,
-    slice_used: u64,
     req: Option<(u8, u64)>,
-    times: ThreadTimes,
+    accesses: u64,
+    major_faults: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Ev {
-    /// The CPU continues with its thread (or picks one).
-    Cpu(u32),
-    /// A blocked thread becomes runnable.
-    Wake(u32),
-    /// kswapd has finished freeing this many more of the frames its step reclaimed.
-    Release(u32),
-}
-
+/// The native machine's side of the engine ([`crate::sched`]): what its threads do.
 struct Sim<P: Policy> {
     m: Machine<P>,
     cfg: TimedConfig,
-    slice: u64,
     wl: Box<dyn Workload>,
     dev: Box<dyn SwapDevice>,
     threads: Vec<Thread>,
+    /// The engine's index of kswapd (after the application threads).
     kswapd: usize,
-    cpus: Vec<Option<usize>>,
-    runq: VecDeque<usize>,
-    events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    seq: u64,
-    live_app: usize,
-    at_barrier: usize,
     io: Vec<SwapIo>,
     classes: Vec<ContentClass>,
     cpu: CpuTimes,
     hist: BTreeMap<u8, Histogram>,
-    runtime: u64,
     device_frames_peak: u64,
     /// Whether the device's pool is memory charged to the machine (zram with
     /// `charge_device_ram`): then its swap-outs can fail for want of memory.
     pool_charged: bool,
     /// Frames kswapd's current step has reclaimed but not yet, by the simulated clock,
-    /// finished freeing: held back from the free list until `Ev::Release`.
+    /// finished freeing: held back from the free list until their timer fires.
     kswapd_hold: u32,
     /// When kswapd's last step ends: a wakeup cannot start it earlier.
     kswapd_busy_until: u64,
@@ -406,25 +382,15 @@ impl<P: Policy> Sim<P> {
     ) -> Self {
         m.mm.swap.device.log_on = true;
         let n_app = wl.threads();
-        let mut threads: Vec<Thread> = (0..=n_app)
-            .map(|i| Thread {
-                tid: (i < n_app).then_some(i),
-                state: if i < n_app {
-                    State::Runnable
-                } else {
-                    State::Sleeping
-                },
+        let threads = (0..n_app)
+            .map(|_| Thread {
                 buf: Vec::new(),
                 pos: 0,
-                since: 0,
-                slice_used: 0,
                 req: None,
-                times: ThreadTimes::default(),
+                accesses: 0,
+                major_faults: 0,
             })
             .collect();
-        threads.shrink_to_fit();
-        let slice = cfg.slice_ns.unwrap_or_else(|| default_slice_ns(cfg.cpus));
-        let cpus = vec![None; cfg.cpus as usize];
         let next_sample = if cfg.sample_every_ns > 0 {
             cfg.sample_every_ns
         } else {
@@ -432,22 +398,14 @@ impl<P: Policy> Sim<P> {
         };
         Sim {
             m,
-            slice,
             wl,
             dev,
             kswapd: n_app,
             threads,
-            cpus,
-            runq: (0..n_app).collect(),
-            events: BinaryHeap::new(),
-            seq: 0,
-            live_app: n_app,
-            at_barrier: 0,
             io: Vec::new(),
             classes: Vec::new(),
             cpu: CpuTimes::default(),
             hist: BTreeMap::new(),
-            runtime: 0,
             device_frames_peak: 0,
             pool_charged: cfg.charge_device_ram && cfg.device.kind() == "zram",
             kswapd_hold: 0,
@@ -457,11 +415,6 @@ impl<P: Policy> Sim<P> {
             cfg,
             last: Work::default(),
         }
-    }
-
-    fn push(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.events.push(Reverse((t, self.seq, ev)));
     }
 
     fn work(&self) -> Work {
@@ -569,160 +522,16 @@ impl<P: Policy> Sim<P> {
         }
     }
 
-    fn wake_kswapd(&mut self, now: u64) {
-        if self.m.kswapd_awake() && self.threads[self.kswapd].state == State::Sleeping {
-            self.threads[self.kswapd].state = State::Blocked;
-            // A wakeup during its last step's simulated time takes effect when it ends.
-            let at = (now + self.cfg.costs.wakeup_ns).max(self.kswapd_busy_until);
-            self.push(at, Ev::Wake(self.kswapd as u32));
-        }
-    }
-
-    fn make_runnable(&mut self, t: usize, now: u64) {
-        let th = &mut self.threads[t];
-        th.state = State::Runnable;
-        th.since = now;
-        self.runq.push_back(t);
-        self.dispatch(now);
-    }
-
-    /// Give idle CPUs the threads waiting for one.
-    fn dispatch(&mut self, now: u64) {
-        for c in 0..self.cpus.len() {
-            if self.runq.is_empty() {
-                return;
-            }
-            if self.cpus[c].is_none() {
-                let t = self.runq.pop_front().expect("non-empty");
-                self.start_on(c, t, now);
-            }
-        }
-    }
-
-    fn start_on(&mut self, c: usize, t: usize, now: u64) {
-        self.cpus[c] = Some(t);
-        let cs = self.cfg.costs.context_switch_ns;
-        self.cpu.context_switches += 1;
-        let th = &mut self.threads[t];
-        // A thread preempted at the end of a step became runnable at that step's end, which
-        // may be later than `now` on this CPU's clock: it cannot run in its own past, so the
-        // CPU waits for it.
-        let start = now.max(th.since);
-        if th.tid.is_some() {
-            self.cpu.runqueue_wait_ns += start - th.since;
-        } else {
-            self.cpu.kswapd_runs += 1;
-        }
-        th.state = State::Running;
-        th.slice_used = 0;
-        th.times.cpu_ns += cs;
-        self.push(start + cs, Ev::Cpu(c as u32));
-    }
-
-    /// CPU `c` stops running its thread at `now` (it blocked, finished or was preempted):
-    /// the next waiting thread gets it.
-    fn release_cpu(&mut self, c: usize, now: u64) {
-        self.cpus[c] = None;
-        if let Some(t) = self.runq.pop_front() {
-            self.start_on(c, t, now);
-        }
-    }
-
-    fn run(&mut self, mut progress: Option<&mut dyn FnMut(u64)>) -> Result<()> {
-        self.dispatch(0);
-        let mut last_report = 0u64;
-        while let Some(Reverse((now, _, ev))) = self.events.pop() {
-            while now >= self.next_sample {
-                if self.series.len() as u64 >= crate::replay::MAX_SAMPLES {
-                    return Err(Error::config(
-                        "sample_every_ns",
-                        format!(
-                            "{} ns gives more than {} samples by simulated time {} ns; sample less often (0 = no series)",
-                            self.cfg.sample_every_ns,
-                            crate::replay::MAX_SAMPLES,
-                            self.next_sample
-                        ),
-                    ));
-                }
-                self.sample(self.next_sample);
-                self.next_sample += self.cfg.sample_every_ns;
-            }
-            match ev {
-                Ev::Wake(t) => {
-                    let t = t as usize;
-                    let th = &mut self.threads[t];
-                    if th.tid.is_some() {
-                        self.cpu.io_wait_ns += now - th.since;
-                        th.times.io_wait_ns += now - th.since;
-                    }
-                    self.make_runnable(t, now);
-                }
-                Ev::Cpu(c) => self.step_cpu(c as usize, now)?,
-                Ev::Release(n) => {
-                    self.kswapd_hold = self.kswapd_hold.saturating_sub(n);
-                    self.set_reservation();
-                }
-            }
-            if let Some(oom) = self.m.out_of_memory() {
-                let failed = self.m.stats.swap_write_errors;
-                let msg = if failed > 0 {
-                    format!(
-                        "out of memory at access {oom}: zram's compressed pool ({} of {} frames) left no memory for the swap-outs that would free more ({failed} failed writes, zram's failed_writes; Linux would OOM-kill here); give more frames, or keep the pool out of the capacity (a memory cgroup limit: machine.cgroup = true, `vmemsim run --cgroup`, vmemsim.run(cgroup=True))",
-                        self.m.mm.frames.reserved(),
-                        self.m.mm.frames.len()
-                    )
-                } else {
-                    format!(
-                        "out of memory at access {oom}: {} could reclaim nothing with {} frames (Linux would OOM-kill here); give more frames",
-                        self.m.policy.name(),
-                        self.m.mm.frames.len()
-                    )
-                };
-                return Err(Error::config("frames", msg));
-            }
-            if self.live_app == 0 {
-                break;
-            }
-            if let Some(cb) = progress.as_mut() {
-                if now - last_report >= 50_000_000 {
-                    last_report = now;
-                    cb(now);
-                }
-            }
-        }
-        if self.live_app > 0 {
-            return Err(Error::config(
-                "workload",
-                "threads stopped with nothing left to run (a barrier that not every thread reaches?)",
-            ));
-        }
-        if self.cfg.sample_every_ns > 0 {
-            self.sample(self.runtime);
-        }
-        Ok(())
-    }
-
-    fn sample(&mut self, t: u64) {
+    fn sample(&mut self, t: u64, kswapd_ns: u64) {
         self.series.push(Sample {
             time_ns: t,
             stats: self.m.stats.clone(),
-            kswapd_ns: self.cpu.kswapd_ns,
+            kswapd_ns,
         });
     }
 
-    /// Run CPU `c`'s thread for up to one step from `now`.
-    fn step_cpu(&mut self, c: usize, now: u64) -> Result<()> {
-        let Some(t) = self.cpus[c] else {
-            return Ok(());
-        };
-        // Swap slots come from this CPU's cluster (`percpu_cluster`).
-        self.m.mm.swap.set_cpu(c);
-        if self.pool_charged {
-            self.set_write_room();
-        }
-        if t == self.kswapd {
-            return self.step_kswapd(c, now);
-        }
+    /// Run application thread `t` for up to one step from `now`.
+    fn step_app(&mut self, s: &mut Sched, t: usize, now: u64) -> Result<Step> {
         let end = now + self.cfg.step_ns;
         let mut clock = now;
         let costs = self.cfg.costs.clone();
@@ -735,19 +544,12 @@ impl<P: Policy> Sim<P> {
                 th.buf = buf;
                 th.pos = 0;
                 if th.buf.is_empty() {
-                    th.state = State::Done;
-                    th.times.finish_ns = clock;
-                    self.charge(t, clock - now);
-                    self.live_app -= 1;
-                    self.runtime = self.runtime.max(clock);
-                    self.release_barrier_if_complete(clock);
-                    self.release_cpu(c, clock);
-                    return Ok(());
+                    return Ok(Step::Done(clock));
                 }
             }
             // (checked after the refill, so a thread that has just run out finishes now)
             if clock >= end {
-                break;
+                return Ok(Step::Ran(clock));
             }
             let op = self.threads[t].buf[self.threads[t].pos];
             self.threads[t].pos += 1;
@@ -762,7 +564,7 @@ impl<P: Policy> Sim<P> {
                         },
                         u64::MAX,
                     );
-                    self.threads[t].times.accesses += 1;
+                    self.threads[t].accesses += 1;
                     clock += costs.access_ns;
                     if self.m.stats.faults != faults {
                         let a = self.last;
@@ -771,7 +573,7 @@ impl<P: Policy> Sim<P> {
                         clock += (b.minor - a.minor) * costs.minor_fault_ns;
                         let majors = b.major - a.major;
                         clock += majors * costs.major_fault_ns;
-                        self.threads[t].times.major_faults += majors;
+                        self.threads[t].major_faults += majors;
                         let (reclaim, aging, rmap) = self.reclaim_cost(&a, &b);
                         clock += reclaim;
                         self.cpu.direct_reclaim_ns += reclaim;
@@ -779,24 +581,20 @@ impl<P: Policy> Sim<P> {
                         self.cpu.rmap_scan_ns += rmap;
                         let (dev_cpu, read_done) = self.do_io(clock);
                         clock += dev_cpu;
-                        if self.m.kswapd_awake()
-                            && self.threads[self.kswapd].state == State::Sleeping
+                        if self.m.kswapd_awake() && s.threads[self.kswapd].state == State::Sleeping
                         {
                             clock += costs.wakeup_ns;
-                            self.wake_kswapd(clock);
+                            // A wakeup during its last step's simulated time takes effect
+                            // when it ends.
+                            let at = (clock + costs.wakeup_ns).max(self.kswapd_busy_until);
+                            s.wake(self.kswapd, at);
                         }
                         if read_done > clock {
                             // Block until the read is there; the CPU goes to the next thread.
-                            self.charge(t, clock - now);
-                            let th = &mut self.threads[t];
-                            th.state = State::Blocked;
-                            // The wait is counted now; the wake-up at `read_done` adds 0.
-                            self.cpu.io_wait_ns += read_done - clock;
-                            th.times.io_wait_ns += read_done - clock;
-                            th.since = read_done;
-                            self.push(read_done, Ev::Wake(t as u32));
-                            self.release_cpu(c, clock);
-                            return Ok(());
+                            return Ok(Step::Block {
+                                at: clock,
+                                until: read_done,
+                            });
                         }
                     }
                 }
@@ -807,67 +605,13 @@ impl<P: Policy> Sim<P> {
                         self.hist.entry(k).or_default().record(clock - start);
                     }
                 }
-                Op::Barrier => {
-                    self.charge(t, clock - now);
-                    let th = &mut self.threads[t];
-                    th.state = State::Barrier;
-                    th.since = clock;
-                    self.at_barrier += 1;
-                    self.release_cpu(c, clock);
-                    self.release_barrier_if_complete(clock);
-                    return Ok(());
-                }
-            }
-        }
-        self.charge(t, clock - now);
-        self.after_step(c, t, clock);
-        Ok(())
-    }
-
-    /// Count `ns` of CPU time to thread `t` (and its slice).
-    fn charge(&mut self, t: usize, ns: u64) {
-        let th = &mut self.threads[t];
-        th.times.cpu_ns += ns;
-        th.slice_used += ns;
-        if th.tid.is_some() {
-            self.cpu.app_ns += ns;
-        } else {
-            self.cpu.kswapd_ns += ns;
-        }
-    }
-
-    /// After a step that did not block: preempt at the end of the slice if others wait,
-    /// else continue.
-    fn after_step(&mut self, c: usize, t: usize, clock: u64) {
-        if self.threads[t].slice_used >= self.slice && !self.runq.is_empty() {
-            let th = &mut self.threads[t];
-            th.state = State::Runnable;
-            th.since = clock;
-            self.runq.push_back(t);
-            self.release_cpu(c, clock);
-        } else {
-            if self.threads[t].slice_used >= self.slice {
-                self.threads[t].slice_used = 0;
-            }
-            self.push(clock, Ev::Cpu(c as u32));
-        }
-    }
-
-    fn release_barrier_if_complete(&mut self, now: u64) {
-        if self.at_barrier == 0 || self.at_barrier < self.live_app {
-            return;
-        }
-        self.at_barrier = 0;
-        for t in 0..self.threads.len() {
-            if self.threads[t].state == State::Barrier {
-                self.cpu.barrier_wait_ns += now - self.threads[t].since;
-                self.make_runnable(t, now);
+                Op::Barrier => return Ok(Step::Barrier(clock)),
             }
         }
     }
 
     /// kswapd runs one `balance_pgdat` pass per step.
-    fn step_kswapd(&mut self, c: usize, now: u64) -> Result<()> {
+    fn step_kswapd(&mut self, s: &mut Sched, now: u64) -> Result<Step> {
         let a = self.last;
         let more = self.m.kswapd_step();
         let b = self.work();
@@ -878,7 +622,6 @@ impl<P: Policy> Sim<P> {
         let mut clock = now + reclaim.max(1);
         let (dev_cpu, _) = self.do_io(clock);
         clock += dev_cpu;
-        self.charge(self.kswapd, clock - now);
         self.kswapd_busy_until = clock;
         // The machine freed the step's pages at once; kswapd frees them over the step's
         // simulated time, in `shrink_folio_list` batches of SWAP_CLUSTER_MAX: hold them back
@@ -892,19 +635,36 @@ impl<P: Policy> Sim<P> {
             for i in 1..=batches {
                 let n = left.min(SWAP_CLUSTER_MAX);
                 left -= n;
-                self.push(now + (clock - now) * i / batches, Ev::Release(n));
+                s.timer(now + (clock - now) * i / batches, n as u64);
             }
         }
         if more || self.m.kswapd_awake() {
-            self.after_step(c, self.kswapd, clock);
+            Ok(Step::Ran(clock))
         } else {
-            self.threads[self.kswapd].state = State::Sleeping;
-            self.release_cpu(c, clock);
+            Ok(Step::Sleep {
+                at: clock,
+                until: None,
+            })
         }
-        Ok(())
     }
 
-    fn result(self) -> TimedResult {
+    /// The CPU times the engine kept per thread, summed as [`CpuTimes`].
+    fn fill_cpu_times(&mut self, s: &Sched) {
+        let c = &mut self.cpu;
+        for th in s.threads.iter().filter(|t| t.app) {
+            c.app_ns += th.cpu_ns;
+            c.io_wait_ns += th.blocked_ns;
+            c.runqueue_wait_ns += th.runq_wait_ns;
+            c.barrier_wait_ns += th.barrier_wait_ns;
+        }
+        let k = &s.threads[self.kswapd];
+        c.kswapd_ns = k.cpu_ns;
+        c.kswapd_runs = k.runs;
+        c.context_switches = s.context_switches;
+    }
+
+    fn result(mut self, s: &Sched) -> TimedResult {
+        self.fill_cpu_times(s);
         let mut latency = BTreeMap::new();
         let mut buckets = BTreeMap::new();
         let mut all = Histogram::new();
@@ -932,18 +692,24 @@ impl<P: Policy> Sim<P> {
             frames: self.m.mm.frames.len(),
             footprint_pages: self.wl.footprint_pages(),
             cpus: self.cfg.cpus,
-            slice_ns: self.slice,
+            slice_ns: s.cfg.slice_ns,
             device: self.cfg.device.to_string(),
             options: BTreeMap::new(),
-            runtime_ns: self.runtime,
+            runtime_ns: s.end_ns,
             vmstat: vmstat(&stats),
             stats,
             cpu: self.cpu,
             threads: self
                 .threads
                 .iter()
-                .filter(|t| t.tid.is_some())
-                .map(|t| t.times.clone())
+                .zip(&s.threads)
+                .map(|(t, st)| ThreadTimes {
+                    cpu_ns: st.cpu_ns,
+                    io_wait_ns: st.blocked_ns,
+                    finish_ns: st.finish_ns,
+                    accesses: t.accesses,
+                    major_faults: t.major_faults,
+                })
                 .collect(),
             device_stats: self.dev.stats(),
             device_frames_peak: self.device_frames_peak,
@@ -958,6 +724,68 @@ impl<P: Policy> Sim<P> {
                 .collect(),
             series: self.series,
         }
+    }
+}
+
+impl<P: Policy> Exec for Sim<P> {
+    fn step(&mut self, s: &mut Sched, t: usize, c: usize, now: u64) -> Result<Step> {
+        // Swap slots come from this CPU's cluster (`percpu_cluster`).
+        self.m.mm.swap.set_cpu(c);
+        if self.pool_charged {
+            self.set_write_room();
+        }
+        if t == self.kswapd {
+            self.step_kswapd(s, now)
+        } else {
+            self.step_app(s, t, now)
+        }
+    }
+
+    /// kswapd has finished freeing `token` more of the frames its step reclaimed.
+    fn timer(&mut self, _s: &mut Sched, token: u64, _now: u64) -> Result<()> {
+        self.kswapd_hold = self.kswapd_hold.saturating_sub(token as u32);
+        self.set_reservation();
+        Ok(())
+    }
+
+    fn before(&mut self, s: &Sched, now: u64) -> Result<()> {
+        while now >= self.next_sample {
+            if self.series.len() as u64 >= crate::replay::MAX_SAMPLES {
+                return Err(Error::config(
+                    "sample_every_ns",
+                    format!(
+                        "{} ns gives more than {} samples by simulated time {} ns; sample less often (0 = no series)",
+                        self.cfg.sample_every_ns,
+                        crate::replay::MAX_SAMPLES,
+                        self.next_sample
+                    ),
+                ));
+            }
+            self.sample(self.next_sample, s.threads[self.kswapd].cpu_ns);
+            self.next_sample += self.cfg.sample_every_ns;
+        }
+        Ok(())
+    }
+
+    fn after(&mut self, _s: &Sched, _now: u64) -> Result<()> {
+        let Some(oom) = self.m.out_of_memory() else {
+            return Ok(());
+        };
+        let failed = self.m.stats.swap_write_errors;
+        let msg = if failed > 0 {
+            format!(
+                "out of memory at access {oom}: zram's compressed pool ({} of {} frames) left no memory for the swap-outs that would free more ({failed} failed writes, zram's failed_writes; Linux would OOM-kill here); give more frames, or keep the pool out of the capacity (a memory cgroup limit: machine.cgroup = true, `vmemsim run --cgroup`, vmemsim.run(cgroup=True))",
+                self.m.mm.frames.reserved(),
+                self.m.mm.frames.len()
+            )
+        } else {
+            format!(
+                "out of memory at access {oom}: {} could reclaim nothing with {} frames (Linux would OOM-kill here); give more frames",
+                self.m.policy.name(),
+                self.m.mm.frames.len()
+            )
+        };
+        Err(Error::config("frames", msg))
     }
 }
 

@@ -137,6 +137,7 @@ use crate::kvm::{
 };
 use crate::mm::PTE_PRESENT;
 use crate::policy::{BoxedPolicy, Boxer, PolicyKind, PolicyOptions};
+use crate::sched::{Exec, Sched, SchedConfig, Step};
 use crate::translate::radix::{PTE_A, PTE_D, PTE_W};
 use crate::translate::{
     AccessKind, FaultKind, Mmu, PageSize, RadixTable, Tables, TranslateConfig, TranslateStats,
@@ -431,6 +432,9 @@ pub struct VmCosts {
     pub walk_pte_ns: u64,
     pub walk_pmd_ns: u64,
     pub lookaround_pte_ns: u64,
+    /// A host CPU changing thread (with `HostCpus`): the timing engine's estimate, 1.5 µs
+    /// (see `timed::Costs`).
+    pub context_switch_ns: u64,
 }
 
 impl VmCosts {
@@ -477,6 +481,7 @@ impl Default for VmCosts {
             walk_pte_ns: 5,
             walk_pmd_ns: 20,
             lookaround_pte_ns: 5,
+            context_switch_ns: 1_500,
         }
     }
 }
@@ -526,6 +531,9 @@ struct Vcpu {
     req_start: Option<u64>,
     /// The `tlb_gen` of each process this vCPU's TLB has seen (flush on switch if behind).
     seen_gen: Vec<u64>,
+    /// Of the clock's advance since [`Vm::take_io_wait`], the time spent waiting for swap
+    /// reads (the vCPU halts meanwhile: its host CPU is free).
+    io_wait: u64,
 }
 
 /// A timed swap device fed with a memory manager's logged swap I/O (as the timing engine's
@@ -1153,6 +1161,7 @@ impl Vm {
                 arrival: None,
                 req_start: None,
                 seen_gen: vec![0],
+                io_wait: 0,
             });
         }
         let r = VmResult {
@@ -2101,7 +2110,26 @@ impl Vm {
         let tm = &mut self.r.time;
         tm.guest_fault_ns += gcpu + gwait;
         tm.host_fault_ns += hcpu + hwait;
-        self.vcpus[v].clock = t + gwait + hwait;
+        let vc = &mut self.vcpus[v];
+        vc.clock = t + gwait + hwait;
+        vc.io_wait += gwait + hwait;
+    }
+
+    /// The time vCPU `v` has waited for swap reads since the last call (part of its clock's
+    /// advance): the engine lets its host CPU go meanwhile.
+    pub fn take_io_wait(&mut self, v: usize) -> u64 {
+        std::mem::take(&mut self.vcpus[v].io_wait)
+    }
+
+    /// vCPU `v` leaves a barrier at `now`, when the last of its VM's vCPUs reached it (the
+    /// engine's barrier; [`Vm::op`]'s `Barrier` does the same from the vCPUs' clocks).
+    pub fn barrier_release(&mut self, v: usize, now: u64) {
+        let vc = &mut self.vcpus[v];
+        if now > vc.clock {
+            self.r.time.idle_ns += now - vc.clock;
+            vc.clock = now;
+        }
+        vc.epoch = vc.clock;
     }
 
     /// The counters so far.
@@ -2292,18 +2320,18 @@ pub struct HostCpus {
 }
 
 /// [`run_many`], with the vCPUs of all VMs sharing `cpus` host CPUs when given (else each
-/// on a CPU of its own). The host's scheduler is modelled as time slices: a free CPU takes,
-/// among the runnable vCPUs, the one with the least CPU time so far (EEVDF's fairness,
-/// without its lag and deadline bookkeeping), which runs until its slice is used, it idles
-/// for an open-loop arrival, or its stream ends. A runnable vCPU waiting for a CPU is
-/// stolen time (`time.steal_ns`): its requests' latency grows by it. A vCPU waking for an
-/// arrival keeps at most two slices of credit (EEVDF's bounded lag) and preempts a running
-/// vCPU that has had more CPU time (wake-up preemption, at the granularity of the running
-/// vCPU's ops). The host's kswapd shares the CPUs too: the CPU work of the reclaim it did
-/// (inline, when the host needed it) becomes runnable at the end of the slice that woke it,
-/// and runs in slices like a vCPU (`host_kswapd_ns`). Left out: EEVDF's virtual deadlines
-/// (the pick is by CPU time alone), other host threads, and the guest's own scheduler (a
-/// vCPU runs its stream's processes as the stream switches them).
+/// on a CPU of its own). The vCPUs and the host's kswapd are threads of the one engine of
+/// time, [`crate::sched`], whose scheduler follows Linux 6.8's fair class (the least CPU
+/// time runs next, EEVDF's base slice, bounded lag and wake-up preemption on wake-up, a
+/// context switch of `costs.context_switch_ns` when a CPU changes thread). A vCPU gives its
+/// CPU back while it idles for an open-loop arrival and while it waits for a swap read
+/// (the guest halts); a runnable vCPU waiting for a CPU is stolen time (`time.steal_ns`):
+/// its requests' latency grows by it. The host's kswapd shares the CPUs: the CPU work of
+/// the reclaim it did (inline, when the host needed it) becomes runnable at the end of the
+/// engine step that woke it and runs like any thread (`host_kswapd_ns`). Left out: other
+/// host threads, and the guest's own scheduler (a vCPU runs its stream's processes as the
+/// stream switches them; the guest's kswapd runs inline on the vCPU whose allocation woke
+/// it).
 pub fn run_many_with(
     cfgs: &[VmConfig],
     wls: &mut [Box<dyn GuestWorkload>],
@@ -2403,200 +2431,160 @@ fn round_robin(vms: &mut [Vm], wls: &mut [&mut (dyn GuestWorkload + '_)]) -> Res
     Ok(())
 }
 
-/// One vCPU of [`schedule`]: its VM and index, its pending ops, when it can run next and
-/// the CPU time it has had.
-struct Runner {
-    vm: usize,
-    v: usize,
-    buf: Vec<GuestOp>,
-    pos: usize,
-    done: bool,
-    ready_at: u64,
-    cpu_ns: u64,
-    /// Sleeping until `ready_at` (an open-loop arrival), not preempted.
-    sleeping: bool,
+/// The VMs' side of the engine ([`crate::sched`]): each vCPU is a thread running its
+/// stream's ops through its VM, and the host's kswapd a kernel thread whose CPU work is the
+/// reclaim the host did in kswapd's name (see [`run_many_with`]).
+struct VmExec<'a> {
+    vms: &'a mut [Vm],
+    wls: &'a mut [Box<dyn GuestWorkload>],
+    /// Per engine thread (vCPUs first): its VM and vCPU, its pending ops.
+    vcpus: Vec<(usize, usize)>,
+    bufs: Vec<(Vec<GuestOp>, usize)>,
+    kswapd: usize,
+    /// The host kswapd's work as of the last look, and what it has not yet run.
+    k_seen: u64,
+    k_backlog: u64,
+    k_busy_until: u64,
+    step_ns: u64,
 }
 
-/// Run all VMs' vCPUs on `hc.cpus` host CPUs (see [`run_many_with`]).
-/// Returns the CPU time the host's kswapd ran.
-fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) -> Result<u64> {
-    use std::cmp::Reverse;
-    if hc.cpus == 0 {
-        return Err(Error::config("vm.host_cpus", "at least one host CPU"));
-    }
-    let slice = hc
-        .slice_ns
-        .unwrap_or_else(|| crate::timed::default_slice_ns(hc.cpus))
-        .max(1);
-    let mut runners: Vec<Runner> = Vec::new();
-    for (i, w) in wls.iter().enumerate() {
-        for v in 0..w.vcpus() {
-            runners.push(Runner {
-                vm: i,
-                v,
-                buf: Vec::new(),
-                pos: 0,
-                done: false,
-                ready_at: 0,
-                cpu_ns: 0,
-                sleeping: false,
-            });
-        }
-    }
-    let mut free: std::collections::BinaryHeap<Reverse<u64>> =
-        (0..hc.cpus).map(|_| Reverse(0)).collect();
-    // The host's kswapd: its reclaim happens inline (when the host's memory manager needs
-    // it), but its CPU work (`scan_page_ns` per page scanned, `reclaim_page_ns` per page
-    // reclaimed) becomes a backlog that competes for the CPUs like a vCPU.
-    // The host kswapd's work so far, in ns: pages scanned and stolen, and (MG-LRU) the
-    // host policy's page-table walks and look-around, all of which are charged to kswapd
-    // (left out: aging that the host's direct reclaim does itself).
-    let kswapd_counts = |vms: &[Vm]| -> (u64, u64) {
+impl VmExec<'_> {
+    /// The host kswapd's work so far, in ns: pages scanned and stolen, and (MG-LRU) the host
+    /// policy's page-table walks and look-around (left out: aging that the host's direct
+    /// reclaim does itself).
+    fn kswapd_work(vms: &[Vm]) -> u64 {
         let c = &vms[0].costs;
-        vms[0].host.as_ref().map_or((0, 0), |h| {
+        vms[0].host.as_ref().map_or(0, |h| {
             let sh = h.shared.borrow();
             let st = &sh.m.stats;
             let w = sh.m.policy.scan_work();
-            let aging = w.cost_ns(c.walk_pte_ns, c.walk_pmd_ns, c.lookaround_pte_ns);
-            (
-                st.pgscan_kswapd * c.scan_page_ns + aging,
-                st.pgsteal_kswapd * c.reclaim_page_ns,
-            )
+            st.pgscan_kswapd * c.scan_page_ns
+                + w.cost_ns(c.walk_pte_ns, c.walk_pmd_ns, c.lookaround_pte_ns)
+                + st.pgsteal_kswapd * c.reclaim_page_ns
         })
-    };
-    let mut k_seen = kswapd_counts(vms);
-    let mut k_backlog = 0u64;
-    let mut k_ready = u64::MAX;
-    let mut k_cpu = 0u64;
-    while let Some(Reverse(t_free)) = free.pop() {
-        if runners.iter().all(|r| r.done) {
-            break;
-        }
-        // A vCPU waking from an idle period rejoins with at most two slices of credit
-        // (EEVDF keeps a woken entity's lag, bounded by `limit_lag`), not all the CPU time
-        // others used while it slept.
-        let floor = runners
-            .iter()
-            .filter(|r| !r.done && !r.sleeping)
-            .map(|r| r.cpu_ns)
-            .min()
-            .unwrap_or(0)
-            .saturating_sub(2 * slice);
-        for r in runners.iter_mut() {
-            if r.sleeping && r.ready_at <= t_free {
-                r.sleeping = false;
-                r.cpu_ns = r.cpu_ns.max(floor);
-            }
-        }
-        let k_runnable = k_backlog > 0 && k_ready <= t_free;
-        let best_ready = runners
-            .iter()
-            .filter(|r| !r.done && r.ready_at <= t_free)
-            .map(|r| r.cpu_ns)
-            .min();
-        if k_runnable && best_ready.is_none_or(|c| k_cpu < c) {
-            let run = k_backlog.min(slice);
-            k_backlog -= run;
-            k_cpu += run;
-            let done = t_free + run;
-            k_ready = if k_backlog > 0 { done } else { u64::MAX };
-            free.push(Reverse(done));
-            continue;
-        }
-        // The runnable vCPU with the least CPU time; if none is runnable yet, the one that
-        // becomes runnable first (or kswapd, if it does).
-        let pick = runners
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| !r.done && r.ready_at <= t_free)
-            .min_by_key(|(i, r)| (r.cpu_ns, *i))
-            .map(|(i, _)| i)
-            .or_else(|| {
-                runners
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, r)| !r.done)
-                    .min_by_key(|(i, r)| (r.ready_at, r.cpu_ns, *i))
-                    .map(|(i, _)| i)
-            });
-        let Some(k) = pick else {
-            break;
-        };
-        if best_ready.is_none() && k_backlog > 0 && k_ready <= runners[k].ready_at {
-            // kswapd is runnable before any vCPU is.
-            free.push(Reverse(k_ready.max(t_free)));
-            k_ready = k_ready.max(t_free);
-            continue;
-        }
-        if runners[k].sleeping {
-            runners[k].sleeping = false;
-            runners[k].cpu_ns = runners[k].cpu_ns.max(floor);
-        }
-        let start = t_free
-            .max(runners[k].ready_at)
-            .max(vms[runners[k].vm].clock(runners[k].v));
-        // Wake-up preemption (`check_preempt_wakeup_fair`): a vCPU whose request arrives
-        // while every CPU is busy preempts this one if it has had less CPU time by then (it
-        // is eligible and this one no longer is, EEVDF's RUN_TO_PARITY notwithstanding);
-        // else it waits for a slice to end.
-        let others_busy_until = free.peek().map_or(u64::MAX, |Reverse(t)| *t);
-        let mine = runners[k].cpu_ns;
-        let preempt_at = runners
-            .iter()
-            .enumerate()
-            .filter(|&(i, r)| i != k && r.sleeping && r.ready_at > start)
-            .filter(|(_, r)| r.ready_at < others_busy_until)
-            .filter(|(_, r)| r.cpu_ns.max(floor) < mine + (r.ready_at - start))
-            .map(|(_, r)| r.ready_at)
-            .min()
-            .unwrap_or(u64::MAX);
-        let r = &mut runners[k];
-        let vm = &mut vms[r.vm];
-        vm.steal_until(r.v, start);
-        let start = vm.clock(r.v);
-        let end_of_slice = start.saturating_add(slice).min(preempt_at);
-        let mut released = None;
-        loop {
-            if r.pos == r.buf.len() {
-                r.buf.clear();
-                r.pos = 0;
-                wls[r.vm].next_ops(r.v, &mut r.buf)?;
-                if r.buf.is_empty() {
-                    r.done = true;
-                    break;
-                }
-            }
-            let op = r.buf[r.pos];
-            r.pos += 1;
-            if let GuestOp::Arrive { at_ns } = op {
-                let at = vm.arrival_at(r.v, at_ns);
-                if at > vm.clock(r.v) {
-                    // Nothing to do until the request arrives: the CPU is free now.
-                    released = Some(vm.clock(r.v));
-                    vm.op(r.v, op)?;
-                    break;
-                }
-            }
-            vm.op(r.v, op)?;
-            if vm.clock(r.v) >= end_of_slice {
-                break;
-            }
-        }
-        let cpu_free = released.unwrap_or_else(|| vm.clock(r.v));
-        r.cpu_ns += cpu_free.saturating_sub(start);
-        r.ready_at = vm.clock(r.v);
-        r.sleeping = released.is_some();
-        free.push(Reverse(cpu_free));
-        // kswapd was woken during the slice: runnable from its end.
-        let now = kswapd_counts(vms);
-        let work = (now.0 - k_seen.0) + (now.1 - k_seen.1);
-        k_seen = now;
-        if work > 0 {
-            k_backlog += work;
-            k_ready = k_ready.min(cpu_free);
+    }
+
+    /// The host's reclaim happens inline, when its memory manager needs it; what kswapd did
+    /// of it during a vCPU's step becomes kswapd's backlog, runnable from the step's end.
+    fn note_kswapd(&mut self, s: &mut Sched, at: u64) {
+        let now = Self::kswapd_work(self.vms);
+        if now > self.k_seen {
+            self.k_backlog += now - self.k_seen;
+            self.k_seen = now;
+            s.wake(self.kswapd, at.max(self.k_busy_until));
         }
     }
-    Ok(k_cpu)
+
+    fn step_vcpu(&mut self, s: &mut Sched, t: usize, now: u64) -> Result<Step> {
+        let (i, v) = self.vcpus[t];
+        let vm = &mut self.vms[i];
+        // Runnable and waiting for a host CPU until now: steal time.
+        vm.steal_until(v, now);
+        let end = vm.clock(v).saturating_add(self.step_ns);
+        let out = loop {
+            let (buf, pos) = &mut self.bufs[t];
+            if *pos == buf.len() {
+                buf.clear();
+                *pos = 0;
+                self.wls[i].next_ops(v, buf)?;
+                if buf.is_empty() {
+                    break Step::Done(vm.clock(v));
+                }
+            }
+            let op = buf[*pos];
+            *pos += 1;
+            match op {
+                GuestOp::Arrive { at_ns } => {
+                    let c0 = vm.clock(v);
+                    let at = vm.arrival_at(v, at_ns);
+                    vm.op(v, op)?;
+                    if at > c0 {
+                        // Nothing to do until the request arrives: the CPU is free now.
+                        break Step::Sleep {
+                            at: c0,
+                            until: Some(at),
+                        };
+                    }
+                }
+                GuestOp::Op(Op::Barrier) => break Step::Barrier(vm.clock(v)),
+                _ => {
+                    vm.op(v, op)?;
+                    let w = vm.take_io_wait(v);
+                    if w > 0 {
+                        let c = vm.clock(v);
+                        break Step::Block {
+                            at: c - w,
+                            until: c,
+                        };
+                    }
+                }
+            }
+            if vm.clock(v) >= end {
+                break Step::Ran(vm.clock(v));
+            }
+        };
+        let at = match out {
+            Step::Block { at, .. } | Step::Sleep { at, .. } => at,
+            Step::Ran(a) | Step::Barrier(a) | Step::Done(a) => a,
+        };
+        self.note_kswapd(s, at);
+        Ok(out)
+    }
+}
+
+impl Exec for VmExec<'_> {
+    fn step(&mut self, s: &mut Sched, t: usize, _cpu: usize, now: u64) -> Result<Step> {
+        if t != self.kswapd {
+            return self.step_vcpu(s, t, now);
+        }
+        let run = self.k_backlog.min(self.step_ns);
+        self.k_backlog -= run;
+        self.k_busy_until = now + run;
+        Ok(if self.k_backlog > 0 {
+            Step::Ran(now + run)
+        } else {
+            Step::Sleep {
+                at: now + run,
+                until: None,
+            }
+        })
+    }
+
+    fn barrier_done(&mut self, t: usize, now: u64) {
+        if let Some(&(i, v)) = self.vcpus.get(t) {
+            self.vms[i].barrier_release(v, now);
+        }
+    }
+}
+
+/// Run all VMs' vCPUs on `hc.cpus` host CPUs with the host's kswapd (see
+/// [`run_many_with`]). Returns the CPU time the host's kswapd ran.
+fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) -> Result<u64> {
+    let cfg = SchedConfig::new(hc.cpus, hc.slice_ns, vms[0].costs.context_switch_ns)
+        .map_err(|_| Error::config("vm.host_cpus", format!("must be 1..=4096, got {}", hc.cpus)))?;
+    let mut s = Sched::new(cfg);
+    let mut vcpus = Vec::new();
+    for (i, w) in wls.iter().enumerate() {
+        for v in 0..w.vcpus() {
+            s.spawn(true, i);
+            vcpus.push((i, v));
+        }
+    }
+    let kswapd = s.spawn(false, 0);
+    let k_seen = VmExec::kswapd_work(vms);
+    let mut x = VmExec {
+        bufs: vec![(Vec::new(), 0); vcpus.len()],
+        vcpus,
+        vms,
+        wls,
+        kswapd,
+        k_seen,
+        k_backlog: 0,
+        k_busy_until: 0,
+        step_ns: crate::timed::TimedConfig::default().step_ns,
+    };
+    s.run(&mut x, None)?;
+    Ok(s.threads[kswapd].cpu_ns)
 }
 
 /// The sums of several VMs' results (see [`VmResult::per_vm`]); strings and enums are the

@@ -889,7 +889,8 @@ fn vcpus_share_host_cpus_in_slices_and_wait_as_steal_time() {
     // slice: VM 0 runs 0-3, 6-9, 12-15, 18-19 ms, VM 1 3-6, 9-12, 15-18, 19-20 ms (the
     // least CPU time first, ties to the first VM). VM 0 ends at 19 ms after 9 ms of steal
     // time, VM 1 at 20 ms after 10 ms. On two CPUs each runs alone: 10 ms, no steal.
-    let c = cfg(Paging::Tdp, 64, 256, TranslateConfig::default());
+    let mut c = cfg(Paging::Tdp, 64, 256, TranslateConfig::default());
+    c.costs.context_switch_ns = 0; // switches aside
     let cfgs = [c.clone(), c.clone()];
     let wl = || -> Vec<Box<dyn GuestWorkload>> {
         (0..2)
@@ -922,7 +923,8 @@ fn an_idle_vcpu_gives_its_cpu_back_and_preempts_when_its_request_arrives() {
     // from 3 ms), and its arrival at 5 ms preempts VM 1 (no CPU time so far against VM 1's
     // 5 ms): the request runs 5-6 ms, latency 1 ms, no steal; VM 1 waits 5-6 ms and ends at
     // 11 ms.
-    let c = cfg(Paging::Tdp, 64, 256, TranslateConfig::default());
+    let mut c = cfg(Paging::Tdp, 64, 256, TranslateConfig::default());
+    c.costs.context_switch_ns = 0; // switches aside
     let cfgs = [c.clone(), c.clone()];
     let req = vec![
         GuestOp::Arrive { at_ns: 5_000_000 },
@@ -957,7 +959,8 @@ fn the_hosts_kswapd_takes_cpu_time_from_the_vcpus_it_shares_a_cpu_with() {
     // vCPU waits exactly that long (steal); on two CPUs kswapd takes none of the vCPU's time.
     let mut ops: Vec<GuestOp> = (0..400).map(|p| acc(p, true)).collect();
     ops.extend(std::iter::repeat_n(compute(1), 100));
-    let c = cfg(Paging::Tdp, 512, 300, TranslateConfig::default());
+    let mut c = cfg(Paging::Tdp, 512, 300, TranslateConfig::default());
+    c.costs.context_switch_ns = 0; // switches aside
     let run_on = |cpus| {
         let mut wls: Vec<Box<dyn GuestWorkload>> = vec![Box::new(Script::new(vec![ops.clone()]))];
         let hc = HostCpus {
@@ -985,7 +988,8 @@ fn a_vcpu_waking_after_a_long_sleep_keeps_only_two_slices_of_credit() {
     // 20-23 and 23-26 (17, 20 ms), wins the tie at 26-29 (23 ms), then VM 1 runs 29-32 and
     // VM 0 finishes 32-33: latency 13 ms (10 ms if it kept all its credit). VM 1 waits 9 + 1
     // ms and ends at 40 ms.
-    let c = cfg(Paging::Tdp, 64, 256, TranslateConfig::default());
+    let mut c = cfg(Paging::Tdp, 64, 256, TranslateConfig::default());
+    c.costs.context_switch_ns = 0; // switches aside
     let cfgs = [c.clone(), c.clone()];
     let mut req = vec![
         GuestOp::Arrive { at_ns: 20_000_000 },
