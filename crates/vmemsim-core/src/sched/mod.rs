@@ -30,7 +30,7 @@
 //!   the running entity is no longer eligible against the woken one, RUN_TO_PARITY
 //!   notwithstanding), at the end of that thread's current step.
 //! - **Context switch.** A CPU that starts a thread other than the one it ran last charges
-//!   the thread `context_switch_ns`.
+//!   the thread `context_switch_ns` (a CPU's first thread is in place at the start).
 //!
 //! Left out: per-CPU run queues and load balancing (one global queue, as if balancing were
 //! perfect), weights and nice levels, EEVDF's virtual deadlines beyond the least-runtime
@@ -398,11 +398,14 @@ impl Sched {
     }
 
     fn start_on(&mut self, c: usize, t: usize, now: u64) {
-        let cs = if self.cpus[c].last == Some(t) {
-            0
-        } else {
-            self.context_switches += 1;
-            self.cfg.context_switch_ns
+        // A CPU that has run nothing yet starts its first thread in place (the run begins
+        // with the threads on their CPUs).
+        let cs = match self.cpus[c].last {
+            Some(u) if u != t => {
+                self.context_switches += 1;
+                self.cfg.context_switch_ns
+            }
+            _ => 0,
         };
         let th = &mut self.threads[t];
         // A thread preempted at the end of a step became runnable at that step's end, which

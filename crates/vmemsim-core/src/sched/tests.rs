@@ -168,19 +168,20 @@ fn a_blocked_thread_frees_its_cpu_and_counts_the_wait() {
 
 #[test]
 fn a_context_switch_is_charged_only_when_the_cpu_changes_thread() {
-    // Two threads of 2 ms on one CPU, 1 ms slices, 10 µs per switch: 0 runs [0, 1.01),
-    // 1 [1.01, 2.02), 0 [2.02, 3.03), 1 [3.03, 4.04): four switches. Alone, a thread pays
-    // one switch however many slices it uses.
+    // Two threads of 2 ms on one CPU, 1 ms slices, 10 µs per switch; thread 0 is in place
+    // at the start: 0 runs [0, 1), 1 [1, 2.01), 0 [2.01, 3.02), 1 [3.02, 4.03): three
+    // switches. Alone, a thread pays none however many slices it uses.
     let us = 1_000;
     let (mut x, mut s) = Script::with(vec![ms(2), ms(2)], 1, MS, 10 * us);
     s.run(&mut x, None).unwrap();
-    assert_eq!(s.context_switches, 4);
-    assert_eq!(s.end_ns, 4 * MS + 40 * us);
-    assert_eq!(s.threads[0].cpu_ns, 2 * MS + 20 * us);
+    assert_eq!(s.context_switches, 3);
+    assert_eq!(s.end_ns, 4 * MS + 30 * us);
+    assert_eq!(s.threads[0].cpu_ns, 2 * MS + 10 * us);
+    assert_eq!(s.threads[1].cpu_ns, 2 * MS + 20 * us);
     let (mut x, mut s) = Script::with(vec![ms(5)], 1, MS, 10 * us);
     s.run(&mut x, None).unwrap();
-    assert_eq!(s.context_switches, 1);
-    assert_eq!(s.end_ns, 5 * MS + 10 * us);
+    assert_eq!(s.context_switches, 0);
+    assert_eq!(s.end_ns, 5 * MS);
 }
 
 #[test]

@@ -2295,9 +2295,11 @@ impl Vm {
 /// chunk (the order of accesses between vCPUs is round-robin by chunk; each vCPU keeps its own clock).
 pub fn run(cfg: &VmConfig, wl: &mut dyn GuestWorkload) -> Result<VmResult> {
     let mut vm = Vm::new(cfg, wl.vcpus())?;
-    round_robin(std::slice::from_mut(&mut vm), &mut [wl])?;
+    let hc = HostCpus::own(wl.vcpus());
+    let kswapd_ns = schedule(std::slice::from_mut(&mut vm), &mut [wl], hc)?;
     let mut r = vm.result();
     r.workload = wl.name();
+    r.host_kswapd_ns = kswapd_ns;
     Ok(r)
 }
 
@@ -2317,6 +2319,17 @@ pub struct HostCpus {
     pub cpus: u32,
     /// Time slice (`None`: EEVDF's base slice for `cpus`, [`crate::timed::default_slice_ns`]).
     pub slice_ns: Option<u64>,
+}
+
+impl HostCpus {
+    /// A host CPU for each of `vcpus` vCPUs and one for the host's kswapd: no thread ever
+    /// waits for a CPU.
+    pub fn own(vcpus: usize) -> HostCpus {
+        HostCpus {
+            cpus: (vcpus + 1).min(4096) as u32,
+            slice_ns: None,
+        }
+    }
 }
 
 /// [`run_many`], with the vCPUs of all VMs sharing `cpus` host CPUs when given (else each
@@ -2365,17 +2378,13 @@ pub fn run_many_with(
             host.as_ref().map(|h| (h.clone(), i)),
         )?);
     }
-    let mut kswapd_ns = 0;
-    match cpus {
-        None => {
-            let mut refs: Vec<&mut dyn GuestWorkload> = wls
-                .iter_mut()
-                .map(|w| -> &mut dyn GuestWorkload { &mut **w })
-                .collect();
-            round_robin(&mut vms, &mut refs)?;
-        }
-        Some(hc) => kswapd_ns = schedule(&mut vms, wls, hc)?,
-    }
+    let n_vcpus = wls.iter().map(|w| w.vcpus()).sum();
+    let hc = cpus.unwrap_or_else(|| HostCpus::own(n_vcpus));
+    let mut refs: Vec<&mut dyn GuestWorkload> = wls
+        .iter_mut()
+        .map(|w| -> &mut dyn GuestWorkload { &mut **w })
+        .collect();
+    let kswapd_ns = schedule(&mut vms, &mut refs, hc)?;
     if vms.len() == 1 {
         let mut r = vms[0].result();
         r.workload = wls[0].name();
@@ -2405,38 +2414,12 @@ pub fn run_many_with(
     Ok(merged)
 }
 
-/// Run every VM's vCPUs to the end of their streams, each on a CPU of its own: round-robin
-/// chunk by chunk (VM by VM, vCPU by vCPU), each vCPU keeping its own clock.
-fn round_robin(vms: &mut [Vm], wls: &mut [&mut (dyn GuestWorkload + '_)]) -> Result<()> {
-    let mut live: Vec<Vec<bool>> = wls.iter().map(|w| vec![true; w.vcpus()]).collect();
-    let mut buf = Vec::new();
-    while live.iter().flatten().any(|&l| l) {
-        for (i, vm) in vms.iter_mut().enumerate() {
-            for (v, alive) in live[i].iter_mut().enumerate() {
-                if !*alive {
-                    continue;
-                }
-                buf.clear();
-                wls[i].next_ops(v, &mut buf)?;
-                if buf.is_empty() {
-                    *alive = false;
-                    continue;
-                }
-                for &op in &buf {
-                    vm.op(v, op)?;
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The VMs' side of the engine ([`crate::sched`]): each vCPU is a thread running its
 /// stream's ops through its VM, and the host's kswapd a kernel thread whose CPU work is the
 /// reclaim the host did in kswapd's name (see [`run_many_with`]).
-struct VmExec<'a> {
+struct VmExec<'a, 'b> {
     vms: &'a mut [Vm],
-    wls: &'a mut [Box<dyn GuestWorkload>],
+    wls: &'a mut [&'b mut dyn GuestWorkload],
     /// Per engine thread (vCPUs first): its VM and vCPU, its pending ops.
     vcpus: Vec<(usize, usize)>,
     bufs: Vec<(Vec<GuestOp>, usize)>,
@@ -2448,7 +2431,7 @@ struct VmExec<'a> {
     step_ns: u64,
 }
 
-impl VmExec<'_> {
+impl VmExec<'_, '_> {
     /// The host kswapd's work so far, in ns: pages scanned and stolen, and (MG-LRU) the host
     /// policy's page-table walks and look-around (left out: aging that the host's direct
     /// reclaim does itself).
@@ -2477,52 +2460,14 @@ impl VmExec<'_> {
 
     fn step_vcpu(&mut self, s: &mut Sched, t: usize, now: u64) -> Result<Step> {
         let (i, v) = self.vcpus[t];
-        let vm = &mut self.vms[i];
-        // Runnable and waiting for a host CPU until now: steal time.
-        vm.steal_until(v, now);
-        let end = vm.clock(v).saturating_add(self.step_ns);
-        let out = loop {
-            let (buf, pos) = &mut self.bufs[t];
-            if *pos == buf.len() {
-                buf.clear();
-                *pos = 0;
-                self.wls[i].next_ops(v, buf)?;
-                if buf.is_empty() {
-                    break Step::Done(vm.clock(v));
-                }
-            }
-            let op = buf[*pos];
-            *pos += 1;
-            match op {
-                GuestOp::Arrive { at_ns } => {
-                    let c0 = vm.clock(v);
-                    let at = vm.arrival_at(v, at_ns);
-                    vm.op(v, op)?;
-                    if at > c0 {
-                        // Nothing to do until the request arrives: the CPU is free now.
-                        break Step::Sleep {
-                            at: c0,
-                            until: Some(at),
-                        };
-                    }
-                }
-                GuestOp::Op(Op::Barrier) => break Step::Barrier(vm.clock(v)),
-                _ => {
-                    vm.op(v, op)?;
-                    let w = vm.take_io_wait(v);
-                    if w > 0 {
-                        let c = vm.clock(v);
-                        break Step::Block {
-                            at: c - w,
-                            until: c,
-                        };
-                    }
-                }
-            }
-            if vm.clock(v) >= end {
-                break Step::Ran(vm.clock(v));
-            }
-        };
+        let out = Self::run_ops(
+            &mut self.vms[i],
+            &mut *self.wls[i],
+            &mut self.bufs[t],
+            v,
+            now,
+            self.step_ns,
+        )?;
         let at = match out {
             Step::Block { at, .. } | Step::Sleep { at, .. } => at,
             Step::Ran(a) | Step::Barrier(a) | Step::Done(a) => a,
@@ -2530,9 +2475,63 @@ impl VmExec<'_> {
         self.note_kswapd(s, at);
         Ok(out)
     }
+
+    /// vCPU `v` of `vm` runs its stream's ops from `now` for about `step_ns`.
+    fn run_ops(
+        vm: &mut Vm,
+        wl: &mut dyn GuestWorkload,
+        (buf, pos): &mut (Vec<GuestOp>, usize),
+        v: usize,
+        now: u64,
+        step_ns: u64,
+    ) -> Result<Step> {
+        // Runnable and waiting for a host CPU until now: steal time.
+        vm.steal_until(v, now);
+        let end = vm.vcpus[v].clock.saturating_add(step_ns);
+        loop {
+            if *pos == buf.len() {
+                buf.clear();
+                *pos = 0;
+                wl.next_ops(v, buf)?;
+                if buf.is_empty() {
+                    return Ok(Step::Done(vm.vcpus[v].clock));
+                }
+            }
+            for &op in &buf[*pos..] {
+                *pos += 1;
+                match op {
+                    GuestOp::Arrive { at_ns } => {
+                        let c0 = vm.vcpus[v].clock;
+                        let at = vm.arrival_at(v, at_ns);
+                        vm.op(v, op)?;
+                        if at > c0 {
+                            // Nothing to do until the request arrives: the CPU is free now.
+                            return Ok(Step::Sleep {
+                                at: c0,
+                                until: Some(at),
+                            });
+                        }
+                    }
+                    GuestOp::Op(Op::Barrier) => return Ok(Step::Barrier(vm.vcpus[v].clock)),
+                    _ => vm.op(v, op)?,
+                }
+                let vc = &mut vm.vcpus[v];
+                if vc.clock >= end || vc.io_wait > 0 {
+                    if vc.io_wait > 0 {
+                        let w = std::mem::take(&mut vc.io_wait);
+                        return Ok(Step::Block {
+                            at: vc.clock - w,
+                            until: vc.clock,
+                        });
+                    }
+                    return Ok(Step::Ran(vc.clock));
+                }
+            }
+        }
+    }
 }
 
-impl Exec for VmExec<'_> {
+impl Exec for VmExec<'_, '_> {
     fn step(&mut self, s: &mut Sched, t: usize, _cpu: usize, now: u64) -> Result<Step> {
         if t != self.kswapd {
             return self.step_vcpu(s, t, now);
@@ -2559,7 +2558,7 @@ impl Exec for VmExec<'_> {
 
 /// Run all VMs' vCPUs on `hc.cpus` host CPUs with the host's kswapd (see
 /// [`run_many_with`]). Returns the CPU time the host's kswapd ran.
-fn schedule(vms: &mut [Vm], wls: &mut [Box<dyn GuestWorkload>], hc: HostCpus) -> Result<u64> {
+fn schedule(vms: &mut [Vm], wls: &mut [&mut dyn GuestWorkload], hc: HostCpus) -> Result<u64> {
     let cfg = SchedConfig::new(hc.cpus, hc.slice_ns, vms[0].costs.context_switch_ns)
         .map_err(|_| Error::config("vm.host_cpus", format!("must be 1..=4096, got {}", hc.cpus)))?;
     let mut s = Sched::new(cfg);
