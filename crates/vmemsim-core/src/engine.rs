@@ -1091,6 +1091,12 @@ impl<P: Policy> Machine<P> {
         }
     }
 
+    /// Run kswapd as a thread of the timing engine (deferred: [`Machine::kswapd_step`]) or
+    /// inline when woken.
+    pub fn set_defer_kswapd(&mut self, on: bool) {
+        self.defer_kswapd = on;
+    }
+
     /// Whether kswapd is awake (deferred mode): woken by an allocation at `low`, until a
     /// [`Machine::kswapd_step`] finds the node balanced or gives up.
     pub fn kswapd_awake(&self) -> bool {

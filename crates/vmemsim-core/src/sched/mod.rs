@@ -259,6 +259,15 @@ impl Sched {
         }
     }
 
+    /// Wake a blocked or sleeping thread at `at` even if a wake-up is queued for later (the
+    /// thread has something to do before what it waits for): its step decides.
+    pub fn kick(&mut self, t: usize, at: u64) {
+        if matches!(self.threads[t].state, State::Blocked | State::Sleeping) {
+            self.threads[t].wake_queued = true;
+            self.push(at, Ev::Wake(t as u32));
+        }
+    }
+
     /// Call [`Exec::timer`] with `token` at `at`.
     pub fn timer(&mut self, at: u64, token: u64) {
         self.push(at, Ev::Timer(token));

@@ -55,20 +55,25 @@
 //!
 //! # Time
 //!
-//! Each vCPU has its own clock: on a host CPU of its own, or sharing `HostCpus` with the
-//! other vCPUs in time slices ([`run_many_with`]; waiting for a CPU is steal time). Every
-//! op advances it by its cost ([`VmCosts`], documented defaults): the
+//! Every VM run is a run of the one engine of time ([`crate::sched`]), whose threads are the
+//! vCPUs and the host's kswapd, on host CPUs: one each without `HostCpus`, else shared
+//! ([`run_many_with`]; waiting for a CPU is steal time). Each vCPU keeps its clock, which
+//! the engine moves; every op advances it by its cost ([`VmCosts`], documented defaults): the
 //! translation's cycles (TLB hit latency or the walk's, from the page-table line cache),
 //! guest and host faults, VM exits, the work KVM's handlers did (priced per unit of work, the
-//! same prices that weigh the flame graph), INVLPGs and CR3 loads, reclaim (all of the
-//! guest's, MG-LRU's aging included, whose kswapd has only the guest's vCPUs to run on, and
-//! the host's direct reclaim; the host's kswapd runs on a host CPU of its own, or with
-//! `HostCpus` in time slices beside the vCPUs), and the program's own CPU work
-//! (`Compute`). Open-loop arrivals (`Arrive`, counted from the vCPU's last barrier, so
-//! after a load phase) leave a vCPU idle until the request arrives; a request's latency runs from its arrival (or its start, without one) to its
-//! end, so it includes queueing behind earlier requests. A `Barrier` moves a vCPU's clock to
-//! the latest vCPU clock (an approximation: vCPUs run chunk by chunk). Runtime is the latest
-//! vCPU clock.
+//! same prices that weigh the flame graph), INVLPGs and CR3 loads, reclaim (the guest's
+//! direct reclaim and the host's, on the faulting vCPU), and the program's own CPU work
+//! (`Compute`). The guest's kswapd is a thread of the guest, which shares the VM's vCPUs
+//! with the streams (a small fair scheduler per VM, see `VmExec`): it can fall behind the
+//! allocations, which then reclaim directly. The host's kswapd's CPU work is that of the
+//! reclaim it did (inline, when the host needed it), run as a thread. A vCPU waiting for a
+//! swap read or idle until an open-loop arrival halts and gives its host CPU back, unless
+//! the guest's kswapd has work. Open-loop arrivals (`Arrive`, counted from the vCPU's last
+//! barrier, so after a load phase) leave a vCPU idle until the request arrives; a
+//! request's latency runs from its arrival (or its start, without one) to its end, so it
+//! includes queueing behind earlier requests. A `Barrier` waits in simulated time for the
+//! VM's other vCPUs. The vCPUs' ops interleave in simulated-time order at the engine's
+//! 2 µs steps. Runtime is when the last vCPU finished.
 //!
 //! # Large pages
 //!
@@ -120,10 +125,9 @@
 //! # Left out (for now)
 //!
 //! Without [`HostCpus`], host threads take no vCPU time (the host's kswapd runs beside
-//! them); with it, the vCPUs and the host's kswapd share host CPUs in time slices (see
-//! [`run_many_with`]). The guest's kswapd runs inline on the vCPU whose allocation woke it,
-//! so it never falls behind. Also left out:
-//! copy-on-write between processes, guest page cache and file I/O, and ballooning or free
+//! them); with it, the vCPUs and the host's kswapd share host CPUs (see [`run_many_with`]).
+//! Used directly ([`Vm::op`]), without the engine, a VM runs the guest's kswapd inline in
+//! the allocation that woke it. Also left out: copy-on-write between processes, guest page cache and file I/O, and ballooning or free
 //! page reporting (pages the guest frees stay backed on the host).
 
 use serde::{Deserialize, Serialize};
@@ -340,8 +344,13 @@ pub struct VmResult {
     pub deferred_flushes: u64,
     /// INVEPT-like flushes after host reclaim unmapped guest memory.
     pub nested_flushes: u64,
-    /// With `HostCpus`: CPU time the host's kswapd took from the vCPUs' host CPUs.
+    /// CPU time of the host's kswapd (on the vCPUs' host CPUs with `HostCpus`, else on one
+    /// of its own).
     pub host_kswapd_ns: u64,
+    /// CPU time of the guest's kswapd, a thread on the guest's vCPUs (part of
+    /// `time.reclaim_ns`).
+    #[serde(default)]
+    pub guest_kswapd_ns: u64,
     /// Shadow paging: calls of KVM's shrinker (`mmu_shrink_scan`, which zaps the oldest
     /// shadow pages) by host reclaim passes through `do_shrink_slab`, and the shadow pages
     /// they zapped.
@@ -381,8 +390,8 @@ pub struct VmTime {
     pub exit_ns: u64,
     pub kvm_ns: u64,
     pub tlb_flush_ns: u64,
-    /// Reclaim's work on the vCPUs: all of the guest's (its kswapd runs on its vCPUs) and
-    /// the host's direct reclaim.
+    /// Reclaim's work on the vCPUs: all of the guest's (its kswapd is a thread on its
+    /// vCPUs: `guest_kswapd_ns`) and the host's direct reclaim.
     pub reclaim_ns: u64,
     pub compute_ns: u64,
     pub idle_ns: u64,
@@ -2188,6 +2197,51 @@ impl Vm {
         self.vcpus[v].epoch.saturating_add(at_ns)
     }
 
+    /// Run the guest's kswapd as a thread on the vCPUs (the engine does: see [`VmExec`]),
+    /// not inline in the allocation that wakes it.
+    pub fn defer_guest_kswapd(&mut self) {
+        self.guest.set_defer_kswapd(true);
+    }
+
+    /// Whether the guest's kswapd is awake (deferred mode).
+    pub fn guest_kswapd_awake(&self) -> bool {
+        self.guest.kswapd_awake()
+    }
+
+    /// One `balance_pgdat` pass of the guest's kswapd on vCPU `v`: its reclaim work (pages
+    /// scanned and reclaimed, MG-LRU's aging) advances the vCPU's clock as reclaim time, its
+    /// unmaps shoot down TLB entries (and reach KVM's shadow MMU), its swap writes go to the
+    /// guest's device. Returns whether kswapd has more to do.
+    pub fn guest_kswapd_step(&mut self, v: usize) -> Result<bool> {
+        let before = self.work_snapshot();
+        let more = self.guest.kswapd_step();
+        self.sync_guest_unmaps(v)?;
+        let after = self.work_snapshot();
+        self.charge(v, &before, &after, false);
+        Ok(more)
+    }
+
+    /// vCPU `v` will idle until its next request arrives at `at` (absolute): recorded for
+    /// the request's latency; the clock moves when it resumes ([`Vm::idle_until`]).
+    pub fn arrive_later(&mut self, v: usize, at: u64) {
+        self.vcpus[v].arrival = Some(at);
+    }
+
+    /// vCPU `v` was idle (halted) until `t`.
+    pub fn idle_until(&mut self, v: usize, t: u64) {
+        let vc = &mut self.vcpus[v];
+        if t > vc.clock {
+            self.r.time.idle_ns += t - vc.clock;
+            vc.clock = t;
+        }
+    }
+
+    /// vCPU `v` waited (halted) for a swap read until `t`, time its fault already counted.
+    fn waited_until(&mut self, v: usize, t: u64) {
+        let vc = &mut self.vcpus[v];
+        vc.clock = vc.clock.max(t);
+    }
+
     /// vCPU `v`, runnable since its clock, gets a host CPU at `t`: the wait is steal time.
     pub fn steal_until(&mut self, v: usize, t: u64) {
         let vc = &mut self.vcpus[v];
@@ -2342,9 +2396,8 @@ impl HostCpus {
 /// its requests' latency grows by it. The host's kswapd shares the CPUs: the CPU work of
 /// the reclaim it did (inline, when the host needed it) becomes runnable at the end of the
 /// engine step that woke it and runs like any thread (`host_kswapd_ns`). Left out: other
-/// host threads, and the guest's own scheduler (a vCPU runs its stream's processes as the
-/// stream switches them; the guest's kswapd runs inline on the vCPU whose allocation woke
-/// it).
+/// host threads. Inside each VM the guest's kswapd shares the vCPUs with the streams (see
+/// `VmExec`); a vCPU runs its stream's processes as the stream switches them.
 pub fn run_many_with(
     cfgs: &[VmConfig],
     wls: &mut [Box<dyn GuestWorkload>],
@@ -2414,15 +2467,70 @@ pub fn run_many_with(
     Ok(merged)
 }
 
+/// Why a vCPU's stream is not running: it waits for a swap read, or idles until its next
+/// request arrives (both until the given time). Meanwhile the vCPU halts, unless the
+/// guest's kswapd runs on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Held {
+    Io(u64),
+    Arrival(u64),
+}
+
+/// What a vCPU runs in the guest: its stream (the guest program the stream models) or the
+/// guest's kswapd.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GuestTask {
+    Stream,
+    Kswapd,
+}
+
+/// One vCPU as the guest's scheduler sees it.
+#[derive(Clone, Debug)]
+struct VcpuSched {
+    vm: usize,
+    v: usize,
+    buf: Vec<GuestOp>,
+    pos: usize,
+    held: Option<Held>,
+    /// The stream's virtual runtime in the guest (its CPU time on the vCPU).
+    vruntime: u64,
+    cur: GuestTask,
+    slice_used: u64,
+}
+
+/// The guest's kswapd as its scheduler sees it.
+#[derive(Clone, Debug, Default)]
+struct GuestKswapd {
+    /// The engine thread (vCPU) it runs on.
+    on: Option<usize>,
+    vruntime: u64,
+    /// Awake as of the last look (to place it and preempt once per wakeup).
+    awake: bool,
+    /// Its CPU time on the vCPUs.
+    cpu_ns: u64,
+}
+
 /// The VMs' side of the engine ([`crate::sched`]): each vCPU is a thread running its
-/// stream's ops through its VM, and the host's kswapd a kernel thread whose CPU work is the
-/// reclaim the host did in kswapd's name (see [`run_many_with`]).
+/// stream's ops through its VM, or the guest's kswapd; the host's kswapd is a kernel thread
+/// whose CPU work is the reclaim the host did in kswapd's name (see [`run_many_with`]).
+///
+/// Inside a VM, a small fair scheduler (the guest's, the same rules as the engine's: least
+/// CPU time, bounded lag, wake-up preemption, EEVDF's base slice for the VM's vCPU count)
+/// shares each vCPU between the stream placed on it and the guest's one kswapd thread, which
+/// runs on one vCPU at a time. A kswapd woken while a vCPU is halted (its stream waiting for
+/// a swap read or idle until a request) runs there, as `select_task_rq_fair` prefers an
+/// idle CPU; otherwise it preempts the stream of the vCPU whose allocation woke it when it
+/// has less CPU time. Left out: guest kswapd's frames reaching the free list over its
+/// step's time (freed at once), the guest's other kernel threads.
 struct VmExec<'a, 'b> {
     vms: &'a mut [Vm],
     wls: &'a mut [&'b mut dyn GuestWorkload],
-    /// Per engine thread (vCPUs first): its VM and vCPU, its pending ops.
-    vcpus: Vec<(usize, usize)>,
-    bufs: Vec<(Vec<GuestOp>, usize)>,
+    /// Per engine thread (vCPUs first).
+    vcpus: Vec<VcpuSched>,
+    /// Per VM: its guest kswapd, its guest time slice, its vCPUs' engine threads.
+    gk: Vec<GuestKswapd>,
+    gslice: Vec<u64>,
+    threads_of: Vec<Vec<usize>>,
     kswapd: usize,
     /// The host kswapd's work as of the last look, and what it has not yet run.
     k_seen: u64,
@@ -2458,35 +2566,181 @@ impl VmExec<'_, '_> {
         }
     }
 
+    /// After a step of VM `i`: a guest kswapd that has just woken is placed (at most two
+    /// slices of credit against the VM's streams) and, if a vCPU of the VM is halted, that
+    /// vCPU is woken at `at` to run it.
+    fn note_guest_kswapd(&mut self, s: &mut Sched, i: usize, at: u64) {
+        let awake = self.vms[i].guest_kswapd_awake();
+        let g = &mut self.gk[i];
+        if awake == g.awake {
+            return;
+        }
+        g.awake = awake;
+        if !awake {
+            return;
+        }
+        let floor = self.threads_of[i]
+            .iter()
+            .map(|&t| self.vcpus[t].vruntime)
+            .min()
+            .unwrap_or(0)
+            .saturating_sub(2 * self.gslice[i]);
+        g.vruntime = g.vruntime.max(floor);
+        if g.on.is_none() {
+            if let Some(&u) = self.threads_of[i]
+                .iter()
+                .find(|&&u| self.vcpus[u].held.is_some())
+            {
+                s.kick(u, at);
+            }
+        }
+    }
+
+    /// What vCPU thread `t` runs in the guest now.
+    fn guest_pick(&mut self, t: usize) -> GuestTask {
+        let i = self.vcpus[t].vm;
+        let awake = self.vms[i].guest_kswapd_awake();
+        let g = &self.gk[i];
+        let vc = &self.vcpus[t];
+        if !awake || g.on.is_some_and(|u| u != t) {
+            return GuestTask::Stream;
+        }
+        if vc.held.is_some() || g.on == Some(t) && vc.slice_used < self.gslice[i] {
+            return GuestTask::Kswapd;
+        }
+        // The pick at a slice's end or at the wake-up: the least CPU time (kswapd wins ties:
+        // it was woken and placed behind the stream).
+        if g.vruntime <= vc.vruntime
+            && (vc.cur == GuestTask::Kswapd || vc.slice_used >= self.gslice[i] || g.on.is_none())
+        {
+            GuestTask::Kswapd
+        } else {
+            GuestTask::Stream
+        }
+    }
+
     fn step_vcpu(&mut self, s: &mut Sched, t: usize, now: u64) -> Result<Step> {
-        let (i, v) = self.vcpus[t];
-        let out = Self::run_ops(
-            &mut self.vms[i],
-            &mut *self.wls[i],
-            &mut self.bufs[t],
-            v,
-            now,
-            self.step_ns,
-        )?;
+        let (i, v) = (self.vcpus[t].vm, self.vcpus[t].v);
+        // A vCPU that was halted resumes its clock where the halt ended; one that was
+        // runnable and waiting for a host CPU until now had steal time.
+        match self.vcpus[t].held {
+            Some(Held::Io(u)) => self.vms[i].waited_until(v, now.min(u)),
+            Some(Held::Arrival(u)) => self.vms[i].idle_until(v, now.min(u)),
+            None => {}
+        }
+        self.vms[i].steal_until(v, now);
+        let task = self.guest_pick(t);
+        if task != self.vcpus[t].cur {
+            self.vcpus[t].cur = task;
+            self.vcpus[t].slice_used = 0;
+        }
+        let c0 = self.vms[i].clock(v);
+        let out = match task {
+            GuestTask::Kswapd => {
+                self.gk[i].on = Some(t);
+                let end = c0.saturating_add(self.step_ns);
+                let mut more = true;
+                while more && self.vms[i].clock(v) < end {
+                    more = self.vms[i].guest_kswapd_step(v)?;
+                }
+                if self.vms[i].clock(v) == c0 {
+                    // A pass that cost nothing (zero costs) still takes the CPU for a moment.
+                    self.vms[i].vcpus[v].clock += 1;
+                }
+                let c1 = self.vms[i].clock(v);
+                let g = &mut self.gk[i];
+                g.vruntime += c1 - c0;
+                g.cpu_ns += c1 - c0;
+                if !more {
+                    g.on = None;
+                    g.awake = false;
+                }
+                // The stream, if it waits, goes on waiting (the vCPU halts once kswapd
+                // sleeps); a wait that has ended lets it run at the next step.
+                match (more, self.vcpus[t].held) {
+                    (false, Some(Held::Io(u))) if u > c1 => Step::Block { at: c1, until: u },
+                    (false, Some(Held::Arrival(u))) if u > c1 => Step::Sleep {
+                        at: c1,
+                        until: Some(u),
+                    },
+                    _ => Step::Ran(c1),
+                }
+            }
+            GuestTask::Stream => {
+                match self.vcpus[t].held.take() {
+                    Some(Held::Io(u)) if u > c0 => {
+                        // Woken before its read completed (to run kswapd, now gone).
+                        self.vcpus[t].held = Some(Held::Io(u));
+                        return Ok(Step::Block { at: c0, until: u });
+                    }
+                    Some(Held::Arrival(u)) if u > c0 => {
+                        self.vcpus[t].held = Some(Held::Arrival(u));
+                        return Ok(Step::Sleep {
+                            at: c0,
+                            until: Some(u),
+                        });
+                    }
+                    Some(Held::Io(u)) => self.vms[i].waited_until(v, u),
+                    Some(Held::Arrival(u)) => self.vms[i].idle_until(v, u),
+                    None => {}
+                }
+                let c0 = self.vms[i].clock(v);
+                let vc = &mut self.vcpus[t];
+                let out = Self::run_ops(
+                    &mut self.vms[i],
+                    &mut *self.wls[i],
+                    (&mut vc.buf, &mut vc.pos),
+                    v,
+                    self.step_ns,
+                )?;
+                let vm = &mut self.vms[i];
+                let out = match out {
+                    Ran::On => Step::Ran(vm.clock(v)),
+                    Ran::Io { at, until } => {
+                        // The clock went on to the read's completion; it waits at `at`.
+                        vm.vcpus[v].clock = at;
+                        vc.held = Some(Held::Io(until));
+                        Step::Block { at, until }
+                    }
+                    Ran::Arrival { at, until } => {
+                        vc.held = Some(Held::Arrival(until));
+                        Step::Sleep {
+                            at,
+                            until: Some(until),
+                        }
+                    }
+                    Ran::Barrier => Step::Barrier(vm.clock(v)),
+                    Ran::Done => Step::Done(vm.clock(v)),
+                };
+                let c1 = vm.clock(v);
+                vc.vruntime += c1 - c0;
+                out
+            }
+        };
         let at = match out {
             Step::Block { at, .. } | Step::Sleep { at, .. } => at,
             Step::Ran(a) | Step::Barrier(a) | Step::Done(a) => a,
         };
+        self.vcpus[t].slice_used += at - c0;
         self.note_kswapd(s, at);
+        self.note_guest_kswapd(s, i, at);
+        // A stream about to halt keeps its vCPU if the guest's kswapd has work and no vCPU.
+        if let Step::Block { .. } | Step::Sleep { .. } = out {
+            if self.vms[i].guest_kswapd_awake() && self.gk[i].on.is_none() {
+                return Ok(Step::Ran(at));
+            }
+        }
         Ok(out)
     }
 
-    /// vCPU `v` of `vm` runs its stream's ops from `now` for about `step_ns`.
+    /// vCPU `v` of `vm` runs its stream's ops from its clock for about `step_ns`.
     fn run_ops(
         vm: &mut Vm,
         wl: &mut dyn GuestWorkload,
-        (buf, pos): &mut (Vec<GuestOp>, usize),
+        (buf, pos): (&mut Vec<GuestOp>, &mut usize),
         v: usize,
-        now: u64,
         step_ns: u64,
-    ) -> Result<Step> {
-        // Runnable and waiting for a host CPU until now: steal time.
-        vm.steal_until(v, now);
+    ) -> Result<Ran> {
         let end = vm.vcpus[v].clock.saturating_add(step_ns);
         loop {
             if *pos == buf.len() {
@@ -2494,7 +2748,7 @@ impl VmExec<'_, '_> {
                 *pos = 0;
                 wl.next_ops(v, buf)?;
                 if buf.is_empty() {
-                    return Ok(Step::Done(vm.vcpus[v].clock));
+                    return Ok(Ran::Done);
                 }
             }
             for &op in &buf[*pos..] {
@@ -2503,32 +2757,39 @@ impl VmExec<'_, '_> {
                     GuestOp::Arrive { at_ns } => {
                         let c0 = vm.vcpus[v].clock;
                         let at = vm.arrival_at(v, at_ns);
-                        vm.op(v, op)?;
                         if at > c0 {
                             // Nothing to do until the request arrives: the CPU is free now.
-                            return Ok(Step::Sleep {
-                                at: c0,
-                                until: Some(at),
-                            });
+                            vm.arrive_later(v, at);
+                            return Ok(Ran::Arrival { at: c0, until: at });
                         }
+                        vm.op(v, op)?;
                     }
-                    GuestOp::Op(Op::Barrier) => return Ok(Step::Barrier(vm.vcpus[v].clock)),
+                    GuestOp::Op(Op::Barrier) => return Ok(Ran::Barrier),
                     _ => vm.op(v, op)?,
                 }
                 let vc = &mut vm.vcpus[v];
                 if vc.clock >= end || vc.io_wait > 0 {
                     if vc.io_wait > 0 {
                         let w = std::mem::take(&mut vc.io_wait);
-                        return Ok(Step::Block {
+                        return Ok(Ran::Io {
                             at: vc.clock - w,
                             until: vc.clock,
                         });
                     }
-                    return Ok(Step::Ran(vc.clock));
+                    return Ok(Ran::On);
                 }
             }
         }
     }
+}
+
+/// How a stream's run of ops ended.
+enum Ran {
+    On,
+    Io { at: u64, until: u64 },
+    Arrival { at: u64, until: u64 },
+    Barrier,
+    Done,
 }
 
 impl Exec for VmExec<'_, '_> {
@@ -2550,8 +2811,8 @@ impl Exec for VmExec<'_, '_> {
     }
 
     fn barrier_done(&mut self, t: usize, now: u64) {
-        if let Some(&(i, v)) = self.vcpus.get(t) {
-            self.vms[i].barrier_release(v, now);
+        if let Some(vc) = self.vcpus.get(t) {
+            self.vms[vc.vm].barrier_release(vc.v, now);
         }
     }
 }
@@ -2563,17 +2824,35 @@ fn schedule(vms: &mut [Vm], wls: &mut [&mut dyn GuestWorkload], hc: HostCpus) ->
         .map_err(|_| Error::config("vm.host_cpus", format!("must be 1..=4096, got {}", hc.cpus)))?;
     let mut s = Sched::new(cfg);
     let mut vcpus = Vec::new();
+    let mut threads_of = vec![Vec::new(); wls.len()];
     for (i, w) in wls.iter().enumerate() {
         for v in 0..w.vcpus() {
-            s.spawn(true, i);
-            vcpus.push((i, v));
+            threads_of[i].push(s.spawn(true, i));
+            vcpus.push(VcpuSched {
+                vm: i,
+                v,
+                buf: Vec::new(),
+                pos: 0,
+                held: None,
+                vruntime: 0,
+                cur: GuestTask::Stream,
+                slice_used: 0,
+            });
         }
+    }
+    for vm in vms.iter_mut() {
+        vm.defer_guest_kswapd();
     }
     let kswapd = s.spawn(false, 0);
     let k_seen = VmExec::kswapd_work(vms);
     let mut x = VmExec {
-        bufs: vec![(Vec::new(), 0); vcpus.len()],
         vcpus,
+        gk: vec![GuestKswapd::default(); vms.len()],
+        gslice: wls
+            .iter()
+            .map(|w| crate::sched::default_slice_ns(w.vcpus() as u32))
+            .collect(),
+        threads_of,
         vms,
         wls,
         kswapd,
@@ -2583,6 +2862,9 @@ fn schedule(vms: &mut [Vm], wls: &mut [&mut dyn GuestWorkload], hc: HostCpus) ->
         step_ns: crate::timed::TimedConfig::default().step_ns,
     };
     s.run(&mut x, None)?;
+    for (vm, g) in x.vms.iter_mut().zip(&x.gk) {
+        vm.r.guest_kswapd_ns = g.cpu_ns;
+    }
     Ok(s.threads[kswapd].cpu_ns)
 }
 

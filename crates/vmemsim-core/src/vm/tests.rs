@@ -981,6 +981,65 @@ fn the_hosts_kswapd_takes_cpu_time_from_the_vcpus_it_shares_a_cpu_with() {
 }
 
 #[test]
+fn the_guests_kswapd_and_the_hosts_compete_with_the_vcpu_for_one_host_cpu() {
+    // One vCPU writes 600 pages into a guest of 400 frames (its kswapd, a thread on the
+    // vCPU, reclaims) backed by a host of 300 frames (whose kswapd reclaims too), then
+    // computes for 100 ms. Every cost is zero but compute and reclaim's: 300 ns per page
+    // scanned, 2 µs per page reclaimed. On one host CPU the three share it and nothing
+    // ever idles, so the run takes exactly the compute, the guest's reclaim (its kswapd's
+    // and its direct reclaim, on the vCPU), the host's direct reclaim (on the vCPU) and
+    // the host kswapd's reclaim, and the vCPU waits (steal) exactly the host kswapd's time.
+    // On two host CPUs the host's kswapd runs beside the vCPU: the run is shorter by its
+    // time, the counters are the same (reclaim does not depend on the host's timing here).
+    let mut ops: Vec<GuestOp> = (0..600).map(|p| acc(p, true)).collect();
+    ops.extend(std::iter::repeat_n(compute(1), 100));
+    let mut c = cfg(Paging::Tdp, 400, 300, TranslateConfig::default());
+    c.costs = VmCosts {
+        cpu_ghz: 1e12,
+        access_ns: 0,
+        guest_minor_fault_ns: 0,
+        guest_major_fault_ns: 0,
+        host_minor_fault_ns: 0,
+        host_major_fault_ns: 0,
+        exit_ns: 0,
+        kvm_work_ns: [0.0; crate::kvm::WORK_KINDS],
+        invlpg_ns: 0,
+        cr3_ns: 0,
+        clear_page_ns: 0,
+        swap_page_ns: 0,
+        context_switch_ns: 0,
+        ..VmCosts::default()
+    };
+    let run_on = |cpus| {
+        let mut wls: Vec<Box<dyn GuestWorkload>> = vec![Box::new(Script::new(vec![ops.clone()]))];
+        let hc = HostCpus {
+            cpus,
+            slice_ns: Some(3_000_000),
+        };
+        run_many_with(std::slice::from_ref(&c), &mut wls, Some(hc)).unwrap()
+    };
+    let r = run_on(1);
+    let (g, h) = (&r.guest, &r.host);
+    let guest_kswapd = g.pgscan_kswapd * 300 + g.pgsteal_kswapd * 2_000;
+    let guest_direct = g.pgscan_direct * 300 + g.pgsteal_direct * 2_000;
+    let host_kswapd = h.pgscan_kswapd * 300 + h.pgsteal_kswapd * 2_000;
+    let host_direct = h.pgscan_direct * 300 + h.pgsteal_direct * 2_000;
+    assert!(g.pgsteal_kswapd > 0 && h.pgsteal_kswapd > 0, "{g:?} {h:?}");
+    assert_eq!(r.guest_kswapd_ns, guest_kswapd);
+    assert_eq!(r.host_kswapd_ns, host_kswapd);
+    assert_eq!(r.time.reclaim_ns, guest_kswapd + guest_direct + host_direct);
+    assert_eq!(r.time.steal_ns, host_kswapd);
+    assert_eq!(
+        r.runtime_ns,
+        100_000_000 + guest_kswapd + guest_direct + host_direct + host_kswapd
+    );
+    let r2 = run_on(2);
+    assert_eq!((&r2.guest, &r2.host), (&r.guest, &r.host));
+    assert_eq!(r2.time.steal_ns, 0);
+    assert_eq!(r2.runtime_ns, r.runtime_ns - host_kswapd);
+}
+
+#[test]
 fn a_vcpu_waking_after_a_long_sleep_keeps_only_two_slices_of_credit() {
     // VM 0 sleeps until a request at 20 ms that takes ten 1 ms steps; VM 1 computes thirty
     // 1 ms steps. One CPU, 3 ms slices. VM 1 runs 0-20 ms (its last slice cut at 20 ms by
