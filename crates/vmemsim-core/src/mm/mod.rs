@@ -23,6 +23,12 @@ pub struct Mm {
     pub vmas: Vmas,
     pub frames: Frames,
     pub swap: Swap,
+    /// Timed runs: per frame, when the swap read filling it completes (the folio stays
+    /// locked until then: `swap_read_folio` → `end_swap_bio_read` → `folio_unlock`), and the
+    /// simulated time of the work in progress. `None` in untimed runs, where reads complete
+    /// at once.
+    pub io_lock: Option<Vec<u64>>,
+    pub now: u64,
 }
 
 impl Mm {
@@ -32,6 +38,29 @@ impl Mm {
             vmas: Vmas::default(),
             frames: Frames::new(n_frames),
             swap: Swap::default(),
+            io_lock: None,
+            now: 0,
+        }
+    }
+
+    /// Whether frame `f`'s read is still in flight at `now`: reclaim cannot take its folio
+    /// lock (`shrink_folio_list`: `folio_trylock` fails → `keep`).
+    #[inline]
+    pub fn io_locked(&self, f: FrameId) -> bool {
+        self.io_lock
+            .as_ref()
+            .is_some_and(|l| l.get(f as usize).is_some_and(|&t| t > self.now))
+    }
+
+    /// The frames caching swap slots `slot..slot + n` are being read until `until`.
+    pub fn lock_for_read(&mut self, slot: u32, n: u32, until: u64) {
+        let n_frames = self.frames.len() as usize;
+        let lock = self.io_lock.get_or_insert_with(|| vec![0; n_frames]);
+        for s in slot..slot.saturating_add(n) {
+            let f = self.swap.cached_frame(s);
+            if let Some(t) = lock.get_mut(f as usize) {
+                *t = until;
+            }
         }
     }
 

@@ -30,8 +30,11 @@
 //! effect the MG-LRU characterization (seed 001, §V-D) reports can emerge rather than be
 //! written in.
 //!
-//! Left out: the page lock (another thread touching a page whose read is in flight does not
-//! wait for it), writeback completion before a page can be freed, file I/O timing, CPU caches
+//! A page whose swap read is in flight is locked until the read completes: reclaim keeps it
+//! (`shrink_folio_list`'s `folio_trylock`), see [`crate::mm::Mm::io_lock`].
+//!
+//! Left out: waiting on the page lock (another thread touching a page whose read is in
+//! flight does not wait for it), writeback completion before a page can be freed, file I/O timing, CPU caches
 //! and TLBs (an access has one cost), interrupts.
 
 pub mod hist;
@@ -480,6 +483,7 @@ impl<P: Policy> Sim<P> {
                     let c = self.dev.submit(t, IoKind::Read, slot as u64, &self.classes);
                     cpu += c.cpu_ns;
                     read_done = read_done.max(c.done_at);
+                    self.m.mm.lock_for_read(slot, n, c.done_at);
                 }
                 SwapIo::Write { slot } => {
                     self.classes.clear();
@@ -556,6 +560,7 @@ impl<P: Policy> Sim<P> {
             match op {
                 Op::Access { page, write } => {
                     let faults = self.m.stats.faults;
+                    self.m.mm.now = clock;
                     self.m.access(
                         Access {
                             page,
@@ -613,6 +618,7 @@ impl<P: Policy> Sim<P> {
     /// kswapd runs one `balance_pgdat` pass per step.
     fn step_kswapd(&mut self, s: &mut Sched, now: u64) -> Result<Step> {
         let a = self.last;
+        self.m.mm.now = now;
         let more = self.m.kswapd_step();
         let b = self.work();
         self.last = b;

@@ -598,6 +598,8 @@ impl SwapDev {
             cpu += c.cpu_ns;
             if kind == IoKind::Read {
                 done = done.max(c.done_at);
+                // The pages stay locked (unreclaimable) until the read completes.
+                m.mm.lock_for_read(slot, n, c.done_at);
             }
         }
         (cpu, done)
@@ -1487,6 +1489,8 @@ impl Vm {
         let Some(host) = self.host.as_mut() else {
             return Ok(false);
         };
+        // The op's time, as `serve` set it for the guest (every host touch follows it).
+        host.shared.borrow_mut().m.mm.now = self.guest.mm.now;
         let absent = host.touch(gfn, write)?;
         self.sync_host_unmaps();
         if absent && self.paging == Paging::Tdp {
@@ -1570,6 +1574,7 @@ impl Vm {
     fn serve(&mut self, v: usize, pid: u32, vpn: u64, write: bool) -> Result<()> {
         let key = self.key(v, pid, vpn)?;
         let first = self.guest.stats.first_touch;
+        self.guest.mm.now = self.vcpus[v].clock;
         let evictions = self.guest.stats.evictions;
         self.guest.access(
             Access {
@@ -2214,6 +2219,7 @@ impl Vm {
     /// guest's device. Returns whether kswapd has more to do.
     pub fn guest_kswapd_step(&mut self, v: usize) -> Result<bool> {
         let before = self.work_snapshot();
+        self.guest.mm.now = self.vcpus[v].clock;
         let more = self.guest.kswapd_step();
         self.sync_guest_unmaps(v)?;
         let after = self.work_snapshot();

@@ -145,6 +145,8 @@ struct Counters {
     /// Folios `shrink_folio_list` kept because `pageout` left them under writeback
     /// (asynchronous swap device); freed by a later scan.
     nr_writeback_keep: u64,
+    /// Folios kept because their read was in flight (locked).
+    nr_locked_keep: u64,
     workingset_activate: [u64; 2],
     workingset_restore: [u64; 2],
 }
@@ -364,7 +366,22 @@ impl ClockLru {
         }
         sc.nr_scanned += nr_scanned;
         self.c.pgscan[file] += nr_scanned;
-        let batch = std::mem::take(&mut self.batch);
+        let mut batch = std::mem::take(&mut self.batch);
+        if mm.io_lock.is_some() {
+            // `shrink_folio_list`: a folio whose read is still in flight is locked;
+            // `folio_trylock` fails before anything else is looked at (its accessed bits
+            // too) and it is kept, back to the inactive head by `move_folios_to_lru`.
+            batch.retain(|&f| {
+                if mm.io_locked(f) {
+                    let fl = self.flags[f as usize];
+                    self.add_folio(f, fl);
+                    self.c.nr_locked_keep += 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
         let young = rmap_young(mm, &batch);
         let (mut nr_reclaimed, mut nr_pageout, mut nr_activated) = (0u64, 0u64, 0u64);
         for (i, &f) in batch.iter().enumerate() {
@@ -676,6 +693,7 @@ impl Policy for ClockLru {
             ("pgsteal_file", c.pgsteal[1]),
             ("nr_ref_keep", c.nr_ref_keep),
             ("nr_writeback_keep", c.nr_writeback_keep),
+            ("nr_locked_keep", c.nr_locked_keep),
             ("workingset_activate_anon", c.workingset_activate[0]),
             ("workingset_activate_file", c.workingset_activate[1]),
             ("workingset_restore_anon", c.workingset_restore[0]),

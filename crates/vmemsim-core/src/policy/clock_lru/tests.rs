@@ -829,3 +829,56 @@ fn async_swap_writes_keep_the_victim_until_a_second_scan() {
     // readahead window does not widen for it.
     assert_eq!(s.swap_ra_hit, 0);
 }
+
+/// A folio whose swap read is in flight is locked: `shrink_folio_list`'s `folio_trylock`
+/// fails first, so it is kept (back to the inactive head) without its accessed bits being
+/// looked at. 4 frames, watermarks 0/0/0, a synchronous device (writes complete at once);
+/// pages 1..4 written and their accessed bits cleared; page 1 (the inactive tail) locked
+/// until 100. Page 5's fault at time 50 runs kswapd:
+/// - p 12..3: nothing scanned.
+/// - p 2: one page, 1: locked → kept, to the inactive head (1, 4, 3, 2). Nothing freed.
+/// - p 1: two pages from the tail, 2 and 3: not young, not referenced, no slot → written
+///   and freed. free = 2 > high: kswapd stops.
+///
+/// At time 100 (the read done) page 1 is the one freed at p 2, alone.
+#[test]
+fn a_folio_under_read_is_kept_by_reclaim_until_the_read_completes() {
+    for (now, scanned, freed) in [(50, 3, 2), (100, 1, 1)] {
+        let cfg = MachineConfig {
+            page_cluster: Some(0),
+            watermarks: Some(Watermarks {
+                min: 0,
+                low: 0,
+                high: 0,
+            }),
+            swap_sync_io: true,
+            check_invariants: true,
+            ..MachineConfig::new(4)
+        };
+        let mut m = Machine::new(&cfg, ClockLru::new(4)).unwrap();
+        for p in 1..=4 {
+            m.access(Access::write(p), u64::MAX);
+        }
+        for p in 1..=4u64 {
+            *m.mm.pt.walk(p) &= !PTE_ACCESSED;
+        }
+        let f = crate::mm::pte_frame(m.mm.pt.pte(1)) as usize;
+        let mut lock = vec![0u64; 4];
+        lock[f] = 100;
+        m.mm.io_lock = Some(lock);
+        m.mm.now = now;
+        m.access(Access::write(5), u64::MAX);
+        let s = &m.stats;
+        assert_eq!(
+            (s.pgscan_kswapd, s.pgsteal_kswapd),
+            (scanned, freed),
+            "now {now}"
+        );
+        if now == 50 {
+            assert_eq!(counter(&m.policy, "nr_locked_keep"), 1);
+            assert_eq!(m.policy.list_vpns_for_test(&m.mm), vec![5, 1, 4]);
+        } else {
+            assert_eq!(counter(&m.policy, "nr_locked_keep"), 0);
+        }
+    }
+}

@@ -385,6 +385,16 @@ impl MgLru {
         writeback_async: bool,
         victims: &mut Vec<FrameId>,
     ) {
+        // shrink_folio_list: a folio whose read is still in flight is locked; `folio_trylock`
+        // fails first and it is kept; `evict_folios` does not add rejected folios to the
+        // oldest generation: PG_active, refs and flags cleared, so the youngest (6.1 and 6.8).
+        if mm.io_locked(f) {
+            self.fs[f as usize].fl &= !F_ALL_REFS;
+            let gen = self.gen_of_seq(self.max_seq);
+            self.add_folio(f, gen, false);
+            self.stats.kept_locked += 1;
+            return;
+        }
         let vpn = mm.owner(f);
         // shrink_folio_list, before folio_check_references: "folio_update_gen() tried to
         // promote this page?" A mapped folio that got PG_referenced while isolated (an

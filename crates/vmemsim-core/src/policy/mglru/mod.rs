@@ -284,6 +284,8 @@ pub struct MgLruStats {
     /// look-around or a walk found them young): `shrink_folio_list`'s "folio_update_gen()
     /// tried to promote this page?" test. Put back in the youngest generation.
     pub kept_referenced: u64,
+    /// Isolated folios kept because their read was in flight (locked).
+    pub kept_locked: u64,
     /// Folios `shrink_folio_list` kept because `pageout` left them under writeback
     /// (asynchronous swap device); freed by a later scan.
     pub writeback_keep: u64,
@@ -812,6 +814,7 @@ impl Policy for MgLru {
             ("promoted_rmap", s.promoted_rmap),
             ("writeback_keep", s.writeback_keep),
             ("kept_referenced", s.kept_referenced),
+            ("kept_locked", s.kept_locked),
             ("sorted_promoted", s.sorted_promoted),
             ("forced_inc_gen", s.forced_inc_gen),
             ("evicted_tier0", s.evicted_tier[0]),
