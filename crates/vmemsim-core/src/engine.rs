@@ -172,6 +172,19 @@ pub struct Stats {
     pub gup_touched: u64,
 }
 
+impl Stats {
+    /// Add another memory manager's counters (several VMs' guests summed; peaks add up too,
+    /// as the memory of separate machines does).
+    pub fn add(&mut self, o: &Stats) {
+        crate::util::add_fields!(self, o;
+            accesses, reads, writes, faults, pgfault, minor_faults, major_faults, first_touch,
+            swapcache_hits, pswpin, pswpout, swap_ra, swap_ra_hit, file_reads, file_writebacks,
+            workingset_refault_anon, workingset_refault_file, evictions, pgscan_kswapd,
+            pgscan_direct, pgsteal_kswapd, pgsteal_direct, kswapd_wakeups, allocstall,
+            peak_resident, swap_write_errors, zram_mem_used_max, gup_pages, gup_touched);
+    }
+}
+
 /// One simulated machine running one policy.
 #[derive(Debug)]
 pub struct Machine<P: Policy> {

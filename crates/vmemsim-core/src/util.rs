@@ -113,6 +113,17 @@ pub fn fmt_bytes(b: u64) -> String {
     }
 }
 
+/// `a.f += b.f` for each listed field, and `a.m = max(a.m, b.m)` for each field after `max:`
+/// (peaks, which do not add up): the typed sums of counters structs (a VM's vCPUs, several
+/// VMs' results).
+macro_rules! add_fields {
+    ($a:expr, $b:expr; $($f:ident),* $(; max: $($m:ident),*)?) => {{
+        $( $a.$f += $b.$f; )*
+        $($( $a.$m = $a.$m.max($b.$m); )*)?
+    }};
+}
+pub(crate) use add_fields;
+
 #[cfg(test)]
 mod tests {
     use super::*;

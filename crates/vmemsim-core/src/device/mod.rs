@@ -167,6 +167,18 @@ pub struct DeviceStats {
     pub out_of_range_pages: u64,
 }
 
+impl DeviceStats {
+    /// Add another device's counters (the longest queue delay is a max).
+    pub fn add(&mut self, o: &DeviceStats) {
+        crate::util::add_fields!(self, o;
+            read_requests, write_requests, pages_read, pages_written, bytes_read,
+            bytes_written, pages_discarded, queue_delay_total_ns, service_total_ns, busy_ns,
+            cpu_ns, pages_stored, same_pages, huge_pages, compr_data_bytes, ram_bytes,
+            out_of_range_pages;
+            max: queue_delay_max_ns);
+    }
+}
+
 /// Parameters of a latency + bandwidth + queue-depth device (`ssd`, `nvme`, `remote`).
 ///
 /// A request's service time is `latency + pages × 4096 / bandwidth` (read or write values);

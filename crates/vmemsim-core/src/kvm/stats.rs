@@ -70,6 +70,19 @@ pub struct KvmStats {
     pub lru_age_flushes: u64,
 }
 
+impl KvmStats {
+    /// Add another VM's counters (gauges add up over VMs; the longest hash chain is a max).
+    pub fn add(&mut self, o: &KvmStats) {
+        crate::util::add_fields!(self, o;
+            pf_taken, pf_fixed, pf_emulate, pf_spurious, pf_guest, mmu_shadow_zapped,
+            mmu_recycled, mmu_pte_write, mmu_flooded, mmu_pde_zapped, mmu_unsync,
+            unsync_events, sync_pages, mmu_cache_miss, mmu_pages, prefetched,
+            remote_tlb_flush, tlb_flush, invlpg, cr3_loads, cr3_cached_root_hits,
+            lru_hand_steps, lru_ref_skips, lru_age_sptes, lru_age_skips, lru_age_flushes;
+            max: max_mmu_page_hash_collisions);
+    }
+}
+
 /// KVM functions whose work is recorded, named as in Linux 6.8 (`paging64_*` is the
 /// `FNAME()` expansion of paging_tmpl.h for 64-bit guests).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -2460,7 +2460,7 @@ pub fn run_many_with(
         hist.merge(vm.latency_histogram());
         per.push(r);
     }
-    let mut merged = merge_results(&per)?;
+    let mut merged = merge_results(&per);
     let sh = host.borrow();
     merged.host = sh.m.stats.clone();
     merged.host_frames = per[0].host_frames;
@@ -2874,76 +2874,176 @@ fn schedule(vms: &mut [Vm], wls: &mut [&mut dyn GuestWorkload], hc: HostCpus) ->
     Ok(s.threads[kswapd].cpu_ns)
 }
 
-/// The sums of several VMs' results (see [`VmResult::per_vm`]); strings and enums are the
-/// first VM's, except the workload names, joined with " + ".
-fn merge_results(rs: &[VmResult]) -> Result<VmResult> {
-    use serde_json::Value;
-    fn add(a: &mut Value, b: &Value) {
-        match (a, b) {
-            (Value::Number(x), Value::Number(y)) => {
-                let sum = match (x.as_u64(), y.as_u64()) {
-                    (Some(p), Some(q)) => Value::from(p.saturating_add(q)),
-                    _ => Value::from(x.as_f64().unwrap_or(0.0) + y.as_f64().unwrap_or(0.0)),
-                };
-                *x = match sum {
-                    Value::Number(n) => n,
-                    _ => unreachable!("a sum of numbers is a number"),
-                };
-            }
-            (Value::Object(x), Value::Object(y)) => {
-                for (k, yv) in y {
-                    match x.get_mut(k) {
-                        Some(xv) => add(xv, yv),
-                        None => {
-                            x.insert(k.clone(), yv.clone());
-                        }
-                    }
-                }
-            }
-            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-                for (xv, yv) in x.iter_mut().zip(y) {
-                    add(xv, yv);
-                }
-            }
-            (a @ Value::Null, b) => *a = b.clone(),
-            _ => {}
+/// The sums of several VMs' results (see [`VmResult::per_vm`]): counters and time categories
+/// add up (the longest KVM hash chain and device queue delay are maxima), the walk grid adds
+/// cell by cell, `runtime_ns` is the latest VM's, `vcpu_ns` lists every vCPU; strings and
+/// enums are the first VM's, except the workload names, joined with " + ". The caller sets
+/// the shared host's counters, frames and the merged latency.
+fn merge_results(rs: &[VmResult]) -> VmResult {
+    let first = &rs[0];
+    let mut m = VmResult {
+        paging: first.paging,
+        workload: rs
+            .iter()
+            .map(|r| r.workload.as_str())
+            .collect::<Vec<_>>()
+            .join(" + "),
+        guest_policy: first.guest_policy.clone(),
+        host_policy: first.host_policy.clone(),
+        guest_page: first.guest_page,
+        host_page: first.host_page,
+        ..VmResult::default()
+    };
+    fn add_opt<T: Clone + Default>(a: &mut Option<T>, b: &Option<T>, add: fn(&mut T, &T)) {
+        if let Some(b) = b {
+            add(a.get_or_insert_with(T::default), b);
         }
     }
-    let to_value = |r: &VmResult| {
-        let mut v = r.clone();
-        v.per_vm.clear();
-        v.latency = None;
-        v.latency_buckets.clear();
-        v.vcpu_ns.clear();
-        v.kvm_folded.clear();
-        serde_json::to_value(&v).map_err(|e| Error::config("vm", format!("result: {e}")))
-    };
-    let mut acc = to_value(&rs[0])?;
-    for r in &rs[1..] {
-        add(&mut acc, &to_value(r)?);
-    }
-    let mut m: VmResult =
-        serde_json::from_value(acc).map_err(|e| Error::config("vm", format!("result: {e}")))?;
-    let first = &rs[0];
-    m.paging = first.paging;
-    m.guest_policy = first.guest_policy.clone();
-    m.host_policy = first.host_policy.clone();
-    m.guest_page = first.guest_page;
-    m.host_page = first.host_page;
-    m.workload = rs
-        .iter()
-        .map(|r| r.workload.as_str())
-        .collect::<Vec<_>>()
-        .join(" + ");
-    m.vcpu_ns = rs.iter().flat_map(|r| r.vcpu_ns.iter().copied()).collect();
-    m.runtime_ns = rs.iter().map(|r| r.runtime_ns).max().unwrap_or(0);
-    m.walk_breakdown = m.walk_grid.classify(WALK_HIT_AT_LEAST, WALK_MISS_AT_MOST);
     let mut folded = String::new();
     for (i, r) in rs.iter().enumerate() {
+        crate::util::add_fields!(m, r;
+            guest_frames, host_frames, ept_violations, ept_violations_pt, exits, exits_pf,
+            exits_pt_write, exits_cr3, exits_invlpg, cr3_loads, cr3_flushes, shootdown_pages,
+            deferred_flushes, nested_flushes, host_kswapd_ns, guest_kswapd_ns,
+            mmu_shrink_scans, mmu_shrink_zapped, processes_created, processes_exited,
+            pages_unmapped, pt_pages_peak;
+            max: runtime_ns);
+        crate::util::add_fields!(m.time, r.time;
+            translation_ns, guest_fault_ns, host_fault_ns, exit_ns, kvm_ns, tlb_flush_ns,
+            reclaim_ns, compute_ns, idle_ns, steal_ns);
+        m.guest.add(&r.guest);
+        m.host.add(&r.host);
+        m.translate.add(&r.translate);
+        add_opt(
+            &mut m.guest_device,
+            &r.guest_device,
+            crate::device::DeviceStats::add,
+        );
+        add_opt(
+            &mut m.host_device,
+            &r.host_device,
+            crate::device::DeviceStats::add,
+        );
+        add_opt(&mut m.kvm, &r.kvm, crate::kvm::KvmStats::add);
+        for (row, rrow) in m.walk_grid.cells.iter_mut().zip(r.walk_grid.cells.iter()) {
+            for (c, rc) in row.iter_mut().zip(rrow.iter()) {
+                c.lookups += rc.lookups;
+                c.pwc_hits += rc.pwc_hits;
+            }
+        }
+        for (s, rs) in m
+            .walk_grid
+            .ntlb_skips
+            .iter_mut()
+            .zip(r.walk_grid.ntlb_skips)
+        {
+            *s += rs;
+        }
+        m.vcpu_ns.extend_from_slice(&r.vcpu_ns);
         for line in r.kvm_folded.lines() {
             folded.push_str(&format!("vm{i};{line}\n"));
         }
     }
+    m.walk_breakdown = m.walk_grid.classify(WALK_HIT_AT_LEAST, WALK_MISS_AT_MOST);
     m.kvm_folded = folded;
-    Ok(m)
+    m
+}
+
+#[cfg(test)]
+mod merge_tests {
+    use super::*;
+    use serde::de::DeserializeOwned;
+    use serde_json::Value;
+
+    fn set_numbers(v: &mut Value, n: u64) {
+        match v {
+            Value::Number(_) => *v = Value::from(n),
+            Value::Object(m) => m.values_mut().for_each(|x| set_numbers(x, n)),
+            Value::Array(a) => a.iter_mut().for_each(|x| set_numbers(x, n)),
+            _ => {}
+        }
+    }
+
+    /// `x` with every number in it (nested structs and arrays included) set to `n`.
+    fn filled<T: Serialize + DeserializeOwned>(x: &T, n: u64) -> T {
+        let mut v = serde_json::to_value(x).unwrap();
+        set_numbers(&mut v, n);
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// Every number of `v` with its path.
+    fn numbers(v: &Value, path: &str, out: &mut Vec<(String, u64)>) {
+        match v {
+            Value::Number(x) => out.push((path.to_string(), x.as_u64().unwrap())),
+            Value::Object(m) => m
+                .iter()
+                .for_each(|(k, x)| numbers(x, &format!("{path}.{k}"), out)),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, x)| numbers(x, &format!("{path}[{i}]"), out)),
+            _ => {}
+        }
+    }
+
+    /// Every counter of a sum of two results is 1 + 2 = 3 but the maxima (2), whatever
+    /// fields the structs grow: a field the typed sums forget shows here.
+    fn check_sum<T: Serialize>(sum: &T, maxima: &[&str], skip: &[&str]) {
+        let mut got = Vec::new();
+        numbers(&serde_json::to_value(sum).unwrap(), "", &mut got);
+        assert!(got.len() > 10);
+        for (path, n) in got {
+            if skip.iter().any(|s| path.starts_with(s)) {
+                continue;
+            }
+            let want = if maxima.contains(&path.as_str()) {
+                2
+            } else {
+                3
+            };
+            assert_eq!(n, want, "{path}");
+        }
+    }
+
+    #[test]
+    fn counters_structs_add_every_field() {
+        let mut s = filled(&Stats::default(), 1);
+        s.add(&filled(&Stats::default(), 2));
+        check_sum(&s, &[], &[]);
+        let mut k = filled(&crate::kvm::KvmStats::default(), 1);
+        k.add(&filled(&crate::kvm::KvmStats::default(), 2));
+        check_sum(&k, &[".max_mmu_page_hash_collisions"], &[]);
+        let mut d = filled(&crate::device::DeviceStats::default(), 1);
+        d.add(&filled(&crate::device::DeviceStats::default(), 2));
+        check_sum(&d, &[".queue_delay_max_ns"], &[]);
+    }
+
+    #[test]
+    fn merged_results_sum_every_counter_of_the_vms() {
+        let shape = VmResult {
+            guest_device: Some(Default::default()),
+            host_device: Some(Default::default()),
+            kvm: Some(Default::default()),
+            vcpu_ns: vec![0],
+            kvm_folded: "a;b 5".into(),
+            workload: "w".into(),
+            ..VmResult::default()
+        };
+        let (a, b) = (filled(&shape, 1), filled(&shape, 2));
+        let m = merge_results(&[a, b]);
+        check_sum(
+            &m,
+            &[
+                ".runtime_ns",
+                ".kvm.max_mmu_page_hash_collisions",
+                ".guest_device.queue_delay_max_ns",
+                ".host_device.queue_delay_max_ns",
+            ],
+            // Recomputed from the grid, and the per-vCPU clocks listed, not summed.
+            &[".walk_breakdown", ".vcpu_ns"],
+        );
+        assert_eq!(m.vcpu_ns, [1, 2]);
+        assert_eq!(m.workload, "w + w");
+        assert_eq!(m.kvm_folded, "vm0;a;b 5\nvm1;a;b 5\n");
+    }
 }
