@@ -393,16 +393,23 @@ impl Sched {
             .any(|&u| (self.threads[u].vruntime, u) < key)
     }
 
-    /// Give idle CPUs the threads waiting for one.
+    /// Give idle CPUs the threads waiting for one. A thread goes back to the CPU it ran on
+    /// last if that one is idle (`select_idle_sibling` prefers the previous CPU), else to
+    /// an idle CPU that has run nothing yet, else to the first idle one.
     fn dispatch(&mut self, now: u64) {
-        for c in 0..self.cpus.len() {
-            if self.runq.is_empty() {
+        while !self.runq.is_empty() {
+            let idle = |c: &Cpu| c.running.is_none();
+            let Some(first) = self.cpus.iter().position(idle) else {
                 return;
-            }
-            if self.cpus[c].running.is_none() {
-                let t = self.pick().expect("non-empty");
-                self.start_on(c, t, now);
-            }
+            };
+            let t = self.pick().expect("non-empty");
+            let c = self
+                .cpus
+                .iter()
+                .position(|c| idle(c) && c.last == Some(t))
+                .or_else(|| self.cpus.iter().position(|c| idle(c) && c.last.is_none()))
+                .unwrap_or(first);
+            self.start_on(c, t, now);
         }
     }
 
