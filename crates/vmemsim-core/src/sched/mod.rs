@@ -29,6 +29,8 @@
 //!   thread with the most virtual runtime if its own is less (`check_preempt_wakeup_fair`:
 //!   the running entity is no longer eligible against the woken one, RUN_TO_PARITY
 //!   notwithstanding), at the end of that thread's current step.
+//! - **Placement.** A thread that becomes runnable goes to the CPU it ran on last if that
+//!   one is idle (`select_idle_sibling` prefers the previous CPU), else to an idle CPU.
 //! - **Context switch.** A CPU that starts a thread other than the one it ran last charges
 //!   the thread `context_switch_ns` (a CPU's first thread is in place at the start).
 //!
