@@ -146,15 +146,12 @@ pub trait Exec {
     /// Run thread `t` on CPU `cpu` from `now` for about one step.
     fn step(&mut self, s: &mut Sched, t: usize, cpu: usize, now: u64) -> Result<Step>;
     /// A timer set with [`Sched::timer`] fired.
-    fn timer(&mut self, _s: &mut Sched, _token: u64, _now: u64) -> Result<()> {
+    fn timer(&mut self, _s: &mut Sched, _token: u32, _now: u64) -> Result<()> {
         Ok(())
     }
-    /// Called before the event at `now` is handled.
-    fn before(&mut self, _s: &Sched, _now: u64) -> Result<()> {
-        Ok(())
-    }
-    /// Called after it.
-    fn after(&mut self, _s: &Sched, _now: u64) -> Result<()> {
+    /// Called before the first event at or after [`Sched::hook_at`] is handled (e.g. to
+    /// take samples up to it; the hook moves `hook_at` on).
+    fn before(&mut self, _s: &mut Sched, _now: u64) -> Result<()> {
         Ok(())
     }
     /// Thread `t` leaves its barrier at `now`.
@@ -165,7 +162,7 @@ pub trait Exec {
 enum Ev {
     Cpu(u32),
     Wake(u32),
-    Timer(u64),
+    Timer(u32),
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -192,6 +189,8 @@ pub struct Sched {
     pub now: u64,
     /// When the last application thread finished.
     pub end_ns: u64,
+    /// When [`Exec::before`] is to be called next (`u64::MAX`: never).
+    pub hook_at: u64,
 }
 
 impl Sched {
@@ -208,6 +207,7 @@ impl Sched {
             context_switches: 0,
             now: 0,
             end_ns: 0,
+            hook_at: u64::MAX,
         }
     }
 
@@ -271,7 +271,7 @@ impl Sched {
     }
 
     /// Call [`Exec::timer`] with `token` at `at`.
-    pub fn timer(&mut self, at: u64, token: u64) {
+    pub fn timer(&mut self, at: u64, token: u32) {
         self.push(at, Ev::Timer(token));
     }
 
@@ -291,7 +291,9 @@ impl Sched {
         let mut last_report = 0u64;
         while let Some(Reverse((now, _, ev))) = self.events.pop() {
             self.now = now;
-            exec.before(self, now)?;
+            if now >= self.hook_at {
+                exec.before(self, now)?;
+            }
             match ev {
                 Ev::Cpu(c) => self.step_cpu(exec, c as usize, now)?,
                 Ev::Wake(t) => {
@@ -303,7 +305,6 @@ impl Sched {
                 }
                 Ev::Timer(tok) => exec.timer(self, tok, now)?,
             }
-            exec.after(self, now)?;
             if self.live_app == 0 {
                 break;
             }

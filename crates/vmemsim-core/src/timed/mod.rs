@@ -320,6 +320,7 @@ impl PolicyVisitor for Visit<'_> {
         }
         let mut sim = Sim::new(m, self.timed, self.workload, self.device);
         sched.spawn(false, 0); // kswapd
+        sched.hook_at = sim.next_sample;
         sched.run(&mut sim, self.progress)?;
         if sim.cfg.sample_every_ns > 0 {
             sim.sample(sched.end_ns, sched.threads[sim.kswapd].cpu_ns);
@@ -641,7 +642,7 @@ impl<P: Policy> Sim<P> {
             for i in 1..=batches {
                 let n = left.min(SWAP_CLUSTER_MAX);
                 left -= n;
-                s.timer(now + (clock - now) * i / batches, n as u64);
+                s.timer(now + (clock - now) * i / batches, n);
             }
         }
         if more || self.m.kswapd_awake() {
@@ -740,21 +741,23 @@ impl<P: Policy> Exec for Sim<P> {
         if self.pool_charged {
             self.set_write_room();
         }
-        if t == self.kswapd {
+        let out = if t == self.kswapd {
             self.step_kswapd(s, now)
         } else {
             self.step_app(s, t, now)
-        }
+        }?;
+        self.check_oom()?;
+        Ok(out)
     }
 
     /// kswapd has finished freeing `token` more of the frames its step reclaimed.
-    fn timer(&mut self, _s: &mut Sched, token: u64, _now: u64) -> Result<()> {
-        self.kswapd_hold = self.kswapd_hold.saturating_sub(token as u32);
+    fn timer(&mut self, _s: &mut Sched, token: u32, _now: u64) -> Result<()> {
+        self.kswapd_hold = self.kswapd_hold.saturating_sub(token);
         self.set_reservation();
         Ok(())
     }
 
-    fn before(&mut self, s: &Sched, now: u64) -> Result<()> {
+    fn before(&mut self, s: &mut Sched, now: u64) -> Result<()> {
         while now >= self.next_sample {
             if self.series.len() as u64 >= crate::replay::MAX_SAMPLES {
                 return Err(Error::config(
@@ -770,10 +773,15 @@ impl<P: Policy> Exec for Sim<P> {
             self.sample(self.next_sample, s.threads[self.kswapd].cpu_ns);
             self.next_sample += self.cfg.sample_every_ns;
         }
+        s.hook_at = self.next_sample;
         Ok(())
     }
+}
 
-    fn after(&mut self, _s: &Sched, _now: u64) -> Result<()> {
+impl<P: Policy> Sim<P> {
+    /// Memory ran out in the step just run (only a step touches memory): the error Linux's
+    /// OOM kill stands for.
+    fn check_oom(&self) -> Result<()> {
         let Some(oom) = self.m.out_of_memory() else {
             return Ok(());
         };
