@@ -13,6 +13,17 @@ ROOT = Path(__file__).resolve().parent.parent
 EXP = ROOT / "experiments"
 
 
+def quick_sweep(f: Path, seeds: int, out: Path) -> subprocess.CompletedProcess:
+    """`vmemsim sweep run F --seeds N` into `out`, checked to succeed."""
+    r = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "sweep", "run", str(f), "--seeds", str(seeds), "--out",
+         str(out), "--workers", "2", "-q"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert r.returncode == 0, r.stderr
+    return r
+
+
 def test_policies_mixtures_plans_2520_runs():
     e = load_experiment(EXP / "policies-mixtures" / "experiment.toml")
     assert e.total == 14 * 6 * 3 * 10
@@ -24,12 +35,7 @@ def test_mglru_characterization_quick_run_and_findings(tmp_path):
     # 6 configurations x 3 capacities x 2 swap devices x 5 workloads x 25 seeds
     assert e.total == 6 * 3 * 2 * 5 * 25
     out = tmp_path / "res"
-    r = subprocess.run(
-        [sys.executable, "-m", "vmemsim", "sweep", "run", str(f), "--seeds", "2", "--out",
-         str(out), "--workers", "2", "-q"],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert r.returncode == 0, r.stderr
+    r = quick_sweep(f, 2, out)
     assert "360/360 runs done" in r.stdout
     r = subprocess.run(
         [sys.executable, str(f.parent / "findings.py"), str(out)],
@@ -73,12 +79,7 @@ def test_kvm_shadow_eviction_quick_run_and_findings(tmp_path):
     # 3 workloads x (4 evictions x 4 pool sizes + tdp) x 5 seeds
     assert e.total == 3 * 17 * 5
     out = tmp_path / "res"
-    r = subprocess.run(
-        [sys.executable, "-m", "vmemsim", "sweep", "run", str(f), "--seeds", "1", "--out",
-         str(out), "--workers", "2", "-q"],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert r.returncode == 0, r.stderr
+    r = quick_sweep(f, 1, out)
     assert "51/51 runs done" in r.stdout
     r = subprocess.run([sys.executable, str(f.parent / "findings.py"), str(out)],
                        capture_output=True, text=True, timeout=120)
@@ -106,12 +107,7 @@ def test_nested_paging_quick_run_reproduces_the_2d_walk_counts(tmp_path):
     # dimension on 2 MiB pages, 15 with both. The findings' rows for them must say "yes".
     f = EXP / "nested-paging" / "experiment.toml"
     out = tmp_path / "res"
-    r = subprocess.run(
-        [sys.executable, "-m", "vmemsim", "sweep", "run", str(f), "--seeds", "1", "--out",
-         str(out), "--workers", "2", "-q"],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert r.returncode == 0, r.stderr
+    r = quick_sweep(f, 1, out)
     r = subprocess.run([sys.executable, str(f.parent / "findings.py"), str(out)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -226,14 +226,6 @@ fn request_latency_is_recorded() {
     assert_eq!(r.latency["all"].count, 100);
 }
 
-#[test]
-fn default_slice_follows_eevdf_scaling() {
-    assert_eq!(default_slice_ns(1), 750_000);
-    assert_eq!(default_slice_ns(2), 1_500_000);
-    assert_eq!(default_slice_ns(6), 2_250_000); // 1 + ilog2(6) = 3
-    assert_eq!(default_slice_ns(64), 3_000_000); // capped at 8 CPUs
-}
-
 /// A thread streaming over `pages` pages `rounds` times, writing each.
 fn loop_thread(pages: u64, rounds: usize, compute: u32) -> Vec<Op> {
     let mut v = Vec::new();

@@ -951,6 +951,16 @@ fn an_idle_vcpu_gives_its_cpu_back_and_preempts_when_its_request_arrives() {
     assert_eq!(b.time.steal_ns, 1_000_000);
 }
 
+/// One single-vCPU VM running `ops` on `cpus` host CPUs with 3 ms slices.
+fn one_vcpu_on_host_cpus(c: &VmConfig, ops: &[GuestOp], cpus: u32) -> VmResult {
+    let mut wls: Vec<Box<dyn GuestWorkload>> = vec![Box::new(Script::new(vec![ops.to_vec()]))];
+    let hc = HostCpus {
+        cpus,
+        slice_ns: Some(3_000_000),
+    };
+    run_many_with(std::slice::from_ref(c), &mut wls, Some(hc)).unwrap()
+}
+
 #[test]
 fn the_hosts_kswapd_takes_cpu_time_from_the_vcpus_it_shares_a_cpu_with() {
     // One vCPU writes 400 pages (the host, 300 frames, reclaims with kswapd), then computes
@@ -961,14 +971,7 @@ fn the_hosts_kswapd_takes_cpu_time_from_the_vcpus_it_shares_a_cpu_with() {
     ops.extend(std::iter::repeat_n(compute(1), 100));
     let mut c = cfg(Paging::Tdp, 512, 300, TranslateConfig::default());
     c.costs.context_switch_ns = 0; // switches aside
-    let run_on = |cpus| {
-        let mut wls: Vec<Box<dyn GuestWorkload>> = vec![Box::new(Script::new(vec![ops.clone()]))];
-        let hc = HostCpus {
-            cpus,
-            slice_ns: Some(3_000_000),
-        };
-        run_many_with(std::slice::from_ref(&c), &mut wls, Some(hc)).unwrap()
-    };
+    let run_on = |cpus| one_vcpu_on_host_cpus(&c, &ops, cpus);
     let r = run_on(1);
     let want = r.host.pgscan_kswapd * 300 + r.host.pgsteal_kswapd * 2_000;
     assert!(r.host.pgsteal_kswapd > 0);
@@ -1010,14 +1013,7 @@ fn the_guests_kswapd_and_the_hosts_compete_with_the_vcpu_for_one_host_cpu() {
         context_switch_ns: 0,
         ..VmCosts::default()
     };
-    let run_on = |cpus| {
-        let mut wls: Vec<Box<dyn GuestWorkload>> = vec![Box::new(Script::new(vec![ops.clone()]))];
-        let hc = HostCpus {
-            cpus,
-            slice_ns: Some(3_000_000),
-        };
-        run_many_with(std::slice::from_ref(&c), &mut wls, Some(hc)).unwrap()
-    };
+    let run_on = |cpus| one_vcpu_on_host_cpus(&c, &ops, cpus);
     let r = run_on(1);
     let (g, h) = (&r.guest, &r.host);
     let guest_kswapd = g.pgscan_kswapd * 300 + g.pgsteal_kswapd * 2_000;
