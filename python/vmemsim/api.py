@@ -1061,6 +1061,8 @@ class RunResult:
     percentiles (``read``, ``update``, ``insert``, ``all``: ``count``, ``mean``, ``p50``, ``p90``,
     ``p99``, ``p999``, ``p9999``, ``max``, in ns) and ``latency_buckets`` the histograms.
     ``cgroup`` says whether ``frames`` was a memory cgroup limit (zram's pool not charged).
+    ``translate`` counts the CPUs' TLBs and page walks: the run is the one machine's with
+    native paging, the same as :func:`run_vm` with ``paging="native"``.
     """
 
     version: str
@@ -1084,6 +1086,9 @@ class RunResult:
     policy_counters: Dict[str, int]
     options: Dict[str, str]
     series: Tuple[Dict[str, Any], ...] = ()
+    #: The CPUs' translation hardware, summed (TLB hits and misses, page walks and their
+    #: memory references and cycles): the fields of ``vm::TranslateStats``.
+    translate: Dict[str, Any] = dataclasses.field(default_factory=dict)
     #: ``frames`` was a memory cgroup limit (``cgroup=True``, ``--cgroup``,
     #: ``machine.cgroup``): zram's compressed pool was not charged to it.
     cgroup: bool = False
@@ -1121,7 +1126,7 @@ class RunResult:
             latency_buckets={k: tuple((int(a), int(b)) for a, b in v)
                              for k, v in raw["latency_buckets"].items()},
             policy_counters=dict(raw["policy_counters"]), options=dict(raw["options"]),
-            series=series,
+            series=series, translate=dict(raw.get("translate", {})),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -1137,10 +1142,12 @@ def workload_kinds() -> List[Tuple[str, str]]:
     return list(_native.workload_kinds())
 
 
-#: Keys of :class:`RunResult`'s cost model (``costs=``), in ns.
+#: Keys of :class:`RunResult`'s cost model (``costs=``), in ns (``cpu_ghz``: the clock rate
+#: that converts the TLB model's page-walk cycles to ns).
 COST_KEYS = (
     "access_ns", "minor_fault_ns", "major_fault_ns", "scan_page_ns", "reclaim_page_ns",
     "walk_pte_ns", "walk_pmd_ns", "lookaround_pte_ns", "context_switch_ns", "wakeup_ns",
+    "invlpg_ns", "cr3_ns", "cpu_ghz",
 )
 
 
@@ -1207,7 +1214,12 @@ def run(
                 near = difflib.get_close_matches(str(k), COST_KEYS, n=1)
                 hint = f" (did you mean {near[0]!r}?)" if near else ""
                 raise VmemsimError(f"costs.{k}: unknown cost{hint}; known: {', '.join(COST_KEYS)}")
-            c[k] = _count_arg(f"costs.{k}", v, lo=0)
+            if k == "cpu_ghz":
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                    raise VmemsimError(f"costs.cpu_ghz: {v!r} is not a clock rate in GHz (above 0)")
+                c[k] = float(v)
+            else:
+                c[k] = _count_arg(f"costs.{k}", v, lo=0)
         timed["costs"] = c
     out = _native.run_timed(
         workload, policy, _frames_arg(frames), _seed_arg(seed), _options_arg(options),

@@ -784,7 +784,8 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
                    "(vm.walk_caches = false)")
     p.add_argument("--cost", action="append", metavar="KEY=NS",
                    help="event cost (repeatable): exit_ns, guest_minor_fault_ns, "
-                   "guest_major_fault_ns, host_minor_fault_ns, host_major_fault_ns, access_ns, "
+                   "guest_major_fault_ns, host_minor_fault_ns, host_major_fault_ns, "
+                   "major_fault_ns (with a timed swap device), wakeup_ns (native), access_ns, "
                    "invlpg_ns, cr3_ns, clear_page_ns, swap_page_ns, scan_page_ns, "
                    "reclaim_page_ns, walk_pte_ns, walk_pmd_ns, lookaround_pte_ns, "
                    "context_switch_ns (with --host-cpus), cpu_ghz")

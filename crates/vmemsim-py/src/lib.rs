@@ -1098,6 +1098,7 @@ fn run_vm(
         host_page,
         host_swap,
         guest_swap,
+        charge_device_ram: false,
         costs,
     };
     let cfgs: Vec<VmConfig> = gs

@@ -250,6 +250,7 @@ def _builtin_schema() -> None:
         "VM runs: page size the host backs guest memory with (tdp, shadow)"))
     register_open_table("vm.costs", "VM runs: event costs (exit_ns, guest_minor_fault_ns, "
                         "guest_major_fault_ns, host_minor_fault_ns, host_major_fault_ns, "
+                        "major_fault_ns, wakeup_ns, "
                         "access_ns, invlpg_ns, cr3_ns, clear_page_ns, swap_page_ns, "
                         "scan_page_ns, reclaim_page_ns, walk_pte_ns, walk_pmd_ns, "
                         "lookaround_pte_ns, context_switch_ns, cpu_ghz, kvm_work_ns; "
@@ -280,7 +281,7 @@ def _builtin_schema() -> None:
     register_open_table("machine.costs", "timed runs: CPU cost of each event in ns "
                         "(access_ns, minor_fault_ns, major_fault_ns, scan_page_ns, "
                         "reclaim_page_ns, walk_pte_ns, walk_pmd_ns, lookaround_pte_ns, "
-                        "context_switch_ns, wakeup_ns)")
+                        "context_switch_ns, wakeup_ns, invlpg_ns, cr3_ns, cpu_ghz)")
 
 
 _builtin_schema()

@@ -59,6 +59,11 @@ fn zero_costs() -> Costs {
         lookaround_pte_ns: 0,
         context_switch_ns: 0,
         wakeup_ns: 0,
+        invlpg_ns: 0,
+        cr3_ns: 0,
+        // Translation as good as free: walks' cycles round to 0 ns (the scripts' times
+        // are worked out for the access cost alone).
+        cpu_ghz: 1e12,
     }
 }
 
@@ -75,6 +80,7 @@ fn spec(policy: &str, frames: u32, cpus: u32, costs: Costs, device: &str) -> Tim
             charge_device_ram: true,
             sample_every_ns: 0,
             step_ns: 2_000,
+            translate: Default::default(),
         },
     }
 }
@@ -391,9 +397,12 @@ fn a_charged_zram_pool_never_holds_more_than_the_free_memory() {
         3_000 - stored
     );
     assert!(r.device_frames_peak <= 2_000);
-    // Each stored page takes about a third of a frame, so freeing 1,000 frames for the
-    // last 1,000 pages takes ~1,500 swap-outs.
-    assert!(stored > 1_400 && stored < 1_700, "{stored}");
+    // Each stored page takes 1,376 of 4,096 bytes of the pool, so with `free` frames free at
+    // the end, (3,000 - stored) + stored x 1,376/4,096 + free = 2,000: stored = (1,000 +
+    // free) / 0.664. kswapd leaves between the min (89) and the high (133) watermark free
+    // (`Watermarks::derive(2000)`): 1,640..1,707 swap-outs, give or take a page's rounding
+    // of the pool and the batches kswapd has not yet freed.
+    assert!((1_630..=1_720).contains(&stored), "{stored}");
 }
 
 #[test]

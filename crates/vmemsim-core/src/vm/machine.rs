@@ -132,7 +132,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
 use crate::access::Access;
+use crate::device::ContentClass;
 use crate::engine::{Machine, MachineConfig, Stats};
 use crate::error::{Error, Result};
 use crate::kvm::{
@@ -263,6 +266,12 @@ pub struct VmConfig {
     /// `host_major_fault_ns` / `guest_major_fault_ns`. See the module docs' "Swap devices".
     pub host_swap: Option<crate::device::DeviceSpec>,
     pub guest_swap: Option<crate::device::DeviceSpec>,
+    /// Whether the guest's swap device's own memory (zram's compressed pool) is taken from
+    /// the guest's frames, as it is on a machine whose RAM is those frames (`zs_malloc`
+    /// allocates from it). Native runs (`vmemsim run`) charge it unless the frames are a
+    /// memory cgroup's limit (zsmalloc memory is not memcg-accounted). Default false: the
+    /// VM layer has kept the pool outside guest memory so far.
+    pub charge_device_ram: bool,
     pub costs: VmCosts,
 }
 
@@ -291,6 +300,7 @@ impl VmConfig {
             host_page: PageSize::K4,
             host_swap: None,
             guest_swap: None,
+            charge_device_ram: false,
             costs: VmCosts::default(),
         }
     }
@@ -370,6 +380,37 @@ pub struct VmResult {
     pub latency: Option<crate::timed::hist::Summary>,
     /// `(highest equivalent value ns, count)`: the latency histogram.
     pub latency_buckets: Vec<(u64, u64)>,
+    /// Request latency per request kind (`read`, `update`, `insert`, `all`), and the
+    /// histograms, when the workload's requests have kinds (as `vmemsim run` reports them).
+    #[serde(default)]
+    pub latency_by_kind: BTreeMap<String, crate::timed::hist::Summary>,
+    #[serde(default)]
+    pub latency_by_kind_buckets: BTreeMap<String, Vec<(u64, u64)>>,
+    /// Where CPU time went, in the timing engine's categories: the vCPUs' (native: the
+    /// application threads') CPU time, their waits for swap reads, for a CPU and at
+    /// barriers; the reclaim on them (`direct_reclaim_ns`: in a VM the guest's, its kswapd's
+    /// included, and the host's direct reclaim); the host's (native: the machine's) kswapd;
+    /// aging and rmap scanning of all reclaim the vCPUs and the native kswapd did; the swap
+    /// devices' CPU time; context switches.
+    #[serde(default)]
+    pub cpu: crate::timed::CpuTimes,
+    /// Per vCPU (native: per thread): CPU time, swap-read waits, when it finished, its
+    /// accesses and major faults.
+    #[serde(default)]
+    pub threads: Vec<crate::timed::ThreadTimes>,
+    /// The time slice of the engine's scheduler.
+    #[serde(default)]
+    pub slice_ns: u64,
+    /// Most frames the guest's swap device held (zram's pool).
+    #[serde(default)]
+    pub device_frames_peak: u64,
+    /// The guest (native: the machine's) policy's own counters.
+    #[serde(default)]
+    pub policy_counters: BTreeMap<String, u64>,
+    /// Samples of the guest's (native: the machine's) counters every `sample_every_ns` of
+    /// simulated time ([`EngineOpts`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<crate::timed::Sample>,
     /// KVM's handler work as folded stacks weighted in ns (`flamegraph.pl` / inferno
     /// input), shadow paging only; with several VMs each stack starts with `vmN`.
     pub kvm_folded: String,
@@ -410,12 +451,19 @@ pub struct VmCosts {
     pub access_ns: u64,
     /// A guest minor fault (first touch, swap-cache hit): ~1 µs (KERNEL-FACTS).
     pub guest_minor_fault_ns: u64,
-    /// A guest major fault: a swap-in from the guest's virtual disk (estimate: 100 µs, an
-    /// NVMe read plus virtio overhead).
+    /// A guest major fault without a timed swap device: a swap-in from the guest's virtual
+    /// disk (estimate: 100 µs, an NVMe read plus virtio overhead).
     pub guest_major_fault_ns: u64,
     /// A host fault on guest memory, minor and major (estimates as for the guest).
     pub host_minor_fault_ns: u64,
     pub host_major_fault_ns: u64,
+    /// A major fault's CPU work besides the device when a timed swap device serves it, on
+    /// either side (`do_swap_page`: swap-cache lookup, allocation, readahead set-up,
+    /// mapping): the timing engine's estimate, 3 µs (see `timed::Costs`).
+    pub major_fault_ns: u64,
+    /// Waking the native machine's kswapd (`wakeup_kswapd`, charged to the waker): the
+    /// timing engine's estimate, 1 µs.
+    pub wakeup_ns: u64,
     /// A VM exit and re-entry, without the handler's work: 1,300–2,600 cycles measured on
     /// SVM (KERNEL-FACTS); 2,000 cycles at 3 GHz.
     pub exit_ns: u64,
@@ -479,6 +527,8 @@ impl Default for VmCosts {
             guest_major_fault_ns: 100_000,
             host_minor_fault_ns: 1_000,
             host_major_fault_ns: 100_000,
+            major_fault_ns: 3_000,
+            wakeup_ns: 1_000,
             exit_ns: 667,
             kvm_work_ns: [40.0, 20.0, 20.0, 5.0, 10.0, 150.0, 100.0, 3.0],
             invlpg_ns: 100,
@@ -543,6 +593,12 @@ struct Vcpu {
     /// Of the clock's advance since [`Vm::take_io_wait`], the time spent waiting for swap
     /// reads (the vCPU halts meanwhile: its host CPU is free).
     io_wait: u64,
+    /// The request in progress's kind ([`crate::workload::REQ_READ`], ...).
+    req_kind: u8,
+    /// Accesses made and major faults taken (its stream's, on either side).
+    accesses: u64,
+    writes: u64,
+    major_faults: u64,
 }
 
 /// A timed swap device fed with a memory manager's logged swap I/O (as the timing engine's
@@ -567,10 +623,15 @@ impl SwapDev {
 
     /// Submit what `m` logged at `now`: the submitting CPU's time (zram's compression and
     /// decompression, a block device's submission path) and when the last read completes
-    /// (0: no read). Page contents compress as `Numeric` data (the VM layer has no per-page
-    /// content model).
-    fn run(&mut self, m: &mut Machine<BoxedPolicy>, now: u64) -> (u64, u64) {
-        use crate::device::{ContentClass, IoKind};
+    /// (0: no read). A page's content is `class(key, i)` for the `i`th 4 KiB of `m`'s page
+    /// `key` (a slot no page owns any more: `Random`).
+    fn run(
+        &mut self,
+        m: &mut Machine<BoxedPolicy>,
+        now: u64,
+        class: &dyn Fn(u64, u32) -> ContentClass,
+    ) -> (u64, u64) {
+        use crate::device::IoKind;
         use crate::mm::SwapIo;
         if !m.mm.swap.device.has_log() {
             return (0, 0);
@@ -590,8 +651,18 @@ impl SwapDev {
                 }
             };
             self.classes.clear();
-            self.classes
-                .resize((n * self.per_slot) as usize, ContentClass::Numeric);
+            for s in slot..slot + n {
+                match m.mm.swap.owner(s) {
+                    Some(pte) => {
+                        let key = m.mm.pt.vpn_of(pte);
+                        self.classes
+                            .extend((0..self.per_slot).map(|i| class(key, i)));
+                    }
+                    None => self
+                        .classes
+                        .extend((0..self.per_slot).map(|_| ContentClass::Random)),
+                }
+            }
             let c = self
                 .dev
                 .submit(t, kind, slot as u64 * self.per_slot as u64, &self.classes);
@@ -944,6 +1015,60 @@ pub struct Vm {
     tcycles: u64,
     kvm_charged: f64,
     hist: crate::timed::hist::Histogram,
+    /// Request latency per request kind.
+    hists: BTreeMap<u8, crate::timed::hist::Histogram>,
+    /// Of CPU time: reclaim on the vCPUs, its aging and rmap parts (any thread), the swap
+    /// devices' CPU time (any thread).
+    cpu: crate::timed::CpuTimes,
+    /// The guest's (native: the machine's) swap device's memory is taken from its frames
+    /// ([`VmConfig::charge_device_ram`]); frames kswapd's running pass has reclaimed but not
+    /// yet freed (native: see `VmExec`); the most frames the device's pool held.
+    pool_charged: bool,
+    kswapd_hold: u32,
+    device_frames_peak: u64,
+}
+
+/// (pid, first vpn) of a guest manager page number, given the regions' keys by slot.
+fn unkey_in(region_back: &[u64], gshift: u32, key: u64) -> (u32, u64) {
+    let per = REGION_SHIFT - gshift;
+    let rk = region_back[(key >> per) as usize];
+    let pid = (rk >> REGION_SHIFT) as u32;
+    let vpn = ((rk & REGION_MASK) << REGION_SHIFT) | ((key & ((1 << per) - 1)) << gshift);
+    (pid, vpn)
+}
+
+/// How a page's content compresses, by (pid, vpn): [`GuestWorkload::content_class`].
+pub type Classes<'a> = &'a dyn Fn(u32, u64) -> ContentClass;
+
+/// Every page as numeric data (what a VM used directly, without its workload, assumes).
+fn numeric(_pid: u32, _vpn: u64) -> ContentClass {
+    ContentClass::Numeric
+}
+
+type ByKind = BTreeMap<String, crate::timed::hist::Summary>;
+type ByKindBuckets = BTreeMap<String, Vec<(u64, u64)>>;
+
+/// Latency summaries and histograms per request kind, with `all` when any.
+fn by_kind(hists: &BTreeMap<u8, crate::timed::hist::Histogram>) -> (ByKind, ByKindBuckets) {
+    let mut latency = BTreeMap::new();
+    let mut buckets = BTreeMap::new();
+    let mut all = crate::timed::hist::Histogram::new();
+    for (k, h) in hists {
+        let name = match *k {
+            crate::workload::REQ_READ => "read".to_string(),
+            crate::workload::REQ_UPDATE => "update".to_string(),
+            crate::workload::REQ_INSERT => "insert".to_string(),
+            other => format!("kind{other}"),
+        };
+        latency.insert(name.clone(), h.summary());
+        buckets.insert(name, h.buckets());
+        all.merge(h);
+    }
+    if all.count() > 0 {
+        latency.insert("all".into(), all.summary());
+        buckets.insert("all".into(), all.buckets());
+    }
+    (latency, buckets)
 }
 
 fn pcid(pid: u32) -> u16 {
@@ -1173,6 +1298,10 @@ impl Vm {
                 req_start: None,
                 seen_gen: vec![0],
                 io_wait: 0,
+                req_kind: 0,
+                accesses: 0,
+                writes: 0,
+                major_faults: 0,
             });
         }
         let r = VmResult {
@@ -1228,6 +1357,12 @@ impl Vm {
             tcycles: 0,
             kvm_charged: 0.0,
             hist: crate::timed::hist::Histogram::new(),
+            hists: BTreeMap::new(),
+            cpu: crate::timed::CpuTimes::default(),
+            pool_charged: cfg.charge_device_ram
+                && cfg.guest_swap.as_ref().is_some_and(|d| d.kind() == "zram"),
+            kswapd_hold: 0,
+            device_frames_peak: 0,
         };
         for c in 0..vcpus {
             vm.kvm_cr3(c, 0, true, false)?;
@@ -1275,11 +1410,7 @@ impl Vm {
 
     /// (pid, first vpn) of a guest manager page number.
     fn unkey(&self, key: u64) -> (u32, u64) {
-        let per = REGION_SHIFT - self.gshift;
-        let rk = self.region_back[(key >> per) as usize];
-        let pid = (rk >> REGION_SHIFT) as u32;
-        let vpn = ((rk & REGION_MASK) << REGION_SHIFT) | ((key & ((1 << per) - 1)) << self.gshift);
-        (pid, vpn)
+        unkey_in(&self.region_back, self.gshift, key)
     }
 
     fn proc_table(&mut self, pid: u32) -> Result<&mut RadixTable> {
@@ -1287,6 +1418,20 @@ impl Vm {
             .get_mut(pid as usize)
             .and_then(|p| p.as_mut())
             .ok_or_else(|| Error::config("workload", format!("process {pid} does not exist")))
+    }
+
+    /// Natively, page-table pages come from the machine's memory as a mapping needs them
+    /// (`__pte_alloc` and the levels above): there is no guest budget of them, so the pool
+    /// grows, 64 pages at a time, whenever fewer than a mapping may need (one per level)
+    /// are free. Like a guest's, they are not charged to the frames.
+    fn grow_native_pt(&mut self) {
+        if self.paging != Paging::Native || self.pt_free.len() > self.levels as usize {
+            return;
+        }
+        let end = self.pt_base + self.pt_total;
+        self.pt_free.extend((end..end + 64).rev());
+        self.pt_owner.extend(std::iter::repeat_n(FREE_PT, 64));
+        self.pt_total += 64;
     }
 
     fn note_pt_peak(&mut self) {
@@ -1585,10 +1730,7 @@ impl Vm {
             u64::MAX,
         );
         if let Some(t) = self.guest.out_of_memory() {
-            return Err(Error::config(
-                "vm.guest_frames",
-                format!("guest out of memory at its access {t}: give the guest more frames"),
-            ));
+            return Err(self.out_of_memory(t));
         }
         if self.gshift == 18 && self.guest.stats.evictions != evictions {
             return Err(hugetlb_reclaimed("vm.guest_page", "guest"));
@@ -1607,6 +1749,7 @@ impl Vm {
         // Keep the process's hardware table in step with the manager.
         let mapped = self.proc_table(pid)?.lookup(va).map(|(pa, _, _)| pa);
         if mapped != Some(base_gfn << 12) {
+            self.grow_native_pt();
             let t = self.procs[pid as usize].as_mut().expect("checked above");
             if mapped.is_some() {
                 t.unmap(va, &mut |_| {});
@@ -1792,6 +1935,7 @@ impl Vm {
                 format!("process {pid} created twice"),
             ));
         }
+        self.grow_native_pt();
         let root = self.pt_free.pop().ok_or_else(|| {
             Error::config(
                 "vm.pt_pages",
@@ -1898,6 +2042,12 @@ impl Vm {
     /// Run one op of vCPU `v`, advancing its clock by what the op cost (see the module docs'
     /// "Time").
     pub fn op(&mut self, v: usize, op: GuestOp) -> Result<()> {
+        self.op_with(v, op, &numeric)
+    }
+
+    /// [`Vm::op`], with the content of each page (how it compresses in zram) given by
+    /// `cls(pid, vpn)` ([`GuestWorkload::content_class`]).
+    pub fn op_with(&mut self, v: usize, op: GuestOp, cls: Classes<'_>) -> Result<()> {
         // Host reclaim while another VM ran may have taken this VM's pages (alone on its
         // host, a VM applies its unmaps right after each host touch).
         if self.shares_host {
@@ -1919,15 +2069,20 @@ impl Vm {
                 vc.arrival = Some(at_ns);
                 return Ok(());
             }
-            GuestOp::Op(Op::RequestBegin { .. }) => {
+            GuestOp::Op(Op::RequestBegin { kind }) => {
                 let vc = &mut self.vcpus[v];
                 vc.req_start = Some(vc.arrival.take().unwrap_or(vc.clock));
+                vc.req_kind = kind;
                 return Ok(());
             }
             GuestOp::Op(Op::RequestEnd) => {
                 let vc = &mut self.vcpus[v];
                 if let Some(t0) = vc.req_start.take() {
                     self.hist.record(vc.clock - t0);
+                    self.hists
+                        .entry(vc.req_kind)
+                        .or_default()
+                        .record(vc.clock - t0);
                 }
                 return Ok(());
             }
@@ -1947,6 +2102,8 @@ impl Vm {
             // (`mark`), where they have not changed yet.
             self.op_c0 = self.tcycles;
             self.snap = None;
+            self.vcpus[v].accesses += 1;
+            self.vcpus[v].writes += write as u64;
             let out = self.access(v, page, write);
             match self.snap.take() {
                 None => {
@@ -1959,7 +2116,7 @@ impl Vm {
                 }
                 Some(before) => {
                     let after = self.work_snapshot();
-                    self.charge(v, &before, &after, true);
+                    self.charge(v, &before, &after, true, cls);
                 }
             }
             return out;
@@ -1981,6 +2138,7 @@ impl Vm {
             &before,
             &after,
             matches!(op, GuestOp::Op(Op::Access { .. })),
+            cls,
         );
         out
     }
@@ -2019,22 +2177,22 @@ impl Vm {
     }
 
     /// Advance vCPU `v`'s clock by what the op cost.
-    fn charge(&mut self, v: usize, a: &Work, b: &Work, access: bool) {
+    fn charge(&mut self, v: usize, a: &Work, b: &Work, access: bool, cls: Classes<'_>) {
         let c = &self.costs;
         let translation = ((b.tcycles - a.tcycles) as f64 / c.cpu_ghz).round() as u64
             + if access { c.access_ns } else { 0 };
         // A large page's fault clears (first touch) or reads (swap-in) all of it.
         let gx = (1u64 << self.gshift) - 1;
         let hx = self.host.as_ref().map_or(0, |h| (1u64 << h.shift) - 1);
-        // With a timed swap device a major fault costs the minor fault's kernel path here;
+        // With a timed swap device a major fault costs its CPU work (`major_fault_ns`) here;
         // the device's time is added by `device_io`.
         let (gmaj, gswap) = if self.guest_dev.is_some() {
-            (c.guest_minor_fault_ns, 0)
+            (c.major_fault_ns, 0)
         } else {
             (c.guest_major_fault_ns, c.swap_page_ns)
         };
         let (hmaj, hswap) = if self.host_dev {
-            (c.host_minor_fault_ns, 0)
+            (c.major_fault_ns, 0)
         } else {
             (c.host_major_fault_ns, c.swap_page_ns)
         };
@@ -2061,7 +2219,12 @@ impl Vm {
             c.walk_pmd_ns,
             c.lookaround_pte_ns,
         );
-        let reclaim = scanned * c.scan_page_ns + stolen * c.reclaim_page_ns + aging;
+        let rmap = scanned * c.scan_page_ns;
+        let reclaim = rmap + stolen * c.reclaim_page_ns + aging;
+        self.cpu.direct_reclaim_ns += reclaim;
+        self.cpu.aging_ns += aging;
+        self.cpu.rmap_scan_ns += rmap;
+        self.vcpus[v].major_faults += g_major + h_major;
         let n_exits = b.exits - a.exits;
         let exits = n_exits * c.exit_ns;
         let flush = (b.shootdown_pages - a.shootdown_pages) * c.invlpg_ns
@@ -2093,7 +2256,7 @@ impl Vm {
         t.reclaim_ns += reclaim;
         self.vcpus[v].clock += translation + guest + host + exits + kvm + flush + reclaim;
         if self.host_dev || self.guest_dev.is_some() {
-            self.device_io(v);
+            self.device_io(v, cls);
         }
     }
 
@@ -2101,23 +2264,9 @@ impl Vm {
     /// time (zram) and the wait for the last read to complete (the faulting access waits;
     /// writes are asynchronous, as `swap_writepage`'s) go to the vCPU, as guest or host fault
     /// time.
-    fn device_io(&mut self, v: usize) {
+    fn device_io(&mut self, v: usize, cls: Classes<'_>) {
         let now = self.vcpus[v].clock;
-        let (gcpu, gdone) = match self.guest_dev.as_mut() {
-            Some(d) => d.run(&mut self.guest, now),
-            None => (0, 0),
-        };
-        let (hcpu, hdone) = match self.host.as_ref() {
-            Some(h) => {
-                let mut sh = h.shared.borrow_mut();
-                let sh = &mut *sh;
-                match sh.dev.as_mut() {
-                    Some(d) => d.run(&mut sh.m, now + gcpu),
-                    None => (0, 0),
-                }
-            }
-            None => (0, 0),
-        };
+        let (gcpu, gdone, hcpu, hdone) = self.submit_io(now, cls);
         let t = now + gcpu + hcpu;
         let gwait = gdone.saturating_sub(t);
         let hwait = hdone.saturating_sub(t.max(gdone));
@@ -2127,6 +2276,112 @@ impl Vm {
         let vc = &mut self.vcpus[v];
         vc.clock = t + gwait + hwait;
         vc.io_wait += gwait + hwait;
+    }
+
+    /// Submit the swap I/O the guest's and the host's managers logged, from `now`: the
+    /// guest device's CPU time and last read's completion (0: none), then the host's.
+    fn submit_io(&mut self, now: u64, cls: Classes<'_>) -> (u64, u64, u64, u64) {
+        let (gcpu, gdone) = match self.guest_dev.as_mut() {
+            Some(d) => {
+                let (back, gshift) = (&self.region_back, self.gshift);
+                let page_class = |key: u64, i: u32| {
+                    let (pid, vpn) = unkey_in(back, gshift, key);
+                    cls(pid, vpn + i as u64)
+                };
+                let out = d.run(&mut self.guest, now, &page_class);
+                let pages = d.dev.ram_bytes().div_ceil(4096);
+                self.device_frames_peak = self.device_frames_peak.max(pages);
+                out
+            }
+            None => (0, 0),
+        };
+        let (hcpu, hdone) = match self.host.as_ref() {
+            Some(h) => {
+                let mut sh = h.shared.borrow_mut();
+                let sh = &mut *sh;
+                match sh.dev.as_mut() {
+                    Some(d) => d.run(&mut sh.m, now + gcpu, &|_, _| ContentClass::Numeric),
+                    None => (0, 0),
+                }
+            }
+            None => (0, 0),
+        };
+        self.cpu.device_ns += gcpu + hcpu;
+        if self.pool_charged {
+            self.set_reservation();
+        }
+        (gcpu, gdone, hcpu, hdone)
+    }
+
+    /// Frames held back from the guest's (native: the machine's) free list: its swap
+    /// device's pool when charged (it is memory), and what kswapd's running pass has not yet
+    /// finished freeing.
+    fn set_reservation(&mut self) {
+        let pool = match (&self.guest_dev, self.pool_charged) {
+            (Some(d), true) => d.dev.ram_bytes().div_ceil(4096).min(u32::MAX as u64) as u32,
+            _ => 0,
+        };
+        let n = pool.saturating_add(self.kswapd_hold);
+        if n > 0 || self.guest.mm.frames.reserved() > 0 {
+            self.guest.set_kernel_pages(n);
+        }
+    }
+
+    /// Tell the guest's manager what its zram pool may still take during the next step: its
+    /// allocations (`zs_malloc`, made from reclaim, which runs with PF_MEMALLOC) may take
+    /// every free frame, and a stored page takes, by estimate, the pool's present bytes per
+    /// stored page (a whole page before anything is stored). The pool's real size is charged
+    /// after the I/O ([`Machine::set_kernel_pages`]); a swap-out that would not fit fails
+    /// (see `Machine`'s failed swap-out). Only with a charged pool.
+    pub fn set_write_room(&mut self) {
+        let Some(d) = self.guest_dev.as_ref().filter(|_| self.pool_charged) else {
+            return;
+        };
+        let st = d.dev.stats();
+        let per_page = st
+            .ram_bytes
+            .checked_div(st.pages_stored)
+            .map_or(4096, |b| b.clamp(1, 4096));
+        self.guest.mm.swap.pool = Some(crate::mm::PoolCharge {
+            per_page,
+            pending: 0,
+        });
+    }
+
+    /// Native paging: one `balance_pgdat` pass of the machine's kswapd, a thread of its own
+    /// on the CPUs, from `now`: its reclaim (pages scanned and reclaimed, MG-LRU's aging),
+    /// its TLB shootdowns and its swap writes' submission (zram's compression) are its CPU
+    /// time. Returns whether it has more to do, the pass's CPU time and the pages it
+    /// reclaimed (the caller frees them over that time: [`Vm::hold_kswapd_frames`]).
+    pub fn native_kswapd_step(&mut self, now: u64, cls: Classes<'_>) -> Result<(bool, u64, u64)> {
+        let a = self.work_snapshot();
+        self.guest.mm.now = now;
+        let more = self.guest.kswapd_step();
+        self.sync_guest_unmaps(0)?;
+        let b = self.work_snapshot();
+        let c = &self.costs;
+        let rmap = (b.guest_scanned - a.guest_scanned) * c.scan_page_ns;
+        let aging = b.guest_scan.since(&a.guest_scan).cost_ns(
+            c.walk_pte_ns,
+            c.walk_pmd_ns,
+            c.lookaround_pte_ns,
+        );
+        let stolen = b.guest_stolen - a.guest_stolen;
+        let flush = (b.shootdown_pages - a.shootdown_pages) * c.invlpg_ns;
+        let work = rmap + aging + stolen * c.reclaim_page_ns + flush;
+        self.cpu.aging_ns += aging;
+        self.cpu.rmap_scan_ns += rmap;
+        let mut clock = now + work.max(1);
+        let (gcpu, ..) = self.submit_io(clock, cls);
+        clock += gcpu;
+        Ok((more || self.guest.kswapd_awake(), clock - now, stolen))
+    }
+
+    /// Hold back `n` more (or, negative, give back) frames that kswapd has reclaimed but not
+    /// yet freed.
+    pub fn hold_kswapd_frames(&mut self, n: i64) {
+        self.kswapd_hold = (self.kswapd_hold as i64 + n).clamp(0, u32::MAX as i64) as u32;
+        self.set_reservation();
     }
 
     /// The time vCPU `v` has waited for swap reads since the last call (part of its clock's
@@ -2185,10 +2440,55 @@ impl Vm {
             r.latency = Some(self.hist.summary());
             r.latency_buckets = self.hist.buckets();
         }
+        (r.latency_by_kind, r.latency_by_kind_buckets) = by_kind(&self.hists);
+        let c = &mut r.cpu;
+        c.direct_reclaim_ns = self.cpu.direct_reclaim_ns;
+        c.aging_ns = self.cpu.aging_ns;
+        c.rmap_scan_ns = self.cpu.rmap_scan_ns;
+        c.device_ns = self.cpu.device_ns;
+        c.app_ns = self.cpu.app_ns;
+        c.io_wait_ns = self.cpu.io_wait_ns;
+        c.runqueue_wait_ns = self.cpu.runqueue_wait_ns;
+        c.barrier_wait_ns = self.cpu.barrier_wait_ns;
+        r.device_frames_peak = self.device_frames_peak;
+        r.policy_counters = self
+            .guest
+            .policy
+            .counters()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
         if let Some(k) = &self.kvm {
             r.kvm_folded = k.profile().folded(&self.costs.kvm_work_ns);
         }
         r
+    }
+
+    /// The error Linux's OOM kill stands for: the guest's (native: the machine's) manager
+    /// ran out of memory at its access `t`.
+    fn out_of_memory(&self, t: u64) -> Error {
+        let m = &self.guest;
+        let failed = m.stats.swap_write_errors;
+        if self.paging != Paging::Native {
+            return Error::config(
+                "vm.guest_frames",
+                format!("guest out of memory at its access {t}: give the guest more frames"),
+            );
+        }
+        let msg = if failed > 0 {
+            format!(
+                "out of memory at access {t}: zram's compressed pool ({} of {} frames) left no memory for the swap-outs that would free more ({failed} failed writes, zram's failed_writes; Linux would OOM-kill here); give more frames, or keep the pool out of the capacity (a memory cgroup limit: machine.cgroup = true, `vmemsim run --cgroup`, vmemsim.run(cgroup=True))",
+                m.mm.frames.reserved(),
+                m.mm.frames.len()
+            )
+        } else {
+            format!(
+                "out of memory at access {t}: {} could reclaim nothing with {} frames (Linux would OOM-kill here); give more frames",
+                m.policy.name(),
+                m.mm.frames.len()
+            )
+        };
+        Error::config("frames", msg)
     }
 
     /// vCPU `v`'s clock (simulated ns).
@@ -2217,13 +2517,13 @@ impl Vm {
     /// scanned and reclaimed, MG-LRU's aging) advances the vCPU's clock as reclaim time, its
     /// unmaps shoot down TLB entries (and reach KVM's shadow MMU), its swap writes go to the
     /// guest's device. Returns whether kswapd has more to do.
-    pub fn guest_kswapd_step(&mut self, v: usize) -> Result<bool> {
+    pub fn guest_kswapd_step(&mut self, v: usize, cls: Classes<'_>) -> Result<bool> {
         let before = self.work_snapshot();
         self.guest.mm.now = self.vcpus[v].clock;
         let more = self.guest.kswapd_step();
         self.sync_guest_unmaps(v)?;
         let after = self.work_snapshot();
-        self.charge(v, &before, &after, false);
+        self.charge(v, &before, &after, false, cls);
         Ok(more)
     }
 
@@ -2260,6 +2560,20 @@ impl Vm {
     /// Request latencies so far.
     pub fn latency_histogram(&self) -> &crate::timed::hist::Histogram {
         &self.hist
+    }
+
+    /// vCPU `v` (native: a thread), in its op's allocation, wakes the sleeping kswapd
+    /// (`wakeup_kswapd`): it pays `wakeup_ns` (overlapping its op's wait for a swap read, if
+    /// any). Returns when kswapd wakes: a wake-up later, from the end of that work.
+    pub fn pay_wakeup(&mut self, v: usize) -> u64 {
+        let w = self.costs.wakeup_ns;
+        let vc = &mut self.vcpus[v];
+        let done = vc.clock - vc.io_wait + w;
+        let used = vc.io_wait.min(w);
+        vc.io_wait -= used;
+        vc.clock += w - used;
+        self.r.time.guest_fault_ns += w - used;
+        done + w
     }
 
     /// Guest frames holding pages now (mapped or in the guest's swap cache).
@@ -2354,12 +2668,22 @@ impl Vm {
 /// Run a guest workload to its end on a new VM: the vCPUs' streams interleaved chunk by
 /// chunk (the order of accesses between vCPUs is round-robin by chunk; each vCPU keeps its own clock).
 pub fn run(cfg: &VmConfig, wl: &mut dyn GuestWorkload) -> Result<VmResult> {
-    let mut vm = Vm::new(cfg, wl.vcpus())?;
     let hc = HostCpus::own(wl.vcpus());
-    let kswapd_ns = schedule(std::slice::from_mut(&mut vm), &mut [wl], hc)?;
+    run_with(cfg, wl, hc, EngineOpts::default())
+}
+
+/// One VM (or, with native paging, the machine alone) on `hc` with the engine's `opts`.
+pub fn run_with(
+    cfg: &VmConfig,
+    wl: &mut dyn GuestWorkload,
+    hc: HostCpus,
+    opts: EngineOpts<'_>,
+) -> Result<VmResult> {
+    let mut vm = Vm::new(cfg, wl.vcpus())?;
+    let out = schedule(std::slice::from_mut(&mut vm), &mut [wl], hc, opts)?;
     let mut r = vm.result();
     r.workload = wl.name();
-    r.host_kswapd_ns = kswapd_ns;
+    out.fill(&mut r);
     Ok(r)
 }
 
@@ -2415,8 +2739,9 @@ pub fn run_many_with(
             format!("{} configurations for {} workloads", cfgs.len(), wls.len()),
         ));
     }
-    if cfgs.len() == 1 && cpus.is_none() {
-        return run(&cfgs[0], wls[0].as_mut());
+    if cfgs.len() == 1 {
+        let hc = cpus.unwrap_or_else(|| HostCpus::own(wls[0].vcpus()));
+        return run_with(&cfgs[0], wls[0].as_mut(), hc, EngineOpts::default());
     }
     if cfgs.len() > 1 && cfgs.iter().any(|c| c.paging == Paging::Native) {
         return Err(Error::config(
@@ -2443,21 +2768,19 @@ pub fn run_many_with(
         .iter_mut()
         .map(|w| -> &mut dyn GuestWorkload { &mut **w })
         .collect();
-    let kswapd_ns = schedule(&mut vms, &mut refs, hc)?;
-    if vms.len() == 1 {
-        let mut r = vms[0].result();
-        r.workload = wls[0].name();
-        r.host_kswapd_ns = kswapd_ns;
-        return Ok(r);
-    }
+    let out = schedule(&mut vms, &mut refs, hc, EngineOpts::default())?;
     let host = host.expect("several VMs have a host");
     let mut per = Vec::with_capacity(vms.len());
     let mut hist = crate::timed::hist::Histogram::new();
+    let mut hists: BTreeMap<u8, crate::timed::hist::Histogram> = BTreeMap::new();
     for (vm, w) in vms.iter_mut().zip(wls.iter()) {
         vm.sync_host_unmaps();
         let mut r = vm.result();
         r.workload = w.name();
         hist.merge(vm.latency_histogram());
+        for (k, h) in &vm.hists {
+            hists.entry(*k).or_default().merge(h);
+        }
         per.push(r);
     }
     let mut merged = merge_results(&per);
@@ -2468,8 +2791,9 @@ pub fn run_many_with(
         merged.latency = Some(hist.summary());
         merged.latency_buckets = hist.buckets();
     }
+    (merged.latency_by_kind, merged.latency_by_kind_buckets) = by_kind(&hists);
     merged.per_vm = per;
-    merged.host_kswapd_ns = kswapd_ns;
+    out.fill(&mut merged);
     Ok(merged)
 }
 
@@ -2477,4 +2801,17 @@ mod merge;
 mod threads;
 
 use merge::merge_results;
-use threads::schedule;
+pub use threads::EngineOpts;
+use threads::{schedule, EngineOut};
+
+impl EngineOut {
+    /// The engine's own measurements into a run's result.
+    fn fill(self, r: &mut VmResult) {
+        r.host_kswapd_ns = self.kswapd_ns;
+        r.cpu.kswapd_ns = self.kswapd_ns;
+        r.cpu.kswapd_runs = self.kswapd_runs;
+        r.cpu.context_switches = self.context_switches;
+        r.slice_ns = self.slice_ns;
+        r.series = self.series;
+    }
+}

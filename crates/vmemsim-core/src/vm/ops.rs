@@ -6,6 +6,7 @@
 //! Addresses are guest-virtual 4 KiB page numbers of the process the vCPU runs at that
 //! moment (set by [`GuestOp::Switch`]; every vCPU starts in process 0).
 
+use crate::device::ContentClass;
 use crate::error::Result;
 use crate::workload::Op;
 
@@ -51,4 +52,9 @@ pub trait GuestWorkload: Send {
     /// Append vCPU `v`'s next ops to `buf` (the caller clears it); nothing appended means the
     /// vCPU is done.
     fn next_ops(&mut self, v: usize, buf: &mut Vec<GuestOp>) -> Result<()>;
+    /// How well page `vpn` of process `pid` compresses (zram's compressed sizes). Default:
+    /// numeric data, for models without a content model.
+    fn content_class(&self, _pid: u32, _vpn: u64) -> ContentClass {
+        ContentClass::Numeric
+    }
 }

@@ -123,6 +123,7 @@ fn random_case(rng: &mut Xoshiro256PlusPlus) -> Case {
         guest_swap: rng
             .gen_bool(0.2)
             .then(|| crate::device::DeviceSpec::parse("zram").unwrap()),
+        charge_device_ram: false,
         costs: Default::default(),
     };
     Case {

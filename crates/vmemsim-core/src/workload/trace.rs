@@ -30,8 +30,12 @@
 //!
 //! Each access of the trace is one [`Op::Access`], in order: unlike the models, references
 //! repeated to one page are not merged, so the machine's access count is the trace's. Page
-//! numbers may be anywhere in 64 bits: the machine maps ids beyond a 48-bit address space
-//! to dense page numbers ([`crate::engine::Machine::access`]).
+//! numbers may be anywhere in 64 bits, but a process addresses 2^36 pages (48 bits, 4-level
+//! page tables): a trace with page numbers beyond that (object ids, kernel addresses) has
+//! its 1 GiB regions (2^18 pages) numbered densely in the order they first appear in the
+//! file, which keeps every page distinct and the layout inside each region (its page-table
+//! leaves, what MG-LRU's walks and look-around see); a trace within 48 bits runs at its own
+//! page numbers.
 //!
 //! The file is read once when the workload is built: every reader error shows then, and
 //! [`Workload::footprint_pages`] is the exact number of distinct pages (what `--frames 50%`
@@ -89,6 +93,8 @@ pub struct TraceWorkload {
     footprint: u64,
     accesses: u64,
     state: Vec<ThreadState>,
+    /// Dense region numbers, when the trace's pages go beyond a process's address space.
+    regions: Option<Regions>,
 }
 
 /// `e` as an error of the spec's key `k` (a reader's own key, e.g. `format`, is replaced).
@@ -101,20 +107,27 @@ fn rekey(p: &Params, k: &str, e: Error) -> Error {
 
 /// Distinct pages and accesses of `src`, refusing more than `max_pages` distinct pages.
 /// (Not [`crate::replay::count_distinct`]: this one stops at a limit and counts accesses.)
-fn count_pages(src: &mut dyn TraceSource, max_pages: u64) -> Result<(u64, u64)> {
+/// Also the trace's 1 GiB regions in order of first appearance, when some page lies beyond
+/// a process's address space (see the module docs).
+fn count_pages(src: &mut dyn TraceSource, max_pages: u64) -> Result<(u64, u64, Option<Regions>)> {
     let mut seen: std::collections::HashSet<
         u64,
         std::hash::BuildHasherDefault<crate::util::PageHasher>,
     > = Default::default();
+    let mut regions = Regions::default();
+    let mut beyond = false;
     let mut buf = Vec::with_capacity(trace::CHUNK);
     let mut accesses = 0u64;
     loop {
         src.next_chunk(&mut buf)?;
         if buf.is_empty() {
-            return Ok((seen.len() as u64, accesses));
+            return Ok((seen.len() as u64, accesses, beyond.then_some(regions)));
         }
         accesses += buf.len() as u64;
         for a in &buf {
+            beyond |= a.page >= crate::vm::machine::VA_PAGES;
+            let n = regions.len() as u64;
+            regions.entry(a.page >> REGION_BITS).or_insert(n);
             if seen.insert(a.page) && seen.len() as u64 > max_pages {
                 return Err(Error::config(
                     "",
@@ -127,6 +140,12 @@ fn count_pages(src: &mut dyn TraceSource, max_pages: u64) -> Result<(u64, u64)> 
         }
     }
 }
+
+/// log2 of the pages in a 1 GiB region.
+const REGION_BITS: u32 = 18;
+
+/// 1 GiB region of the trace → its dense number.
+type Regions = std::collections::HashMap<u64, u64>;
 
 impl TraceWorkload {
     pub(crate) fn parse(text: &str, run_seed: u64) -> Result<TraceWorkload> {
@@ -169,10 +188,11 @@ impl TraceWorkload {
             ..ReaderOptions::default()
         };
         let mut src = trace::open(&path, Some(format), &opts).map_err(|e| rekey(&p, "path", e))?;
-        let (footprint, accesses) = count_pages(&mut *src, max_pages).map_err(|e| match e {
-            Error::Config { msg, .. } => p.err("path", format!("{path}: {msg}")),
-            other => p.err("path", other.to_string()),
-        })?;
+        let (footprint, accesses, regions) =
+            count_pages(&mut *src, max_pages).map_err(|e| match e {
+                Error::Config { msg, .. } => p.err("path", format!("{path}: {msg}")),
+                other => p.err("path", other.to_string()),
+            })?;
         if accesses == 0 {
             return Err(p.err("path", format!("{path}: the trace holds no accesses")));
         }
@@ -198,6 +218,7 @@ impl TraceWorkload {
             footprint,
             accesses,
             state,
+            regions,
         })
     }
 
@@ -287,8 +308,15 @@ impl Workload for TraceWorkload {
             let room = (CHUNK_OPS - (buf.len() - start)).div_ceil(per);
             let take = run.min(room.max(1));
             for a in &st.chunk[st.pos..st.pos + take] {
+                let page = match &self.regions {
+                    None => a.page,
+                    Some(r) => {
+                        (r[&(a.page >> REGION_BITS)] << REGION_BITS)
+                            | (a.page & ((1 << REGION_BITS) - 1))
+                    }
+                };
                 buf.push(Op::Access {
-                    page: a.page,
+                    page,
                     write: a.write,
                 });
                 if compute_ns > 0 {

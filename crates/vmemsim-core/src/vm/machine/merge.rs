@@ -4,7 +4,8 @@ use super::*;
 
 /// The sums of several VMs' results (see [`VmResult::per_vm`]): counters and time categories
 /// add up (the longest KVM hash chain and device queue delay are maxima), the walk grid adds
-/// cell by cell, `runtime_ns` is the latest VM's, `vcpu_ns` lists every vCPU; strings and
+/// cell by cell, `runtime_ns` and `device_frames_peak` are the largest VM's, `vcpu_ns` and
+/// `threads` list every vCPU; strings and
 /// enums are the first VM's, except the workload names, joined with " + ". The caller sets
 /// the shared host's counters, frames and the merged latency.
 pub(super) fn merge_results(rs: &[VmResult]) -> VmResult {
@@ -68,6 +69,14 @@ pub(super) fn merge_results(rs: &[VmResult]) -> VmResult {
             *s += rs;
         }
         m.vcpu_ns.extend_from_slice(&r.vcpu_ns);
+        crate::util::add_fields!(m.cpu, r.cpu;
+            app_ns, direct_reclaim_ns, io_wait_ns, runqueue_wait_ns, barrier_wait_ns,
+            kswapd_ns, aging_ns, rmap_scan_ns, device_ns, context_switches, kswapd_runs);
+        m.threads.extend_from_slice(&r.threads);
+        m.device_frames_peak = m.device_frames_peak.max(r.device_frames_peak);
+        for (k, v) in &r.policy_counters {
+            *m.policy_counters.entry(k.clone()).or_default() += v;
+        }
         for line in r.kvm_folded.lines() {
             folded.push_str(&format!("vm{i};{line}\n"));
         }
@@ -153,6 +162,8 @@ mod tests {
             host_device: Some(Default::default()),
             kvm: Some(Default::default()),
             vcpu_ns: vec![0],
+            threads: vec![Default::default()],
+            policy_counters: [("c".to_string(), 0)].into(),
             kvm_folded: "a;b 5".into(),
             workload: "w".into(),
             ..VmResult::default()
@@ -163,14 +174,25 @@ mod tests {
             &m,
             &[
                 ".runtime_ns",
+                ".device_frames_peak",
                 ".kvm.max_mmu_page_hash_collisions",
                 ".guest_device.queue_delay_max_ns",
                 ".host_device.queue_delay_max_ns",
             ],
             // Recomputed from the grid, and the per-vCPU clocks listed, not summed.
-            &[".walk_breakdown", ".vcpu_ns"],
+            // The engine's slice is set by the caller, as the latency by kind (from the
+            // histograms) and the series (of the first VM).
+            &[
+                ".walk_breakdown",
+                ".vcpu_ns",
+                ".threads",
+                ".slice_ns",
+                ".latency_by_kind",
+                ".series",
+            ],
         );
         assert_eq!(m.vcpu_ns, [1, 2]);
+        assert_eq!(m.threads.len(), 2);
         assert_eq!(m.workload, "w + w");
         assert_eq!(m.kvm_folded, "vm0;a;b 5\nvm1;a;b 5\n");
     }

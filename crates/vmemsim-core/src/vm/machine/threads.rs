@@ -2,6 +2,7 @@
 //! kswapd on them (a small fair scheduler per VM), and the host's kswapd.
 
 use super::*;
+use crate::sched::State;
 
 /// Why a vCPU's stream is not running: it waits for a swap read, or idles until its next
 /// request arrives (both until the given time). Meanwhile the vCPU halts, unless the
@@ -73,6 +74,14 @@ struct VmExec<'a, 'b> {
     k_backlog: u64,
     k_busy_until: u64,
     step_ns: u64,
+    /// Native paging: the machine's own kswapd is the engine's kernel thread `kswapd`, which
+    /// runs its `balance_pgdat` passes as the timing engine always has (see
+    /// [`Vm::native_kswapd_step`]); the VM's guest scheduler is not used.
+    native: bool,
+    /// Counters sampled every `sample_every_ns` (0: none) of simulated time.
+    sample_every_ns: u64,
+    next_sample: u64,
+    series: Vec<crate::timed::Sample>,
 }
 
 impl VmExec<'_, '_> {
@@ -135,7 +144,7 @@ impl VmExec<'_, '_> {
     /// What vCPU thread `t` runs in the guest now.
     fn guest_pick(&mut self, t: usize) -> GuestTask {
         let i = self.vcpus[t].vm;
-        let awake = self.vms[i].guest_kswapd_awake();
+        let awake = !self.native && self.vms[i].guest_kswapd_awake();
         let g = &self.gk[i];
         let vc = &self.vcpus[t];
         if !awake || g.on.is_some_and(|u| u != t) {
@@ -176,8 +185,10 @@ impl VmExec<'_, '_> {
                 self.gk[i].on = Some(t);
                 let end = c0.saturating_add(self.step_ns);
                 let mut more = true;
+                let wl = &*self.wls[i];
+                let cls = |pid, vpn| wl.content_class(pid, vpn);
                 while more && self.vms[i].clock(v) < end {
-                    more = self.vms[i].guest_kswapd_step(v)?;
+                    more = self.vms[i].guest_kswapd_step(v, &cls)?;
                 }
                 if self.vms[i].clock(v) == c0 {
                     // A pass that cost nothing (zero costs) still takes the CPU for a moment.
@@ -222,13 +233,21 @@ impl VmExec<'_, '_> {
                 }
                 let c0 = self.vms[i].clock(v);
                 let vc = &mut self.vcpus[t];
+                // Native paging: the first allocation of the step that wakes the sleeping
+                // kswapd pays `wakeup_ns` and wakes it (`wakeup_kswapd`).
+                let mut wake = (self.native && s.threads[self.kswapd].state == State::Sleeping)
+                    .then_some(None);
                 let out = Self::run_ops(
                     &mut self.vms[i],
                     &mut *self.wls[i],
                     (&mut vc.buf, &mut vc.pos),
                     v,
                     self.step_ns,
+                    &mut wake,
                 )?;
+                if let Some(Some(at)) = wake {
+                    s.wake(self.kswapd, at.max(self.k_busy_until));
+                }
                 let vm = &mut self.vms[i];
                 let out = match out {
                     Ran::On => Step::Ran(vm.clock(v)),
@@ -258,6 +277,9 @@ impl VmExec<'_, '_> {
             Step::Ran(a) | Step::Barrier(a) | Step::Done(a) => a,
         };
         self.vcpus[t].slice_used += at - c0;
+        if self.native {
+            return Ok(out);
+        }
         self.note_kswapd(s, at);
         self.note_guest_kswapd(s, i, at);
         // A stream about to halt keeps its vCPU if the guest's kswapd has work and no vCPU.
@@ -270,14 +292,18 @@ impl VmExec<'_, '_> {
     }
 
     /// vCPU `v` of `vm` runs its stream's ops from its clock for about `step_ns`.
+    /// With `wake` = `Some(None)` (native paging, kswapd asleep), the first op that wakes
+    /// kswapd pays `wakeup_ns` and leaves in `wake` when kswapd wakes.
     fn run_ops(
         vm: &mut Vm,
         wl: &mut dyn GuestWorkload,
         (buf, pos): (&mut Vec<GuestOp>, &mut usize),
         v: usize,
         step_ns: u64,
+        wake: &mut Option<Option<u64>>,
     ) -> Result<Ran> {
         let end = vm.vcpus[v].clock.saturating_add(step_ns);
+        let mut step_over = false;
         loop {
             if *pos == buf.len() {
                 buf.clear();
@@ -286,6 +312,10 @@ impl VmExec<'_, '_> {
                 if buf.is_empty() {
                     return Ok(Ran::Done);
                 }
+            }
+            // (checked after the refill, so a stream that has just run out ends now)
+            if step_over {
+                return Ok(Ran::On);
             }
             for &op in &buf[*pos..] {
                 *pos += 1;
@@ -301,7 +331,10 @@ impl VmExec<'_, '_> {
                         vm.op(v, op)?;
                     }
                     GuestOp::Op(Op::Barrier) => return Ok(Ran::Barrier),
-                    _ => vm.op(v, op)?,
+                    _ => vm.op_with(v, op, &|pid, vpn| wl.content_class(pid, vpn))?,
+                }
+                if *wake == Some(None) && vm.guest_kswapd_awake() {
+                    *wake = Some(Some(vm.pay_wakeup(v)));
                 }
                 let vc = &mut vm.vcpus[v];
                 if vc.clock >= end || vc.io_wait > 0 {
@@ -312,7 +345,8 @@ impl VmExec<'_, '_> {
                             until: vc.clock,
                         });
                     }
-                    return Ok(Ran::On);
+                    step_over = true;
+                    break;
                 }
             }
         }
@@ -329,7 +363,15 @@ enum Ran {
 }
 
 impl Exec for VmExec<'_, '_> {
-    fn step(&mut self, s: &mut Sched, t: usize, _cpu: usize, now: u64) -> Result<Step> {
+    fn step(&mut self, s: &mut Sched, t: usize, cpu: usize, now: u64) -> Result<Step> {
+        if self.native {
+            // Swap slots come from this CPU's cluster (`percpu_cluster`).
+            self.vms[0].guest.mm.swap.set_cpu(cpu);
+            self.vms[0].set_write_room();
+            if t == self.kswapd {
+                return self.step_native_kswapd(s, now);
+            }
+        }
         if t != self.kswapd {
             return self.step_vcpu(s, t, now);
         }
@@ -351,15 +393,119 @@ impl Exec for VmExec<'_, '_> {
             self.vms[vc.vm].barrier_release(vc.v, now);
         }
     }
+
+    /// Native kswapd has finished freeing `token` more of the frames its pass reclaimed.
+    fn timer(&mut self, _s: &mut Sched, token: u32, _now: u64) -> Result<()> {
+        self.vms[0].hold_kswapd_frames(-(token as i64));
+        Ok(())
+    }
+
+    fn before(&mut self, s: &mut Sched, now: u64) -> Result<()> {
+        while now >= self.next_sample {
+            self.sample(s, self.next_sample)?;
+            self.next_sample += self.sample_every_ns;
+        }
+        s.hook_at = self.next_sample;
+        Ok(())
+    }
+}
+
+impl VmExec<'_, '_> {
+    /// Native paging: kswapd runs one `balance_pgdat` pass per step. The machine freed the
+    /// pass's pages at once; kswapd frees them over the pass's simulated time, in
+    /// `shrink_folio_list` batches of SWAP_CLUSTER_MAX: they are held back and each batch
+    /// given to the free list when kswapd's clock reaches it.
+    fn step_native_kswapd(&mut self, s: &mut Sched, now: u64) -> Result<Step> {
+        let wl = &*self.wls[0];
+        let (more, ran, freed) =
+            self.vms[0].native_kswapd_step(now, &|pid, vpn| wl.content_class(pid, vpn))?;
+        let clock = now + ran;
+        self.k_busy_until = clock;
+        let freed = freed.min(u32::MAX as u64) as u32;
+        if freed > 0 {
+            let batches = freed.div_ceil(crate::engine::SWAP_CLUSTER_MAX) as u64;
+            self.vms[0].hold_kswapd_frames(freed as i64);
+            let mut left = freed;
+            for i in 1..=batches {
+                let n = left.min(crate::engine::SWAP_CLUSTER_MAX);
+                left -= n;
+                s.timer(now + ran * i / batches, n);
+            }
+        }
+        Ok(if more {
+            Step::Ran(clock)
+        } else {
+            Step::Sleep {
+                at: clock,
+                until: None,
+            }
+        })
+    }
+
+    /// Record the first VM's manager's counters as of `t`.
+    fn sample(&mut self, s: &Sched, t: u64) -> Result<()> {
+        if self.series.len() as u64 >= crate::replay::MAX_SAMPLES {
+            return Err(Error::config(
+                "sample_every_ns",
+                format!(
+                    "{} ns gives more than {} samples by simulated time {t} ns; sample less often (0 = no series)",
+                    self.sample_every_ns,
+                    crate::replay::MAX_SAMPLES,
+                ),
+            ));
+        }
+        self.series.push(crate::timed::Sample {
+            time_ns: t,
+            stats: self.vms[0].guest.stats.clone(),
+            kswapd_ns: s.threads[self.kswapd].cpu_ns,
+        });
+        Ok(())
+    }
+}
+
+/// How the engine runs (not model parameters but the run's own settings).
+pub struct EngineOpts<'p> {
+    /// How much CPU time one scheduling step runs before other CPUs' events are looked at
+    /// ([`crate::timed::TimedConfig::step_ns`]).
+    pub step_ns: u64,
+    /// Simulated time between samples of the first VM's counters (0: none).
+    pub sample_every_ns: u64,
+    /// Called now and then with the simulated time.
+    pub progress: Option<&'p mut dyn FnMut(u64)>,
+}
+
+impl Default for EngineOpts<'_> {
+    fn default() -> Self {
+        EngineOpts {
+            step_ns: crate::timed::TimedConfig::default().step_ns,
+            sample_every_ns: 0,
+            progress: None,
+        }
+    }
+}
+
+/// What the engine measured beyond each VM's own counters.
+pub(super) struct EngineOut {
+    /// The host's kswapd (native: the machine's): its CPU time and the times it was
+    /// scheduled.
+    pub kswapd_ns: u64,
+    pub kswapd_runs: u64,
+    pub context_switches: u64,
+    pub slice_ns: u64,
+    pub series: Vec<crate::timed::Sample>,
 }
 
 /// Run all VMs' vCPUs on `hc.cpus` host CPUs with the host's kswapd (see
-/// [`run_many_with`]). Returns the CPU time the host's kswapd ran.
+/// [`run_many_with`]). Each VM's result gets its threads' times; the rest is returned.
 pub(super) fn schedule(
     vms: &mut [Vm],
     wls: &mut [&mut dyn GuestWorkload],
     hc: HostCpus,
-) -> Result<u64> {
+    opts: EngineOpts<'_>,
+) -> Result<EngineOut> {
+    if opts.step_ns == 0 {
+        return Err(Error::config("step_ns", "must be at least 1"));
+    }
     let cfg = SchedConfig::new(hc.cpus, hc.slice_ns, vms[0].costs.context_switch_ns)
         .map_err(|_| Error::config("vm.host_cpus", format!("must be 1..=4096, got {}", hc.cpus)))?;
     let mut s = Sched::new(cfg);
@@ -383,8 +529,15 @@ pub(super) fn schedule(
     for vm in vms.iter_mut() {
         vm.defer_guest_kswapd();
     }
+    let native = vms.len() == 1 && vms[0].paging == Paging::Native;
     let kswapd = s.spawn(false, 0);
     let k_seen = VmExec::kswapd_work(vms);
+    let next_sample = if opts.sample_every_ns > 0 {
+        opts.sample_every_ns
+    } else {
+        u64::MAX
+    };
+    s.hook_at = next_sample;
     let mut x = VmExec {
         vcpus,
         gk: vec![GuestKswapd::default(); vms.len()],
@@ -399,11 +552,42 @@ pub(super) fn schedule(
         k_seen,
         k_backlog: 0,
         k_busy_until: 0,
-        step_ns: crate::timed::TimedConfig::default().step_ns,
+        step_ns: opts.step_ns,
+        native,
+        sample_every_ns: opts.sample_every_ns,
+        next_sample,
+        series: Vec::new(),
     };
-    s.run(&mut x, None)?;
-    for (vm, g) in x.vms.iter_mut().zip(&x.gk) {
-        vm.r.guest_kswapd_ns = g.cpu_ns;
+    s.run(&mut x, opts.progress)?;
+    if x.sample_every_ns > 0 {
+        x.sample(&s, s.end_ns)?;
     }
-    Ok(s.threads[kswapd].cpu_ns)
+    for (i, (vm, g)) in x.vms.iter_mut().zip(&x.gk).enumerate() {
+        vm.r.guest_kswapd_ns = g.cpu_ns;
+        let c = &mut vm.cpu;
+        vm.r.threads.clear();
+        for (&t, vc) in x.threads_of[i].iter().zip(&vm.vcpus) {
+            let th = &s.threads[t];
+            c.app_ns += th.cpu_ns;
+            c.io_wait_ns += th.blocked_ns;
+            c.runqueue_wait_ns += th.runq_wait_ns;
+            c.barrier_wait_ns += th.barrier_wait_ns;
+            vm.r.threads.push(crate::timed::ThreadTimes {
+                cpu_ns: th.cpu_ns,
+                io_wait_ns: th.blocked_ns,
+                finish_ns: th.finish_ns,
+                accesses: vc.accesses,
+                writes: vc.writes,
+                major_faults: vc.major_faults,
+            });
+        }
+    }
+    let k = &s.threads[kswapd];
+    Ok(EngineOut {
+        kswapd_ns: k.cpu_ns,
+        kswapd_runs: k.runs,
+        context_switches: s.context_switches,
+        slice_ns: s.cfg.slice_ns,
+        series: std::mem::take(&mut x.series),
+    })
 }

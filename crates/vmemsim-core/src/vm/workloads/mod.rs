@@ -145,6 +145,9 @@ impl GuestWorkload for ProcessInGuest {
         buf.extend(self.ops.drain(..).map(GuestOp::Op));
         Ok(())
     }
+    fn content_class(&self, _pid: u32, vpn: u64) -> crate::device::ContentClass {
+        self.inner.content_class(vpn)
+    }
 }
 
 /// Page number of the first text page of a PIE executable without ASLR (`ELF_ET_DYN_BASE`
