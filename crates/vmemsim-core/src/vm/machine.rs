@@ -352,6 +352,10 @@ pub struct VmResult {
     /// TLB shootdowns: pages invalidated with INVLPG on running vCPUs, and deferred flushes.
     pub shootdown_pages: u64,
     pub deferred_flushes: u64,
+    /// Full flushes of a process's TLB entries on a vCPU (natively: a CPU) running it, after
+    /// a reclaim batch unmapped its pages (`try_to_unmap_flush` → `arch_tlbbatch_flush`).
+    #[serde(default)]
+    pub reclaim_flushes: u64,
     /// INVEPT-like flushes after host reclaim unmapped guest memory.
     pub nested_flushes: u64,
     /// CPU time of the host's kswapd (on the vCPUs' host CPUs with `HostCpus`, else on one
@@ -557,6 +561,7 @@ struct Work {
     exits: u64,
     shootdown_pages: u64,
     cr3_loads: u64,
+    reclaim_flushes: u64,
     guest_first_touch: u64,
     host_first_touch: u64,
     /// The guest's pages scanned and stolen (kswapd's and direct reclaim's).
@@ -993,6 +998,8 @@ pub struct Vm {
     levels: u8,
     /// Scratch: host unmaps, and processes whose table logs need draining.
     host_unmaps: Vec<u64>,
+    /// Scratch: (pid, va) of the pages a reclaim unmapped.
+    unmapped: Vec<(u32, u64)>,
     log_buf: Vec<(u64, u16)>,
     /// (pid, 1 GiB region) → dense slot in the guest manager's page table, and back.
     regions: std::collections::HashMap<u64, u32>,
@@ -1340,6 +1347,7 @@ impl Vm {
             gshift,
             levels: cfg.guest_levels,
             host_unmaps: Vec::new(),
+            unmapped: Vec::new(),
             log_buf: Vec::new(),
             regions: std::collections::HashMap::new(),
             region_back: Vec::new(),
@@ -1528,12 +1536,27 @@ impl Vm {
         Ok(())
     }
 
-    /// Apply the guest manager's reclaim unmaps: the process tables and the TLBs.
-    fn sync_guest_unmaps(&mut self, v: usize) -> Result<()> {
+    /// Apply the guest manager's (natively: the machine's) reclaim unmaps: the process
+    /// tables and the TLBs. `reclaimer` is the vCPU (natively: the thread's) whose reclaim
+    /// unmapped them, `None` for the native kswapd (a CPU that runs no process).
+    ///
+    /// `shrink_folio_list` unmaps with `TTU_BATCH_FLUSH` (Linux 6.8 mm/vmscan.c): when the
+    /// process runs on a CPU other than the reclaimer's (`arch_tlbbatch_should_defer`), the
+    /// flush is deferred and `try_to_unmap_flush` ends the batch with one full flush of the
+    /// process's entries on every CPU it runs on (`arch_tlbbatch_flush`: TLB_FLUSH_ALL, a
+    /// CR3 reload of its PCID; under shadow paging a CR3 exit). Otherwise each page is
+    /// flushed where it is (`ptep_clear_flush`: INVLPG). Either way a CPU that does not run
+    /// the process now flushes when it switches to it (`inc_mm_tlb_gen`). Left out: one
+    /// flush per batch of 32 pages (one per reclaim pass or fault here: the TLBs end in the
+    /// same state, fewer flushes are charged) and the IPIs' cost to the remote CPUs.
+    fn sync_guest_unmaps(&mut self, reclaimer: Option<usize>) -> Result<()> {
         let Some(mut log) = self.guest.unmap_log.take() else {
             return Ok(());
         };
+        let v = reclaimer.unwrap_or(0);
         let mut out = Ok(());
+        let mut pages = std::mem::take(&mut self.unmapped);
+        pages.clear();
         for &key in &log {
             let (pid, vpn) = self.unkey(key);
             let va = vpn << 12;
@@ -1549,13 +1572,52 @@ impl Vm {
             if out.is_ok() {
                 out = self.report_pt_writes(v, pid);
             }
-            if out.is_ok() {
-                out = self.shootdown(pid, va);
-            }
+            pages.push((pid, va));
         }
         log.clear();
         self.guest.unmap_log = Some(log);
+        pages.sort_unstable_by_key(|&(pid, _)| pid);
+        let mut i = 0;
+        while i < pages.len() && out.is_ok() {
+            let pid = pages[i].0;
+            let n = pages[i..].iter().take_while(|p| p.0 == pid).count();
+            let defer = self
+                .vcpus
+                .iter()
+                .enumerate()
+                .any(|(c, vc)| vc.pid == pid && Some(c) != reclaimer);
+            if defer {
+                out = self.batch_flush(pid);
+            } else {
+                for &(_, va) in &pages[i..i + n] {
+                    if out.is_ok() {
+                        out = self.shootdown(pid, va);
+                    }
+                }
+            }
+            i += n;
+        }
+        self.unmapped = pages;
         out
+    }
+
+    /// `arch_tlbbatch_flush`: every vCPU running `pid` flushes its entries (a CR3 reload of
+    /// the current PCID, which exits to KVM under shadow paging); the others flush when they
+    /// next switch to it.
+    fn batch_flush(&mut self, pid: u32) -> Result<()> {
+        self.tlb_gen[pid as usize] += 1;
+        let g = self.tlb_gen[pid as usize];
+        for c in 0..self.vcpus.len() {
+            if self.vcpus[c].pid != pid {
+                continue;
+            }
+            let vc = &mut self.vcpus[c];
+            vc.mmu.load_cr3(pcid(pid), false);
+            vc.seen_gen[pid as usize] = g;
+            self.r.reclaim_flushes += 1;
+            self.kvm_cr3(c, pid, false, true)?;
+        }
+        Ok(())
     }
 
     /// `flush_tlb_page`: INVLPG on vCPUs running `pid` (each exits to KVM under shadow
@@ -1740,7 +1802,7 @@ impl Vm {
         if self.guest.stats.first_touch != first {
             self.touched[pid as usize].push(base_vpn);
         }
-        self.sync_guest_unmaps(v)?;
+        self.sync_guest_unmaps(Some(v))?;
         let pte = self.guest.mm.pt.pte(key);
         let base_gfn = (crate::mm::pte_frame(pte) as u64) << self.gshift;
         let gfn = base_gfn | (vpn & (unit - 1));
@@ -2166,6 +2228,7 @@ impl Vm {
             exits: self.r.exits,
             shootdown_pages: self.r.shootdown_pages,
             cr3_loads: self.r.cr3_loads,
+            reclaim_flushes: self.r.reclaim_flushes,
             guest_first_touch: g.first_touch,
             host_first_touch: h.map_or(0, |s| s.first_touch),
             guest_scanned: g.pgscan_direct + g.pgscan_kswapd,
@@ -2228,7 +2291,7 @@ impl Vm {
         let n_exits = b.exits - a.exits;
         let exits = n_exits * c.exit_ns;
         let flush = (b.shootdown_pages - a.shootdown_pages) * c.invlpg_ns
-            + (b.cr3_loads - a.cr3_loads) * c.cr3_ns;
+            + (b.cr3_loads - a.cr3_loads + b.reclaim_flushes - a.reclaim_flushes) * c.cr3_ns;
         let mut kvm = 0;
         if let Some(k) = &self.kvm {
             if n_exits > 0 || h_major > 0 || h_minor > 0 {
@@ -2357,7 +2420,7 @@ impl Vm {
         let a = self.work_snapshot();
         self.guest.mm.now = now;
         let more = self.guest.kswapd_step();
-        self.sync_guest_unmaps(0)?;
+        self.sync_guest_unmaps(None)?;
         let b = self.work_snapshot();
         let c = &self.costs;
         let rmap = (b.guest_scanned - a.guest_scanned) * c.scan_page_ns;
@@ -2367,7 +2430,8 @@ impl Vm {
             c.lookaround_pte_ns,
         );
         let stolen = b.guest_stolen - a.guest_stolen;
-        let flush = (b.shootdown_pages - a.shootdown_pages) * c.invlpg_ns;
+        let flush = (b.shootdown_pages - a.shootdown_pages) * c.invlpg_ns
+            + (b.reclaim_flushes - a.reclaim_flushes) * c.cr3_ns;
         let work = rmap + aging + stolen * c.reclaim_page_ns + flush;
         self.cpu.aging_ns += aging;
         self.cpu.rmap_scan_ns += rmap;
@@ -2521,7 +2585,7 @@ impl Vm {
         let before = self.work_snapshot();
         self.guest.mm.now = self.vcpus[v].clock;
         let more = self.guest.kswapd_step();
-        self.sync_guest_unmaps(v)?;
+        self.sync_guest_unmaps(Some(v))?;
         let after = self.work_snapshot();
         self.charge(v, &before, &after, false, cls);
         Ok(more)

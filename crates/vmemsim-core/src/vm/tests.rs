@@ -1094,3 +1094,43 @@ fn a_shadow_pool_too_small_for_the_roots_is_an_error_naming_mmu_pages() {
     let e = e.expect("a pool of 9 cannot serve three vCPUs' roots");
     assert!(e.contains("vm.mmu_pages") && e.contains("all roots"), "{e}");
 }
+
+#[test]
+fn a_reclaim_batch_flushes_the_tlbs_of_a_process_running_on_other_cpus() {
+    // Native, 64 frames, one process writing 200 pages: reclaim unmaps pages of it.
+    // Alone on its CPU, each unmapped page is flushed where it is (`ptep_clear_flush`:
+    // INVLPG), once per page reclaimed.
+    let c = cfg(Paging::Native, 64, 0, TranslateConfig::default());
+    let mut vm = Vm::new(&c, 1).unwrap();
+    for p in 0..200 {
+        vm.op(0, acc(p, true)).unwrap();
+    }
+    let r = vm.result();
+    assert!(r.guest.evictions > 0);
+    assert_eq!(r.shootdown_pages, r.guest.evictions);
+    assert_eq!(r.reclaim_flushes, 0);
+    // The same process also runs on a second CPU, which has page 500 in its TLB: the flush
+    // is deferred to the batch's end and is a full flush of the process's entries on both
+    // CPUs (`arch_tlbbatch_flush`), so no page is INVLPG'd, flushes come in pairs, and the
+    // second CPU's next access to page 500 walks the table again.
+    let mut vm = Vm::new(&c, 2).unwrap();
+    vm.op(1, acc(500, false)).unwrap();
+    let walks = vm.result().translate.walks;
+    vm.op(1, acc(500, false)).unwrap();
+    assert_eq!(vm.result().translate.walks, walks, "a TLB hit");
+    for p in 0..200 {
+        vm.op(0, acc(p, true)).unwrap();
+    }
+    let r = vm.result();
+    assert!(r.guest.evictions > 0);
+    assert_eq!(r.shootdown_pages, 0);
+    assert!(
+        r.reclaim_flushes > 0 && r.reclaim_flushes.is_multiple_of(2),
+        "{}",
+        r.reclaim_flushes
+    );
+    let walks = r.translate.walks;
+    vm.op(1, acc(500, false)).unwrap();
+    assert!(vm.result().translate.walks > walks);
+    vm.validate().unwrap();
+}

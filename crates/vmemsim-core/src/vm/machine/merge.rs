@@ -33,7 +33,7 @@ pub(super) fn merge_results(rs: &[VmResult]) -> VmResult {
         crate::util::add_fields!(m, r;
             guest_frames, host_frames, ept_violations, ept_violations_pt, exits, exits_pf,
             exits_pt_write, exits_cr3, exits_invlpg, cr3_loads, cr3_flushes, shootdown_pages,
-            deferred_flushes, nested_flushes, host_kswapd_ns, guest_kswapd_ns,
+            deferred_flushes, reclaim_flushes, nested_flushes, host_kswapd_ns, guest_kswapd_ns,
             mmu_shrink_scans, mmu_shrink_zapped, processes_created, processes_exited,
             pages_unmapped, pt_pages_peak;
             max: runtime_ns);
