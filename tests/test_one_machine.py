@@ -49,3 +49,26 @@ def test_run_equals_vm_native(model, size):
     assert list(v.threads) == list(r.threads)
     assert v.latency_by_kind == r.latency
     assert v.translate == r.translate
+
+
+# The guest models run natively too, as programs on the machine (their processes, munmaps and
+# open-loop arrivals included).
+GUEST_MODELS = [
+    "stress-vm:vcpus=2,bytes=4MiB,rounds=2",
+    "redis-like:rps=20000,keys=4000,requests=8000",
+    "kernbench-like:jobs=6,parallel=2,job_ns=2000000",
+    "lmbench-like:bench=lat_mem_rd,size=4MiB,passes=2",
+]
+
+
+@pytest.mark.parametrize("model", GUEST_MODELS, ids=lambda m: m.split(":")[0])
+def test_guest_models_run_natively_as_in_vm_native(model):
+    r = vmemsim.run(model, policy="clock-lru", frames="70%", device="nvme", cpus=2, seed=2)
+    v = vmemsim.run_vm(model, paging="native", guest_policy="clock-lru", guest_frames=r.frames,
+                       guest_swap="nvme", host_cpus=2, costs=COSTS, seed=2)
+    assert r.stats["faults"] > 0
+    assert v.runtime_ns == r.runtime_ns
+    for k in ("faults", "major_faults", "pswpin", "pswpout", "pgscan_kswapd", "pgsteal_kswapd"):
+        assert v.guest[k] == r.stats[k], k
+    assert v.cpu == r.cpu
+    assert v.latency_by_kind == r.latency

@@ -676,7 +676,9 @@ def format_result(r: ReplayResult) -> str:
 def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "workload", metavar="WORKLOAD",
-        help="workload model spec, e.g. ycsb-a, 'pagerank:scale=16', 'tpch-like:footprint=64MiB'",
+        help="workload model spec, e.g. ycsb-a, 'pagerank:scale=16', 'tpch-like:footprint=64MiB',"
+        " or a guest model run natively ('redis-like:rps=20000', stress-vm, kernbench-like,"
+        " lmbench-like: the same run as `vmemsim vm W --paging native`)",
     )
     add_policy_arguments(p, frames_required=False, policy_default="mglru")
     p.set_defaults(frames="50%")

@@ -860,7 +860,7 @@ fn run_timed(
         config_err("timed", msg)
     })?;
     cfg.device = vmemsim_core::device::DeviceSpec::parse(device).map_err(py_err)?;
-    let wl = vmemsim_core::workload::parse(workload, seed).map_err(py_err)?;
+    let mut wl = timed::parse_workload(workload, seed).map_err(py_err)?;
     let footprint = wl.footprint_pages();
     machine.frames = match frames {
         FramesSpec::Count(n) => n,
@@ -888,7 +888,7 @@ fn run_timed(
                 std::panic::resume_unwind(Box::new(Cancelled));
             }
         };
-        timed::run(&spec, wl, Some(&mut report)).map_err(py_err)
+        timed::run_guest(&spec, &mut *wl, Some(&mut report)).map_err(py_err)
     })?;
     to_json(&result)
 }

@@ -289,6 +289,31 @@ pub fn run(
     workload: Box<dyn Workload>,
     progress: Option<&mut dyn FnMut(u64)>,
 ) -> Result<TimedResult> {
+    run_guest(spec, &mut ProcessInGuest::new(workload), progress)
+}
+
+/// The guest models that also run natively, as programs on the machine (their processes,
+/// `munmap`s and open-loop arrivals included): `stress-vm`, `redis-like`, `kernbench-like`,
+/// `lmbench-like`.
+pub const GUEST_KINDS: &[&str] = &["stress-vm", "redis-like", "kernbench-like", "lmbench-like"];
+
+/// Parse a workload for a native run: a process model of [`crate::workload`] (one
+/// process, a thread per stream) or one of [`GUEST_KINDS`] (a thread per vCPU stream).
+pub fn parse_workload(spec: &str, seed: u64) -> Result<Box<dyn crate::vm::GuestWorkload>> {
+    let kind = spec.trim().split(':').next().unwrap_or("").trim().to_ascii_lowercase();
+    if GUEST_KINDS.contains(&kind.as_str()) {
+        return crate::vm::workloads::parse(spec, seed);
+    }
+    Ok(Box::new(ProcessInGuest::new(crate::workload::parse(spec, seed)?)))
+}
+
+/// [`run`] for any workload of the one machine: its streams are the machine's threads.
+pub fn run_guest(
+    spec: &TimedSpec,
+    wl: &mut dyn crate::vm::GuestWorkload,
+    progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<TimedResult> {
+    let workload = wl;
     if spec.timed.cpus == 0 || spec.timed.cpus > 4096 {
         return Err(Error::config(
             "cpus",
@@ -298,12 +323,12 @@ pub fn run(
     if spec.timed.step_ns == 0 {
         return Err(Error::config("step_ns", "must be at least 1"));
     }
-    if workload.threads() == 0 {
+    if workload.vcpus() == 0 {
         return Err(Error::config("workload", "has no threads"));
     }
     let footprint_pages = workload.footprint_pages();
     let cfg = spec.machine_config();
-    let mut wl = ProcessInGuest::new(workload);
+    let wl = workload;
     let hc = HostCpus {
         cpus: spec.timed.cpus,
         slice_ns: spec.timed.slice_ns,
@@ -313,7 +338,7 @@ pub fn run(
         sample_every_ns: spec.timed.sample_every_ns,
         progress,
     };
-    let mut r = crate::vm::machine::run_with(&cfg, &mut wl, hc, opts)?;
+    let mut r = crate::vm::machine::run_with(&cfg, wl, hc, opts)?;
     // The program's accesses: with TLBs, the memory manager sees only those that walk the
     // page table (a TLB hit sets no accessed bit), so its own count is smaller.
     let st = &mut r.guest;
