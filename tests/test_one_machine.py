@@ -1,7 +1,7 @@
 """One machine: a native run is a VM run without the guest.
 
-`vmemsim run W` (the timed front end) and `vmemsim vm W --paging native` (the VM front end)
-build their configurations in different code (api.run / timed::TimedSpec, api.run_vm /
+`vmemsim run W --tlb` (the timed front end) and `vmemsim vm W --paging native` (the VM front
+end) build their configurations in different code (api.run / timed::TimedSpec, api.run_vm /
 vm::VmConfig) and must describe the same machine: with the same settings they give the
 same counters, runtime, CPU times and latency, for every native workload model.
 """
@@ -35,7 +35,7 @@ COSTS = {"access_ns": 100}
 def test_run_equals_vm_native(model, size):
     spec = model.format(**size)
     policy = "mglru" if "ycsb" in spec or "custom" in spec else "clock-lru"
-    r = vmemsim.run(spec, policy=policy, frames="60%", device="nvme", cpus=3, seed=5)
+    r = vmemsim.run(spec, policy=policy, frames="60%", device="nvme", cpus=3, seed=5, tlb=True)
     v = vmemsim.run_vm(spec, paging="native", guest_policy=policy, guest_frames=r.frames,
                        guest_swap="nvme", host_cpus=3, costs=COSTS, seed=5)
     assert r.stats["major_faults"] > 0, "the size must put the machine under pressure"
@@ -63,7 +63,8 @@ GUEST_MODELS = [
 
 @pytest.mark.parametrize("model", GUEST_MODELS, ids=lambda m: m.split(":")[0])
 def test_guest_models_run_natively_as_in_vm_native(model):
-    r = vmemsim.run(model, policy="clock-lru", frames="70%", device="nvme", cpus=2, seed=2)
+    r = vmemsim.run(model, policy="clock-lru", frames="70%", device="nvme", cpus=2, seed=2,
+                    tlb=True)
     v = vmemsim.run_vm(model, paging="native", guest_policy="clock-lru", guest_frames=r.frames,
                        guest_swap="nvme", host_cpus=2, costs=COSTS, seed=2)
     assert r.stats["faults"] > 0
@@ -72,3 +73,19 @@ def test_guest_models_run_natively_as_in_vm_native(model):
         assert v.guest[k] == r.stats[k], k
     assert v.cpu == r.cpu
     assert v.latency_by_kind == r.latency
+
+
+def test_without_tlbs_every_access_reaches_the_memory_manager():
+    # Without the TLB model (vmemsim run's default) each access sets the accessed bit: the
+    # manager counts every access of the program. With it, TLB hits do not reach it, so on
+    # a workload that reuses pages it counts fewer; both count the program's accesses in
+    # threads[].accesses and the same first touches (each page faults in once).
+    spec = "ycsb-c:footprint=4MiB,requests=20000"
+    off = vmemsim.run(spec, policy="clock-lru", frames="200%", device="nvme", seed=1)
+    on = vmemsim.run(spec, policy="clock-lru", frames="200%", device="nvme", seed=1, tlb=True)
+    assert not off.tlb and on.tlb
+    program = sum(t["accesses"] for t in off.threads)
+    assert program == sum(t["accesses"] for t in on.threads) == off.stats["accesses"]
+    assert off.translate["walks"] == 0 and on.translate["walks"] > 0
+    assert off.stats["first_touch"] == on.stats["first_touch"] == off.footprint_pages
+    assert off.stats["major_faults"] == on.stats["major_faults"] == 0

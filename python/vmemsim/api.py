@@ -324,6 +324,12 @@ CONTENT_CLASSES = ("zero", "text", "numeric", "random", "sparse")
 KERNEL_VERSIONS = ("6.8", "6.1")
 
 
+def _bool_arg(name: str, v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise VmemsimError(f"{name}: expected True or False, got {v!r}")
+    return v
+
+
 def _charge(charge_device_ram: bool, cgroup: Optional[bool]) -> bool:
     """Whether zram's pool counts against ``frames``. ``cgroup=True`` (the CLI's ``--cgroup``:
     frames is a memory cgroup limit, which zsmalloc's pages are not charged to) is the same as
@@ -1061,8 +1067,10 @@ class RunResult:
     percentiles (``read``, ``update``, ``insert``, ``all``: ``count``, ``mean``, ``p50``, ``p90``,
     ``p99``, ``p999``, ``p9999``, ``max``, in ns) and ``latency_buckets`` the histograms.
     ``cgroup`` says whether ``frames`` was a memory cgroup limit (zram's pool not charged).
-    ``translate`` counts the CPUs' TLBs and page walks: the run is the one machine's with
-    native paging, the same as :func:`run_vm` with ``paging="native"``.
+    ``translate`` counts the CPUs' TLBs and page walks when ``tlb`` is set: the run is the
+    one machine's with native paging, with ``tlb=True`` the same as :func:`run_vm` with
+    ``paging="native"``; without it (the default) every access sets the accessed bit and
+    costs ``access_ns``, several times faster.
     """
 
     version: str
@@ -1089,6 +1097,8 @@ class RunResult:
     #: The CPUs' translation hardware, summed (TLB hits and misses, page walks and their
     #: memory references and cycles): the fields of ``vm::TranslateStats``.
     translate: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The CPUs' TLBs and page walks were modelled (``tlb=True``, ``--tlb``, ``machine.tlb``).
+    tlb: bool = False
     #: ``frames`` was a memory cgroup limit (``cgroup=True``, ``--cgroup``,
     #: ``machine.cgroup``): zram's compressed pool was not charged to it.
     cgroup: bool = False
@@ -1127,6 +1137,7 @@ class RunResult:
                              for k, v in raw["latency_buckets"].items()},
             policy_counters=dict(raw["policy_counters"]), options=dict(raw["options"]),
             series=series, translate=dict(raw.get("translate", {})),
+            tlb=bool(raw.get("tlb", False)),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -1171,6 +1182,7 @@ def run(
     check_invariants: bool = False,
     progress: Optional[ProgressFn] = None,
     swap: Optional[str] = None,
+    tlb: bool = False,
 ) -> RunResult:
     """Run a workload model on a timed machine (the timing engine,
     ``vmemsim_core::timed``): its threads and kswapd compete for ``cpus`` CPUs, every event
@@ -1203,6 +1215,7 @@ def run(
         "sample_every_ns": _count_arg("sample_every_ns", sample_every_ns, lo=0),
         "step_ns": _count_arg("step_ns", step_ns),
         "charge_device_ram": _charge(charge_device_ram, cgroup),
+        "tlb": _bool_arg("tlb", tlb),
     }
     in_cgroup = not timed["charge_device_ram"]
     if slice_ns is not None:

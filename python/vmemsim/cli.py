@@ -701,6 +701,10 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cgroup", action="store_true",
                    help="frames is a memory cgroup limit: zram's compressed pool is not "
                    "charged to it (zsmalloc memory is not memcg-accounted)")
+    p.add_argument("--tlb", action="store_true",
+                   help="model the CPUs' TLBs and page walks (the run of `vmemsim vm W "
+                   "--paging native`; several times slower): a TLB hit sets no accessed bit "
+                   "(default: every access sets it and costs access_ns)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_progress_argument(p)
 
@@ -710,7 +714,7 @@ def _run_run(args: argparse.Namespace) -> int:
     costs = {}
     for k, v in _key_values(args.cost).items():
         try:
-            costs[k] = int(v, 0)
+            costs[k] = float(v) if k == "cpu_ghz" else int(v, 0)
         except ValueError:
             raise CliError(f"--cost {k}: '{v}' is not a whole number of ns") from None
     result = _with_progress(
@@ -718,7 +722,7 @@ def _run_run(args: argparse.Namespace) -> int:
         lambda progress: vmemsim_run(
             args.workload, device=args.device, cpus=args.cpus, costs=costs or None,
             slice_ns=args.slice_ns, sample_every_ns=args.sample_every_ns, progress=progress,
-            step_ns=args.step_ns, cgroup=args.cgroup, **kw,
+            step_ns=args.step_ns, cgroup=args.cgroup, tlb=args.tlb, **kw,
         ),
     )
     if args.json:

@@ -1099,6 +1099,7 @@ fn run_vm(
         host_swap,
         guest_swap,
         charge_device_ram: false,
+        tlb: true,
         costs,
     };
     let cfgs: Vec<VmConfig> = gs

@@ -37,6 +37,7 @@ _TIMED_KEYS = {
     "machine.swap": "device",
     "machine.slice_ns": "slice_ns",
     "machine.cgroup": "cgroup",
+    "machine.tlb": "tlb",
     "run.step_ns": "step_ns",
     "run.sample_every_ns": "sample_every_ns",
 }

@@ -270,6 +270,9 @@ def _builtin_schema() -> None:
     reg("machine.swap", Key(check_str, "ssd",
         "timed runs: swap device spec: ssd, nvme, zram or remote, with key=value "
         "parameters (e.g. 'zram:read_us=20')"))
+    reg("machine.tlb", Key(check_bool, False,
+        "timed runs: model the CPUs' TLBs and page walks (a TLB hit sets no accessed bit; "
+        "several times slower); 'vmemsim run --tlb', vmemsim.run(tlb=...)"))
     reg("machine.cgroup", Key(check_bool, False,
         "timed runs: machine.frames is a memory cgroup limit, which zram's compressed pool "
         "(zsmalloc's pages) is not charged to (false: the pool counts against "

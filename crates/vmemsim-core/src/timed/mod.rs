@@ -34,11 +34,13 @@
 //! (`shrink_folio_list`'s `folio_trylock`), see [`crate::mm::Mm::io_lock`].
 //!
 //! The machine is the one machine of [`crate::vm`] with native paging ([`run`],
-//! [`TimedSpec::machine_config`]): every access goes through the CPU's TLBs and, on a miss,
-//! a page walk ([`crate::translate`]), and costs the walk's cycles plus `access_ns`. A TLB
-//! hit sets no accessed bit, so reclaim sees only the accesses that walked the page table
-//! (x86's `ptep_clear_flush_young` does not flush the TLB). `vmemsim vm W --paging native`
-//! is the same run.
+//! [`TimedSpec::machine_config`]); `vmemsim vm W --paging native` is the same run as
+//! `vmemsim run W --tlb`. By default an access sets the accessed bit and costs `access_ns`
+//! ([`TimedConfig::tlb`] false: no translation modelled). With `tlb`, every access goes
+//! through the CPU's TLBs and, on a miss, a page walk ([`crate::translate`]), and costs the
+//! walk's cycles plus `access_ns`; a TLB hit sets no accessed bit, so reclaim sees only the
+//! accesses that walked the page table (x86's `ptep_clear_flush_young` does not flush the
+//! TLB), and reclaim's batched flushes empty the TLBs of the CPUs a process runs on.
 //!
 //! Left out: waiting on the page lock (another thread touching a page whose read is in
 //! flight does not wait for it), writeback completion before a page can be freed, file I/O
@@ -145,8 +147,11 @@ pub struct TimedConfig {
     /// the interleaving granularity of threads on different CPUs (not a model parameter;
     /// smaller is finer and slower). Default 2 µs.
     pub step_ns: u64,
-    /// The CPUs' TLBs, page-walk caches and caches of page-table entries
-    /// ([`crate::translate`]): an access that misses the TLB walks the page table.
+    /// Model the CPUs' TLBs and page walks (`--tlb`): see [`VmConfig::tlb`]. Default false:
+    /// every access sets the accessed bit and costs `access_ns`.
+    pub tlb: bool,
+    /// With `tlb`: the CPUs' TLBs, page-walk caches and caches of page-table entries
+    /// ([`crate::translate`]); an access that misses the TLB walks the page table.
     pub translate: TranslateConfig,
 }
 
@@ -160,6 +165,7 @@ impl Default for TimedConfig {
             charge_device_ram: true,
             sample_every_ns: 0,
             step_ns: 2_000,
+            tlb: false,
             translate: TranslateConfig::default(),
         }
     }
@@ -198,9 +204,13 @@ pub struct TimedResult {
     pub policy_counters: BTreeMap<String, u64>,
     /// Samples every `sample_every_ns`: the simulated time and the counters then.
     pub series: Vec<Sample>,
-    /// The CPUs' translation hardware, summed: TLB hits and misses, page walks.
+    /// The CPUs' translation hardware, summed: TLB hits and misses, page walks (with
+    /// [`TimedConfig::tlb`]).
     #[serde(default)]
     pub translate: TranslateStats,
+    /// Whether the TLBs were modelled ([`TimedConfig::tlb`]).
+    #[serde(default)]
+    pub tlb: bool,
 }
 
 /// Where CPU time went, summed over threads (ns).
@@ -300,11 +310,19 @@ pub const GUEST_KINDS: &[&str] = &["stress-vm", "redis-like", "kernbench-like", 
 /// Parse a workload for a native run: a process model of [`crate::workload`] (one
 /// process, a thread per stream) or one of [`GUEST_KINDS`] (a thread per vCPU stream).
 pub fn parse_workload(spec: &str, seed: u64) -> Result<Box<dyn crate::vm::GuestWorkload>> {
-    let kind = spec.trim().split(':').next().unwrap_or("").trim().to_ascii_lowercase();
+    let kind = spec
+        .trim()
+        .split(':')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     if GUEST_KINDS.contains(&kind.as_str()) {
         return crate::vm::workloads::parse(spec, seed);
     }
-    Ok(Box::new(ProcessInGuest::new(crate::workload::parse(spec, seed)?)))
+    Ok(Box::new(ProcessInGuest::new(crate::workload::parse(
+        spec, seed,
+    )?)))
 }
 
 /// [`run`] for any workload of the one machine: its streams are the machine's threads.
@@ -372,6 +390,7 @@ pub fn run_guest(
         policy_counters: r.policy_counters,
         series: r.series,
         translate: r.translate,
+        tlb: spec.timed.tlb,
     })
 }
 
@@ -384,6 +403,7 @@ impl TimedSpec {
         c.guest_policy = self.policy;
         c.guest_options = self.options.clone();
         c.translate = self.timed.translate.clone();
+        c.tlb = self.timed.tlb;
         c.guest_swap = Some(self.timed.device);
         c.charge_device_ram = self.timed.charge_device_ram;
         c.costs = self.timed.costs.machine_costs();

@@ -272,6 +272,14 @@ pub struct VmConfig {
     /// memory cgroup's limit (zsmalloc memory is not memcg-accounted). Default false: the
     /// VM layer has kept the pool outside guest memory so far.
     pub charge_device_ram: bool,
+    /// Model address translation: the vCPUs' (natively: the CPUs') TLBs, page-walk caches
+    /// and walks. Only native paging may leave it out (`false`): then every access reaches
+    /// the memory manager and sets the accessed bit, as if each walked the page table, and
+    /// costs `access_ns` alone; no TLB is kept or flushed. That is the timing engine's model
+    /// of old and what `vmemsim run` does unless asked for TLBs (`--tlb`): several times
+    /// faster, and under memory pressure, where reclaim's batched flushes empty the TLBs
+    /// often, close to the TLB model's counts (docs/models.md).
+    pub tlb: bool,
     pub costs: VmCosts,
 }
 
@@ -301,6 +309,7 @@ impl VmConfig {
             host_swap: None,
             guest_swap: None,
             charge_device_ram: false,
+            tlb: true,
             costs: VmCosts::default(),
         }
     }
@@ -1024,6 +1033,11 @@ pub struct Vm {
     hist: crate::timed::hist::Histogram,
     /// Request latency per request kind.
     hists: BTreeMap<u8, crate::timed::hist::Histogram>,
+    /// Whether translation is modelled ([`VmConfig::tlb`]), and without it the work counters
+    /// as of the last access's end when nothing else has changed them since (accesses that
+    /// do not fault change none: they need no snapshot).
+    tlb: bool,
+    last_work: Option<Work>,
     /// Of CPU time: reclaim on the vCPUs, its aging and rmap parts (any thread), the swap
     /// devices' CPU time (any thread).
     cpu: crate::timed::CpuTimes,
@@ -1215,6 +1229,12 @@ impl Vm {
             return Err(Error::config("vm.vcpus", "must be at least 1"));
         }
         cfg.costs.check()?;
+        if !cfg.tlb && cfg.paging != Paging::Native {
+            return Err(Error::config(
+                "vm.tlb",
+                "only native paging can leave address translation out",
+            ));
+        }
         if (cfg.paging == Paging::Native) != host.is_none() {
             return Err(Error::config(
                 "vm.paging",
@@ -1367,6 +1387,8 @@ impl Vm {
             hist: crate::timed::hist::Histogram::new(),
             hists: BTreeMap::new(),
             cpu: crate::timed::CpuTimes::default(),
+            tlb: cfg.tlb,
+            last_work: None,
             pool_charged: cfg.charge_device_ram
                 && cfg.guest_swap.as_ref().is_some_and(|d| d.kind() == "zram"),
             kswapd_hold: 0,
@@ -1553,6 +1575,12 @@ impl Vm {
         let Some(mut log) = self.guest.unmap_log.take() else {
             return Ok(());
         };
+        if !self.tlb {
+            // Nothing mapped in hardware tables, no TLB to flush.
+            log.clear();
+            self.guest.unmap_log = Some(log);
+            return Ok(());
+        }
         let v = reclaimer.unwrap_or(0);
         let mut out = Ok(());
         let mut pages = std::mem::take(&mut self.unmapped);
@@ -1809,7 +1837,12 @@ impl Vm {
         let va = base_vpn << 12;
         let size = PageSize::ALL[(self.gshift / 9) as usize];
         // Keep the process's hardware table in step with the manager.
-        let mapped = self.proc_table(pid)?.lookup(va).map(|(pa, _, _)| pa);
+        let mapped = if self.tlb {
+            self.proc_table(pid)?.lookup(va).map(|(pa, _, _)| pa)
+        } else {
+            // No hardware table to keep in step.
+            Some(base_gfn << 12)
+        };
         if mapped != Some(base_gfn << 12) {
             self.grow_native_pt();
             let t = self.procs[pid as usize].as_mut().expect("checked above");
@@ -2159,6 +2192,9 @@ impl Vm {
             _ => {}
         }
         if let GuestOp::Op(Op::Access { page, write }) = op {
+            if !self.tlb {
+                return self.access_untranslated(v, page, write, cls);
+            }
             // Most accesses hit the TLB and change nothing but the translation cycles: the
             // other counters are snapshotted only once the access takes the slow path
             // (`mark`), where they have not changed yet.
@@ -2183,6 +2219,7 @@ impl Vm {
             }
             return out;
         }
+        self.last_work = None;
         let before = self.work_snapshot();
         let out = match op {
             GuestOp::Spawn { pid } => self.spawn(pid),
@@ -2202,6 +2239,50 @@ impl Vm {
             matches!(op, GuestOp::Op(Op::Access { .. })),
             cls,
         );
+        out
+    }
+
+    /// An access without address translation ([`VmConfig::tlb`] false): the memory manager
+    /// sees it; a hit costs `access_ns`, a fault what [`Vm::charge`] says.
+    fn access_untranslated(
+        &mut self,
+        v: usize,
+        vpn: u64,
+        write: bool,
+        cls: Classes<'_>,
+    ) -> Result<()> {
+        let vc = &mut self.vcpus[v];
+        vc.accesses += 1;
+        vc.writes += write as u64;
+        let pid = vc.pid;
+        if vpn >= VA_PAGES {
+            return Err(Error::config(
+                "workload",
+                format!("guest page {vpn:#x} beyond the 48-bit address space of a process"),
+            ));
+        }
+        if !matches!(self.procs.get(pid as usize), Some(Some(_))) {
+            return Err(Error::config(
+                "workload",
+                format!("vCPU {v} accesses memory of process {pid}, which has exited"),
+            ));
+        }
+        let before = match self.last_work.take() {
+            Some(w) => w,
+            None => self.work_snapshot(),
+        };
+        let faults = self.guest.stats.faults;
+        let out = self.serve(v, pid, vpn, write);
+        if self.guest.stats.faults == faults {
+            let ns = self.costs.access_ns;
+            self.r.time.translation_ns += ns;
+            self.vcpus[v].clock += ns;
+            self.last_work = Some(before);
+        } else {
+            let after = self.work_snapshot();
+            self.charge(v, &before, &after, true, cls);
+            self.last_work = Some(after);
+        }
         out
     }
 
@@ -2417,6 +2498,7 @@ impl Vm {
     /// time. Returns whether it has more to do, the pass's CPU time and the pages it
     /// reclaimed (the caller frees them over that time: [`Vm::hold_kswapd_frames`]).
     pub fn native_kswapd_step(&mut self, now: u64, cls: Classes<'_>) -> Result<(bool, u64, u64)> {
+        self.last_work = None;
         let a = self.work_snapshot();
         self.guest.mm.now = now;
         let more = self.guest.kswapd_step();
@@ -2582,6 +2664,7 @@ impl Vm {
     /// unmaps shoot down TLB entries (and reach KVM's shadow MMU), its swap writes go to the
     /// guest's device. Returns whether kswapd has more to do.
     pub fn guest_kswapd_step(&mut self, v: usize, cls: Classes<'_>) -> Result<bool> {
+        self.last_work = None;
         let before = self.work_snapshot();
         self.guest.mm.now = self.vcpus[v].clock;
         let more = self.guest.kswapd_step();

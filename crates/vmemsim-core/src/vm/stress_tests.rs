@@ -124,6 +124,7 @@ fn random_case(rng: &mut Xoshiro256PlusPlus) -> Case {
             .gen_bool(0.2)
             .then(|| crate::device::DeviceSpec::parse("zram").unwrap()),
         charge_device_ram: false,
+        tlb: true,
         costs: Default::default(),
     };
     Case {
