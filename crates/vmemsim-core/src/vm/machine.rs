@@ -1037,7 +1037,8 @@ pub struct Vm {
     /// as of the last access's end when nothing else has changed them since (accesses that
     /// do not fault change none: they need no snapshot).
     tlb: bool,
-    last_work: Option<Work>,
+    last_work: Work,
+    last_valid: bool,
     /// Of CPU time: reclaim on the vCPUs, its aging and rmap parts (any thread), the swap
     /// devices' CPU time (any thread).
     cpu: crate::timed::CpuTimes,
@@ -1251,7 +1252,8 @@ impl Vm {
             .guest_policy
             .build(guest_cfg.frames, &cfg.guest_options, Boxer)?;
         let mut guest = Machine::new(&guest_cfg, guest_policy)?;
-        guest.unmap_log = Some(Vec::new());
+        // Without translation no hardware table maps a page: reclaim's unmaps need no sync.
+        guest.unmap_log = cfg.tlb.then(Vec::new);
         guest.mm.swap.device.log_on = cfg.guest_swap.is_some();
         let guest_frames = cfg.guest.frames;
         let pt_pages = pt_pages_of(cfg);
@@ -1388,7 +1390,8 @@ impl Vm {
             hists: BTreeMap::new(),
             cpu: crate::timed::CpuTimes::default(),
             tlb: cfg.tlb,
-            last_work: None,
+            last_work: Work::default(),
+            last_valid: false,
             pool_charged: cfg.charge_device_ram
                 && cfg.guest_swap.as_ref().is_some_and(|d| d.kind() == "zram"),
             kswapd_hold: 0,
@@ -1575,12 +1578,6 @@ impl Vm {
         let Some(mut log) = self.guest.unmap_log.take() else {
             return Ok(());
         };
-        if !self.tlb {
-            // Nothing mapped in hardware tables, no TLB to flush.
-            log.clear();
-            self.guest.unmap_log = Some(log);
-            return Ok(());
-        }
         let v = reclaimer.unwrap_or(0);
         let mut out = Ok(());
         let mut pages = std::mem::take(&mut self.unmapped);
@@ -1830,6 +1827,10 @@ impl Vm {
         if self.guest.stats.first_touch != first {
             self.touched[pid as usize].push(base_vpn);
         }
+        if !self.tlb {
+            // No hardware table to keep in step, no TLB to flush.
+            return Ok(());
+        }
         self.sync_guest_unmaps(Some(v))?;
         let pte = self.guest.mm.pt.pte(key);
         let base_gfn = (crate::mm::pte_frame(pte) as u64) << self.gshift;
@@ -1837,12 +1838,7 @@ impl Vm {
         let va = base_vpn << 12;
         let size = PageSize::ALL[(self.gshift / 9) as usize];
         // Keep the process's hardware table in step with the manager.
-        let mapped = if self.tlb {
-            self.proc_table(pid)?.lookup(va).map(|(pa, _, _)| pa)
-        } else {
-            // No hardware table to keep in step.
-            Some(base_gfn << 12)
-        };
+        let mapped = self.proc_table(pid)?.lookup(va).map(|(pa, _, _)| pa);
         if mapped != Some(base_gfn << 12) {
             self.grow_native_pt();
             let t = self.procs[pid as usize].as_mut().expect("checked above");
@@ -2219,7 +2215,7 @@ impl Vm {
             }
             return out;
         }
-        self.last_work = None;
+        self.last_valid = false;
         let before = self.work_snapshot();
         let out = match op {
             GuestOp::Spawn { pid } => self.spawn(pid),
@@ -2267,21 +2263,21 @@ impl Vm {
                 format!("vCPU {v} accesses memory of process {pid}, which has exited"),
             ));
         }
-        let before = match self.last_work.take() {
-            Some(w) => w,
-            None => self.work_snapshot(),
-        };
+        if !self.last_valid {
+            self.last_work = self.work_snapshot();
+            self.last_valid = true;
+        }
         let faults = self.guest.stats.faults;
         let out = self.serve(v, pid, vpn, write);
         if self.guest.stats.faults == faults {
             let ns = self.costs.access_ns;
             self.r.time.translation_ns += ns;
             self.vcpus[v].clock += ns;
-            self.last_work = Some(before);
         } else {
+            let before = self.last_work;
             let after = self.work_snapshot();
             self.charge(v, &before, &after, true, cls);
-            self.last_work = Some(after);
+            self.last_work = after;
         }
         out
     }
@@ -2498,7 +2494,7 @@ impl Vm {
     /// time. Returns whether it has more to do, the pass's CPU time and the pages it
     /// reclaimed (the caller frees them over that time: [`Vm::hold_kswapd_frames`]).
     pub fn native_kswapd_step(&mut self, now: u64, cls: Classes<'_>) -> Result<(bool, u64, u64)> {
-        self.last_work = None;
+        self.last_valid = false;
         let a = self.work_snapshot();
         self.guest.mm.now = now;
         let more = self.guest.kswapd_step();
@@ -2664,7 +2660,7 @@ impl Vm {
     /// unmaps shoot down TLB entries (and reach KVM's shadow MMU), its swap writes go to the
     /// guest's device. Returns whether kswapd has more to do.
     pub fn guest_kswapd_step(&mut self, v: usize, cls: Classes<'_>) -> Result<bool> {
-        self.last_work = None;
+        self.last_valid = false;
         let before = self.work_snapshot();
         self.guest.mm.now = self.vcpus[v].clock;
         let more = self.guest.kswapd_step();
