@@ -1092,6 +1092,13 @@ impl<P: Policy> Machine<P> {
         short
     }
 
+    /// [`Machine::set_kernel_pages`] for pages whose holding is no allocation (frames
+    /// reclaim has taken but not yet, by the simulated clock, put on the free list): the
+    /// same reservation without a kswapd wakeup, which only an allocation makes.
+    pub fn hold_kernel_pages(&mut self, n: u32) -> u32 {
+        self.mm.frames.set_reserved(n)
+    }
+
     /// `wakeup_kswapd`: run kswapd to completion (inline mode), or mark it awake for the
     /// timing engine to schedule (deferred mode; a wakeup while awake changes nothing).
     fn wakeup_kswapd(&mut self) {

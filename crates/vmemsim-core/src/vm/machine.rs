@@ -1047,6 +1047,8 @@ pub struct Vm {
     /// yet freed (native: see `VmExec`); the most frames the device's pool held.
     pool_charged: bool,
     kswapd_hold: u32,
+    /// The pool's frames as of the last reservation.
+    pool_seen: u32,
     device_frames_peak: u64,
 }
 
@@ -1395,6 +1397,7 @@ impl Vm {
             pool_charged: cfg.charge_device_ram
                 && cfg.guest_swap.as_ref().is_some_and(|d| d.kind() == "zram"),
             kswapd_hold: 0,
+            pool_seen: 0,
             device_frames_peak: 0,
         };
         for c in 0..vcpus {
@@ -2463,7 +2466,15 @@ impl Vm {
         };
         let n = pool.saturating_add(self.kswapd_hold);
         if n > 0 || self.guest.mm.frames.reserved() > 0 {
-            self.guest.set_kernel_pages(n);
+            // The pool's growth is zs_malloc's allocation, which wakes kswapd below the low
+            // watermark (GFP_NOIO includes __GFP_KSWAPD_RECLAIM); kswapd's own reclaimed
+            // frames, freed over its pass, are no allocation and wake nobody.
+            if pool > self.pool_seen {
+                self.guest.set_kernel_pages(n);
+            } else {
+                self.guest.hold_kernel_pages(n);
+            }
+            self.pool_seen = pool;
         }
     }
 
