@@ -331,6 +331,18 @@ impl VmExec<'_, '_> {
                         vm.op(v, op)?;
                     }
                     GuestOp::Op(Op::Barrier) => return Ok(Ran::Barrier),
+                    // The two ops of nearly every step, without `op_with`'s dispatch (a
+                    // compute changes nothing another VM's reclaim could have touched).
+                    GuestOp::Op(Op::Compute { ns }) => {
+                        let vc = &mut vm.vcpus[v];
+                        vc.clock += ns as u64;
+                        vm.r.time.compute_ns += ns as u64;
+                    }
+                    GuestOp::Op(Op::Access { page, write }) if !vm.tlb => {
+                        vm.access_untranslated(v, page, write, &|pid, vpn| {
+                            wl.content_class(pid, vpn)
+                        })?
+                    }
                     _ => vm.op_with(v, op, &|pid, vpn| wl.content_class(pid, vpn))?,
                 }
                 if *wake == Some(None) && vm.guest_kswapd_awake() {
