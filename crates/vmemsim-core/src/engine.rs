@@ -1124,7 +1124,7 @@ impl<P: Policy> Machine<P> {
     }
 
     /// One pass of kswapd's `balance_pgdat` loop (deferred mode): the same pass and priority
-    /// rules as the inline [`Machine::kswapd`], one `shrink` at a time so that the timing engine
+    /// rules as the inline `Machine::kswapd`, one `shrink` at a time so that the timing engine
     /// can charge each pass's work to the kswapd thread. Returns true while kswapd has more to
     /// do; false when free > high (balanced) or after a fruitless pass at priority 1 (kswapd
     /// then sleeps until the next wakeup).

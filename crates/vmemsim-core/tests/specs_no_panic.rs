@@ -34,7 +34,7 @@ fn guest(s: &str) -> Result<(), TestCaseError> {
         let name = w.name();
         let again = workloads::parse(&name, 99).unwrap();
         prop_assert_eq!(again.name(), name);
-        prop_assert_eq!(again.vcpus(), w.vcpus());
+        prop_assert_eq!(again.threads(), w.threads());
         prop_assert_eq!(again.footprint_pages(), w.footprint_pages());
         let mut buf = Vec::new();
         let _ = w.next_ops(0, &mut buf);

@@ -888,7 +888,7 @@ fn run_timed(
                 std::panic::resume_unwind(Box::new(Cancelled));
             }
         };
-        timed::run_guest(&spec, &mut *wl, Some(&mut report)).map_err(py_err)
+        timed::run(&spec, &mut *wl, Some(&mut report)).map_err(py_err)
     })?;
     to_json(&result)
 }
@@ -897,7 +897,7 @@ fn run_timed(
 #[pyfunction]
 fn check_guest_workload(spec: &str, seed: u64) -> PyResult<(String, usize, u64)> {
     let w = vmemsim_core::vm::workloads::parse(spec, seed).map_err(py_err)?;
-    Ok((w.name(), w.vcpus(), w.footprint_pages()))
+    Ok((w.name(), w.threads(), w.footprint_pages()))
 }
 
 /// Check a workload spec: `(canonical spec, threads, footprint pages)`.

@@ -3,7 +3,7 @@
 //!
 //! One [`crate::engine::Machine`] holds memory and the policy, as for a plain replay. Around it:
 //!
-//! - **Threads.** Each thread of the [`Workload`] runs its op stream; kswapd is a thread too,
+//! - **Threads.** Each thread of the [`crate::workload::Workload`] runs its op stream; kswapd is a thread too,
 //!   woken when an allocation finds free memory at `low` (`wakeup_kswapd`) and running one
 //!   `balance_pgdat` pass per step (`Machine::kswapd_step`) until the node is balanced.
 //!   Direct reclaim runs inside the faulting thread, on its CPU time.
@@ -58,8 +58,6 @@ use crate::error::{Error, Result};
 use crate::policy::{PolicyKind, PolicyOptions};
 use crate::translate::{TranslateConfig, TranslateStats};
 use crate::vm::machine::{EngineOpts, HostCpus, Paging, VmConfig, VmCosts};
-use crate::vm::workloads::ProcessInGuest;
-use crate::workload::Workload;
 use hist::Summary;
 
 /// CPU time of each event, in nanoseconds. Defaults are starting points, each with its
@@ -290,18 +288,6 @@ pub struct TimedSpec {
     pub timed: TimedConfig,
 }
 
-/// Run `workload` on the machine of `spec`: the one machine of [`crate::vm`] with native
-/// paging (no guest; the workload's threads are its CPUs' threads, its kswapd a kernel
-/// thread on them), so `vmemsim run W` and `vmemsim vm W --paging native` are one run.
-/// `progress(now_ns)` is called now and then.
-pub fn run(
-    spec: &TimedSpec,
-    workload: Box<dyn Workload>,
-    progress: Option<&mut dyn FnMut(u64)>,
-) -> Result<TimedResult> {
-    run_guest(spec, &mut ProcessInGuest::new(workload), progress)
-}
-
 /// The guest models that also run natively, as programs on the machine (their processes,
 /// `munmap`s and open-loop arrivals included): `stress-vm`, `redis-like`, `kernbench-like`,
 /// `lmbench-like`.
@@ -309,7 +295,7 @@ pub const GUEST_KINDS: &[&str] = &["stress-vm", "redis-like", "kernbench-like", 
 
 /// Parse a workload for a native run: a process model of [`crate::workload`] (one
 /// process, a thread per stream) or one of [`GUEST_KINDS`] (a thread per vCPU stream).
-pub fn parse_workload(spec: &str, seed: u64) -> Result<Box<dyn crate::vm::GuestWorkload>> {
+pub fn parse_workload(spec: &str, seed: u64) -> Result<Box<dyn crate::workload::Workload>> {
     let kind = spec
         .trim()
         .split(':')
@@ -320,15 +306,16 @@ pub fn parse_workload(spec: &str, seed: u64) -> Result<Box<dyn crate::vm::GuestW
     if GUEST_KINDS.contains(&kind.as_str()) {
         return crate::vm::workloads::parse(spec, seed);
     }
-    Ok(Box::new(ProcessInGuest::new(crate::workload::parse(
-        spec, seed,
-    )?)))
+    crate::workload::parse(spec, seed)
 }
 
-/// [`run`] for any workload of the one machine: its streams are the machine's threads.
-pub fn run_guest(
+/// Run `workload` on the machine of `spec`: the one machine of [`crate::vm`] with native
+/// paging (no guest; the workload's streams are its CPUs' threads, its kswapd a kernel
+/// thread on them), so `vmemsim run W` and `vmemsim vm W --paging native` are one run.
+/// `progress(now_ns)` is called now and then.
+pub fn run(
     spec: &TimedSpec,
-    wl: &mut dyn crate::vm::GuestWorkload,
+    wl: &mut dyn crate::workload::Workload,
     progress: Option<&mut dyn FnMut(u64)>,
 ) -> Result<TimedResult> {
     let workload = wl;
@@ -341,7 +328,7 @@ pub fn run_guest(
     if spec.timed.step_ns == 0 {
         return Err(Error::config("step_ns", "must be at least 1"));
     }
-    if workload.vcpus() == 0 {
+    if workload.threads() == 0 {
         return Err(Error::config("workload", "has no threads"));
     }
     let footprint_pages = workload.footprint_pages();

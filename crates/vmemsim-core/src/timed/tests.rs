@@ -1,6 +1,15 @@
 //! The timing engine on scripted workloads whose times are worked out by hand.
 
 use super::*;
+
+/// [`super::run`] of a boxed workload.
+fn run(
+    spec: &TimedSpec,
+    mut w: Box<dyn Workload>,
+    progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<TimedResult> {
+    super::run(spec, &mut *w, progress)
+}
 use crate::device::ContentClass;
 use crate::policy::PolicyOptions;
 use crate::workload::{Op, Workload, REQ_READ};
@@ -36,7 +45,7 @@ impl Workload for Script {
     fn footprint_pages(&self) -> u64 {
         0
     }
-    fn content_class(&self, _page: u64) -> ContentClass {
+    fn content_class(&self, _pid: u32, _page: u64) -> ContentClass {
         self.class
     }
     fn next_ops(&mut self, tid: usize, buf: &mut Vec<Op>) -> crate::error::Result<()> {

@@ -150,9 +150,7 @@ use crate::translate::{
     AccessKind, FaultKind, Mmu, PageSize, RadixTable, Tables, TranslateConfig, TranslateStats,
     WalkEnd, WalkPath, Walkable,
 };
-use crate::workload::Op;
-
-use super::ops::{GuestOp, GuestWorkload};
+use crate::workload::{Op, Workload};
 
 /// Pages per region (1 GiB) folded into the guest manager's page table.
 pub const REGION_SHIFT: u32 = 18;
@@ -1061,7 +1059,7 @@ fn unkey_in(region_back: &[u64], gshift: u32, key: u64) -> (u32, u64) {
     (pid, vpn)
 }
 
-/// How a page's content compresses, by (pid, vpn): [`GuestWorkload::content_class`].
+/// How a page's content compresses, by (pid, vpn): [`Workload::content_class`].
 pub type Classes<'a> = &'a dyn Fn(u32, u64) -> ContentClass;
 
 /// Every page as numeric data (what a VM used directly, without its workload, assumes).
@@ -2135,25 +2133,25 @@ impl Vm {
 
     /// Run one op of vCPU `v`, advancing its clock by what the op cost (see the module docs'
     /// "Time").
-    pub fn op(&mut self, v: usize, op: GuestOp) -> Result<()> {
+    pub fn op(&mut self, v: usize, op: Op) -> Result<()> {
         self.op_with(v, op, &numeric)
     }
 
     /// [`Vm::op`], with the content of each page (how it compresses in zram) given by
-    /// `cls(pid, vpn)` ([`GuestWorkload::content_class`]).
-    pub fn op_with(&mut self, v: usize, op: GuestOp, cls: Classes<'_>) -> Result<()> {
+    /// `cls(pid, vpn)` ([`Workload::content_class`]).
+    pub fn op_with(&mut self, v: usize, op: Op, cls: Classes<'_>) -> Result<()> {
         // Host reclaim while another VM ran may have taken this VM's pages (alone on its
         // host, a VM applies its unmaps right after each host touch).
         if self.shares_host {
             self.sync_host_unmaps();
         }
         match op {
-            GuestOp::Op(Op::Compute { ns }) => {
+            Op::Compute { ns } => {
                 self.vcpus[v].clock += ns as u64;
                 self.r.time.compute_ns += ns as u64;
                 return Ok(());
             }
-            GuestOp::Arrive { at_ns } => {
+            Op::Arrive { at_ns } => {
                 let vc = &mut self.vcpus[v];
                 let at_ns = vc.epoch.saturating_add(at_ns);
                 if vc.clock < at_ns {
@@ -2163,13 +2161,13 @@ impl Vm {
                 vc.arrival = Some(at_ns);
                 return Ok(());
             }
-            GuestOp::Op(Op::RequestBegin { kind }) => {
+            Op::RequestBegin { kind } => {
                 let vc = &mut self.vcpus[v];
                 vc.req_start = Some(vc.arrival.take().unwrap_or(vc.clock));
                 vc.req_kind = kind;
                 return Ok(());
             }
-            GuestOp::Op(Op::RequestEnd) => {
+            Op::RequestEnd => {
                 let vc = &mut self.vcpus[v];
                 if let Some(t0) = vc.req_start.take() {
                     self.hist.record(vc.clock - t0);
@@ -2180,7 +2178,7 @@ impl Vm {
                 }
                 return Ok(());
             }
-            GuestOp::Op(Op::Barrier) => {
+            Op::Barrier => {
                 let latest = self.vcpus.iter().map(|c| c.clock).max().unwrap_or(0);
                 let vc = &mut self.vcpus[v];
                 self.r.time.idle_ns += latest - vc.clock;
@@ -2190,7 +2188,7 @@ impl Vm {
             }
             _ => {}
         }
-        if let GuestOp::Op(Op::Access { page, write }) = op {
+        if let Op::Access { page, write } = op {
             if !self.tlb {
                 return self.access_untranslated(v, page, write, cls);
             }
@@ -2221,23 +2219,17 @@ impl Vm {
         self.last_valid = false;
         let before = self.work_snapshot();
         let out = match op {
-            GuestOp::Spawn { pid } => self.spawn(pid),
-            GuestOp::Switch { pid } => self.switch(v, pid),
-            GuestOp::Exit { pid } => self.exit(v, pid),
-            GuestOp::Unmap { start, pages } => {
+            Op::Spawn { pid } => self.spawn(pid),
+            Op::Switch { pid } => self.switch(v, pid),
+            Op::Exit { pid } => self.exit(v, pid),
+            Op::Unmap { start, pages } => {
                 let pid = self.vcpus[v].pid;
                 self.unmap_range(v, pid, start, pages)
             }
             _ => Ok(()),
         };
         let after = self.work_snapshot();
-        self.charge(
-            v,
-            &before,
-            &after,
-            matches!(op, GuestOp::Op(Op::Access { .. })),
-            cls,
-        );
+        self.charge(v, &before, &after, matches!(op, Op::Access { .. }), cls);
         out
     }
 
@@ -2650,7 +2642,7 @@ impl Vm {
     }
 
     /// When an open-loop arrival `at_ns` of vCPU `v`'s stream arrives (counted from its last
-    /// barrier, as [`GuestOp::Arrive`]).
+    /// barrier, as [`Op::Arrive`]).
     pub fn arrival_at(&self, v: usize, at_ns: u64) -> u64 {
         self.vcpus[v].epoch.saturating_add(at_ns)
     }
@@ -2821,19 +2813,19 @@ impl Vm {
 
 /// Run a guest workload to its end on a new VM: the vCPUs' streams interleaved chunk by
 /// chunk (the order of accesses between vCPUs is round-robin by chunk; each vCPU keeps its own clock).
-pub fn run(cfg: &VmConfig, wl: &mut dyn GuestWorkload) -> Result<VmResult> {
-    let hc = HostCpus::own(wl.vcpus());
+pub fn run(cfg: &VmConfig, wl: &mut dyn Workload) -> Result<VmResult> {
+    let hc = HostCpus::own(wl.threads());
     run_with(cfg, wl, hc, EngineOpts::default())
 }
 
 /// One VM (or, with native paging, the machine alone) on `hc` with the engine's `opts`.
 pub fn run_with(
     cfg: &VmConfig,
-    wl: &mut dyn GuestWorkload,
+    wl: &mut dyn Workload,
     hc: HostCpus,
     opts: EngineOpts<'_>,
 ) -> Result<VmResult> {
-    let mut vm = Vm::new(cfg, wl.vcpus())?;
+    let mut vm = Vm::new(cfg, wl.threads())?;
     let out = schedule(std::slice::from_mut(&mut vm), &mut [wl], hc, opts)?;
     let mut r = vm.result();
     r.workload = wl.name();
@@ -2847,7 +2839,7 @@ pub fn run_with(
 /// OS, translation, vCPUs and (shadow paging) KVM MMU; all vCPUs run round-robin chunk by
 /// chunk, each on a host CPU of its own. Returns the merged result with each VM's in
 /// [`VmResult::per_vm`].
-pub fn run_many(cfgs: &[VmConfig], wls: &mut [Box<dyn GuestWorkload>]) -> Result<VmResult> {
+pub fn run_many(cfgs: &[VmConfig], wls: &mut [Box<dyn Workload>]) -> Result<VmResult> {
     run_many_with(cfgs, wls, None)
 }
 
@@ -2884,7 +2876,7 @@ impl HostCpus {
 /// `VmExec`); a vCPU runs its stream's processes as the stream switches them.
 pub fn run_many_with(
     cfgs: &[VmConfig],
-    wls: &mut [Box<dyn GuestWorkload>],
+    wls: &mut [Box<dyn Workload>],
     cpus: Option<HostCpus>,
 ) -> Result<VmResult> {
     if cfgs.is_empty() || cfgs.len() != wls.len() {
@@ -2894,7 +2886,7 @@ pub fn run_many_with(
         ));
     }
     if cfgs.len() == 1 {
-        let hc = cpus.unwrap_or_else(|| HostCpus::own(wls[0].vcpus()));
+        let hc = cpus.unwrap_or_else(|| HostCpus::own(wls[0].threads()));
         return run_with(&cfgs[0], wls[0].as_mut(), hc, EngineOpts::default());
     }
     if cfgs.len() > 1 && cfgs.iter().any(|c| c.paging == Paging::Native) {
@@ -2912,15 +2904,15 @@ pub fn run_many_with(
     for (i, (c, w)) in cfgs.iter().zip(wls.iter()).enumerate() {
         vms.push(Vm::on_host(
             c,
-            w.vcpus(),
+            w.threads(),
             host.as_ref().map(|h| (h.clone(), i)),
         )?);
     }
-    let n_vcpus = wls.iter().map(|w| w.vcpus()).sum();
+    let n_vcpus = wls.iter().map(|w| w.threads()).sum();
     let hc = cpus.unwrap_or_else(|| HostCpus::own(n_vcpus));
-    let mut refs: Vec<&mut dyn GuestWorkload> = wls
+    let mut refs: Vec<&mut dyn Workload> = wls
         .iter_mut()
-        .map(|w| -> &mut dyn GuestWorkload { &mut **w })
+        .map(|w| -> &mut dyn Workload { &mut **w })
         .collect();
     let out = schedule(&mut vms, &mut refs, hc, EngineOpts::default())?;
     let host = host.expect("several VMs have a host");

@@ -1,8 +1,7 @@
-//! Virtual machines: guest programs ([`ops`]) run by a guest OS on vCPUs, translated by
+//! Virtual machines: guest programs ([`crate::workload::Op`] streams) run by a guest OS on vCPUs, translated by
 //! native, shadow or nested paging, on a host whose memory manager backs guest memory.
 
 pub mod machine;
-pub mod ops;
 pub mod workloads;
 
 #[cfg(test)]
@@ -14,4 +13,3 @@ pub use machine::{
     host_for, run, run_many, run_many_with, shrink_slab_plan, HostCpus, HostShared, Paging, Vm,
     VmConfig, VmCosts, VmResult, VmTime,
 };
-pub use ops::{GuestOp, GuestWorkload};

@@ -10,7 +10,6 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::machine::{host_for, Paging, Vm, VmConfig};
-use super::ops::GuestOp;
 use crate::engine::MachineConfig;
 use crate::error::Error;
 use crate::kvm::{Eviction, Harvest};
@@ -147,7 +146,7 @@ struct Prog {
 /// into the next slot), and a high one.
 const REGIONS: [u64; 4] = [0, (1 << 18) - 700, 5 << 18, (1 << 35) + 12_345];
 
-fn random_op(rng: &mut Xoshiro256PlusPlus, p: &mut Prog, v: usize) -> GuestOp {
+fn random_op(rng: &mut Xoshiro256PlusPlus, p: &mut Prog, v: usize) -> Op {
     let r = rng.gen_range(0..100);
     if r < 80 {
         let base = REGIONS[rng.gen_range(0..REGIONS.len())];
@@ -157,10 +156,10 @@ fn random_op(rng: &mut Xoshiro256PlusPlus, p: &mut Prog, v: usize) -> GuestOp {
         } else {
             rng.gen_range(0..1_536)
         };
-        return GuestOp::Op(Op::Access {
+        return Op::Access {
             page: base + off,
             write: rng.gen_bool(0.5),
-        });
+        };
     }
     if r < 85 {
         // munmap: 2 MiB aligned or not, short or long (beyond the single-page flush ceiling).
@@ -175,32 +174,32 @@ fn random_op(rng: &mut Xoshiro256PlusPlus, p: &mut Prog, v: usize) -> GuestOp {
         } else {
             rng.gen_range(1..1_200)
         };
-        return GuestOp::Unmap { start, pages };
+        return Op::Unmap { start, pages };
     }
     if r < 90 {
         let pid = rng.gen_range(0..6u32);
         if p.live[pid as usize] {
             p.running[v] = pid;
-            return GuestOp::Switch { pid };
+            return Op::Switch { pid };
         }
         p.live[pid as usize] = true;
-        return GuestOp::Spawn { pid };
+        return Op::Spawn { pid };
     }
     if r < 94 {
         // Exit a process no vCPU runs (an exiting process runs nowhere once it is gone).
         let pid = rng.gen_range(0..6u32);
         if p.live[pid as usize] && !p.running.contains(&pid) {
             p.live[pid as usize] = false;
-            return GuestOp::Exit { pid };
+            return Op::Exit { pid };
         }
-        return GuestOp::Op(Op::Compute { ns: 10 });
+        return Op::Compute { ns: 10 };
     }
     if r < 97 {
-        return GuestOp::Op(Op::Barrier);
+        return Op::Barrier;
     }
-    GuestOp::Op(Op::Compute {
+    Op::Compute {
         ns: rng.gen_range(1..1000),
-    })
+    }
 }
 
 /// What the cases exercised: guest and host evictions, shadow pages zapped by the pool cap
@@ -218,7 +217,7 @@ struct Seen {
 fn check(vms: &mut [Vm], what: &str) {
     for (i, vm) in vms.iter_mut().enumerate() {
         // A barrier applies the host unmaps other VMs' reclaim left for this one.
-        vm.op(0, GuestOp::Op(Op::Barrier))
+        vm.op(0, Op::Barrier)
             .unwrap_or_else(|e| panic!("{what} vm {i}: barrier: {e}"));
         vm.validate()
             .unwrap_or_else(|e| panic!("{what} vm {i}: validate: {e}"));
@@ -361,24 +360,24 @@ fn an_access_by_a_vcpu_whose_process_exited_is_an_error_not_a_panic() {
         let c = crate::vm::VmConfig::new(crate::vm::Paging::Tdp, 1_024, 4_096);
         let c = VmConfig { paging, ..c };
         let mut vm = Vm::new(&c, 2).unwrap();
-        vm.op(0, GuestOp::Spawn { pid: 1 }).unwrap();
-        vm.op(1, GuestOp::Switch { pid: 1 }).unwrap();
+        vm.op(0, Op::Spawn { pid: 1 }).unwrap();
+        vm.op(1, Op::Switch { pid: 1 }).unwrap();
         vm.op(
             1,
-            GuestOp::Op(Op::Access {
+            Op::Access {
                 page: 3,
                 write: true,
-            }),
+            },
         )
         .unwrap();
-        vm.op(0, GuestOp::Exit { pid: 1 }).unwrap();
+        vm.op(0, Op::Exit { pid: 1 }).unwrap();
         let e = vm
             .op(
                 1,
-                GuestOp::Op(Op::Access {
+                Op::Access {
                     page: 3,
                     write: true,
-                }),
+                },
             )
             .unwrap_err();
         assert!(e.to_string().contains("process 1"), "{paging:?}: {e}");

@@ -4,7 +4,7 @@ use super::*;
 use crate::error::Result;
 use crate::policy::PolicyOptions;
 use crate::translate::{PageSize, TranslateConfig};
-use crate::workload::Op;
+use crate::workload::{Op, Workload};
 
 fn cfg(paging: Paging, guest_frames: u32, host_frames: u32, tc: TranslateConfig) -> VmConfig {
     // The policies' seed as these tests were written with (1; `VmConfig::new` uses 0).
@@ -16,26 +16,26 @@ fn cfg(paging: Paging, guest_frames: u32, host_frames: u32, tc: TranslateConfig)
 }
 
 /// Each vCPU's whole stream, given at once.
-struct Script(Vec<Vec<GuestOp>>, Vec<bool>);
+struct Script(Vec<Vec<Op>>, Vec<bool>);
 
 impl Script {
-    fn new(v: Vec<Vec<GuestOp>>) -> Script {
+    fn new(v: Vec<Vec<Op>>) -> Script {
         let n = v.len();
         Script(v, vec![false; n])
     }
 }
 
-impl GuestWorkload for Script {
+impl Workload for Script {
     fn name(&self) -> String {
         "script".into()
     }
-    fn vcpus(&self) -> usize {
+    fn threads(&self) -> usize {
         self.0.len()
     }
     fn footprint_pages(&self) -> u64 {
         0
     }
-    fn next_ops(&mut self, v: usize, buf: &mut Vec<GuestOp>) -> Result<()> {
+    fn next_ops(&mut self, v: usize, buf: &mut Vec<Op>) -> Result<()> {
         if !std::mem::replace(&mut self.1[v], true) {
             buf.extend_from_slice(&self.0[v]);
         }
@@ -43,8 +43,8 @@ impl GuestWorkload for Script {
     }
 }
 
-fn acc(page: u64, write: bool) -> GuestOp {
-    GuestOp::Op(Op::Access { page, write })
+fn acc(page: u64, write: bool) -> Op {
+    Op::Access { page, write }
 }
 
 /// Pass 2 of a loop over `pages` pages (more than the TLBs hold, so every access misses
@@ -244,13 +244,13 @@ fn processes_switch_unmap_and_exit() {
     // vCPU 0: process 0 touches pages 0..40; spawn 1, switch to it, touch 0..10, unmap 0..5
     // (5 ≤ 33 pages: INVLPG each), switch back to 0 (process 0's TLB entries are intact: no
     // flush), then process 1 exits and gives back its frames and page-table pages.
-    let mut ops: Vec<GuestOp> = (0..40).map(|p| acc(p, true)).collect();
-    ops.push(GuestOp::Spawn { pid: 1 });
-    ops.push(GuestOp::Switch { pid: 1 });
+    let mut ops: Vec<Op> = (0..40).map(|p| acc(p, true)).collect();
+    ops.push(Op::Spawn { pid: 1 });
+    ops.push(Op::Switch { pid: 1 });
     ops.extend((0..10).map(|p| acc(p, true)));
-    ops.push(GuestOp::Unmap { start: 0, pages: 5 });
-    ops.push(GuestOp::Switch { pid: 0 });
-    ops.push(GuestOp::Exit { pid: 1 });
+    ops.push(Op::Unmap { start: 0, pages: 5 });
+    ops.push(Op::Switch { pid: 0 });
+    ops.push(Op::Exit { pid: 1 });
     let c = cfg(Paging::Tdp, 1_024, 4_096, TranslateConfig::default());
     let mut vm = Vm::new(&c, 1).unwrap();
     for &op in &ops {
@@ -271,10 +271,7 @@ fn processes_switch_unmap_and_exit() {
     vm.check_mirror().unwrap();
     vm.validate().unwrap();
     // A process that does not exist is an error naming it.
-    let e = vm
-        .op(0, GuestOp::Switch { pid: 7 })
-        .unwrap_err()
-        .to_string();
+    let e = vm.op(0, Op::Switch { pid: 7 }).unwrap_err().to_string();
     assert!(e.contains("process 7"), "{e}");
 }
 
@@ -282,7 +279,7 @@ fn processes_switch_unmap_and_exit() {
 fn runs_are_deterministic() {
     let mk = || {
         let mut x = 12345u64;
-        let ops: Vec<GuestOp> = (0..5_000)
+        let ops: Vec<Op> = (0..5_000)
             .map(|_| {
                 x = x
                     .wrapping_mul(6364136223846793005)
@@ -365,14 +362,14 @@ fn open_loop_requests_wait_for_their_arrival_and_queue_behind_earlier_ones() {
     // arrives at 1,200 ns but the vCPU is busy until 1,500: it starts late and ends at
     // 2,000, latency 800 from its arrival. Idle 1,000 ns, compute 1,000 ns, runtime 2,000.
     let ops = vec![
-        GuestOp::Arrive { at_ns: 1_000 },
-        GuestOp::Op(Op::RequestBegin { kind: 0 }),
-        GuestOp::Op(Op::Compute { ns: 500 }),
-        GuestOp::Op(Op::RequestEnd),
-        GuestOp::Arrive { at_ns: 1_200 },
-        GuestOp::Op(Op::RequestBegin { kind: 0 }),
-        GuestOp::Op(Op::Compute { ns: 500 }),
-        GuestOp::Op(Op::RequestEnd),
+        Op::Arrive { at_ns: 1_000 },
+        Op::RequestBegin { kind: 0 },
+        Op::Compute { ns: 500 },
+        Op::RequestEnd,
+        Op::Arrive { at_ns: 1_200 },
+        Op::RequestBegin { kind: 0 },
+        Op::Compute { ns: 500 },
+        Op::RequestEnd,
     ];
     let c = cfg(Paging::Native, 64, 64, TranslateConfig::default());
     let r = run(&c, &mut Script::new(vec![ops])).unwrap();
@@ -387,7 +384,7 @@ fn event_costs_add_up() {
     // Ten first touches under TDP with the default costs: ten guest minor faults (1 µs
     // each), each gfn's first host touch a host minor fault (1 µs) and an EPT violation, an
     // exit of 667 ns; the guest page-table pages add their own host faults and exits.
-    let ops: Vec<GuestOp> = (0..10).map(|p| acc(p, true)).collect();
+    let ops: Vec<Op> = (0..10).map(|p| acc(p, true)).collect();
     let c = cfg(Paging::Tdp, 1_024, 4_096, TranslateConfig::default());
     let r = run(&c, &mut Script::new(vec![ops])).unwrap();
     assert_eq!(r.guest.minor_faults, 10);
@@ -592,7 +589,7 @@ fn a_munmap_of_large_pages_flushes_per_large_page() {
     }
     vm.op(
         0,
-        GuestOp::Unmap {
+        Op::Unmap {
             start: 0,
             pages: 1024,
         },
@@ -713,7 +710,7 @@ fn vms_on_one_host_share_its_memory_and_see_each_others_reclaim() {
         // 400 data pages and 4 page-table pages (root, PUD, PMD, one PTE table) per VM.
         assert_eq!(present(0, 578), 404 - taken, "{paging:?}");
         assert_eq!(present(578, 1156), 404, "{paging:?}");
-        a.op(0, GuestOp::Op(Op::Barrier)).unwrap();
+        a.op(0, Op::Barrier).unwrap();
         a.check_mirror().unwrap();
         for p in 0..400 {
             a.op(0, acc(p, false)).unwrap();
@@ -726,7 +723,7 @@ fn vms_on_one_host_share_its_memory_and_see_each_others_reclaim() {
         // The guest saw none of it: no new guest faults.
         assert_eq!(a2.guest.faults, a1.guest.faults, "{paging:?}");
         for vm in [&mut a, &mut b] {
-            vm.op(0, GuestOp::Op(Op::Barrier)).unwrap();
+            vm.op(0, Op::Barrier).unwrap();
             vm.check_mirror().unwrap();
             vm.validate().unwrap();
         }
@@ -751,7 +748,7 @@ fn vms_with_room_on_the_host_run_as_they_would_alone() {
         .collect();
     c.host.frames = 2 * (4_096 + 96);
     let cfgs = [c.clone(), c.clone()];
-    let mut wls: Vec<Box<dyn GuestWorkload>> = spec
+    let mut wls: Vec<Box<dyn Workload>> = spec
         .iter()
         .map(|s| crate::vm::workloads::parse(s, 7).unwrap())
         .collect();
@@ -832,7 +829,7 @@ fn a_timed_host_swap_device_makes_the_faulting_access_wait_for_its_read() {
 fn the_guests_reclaim_costs_its_vcpus_and_the_hosts_kswapd_does_not() {
     // 64 guest frames, 200 pages written: the guest reclaims (its kswapd, on its vCPU):
     // 300 ns per page scanned, 2 µs per page reclaimed. The host (plenty of memory) does not.
-    let ops: Vec<GuestOp> = (0..200).map(|p| acc(p, true)).collect();
+    let ops: Vec<Op> = (0..200).map(|p| acc(p, true)).collect();
     let c = cfg(Paging::Tdp, 64, 4_096, TranslateConfig::default());
     let r = run(&c, &mut Script::new(vec![ops])).unwrap();
     let g = &r.guest;
@@ -844,7 +841,7 @@ fn the_guests_reclaim_costs_its_vcpus_and_the_hosts_kswapd_does_not() {
     assert_eq!(r.host.pgscan_kswapd + r.host.pgscan_direct, 0);
     assert_eq!(r.time.reclaim_ns, scanned * 300 + stolen * 2_000);
     // Host pressure with kswapd keeping up costs the vCPUs nothing.
-    let ops: Vec<GuestOp> = (0..400).map(|p| acc(p, true)).collect();
+    let ops: Vec<Op> = (0..400).map(|p| acc(p, true)).collect();
     let c = cfg(Paging::Tdp, 512, 300, TranslateConfig::default());
     let r = run(&c, &mut Script::new(vec![ops])).unwrap();
     assert!(r.host.pgsteal_kswapd > 0 && r.host.pgscan_direct == 0);
@@ -879,8 +876,8 @@ fn an_mglru_guests_aging_costs_its_vcpus() {
     );
 }
 
-fn compute(ms: u32) -> GuestOp {
-    GuestOp::Op(Op::Compute { ns: ms * 1_000_000 })
+fn compute(ms: u32) -> Op {
+    Op::Compute { ns: ms * 1_000_000 }
 }
 
 #[test]
@@ -892,9 +889,9 @@ fn vcpus_share_host_cpus_in_slices_and_wait_as_steal_time() {
     let mut c = cfg(Paging::Tdp, 64, 256, TranslateConfig::default());
     c.costs.context_switch_ns = 0; // switches aside
     let cfgs = [c.clone(), c.clone()];
-    let wl = || -> Vec<Box<dyn GuestWorkload>> {
+    let wl = || -> Vec<Box<dyn Workload>> {
         (0..2)
-            .map(|_| Box::new(Script::new(vec![vec![compute(1); 10]])) as Box<dyn GuestWorkload>)
+            .map(|_| Box::new(Script::new(vec![vec![compute(1); 10]])) as Box<dyn Workload>)
             .collect()
     };
     let one = HostCpus {
@@ -927,12 +924,12 @@ fn an_idle_vcpu_gives_its_cpu_back_and_preempts_when_its_request_arrives() {
     c.costs.context_switch_ns = 0; // switches aside
     let cfgs = [c.clone(), c.clone()];
     let req = vec![
-        GuestOp::Arrive { at_ns: 5_000_000 },
-        GuestOp::Op(Op::RequestBegin { kind: 0 }),
+        Op::Arrive { at_ns: 5_000_000 },
+        Op::RequestBegin { kind: 0 },
         compute(1),
-        GuestOp::Op(Op::RequestEnd),
+        Op::RequestEnd,
     ];
-    let mut wls: Vec<Box<dyn GuestWorkload>> = vec![
+    let mut wls: Vec<Box<dyn Workload>> = vec![
         Box::new(Script::new(vec![req])),
         Box::new(Script::new(vec![vec![compute(1); 10]])),
     ];
@@ -952,8 +949,8 @@ fn an_idle_vcpu_gives_its_cpu_back_and_preempts_when_its_request_arrives() {
 }
 
 /// One single-vCPU VM running `ops` on `cpus` host CPUs with 3 ms slices.
-fn one_vcpu_on_host_cpus(c: &VmConfig, ops: &[GuestOp], cpus: u32) -> VmResult {
-    let mut wls: Vec<Box<dyn GuestWorkload>> = vec![Box::new(Script::new(vec![ops.to_vec()]))];
+fn one_vcpu_on_host_cpus(c: &VmConfig, ops: &[Op], cpus: u32) -> VmResult {
+    let mut wls: Vec<Box<dyn Workload>> = vec![Box::new(Script::new(vec![ops.to_vec()]))];
     let hc = HostCpus {
         cpus,
         slice_ns: Some(3_000_000),
@@ -967,7 +964,7 @@ fn the_hosts_kswapd_takes_cpu_time_from_the_vcpus_it_shares_a_cpu_with() {
     // for 100 ms in 1 ms steps, on one host CPU with 3 ms slices. kswapd's CPU work (300 ns
     // per page scanned, 2 µs per page reclaimed) is all run while the vCPU computes, and the
     // vCPU waits exactly that long (steal); on two CPUs kswapd takes none of the vCPU's time.
-    let mut ops: Vec<GuestOp> = (0..400).map(|p| acc(p, true)).collect();
+    let mut ops: Vec<Op> = (0..400).map(|p| acc(p, true)).collect();
     ops.extend(std::iter::repeat_n(compute(1), 100));
     let mut c = cfg(Paging::Tdp, 512, 300, TranslateConfig::default());
     c.costs.context_switch_ns = 0; // switches aside
@@ -994,7 +991,7 @@ fn the_guests_kswapd_and_the_hosts_compete_with_the_vcpu_for_one_host_cpu() {
     // the host kswapd's reclaim, and the vCPU waits (steal) exactly the host kswapd's time.
     // On two host CPUs the host's kswapd runs beside the vCPU: the run is shorter by its
     // time, the counters are the same (reclaim does not depend on the host's timing here).
-    let mut ops: Vec<GuestOp> = (0..600).map(|p| acc(p, true)).collect();
+    let mut ops: Vec<Op> = (0..600).map(|p| acc(p, true)).collect();
     ops.extend(std::iter::repeat_n(compute(1), 100));
     let mut c = cfg(Paging::Tdp, 400, 300, TranslateConfig::default());
     c.costs = VmCosts {
@@ -1047,12 +1044,12 @@ fn a_vcpu_waking_after_a_long_sleep_keeps_only_two_slices_of_credit() {
     c.costs.context_switch_ns = 0; // switches aside
     let cfgs = [c.clone(), c.clone()];
     let mut req = vec![
-        GuestOp::Arrive { at_ns: 20_000_000 },
-        GuestOp::Op(Op::RequestBegin { kind: 0 }),
+        Op::Arrive { at_ns: 20_000_000 },
+        Op::RequestBegin { kind: 0 },
     ];
     req.extend(std::iter::repeat_n(compute(1), 10));
-    req.push(GuestOp::Op(Op::RequestEnd));
-    let mut wls: Vec<Box<dyn GuestWorkload>> = vec![
+    req.push(Op::RequestEnd);
+    let mut wls: Vec<Box<dyn Workload>> = vec![
         Box::new(Script::new(vec![req])),
         Box::new(Script::new(vec![vec![compute(1); 30]])),
     ];
@@ -1080,8 +1077,8 @@ fn a_shadow_pool_too_small_for_the_roots_is_an_error_naming_mmu_pages() {
         let mut s = Vec::new();
         for p in 1..=3u32 {
             let pid = v * 3 + p;
-            s.push(GuestOp::Spawn { pid });
-            s.push(GuestOp::Switch { pid });
+            s.push(Op::Spawn { pid });
+            s.push(Op::Switch { pid });
             for page in 0..64 {
                 s.push(acc(page * 512, true));
             }

@@ -234,7 +234,7 @@ impl Workload for Custom {
         self.footprint
     }
 
-    fn content_class(&self, _page: u64) -> ContentClass {
+    fn content_class(&self, _pid: u32, _page: u64) -> ContentClass {
         self.class
     }
 
@@ -345,7 +345,7 @@ mod tests {
         let spec = "custom:(uniform:pages=100,start=50,n=300)+(scan:pages=10,start=1000),threads=3,split=shared,repeat=2,class=text";
         let mut a = parse(spec, 1).unwrap();
         assert_eq!(a.footprint_pages(), 110);
-        assert_eq!(a.content_class(7), ContentClass::Text);
+        assert_eq!(a.content_class(0, 7), ContentClass::Text);
         let sa = drain(a.as_mut(), Order::RoundRobin);
         for st in &sa {
             assert_eq!(barriers(st), 3);

@@ -10,7 +10,13 @@
 //! consecutive references to the same page are merged), `Compute` (CPU time between
 //! accesses; the models' per-row, per-edge and per-request costs are estimates, listed with
 //! each model), `RequestBegin`/`RequestEnd` around each key-value request (its latency is
-//! measured between them) and `Barrier` (wait for every thread of the workload).
+//! measured between them) and `Barrier` (wait for every thread of the workload). Programs
+//! with several processes or open-loop arrivals (the models of [`crate::vm::workloads`])
+//! also emit `Spawn`, `Switch`, `Exit`, `Unmap` and `Arrive`.
+//!
+//! One [`Workload`] interface serves every model, and every model runs on the one machine
+//! natively (`vmemsim run`, a thread per stream on host CPUs) or in a VM (`vmemsim vm`, a
+//! vCPU per stream): the machine ([`crate::vm::machine`]) executes the same ops either way.
 //!
 //! # Determinism
 //!
@@ -76,6 +82,11 @@ use crate::device::ContentClass;
 use crate::error::{Error, Result};
 
 /// One step of a thread's stream.
+///
+/// Addresses are 4 KiB page numbers of the process the thread runs at that moment (set by
+/// [`Op::Switch`]; every thread starts in process 0). The process models use one process
+/// and page numbers from 0 up; the guest program models use the x86-64 user layout (see
+/// [`crate::vm::workloads`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
     /// A burst of references to one 4 KiB page.
@@ -88,6 +99,41 @@ pub enum Op {
     RequestEnd,
     /// Wait until every thread of the workload reaches it.
     Barrier,
+    /// Open-loop arrival: the next request of this stream arrives at simulated time `at_ns`,
+    /// counted from the stream's last `Barrier` (or the start of the run), so that a load
+    /// phase before the barrier does not delay the arrivals. A thread that reaches this op
+    /// earlier idles until then; one that reaches it later has a backlog, and the request's
+    /// latency, measured from `at_ns` to its `RequestEnd`, includes the wait.
+    Arrive { at_ns: u64 },
+    /// Create process `pid` (`fork`): a new address space, empty (copy-on-write sharing with
+    /// the parent is left out; a forked child that touches memory faults it in anew).
+    Spawn { pid: u32 },
+    /// Run process `pid` on this thread's CPU from here on: a context switch with a CR3 load
+    /// (`switch_mm_irqs_off`; with PCID the TLB entries of `pid` survive).
+    Switch { pid: u32 },
+    /// Process `pid` exits (`exit_mmap`): its pages and page tables are freed, its PCID's TLB
+    /// entries die.
+    Exit { pid: u32 },
+    /// `munmap` of `pages` pages from `start` in the current process: the pages are freed and
+    /// the TLB entries shot down (`flush_tlb_mm_range`: INVLPG per page up to
+    /// `tlb_single_page_flush_ceiling` = 33 pages, a full flush beyond), empty page-table pages
+    /// freed (`free_pgtables`).
+    Unmap { start: u64, pages: u64 },
+}
+
+impl Op {
+    /// A process or arrival event: it ends merging of references (the same page number in
+    /// another process, or after an unmap, is another page).
+    pub fn is_event(&self) -> bool {
+        matches!(
+            self,
+            Op::Arrive { .. }
+                | Op::Spawn { .. }
+                | Op::Switch { .. }
+                | Op::Exit { .. }
+                | Op::Unmap { .. }
+        )
+    }
 }
 
 /// Request kinds of `RequestBegin`.
@@ -95,16 +141,22 @@ pub const REQ_READ: u8 = 0;
 pub const REQ_UPDATE: u8 = 1;
 pub const REQ_INSERT: u8 = 2;
 
-/// A seeded generator of per-thread op streams for one process.
+/// A seeded generator of per-thread op streams: one process's threads (the process models)
+/// or a guest program's processes placed on vCPUs (the models of [`crate::vm::workloads`]).
 pub trait Workload: Send {
     /// Canonical spec including the seed, to re-run.
     fn name(&self) -> String;
+    /// Streams the workload drives (0..threads): threads natively, vCPUs in a VM.
     fn threads(&self) -> usize;
     /// Distinct pages the workload touches (exact for the built-in models; an upper bound
-    /// for `custom`).
+    /// for `custom`; for programs whose processes come and go, the peak of (process, page)
+    /// pairs live at once): sizes memory for `50%`-style settings.
     fn footprint_pages(&self) -> u64;
-    /// How well a page's content compresses (for zram).
-    fn content_class(&self, page: u64) -> ContentClass;
+    /// How well page `page` of process `pid` compresses (zram's compressed sizes). Default:
+    /// numeric data, for models without a content model.
+    fn content_class(&self, _pid: u32, _page: u64) -> ContentClass {
+        ContentClass::Numeric
+    }
     /// Append thread `tid`'s next ops to `buf` (the caller clears it); appending nothing
     /// means the thread is finished. Ops come in chunks of a few thousand.
     fn next_ops(&mut self, tid: usize, buf: &mut Vec<Op>) -> Result<()>;

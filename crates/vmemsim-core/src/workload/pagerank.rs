@@ -648,7 +648,7 @@ impl Workload for PageRank {
         self.layout.end()
     }
 
-    fn content_class(&self, page: u64) -> ContentClass {
+    fn content_class(&self, _pid: u32, page: u64) -> ContentClass {
         self.layout.class_of(page)
     }
 
@@ -865,8 +865,8 @@ mod tests {
         assert_eq!(w.cfg.scale, 19);
         let w = PageRank::parse("", 0).unwrap();
         assert_eq!((w.cfg.scale, w.threads()), (19, 12));
-        assert_eq!(w.content_class(w.neighbors), ContentClass::Numeric);
-        assert_eq!(w.content_class(w.contrib), ContentClass::Random);
+        assert_eq!(w.content_class(0, w.neighbors), ContentClass::Numeric);
+        assert_eq!(w.content_class(0, w.contrib), ContentClass::Random);
     }
 
     #[test]

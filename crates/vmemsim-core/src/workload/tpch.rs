@@ -1181,7 +1181,7 @@ impl Workload for TpchLike {
         self.table_layout.end() + self.work_pages
     }
 
-    fn content_class(&self, page: u64) -> ContentClass {
+    fn content_class(&self, _pid: u32, page: u64) -> ContentClass {
         if page < self.table_layout.end() {
             return self.table_layout.class_of(page);
         }
@@ -1340,16 +1340,16 @@ mod tests {
         let w = TpchLike::parse("footprint=4MiB,threads=2", 0).unwrap();
         let l = &w.tables[LINEITEM];
         // lineitem rows are mostly numbers (73 of 133 bytes); customer rows mostly text.
-        assert_eq!(w.content_class(l.start[0]), ContentClass::Numeric);
+        assert_eq!(w.content_class(0, l.start[0]), ContentClass::Numeric);
         assert_eq!(
-            w.content_class(w.tables[CUSTOMER].start[1]),
+            w.content_class(0, w.tables[CUSTOMER].start[1]),
             ContentClass::Text
         );
         let q = &w.plans[w.biggest];
         assert_eq!(q.def.id, 18);
-        assert_eq!(w.content_class(q.aggs[0][0].0), ContentClass::Random);
-        assert_eq!(w.content_class(q.slots[0][0].0), ContentClass::Numeric);
-        assert_eq!(w.content_class(w.footprint_pages()), ContentClass::Zero);
+        assert_eq!(w.content_class(0, q.aggs[0][0].0), ContentClass::Random);
+        assert_eq!(w.content_class(0, q.slots[0][0].0), ContentClass::Numeric);
+        assert_eq!(w.content_class(0, w.footprint_pages()), ContentClass::Zero);
     }
 
     #[test]

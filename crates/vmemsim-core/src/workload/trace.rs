@@ -260,7 +260,7 @@ impl Workload for TraceWorkload {
         self.footprint
     }
 
-    fn content_class(&self, _page: u64) -> ContentClass {
+    fn content_class(&self, _pid: u32, _page: u64) -> ContentClass {
         self.class
     }
 
@@ -376,7 +376,7 @@ mod tests {
         let mut w = parse(&format!("trace:path={path}"), 9).unwrap();
         assert_eq!(w.threads(), 1);
         assert_eq!(w.footprint_pages(), 4);
-        assert_eq!(w.content_class(5), ContentClass::Numeric);
+        assert_eq!(w.content_class(0, 5), ContentClass::Numeric);
         let s = drain(w.as_mut(), Order::RoundRobin);
         let want: Vec<Op> = SMALL_ACCESSES
             .iter()
@@ -394,7 +394,7 @@ mod tests {
     fn compute_follows_each_access() {
         let path = tmp("compute.txt", SMALL);
         let mut w = parse(&format!("trace:path={path},compute_ns=250,class=text"), 0).unwrap();
-        assert_eq!(w.content_class(0x7fff12345), ContentClass::Text);
+        assert_eq!(w.content_class(0, 0x7fff12345), ContentClass::Text);
         let s = drain(w.as_mut(), Order::RoundRobin);
         let mut want = Vec::new();
         for &(page, write) in &SMALL_ACCESSES {
@@ -540,16 +540,16 @@ mod tests {
             options: PolicyOptions::new(1),
             timed: TimedConfig::default(),
         };
-        let w = parse(&format!("trace:path={path}"), 0).unwrap();
+        let mut w = parse(&format!("trace:path={path}"), 0).unwrap();
         assert_eq!(w.footprint_pages(), 40);
-        let r = run(&spec(1000), w, None).unwrap();
+        let r = run(&spec(1000), &mut *w, None).unwrap();
         assert_eq!(r.footprint_pages, 40);
         assert_eq!((r.stats.accesses, r.stats.writes), (80, 40));
         assert_eq!((r.stats.first_touch, r.stats.faults), (40, 40));
         assert_eq!(r.stats.major_faults, 0);
         // Under pressure (16 frames for 40 pages) the second round swaps pages back in.
-        let w = parse(&format!("trace:path={path}"), 0).unwrap();
-        let r = run(&spec(16), w, None).unwrap();
+        let mut w = parse(&format!("trace:path={path}"), 0).unwrap();
+        let r = run(&spec(16), &mut *w, None).unwrap();
         assert_eq!((r.stats.accesses, r.stats.first_touch), (80, 40));
         assert!(r.stats.major_faults > 0, "{:?}", r.stats);
     }

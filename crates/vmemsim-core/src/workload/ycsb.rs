@@ -514,7 +514,7 @@ impl Workload for Ycsb {
         self.footprint
     }
 
-    fn content_class(&self, page: u64) -> ContentClass {
+    fn content_class(&self, _pid: u32, page: u64) -> ContentClass {
         let end = self.slabs + self.slab_used.len() as u64 * SLAB_PAGES;
         if page >= self.slabs && page < end {
             // Used chunks hold records (random printable bytes: YCSB's RandomByteIterator);
@@ -782,19 +782,19 @@ mod tests {
     #[test]
     fn content_classes() {
         let w = Ycsb::parse("ycsb-a", "records=1000,requests=0", 0).unwrap();
-        assert_eq!(w.content_class(w.globals), ContentClass::Numeric);
-        assert_eq!(w.content_class(w.conn), ContentClass::Text);
-        assert_eq!(w.content_class(w.hash), ContentClass::Numeric);
+        assert_eq!(w.content_class(0, w.globals), ContentClass::Numeric);
+        assert_eq!(w.content_class(0, w.conn), ContentClass::Text);
+        assert_eq!(w.content_class(0, w.hash), ContentClass::Numeric);
         // 1000 records in one 708-chunk slab... two slabs: the second holds 292 items at its
         // end, so its first pages are zeroed free space and its last pages records.
         let second = w.slabs + SLAB_PAGES;
-        assert_eq!(w.content_class(second), ContentClass::Zero);
+        assert_eq!(w.content_class(0, second), ContentClass::Zero);
         assert_eq!(
-            w.content_class(second + SLAB_PAGES - 1),
+            w.content_class(0, second + SLAB_PAGES - 1),
             ContentClass::Random
         );
-        assert_eq!(w.content_class(w.slabs), ContentClass::Random);
-        assert_eq!(w.content_class(second + SLAB_PAGES), ContentClass::Zero);
+        assert_eq!(w.content_class(0, w.slabs), ContentClass::Random);
+        assert_eq!(w.content_class(0, second + SLAB_PAGES), ContentClass::Zero);
     }
 
     #[test]

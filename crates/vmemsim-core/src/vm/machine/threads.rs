@@ -26,7 +26,7 @@ enum GuestTask {
 struct VcpuSched {
     vm: usize,
     v: usize,
-    buf: Vec<GuestOp>,
+    buf: Vec<Op>,
     pos: usize,
     held: Option<Held>,
     /// The stream's virtual runtime in the guest (its CPU time on the vCPU).
@@ -61,7 +61,7 @@ struct GuestKswapd {
 /// step's time (freed at once), the guest's other kernel threads.
 struct VmExec<'a, 'b> {
     vms: &'a mut [Vm],
-    wls: &'a mut [&'b mut dyn GuestWorkload],
+    wls: &'a mut [&'b mut dyn Workload],
     /// Per engine thread (vCPUs first).
     vcpus: Vec<VcpuSched>,
     /// Per VM: its guest kswapd, its guest time slice, its vCPUs' engine threads.
@@ -296,8 +296,8 @@ impl VmExec<'_, '_> {
     /// kswapd pays `wakeup_ns` and leaves in `wake` when kswapd wakes.
     fn run_ops(
         vm: &mut Vm,
-        wl: &mut dyn GuestWorkload,
-        (buf, pos): (&mut Vec<GuestOp>, &mut usize),
+        wl: &mut dyn Workload,
+        (buf, pos): (&mut Vec<Op>, &mut usize),
         v: usize,
         step_ns: u64,
         wake: &mut Option<Option<u64>>,
@@ -320,7 +320,7 @@ impl VmExec<'_, '_> {
             for &op in &buf[*pos..] {
                 *pos += 1;
                 match op {
-                    GuestOp::Arrive { at_ns } => {
+                    Op::Arrive { at_ns } => {
                         let c0 = vm.vcpus[v].clock;
                         let at = vm.arrival_at(v, at_ns);
                         if at > c0 {
@@ -330,15 +330,15 @@ impl VmExec<'_, '_> {
                         }
                         vm.op(v, op)?;
                     }
-                    GuestOp::Op(Op::Barrier) => return Ok(Ran::Barrier),
+                    Op::Barrier => return Ok(Ran::Barrier),
                     // The two ops of nearly every step, without `op_with`'s dispatch (a
                     // compute changes nothing another VM's reclaim could have touched).
-                    GuestOp::Op(Op::Compute { ns }) => {
+                    Op::Compute { ns } => {
                         let vc = &mut vm.vcpus[v];
                         vc.clock += ns as u64;
                         vm.r.time.compute_ns += ns as u64;
                     }
-                    GuestOp::Op(Op::Access { page, write }) if !vm.tlb => {
+                    Op::Access { page, write } if !vm.tlb => {
                         vm.access_untranslated(v, page, write, &|pid, vpn| {
                             wl.content_class(pid, vpn)
                         })?
@@ -511,7 +511,7 @@ pub(super) struct EngineOut {
 /// [`run_many_with`]). Each VM's result gets its threads' times; the rest is returned.
 pub(super) fn schedule(
     vms: &mut [Vm],
-    wls: &mut [&mut dyn GuestWorkload],
+    wls: &mut [&mut dyn Workload],
     hc: HostCpus,
     opts: EngineOpts<'_>,
 ) -> Result<EngineOut> {
@@ -524,7 +524,7 @@ pub(super) fn schedule(
     let mut vcpus = Vec::new();
     let mut threads_of = vec![Vec::new(); wls.len()];
     for (i, w) in wls.iter().enumerate() {
-        for v in 0..w.vcpus() {
+        for v in 0..w.threads() {
             threads_of[i].push(s.spawn(true, i));
             vcpus.push(VcpuSched {
                 vm: i,
@@ -555,7 +555,7 @@ pub(super) fn schedule(
         gk: vec![GuestKswapd::default(); vms.len()],
         gslice: wls
             .iter()
-            .map(|w| crate::sched::default_slice_ns(w.vcpus() as u32))
+            .map(|w| crate::sched::default_slice_ns(w.threads() as u32))
             .collect(),
         threads_of,
         vms,

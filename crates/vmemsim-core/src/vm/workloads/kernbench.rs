@@ -29,14 +29,14 @@
 //! `data_bytes` = 1 MiB, `heap_bytes` = 24 MiB, `stack_bytes` = 128 KiB; `jobs` = 64 (a full
 //! kernel build has ~2,000–3,000), `parallel` = 4.
 //!
-//! Footprint: [`GuestWorkload::footprint_pages`] is the peak of live pages, `make`'s plus
+//! Footprint: [`Workload::footprint_pages`] is the peak of live pages, `make`'s plus
 //! `min(parallel, jobs)` jobs' (text + data + heap + stack) pages; all jobs together touch
 //! [`KernbenchLike::touched_pages`].
 //!
 //! # Left out
 //!
 //! Text and libraries shared between the compiler processes (page cache, shared mappings):
-//! each process touches its own copy, per [`GuestOp::Spawn`]; the separate driver, `cc1` and
+//! each process touches its own copy, per [`Op::Spawn`]; the separate driver, `cc1` and
 //! `as` processes and the shell (one process per job); file reads and writes of sources,
 //! headers and objects; variation of job sizes; `make`'s dynamic job slots; freeing of heap
 //! memory before exit.
@@ -45,9 +45,9 @@ use rand::Rng;
 
 use super::{bad_vcpu, GuestEmitter, Image, STACK_TOP, TEXT_BASE};
 use crate::error::Result;
-use crate::vm::ops::{GuestOp, GuestWorkload};
 use crate::workload::common::{pages_of, split, stream, CHUNK_OPS};
 use crate::workload::params::{fmt_size, Params};
+use crate::workload::{Op, Workload};
 
 const KEYS: &[&str] = &[
     "jobs",
@@ -179,7 +179,7 @@ impl KernbenchLike {
         pages_of(self.cfg.heap_bytes)
     }
 
-    fn step(&self, s: &mut Slot, v: usize, buf: &mut Vec<GuestOp>) {
+    fn step(&self, s: &mut Slot, v: usize, buf: &mut Vec<Op>) {
         let t = self.cfg.parallel as u64;
         match s.stage {
             Stage::Next { j } => {
@@ -188,8 +188,8 @@ impl KernbenchLike {
                 }
                 s.em.access(buf, MAKE.heap_base() + j % MAKE_JOB_PAGES, true);
                 let pid = j as u32 + 1;
-                s.em.event(buf, GuestOp::Spawn { pid });
-                s.em.event(buf, GuestOp::Switch { pid });
+                s.em.event(buf, Op::Spawn { pid });
+                s.em.event(buf, Op::Switch { pid });
                 s.rng = stream(self.cfg.seed, TAG_JOB, j);
                 for p in 0..self.image.data {
                     s.em.access(buf, TEXT_BASE + self.image.text + p, true);
@@ -200,8 +200,8 @@ impl KernbenchLike {
                 let steps = self.steps();
                 if i == steps {
                     let pid = j as u32 + 1;
-                    s.em.event(buf, GuestOp::Switch { pid: 0 });
-                    s.em.event(buf, GuestOp::Exit { pid });
+                    s.em.event(buf, Op::Switch { pid: 0 });
+                    s.em.event(buf, Op::Exit { pid });
                     s.stage = if j + t < self.cfg.jobs {
                         Stage::Next { j: j + t }
                     } else {
@@ -235,7 +235,7 @@ impl KernbenchLike {
     }
 }
 
-impl GuestWorkload for KernbenchLike {
+impl Workload for KernbenchLike {
     fn name(&self) -> String {
         let c = &self.cfg;
         format!(
@@ -252,7 +252,7 @@ impl GuestWorkload for KernbenchLike {
         )
     }
 
-    fn vcpus(&self) -> usize {
+    fn threads(&self) -> usize {
         self.cfg.parallel
     }
 
@@ -260,7 +260,7 @@ impl GuestWorkload for KernbenchLike {
         self.make_pages() + self.cfg.jobs.min(self.cfg.parallel as u64) * self.job_pages()
     }
 
-    fn next_ops(&mut self, v: usize, buf: &mut Vec<GuestOp>) -> Result<()> {
+    fn next_ops(&mut self, v: usize, buf: &mut Vec<Op>) -> Result<()> {
         if v >= self.cfg.parallel {
             return Err(bad_vcpu("kernbench-like", v, self.cfg.parallel));
         }
@@ -299,7 +299,7 @@ mod tests {
         let spawned: Vec<u32> = s[1]
             .iter()
             .filter_map(|o| match o {
-                GuestOp::Spawn { pid } => Some(*pid),
+                Op::Spawn { pid } => Some(*pid),
                 _ => None,
             })
             .collect();
@@ -329,8 +329,8 @@ mod tests {
             let mut cur = 0;
             for op in st {
                 match *op {
-                    GuestOp::Switch { pid } => cur = pid,
-                    GuestOp::Op(crate::workload::Op::Access { page, write })
+                    Op::Switch { pid } => cur = pid,
+                    Op::Access { page, write }
                         if cur != 0 && (k.heap..k.heap + 16).contains(&page) =>
                     {
                         if write {

@@ -48,10 +48,10 @@ use rand::seq::SliceRandom;
 
 use super::{bad_vcpu, GuestEmitter, Image, MMAP_BASE, STACK_TOP, TEXT_BASE};
 use crate::error::Result;
-use crate::vm::ops::{GuestOp, GuestWorkload};
 use crate::workload::common::{pages_of, stream, CHUNK_OPS, PAGE_BYTES};
 use crate::workload::params::{fmt_size, Params};
-use crate::workload::{Op, REQ_READ};
+use crate::workload::REQ_READ;
+use crate::workload::{Op, Workload};
 
 const KEYS: &[&str] = &[
     "bench",
@@ -265,14 +265,14 @@ impl LmbenchLike {
         }
     }
 
-    fn step(&mut self, buf: &mut Vec<GuestOp>) {
+    fn step(&mut self, buf: &mut Vec<Op>) {
         let mut em = std::mem::take(&mut self.em);
         self.stage = self.next_stage(&mut em, buf);
         self.em = em;
     }
 
     /// Emit the current stage's ops; returns the next stage.
-    fn next_stage(&self, em: &mut GuestEmitter, buf: &mut Vec<GuestOp>) -> Stage {
+    fn next_stage(&self, em: &mut GuestEmitter, buf: &mut Vec<Op>) -> Stage {
         match (self.stage, self.bench.clone()) {
             (Stage::Start, b) => {
                 IMAGE.touch(em, buf);
@@ -306,7 +306,7 @@ impl LmbenchLike {
                 let base = self.region() * PAGE_BYTES;
                 for e in lo..hi {
                     let page = (base + e * stride) / PAGE_BYTES;
-                    buf.push(GuestOp::Op(Op::Access { page, write: false }));
+                    buf.push(Op::Access { page, write: false });
                 }
                 if i + 1 < self.groups() {
                     Stage::Timed { k, i: i + 1 }
@@ -329,7 +329,7 @@ impl LmbenchLike {
                 } else {
                     em.end(buf);
                     let (start, pages) = (self.region(), self.groups());
-                    em.event(buf, GuestOp::Unmap { start, pages });
+                    em.event(buf, Op::Unmap { start, pages });
                     if k + 1 < iterations {
                         Stage::Timed { k: k + 1, i: 0 }
                     } else {
@@ -339,8 +339,8 @@ impl LmbenchLike {
             }
             (Stage::Spawn { p }, Bench::Ctx { procs, size, .. }) => {
                 let pid = p as u32;
-                em.event(buf, GuestOp::Spawn { pid });
-                em.event(buf, GuestOp::Switch { pid });
+                em.event(buf, Op::Spawn { pid });
+                em.event(buf, Op::Switch { pid });
                 IMAGE.touch(em, buf);
                 for q in 0..pages_of(size) {
                     em.access(buf, IMAGE.heap_base() + q, true);
@@ -364,7 +364,7 @@ impl LmbenchLike {
                     em.begin(buf, REQ_READ);
                 }
                 let pid = i as u32 + 1;
-                em.event(buf, GuestOp::Switch { pid });
+                em.event(buf, Op::Switch { pid });
                 em.compute(hop_ns);
                 em.access(buf, TEXT_BASE, false);
                 em.access(buf, STACK_TOP, true);
@@ -388,9 +388,9 @@ impl LmbenchLike {
                 }
             }
             (Stage::End, Bench::Ctx { procs, .. }) => {
-                em.event(buf, GuestOp::Switch { pid: 0 });
+                em.event(buf, Op::Switch { pid: 0 });
                 for pid in 1..=procs as u32 {
-                    em.event(buf, GuestOp::Exit { pid });
+                    em.event(buf, Op::Exit { pid });
                 }
                 Stage::Done
             }
@@ -401,7 +401,7 @@ impl LmbenchLike {
     }
 }
 
-impl GuestWorkload for LmbenchLike {
+impl Workload for LmbenchLike {
     fn name(&self) -> String {
         let o = |r: bool| ORDERS[r as usize];
         let params = match self.bench {
@@ -437,7 +437,7 @@ impl GuestWorkload for LmbenchLike {
         format!("lmbench-like:{params},seed={}", self.seed)
     }
 
-    fn vcpus(&self) -> usize {
+    fn threads(&self) -> usize {
         1
     }
 
@@ -449,7 +449,7 @@ impl GuestWorkload for LmbenchLike {
             }
     }
 
-    fn next_ops(&mut self, v: usize, buf: &mut Vec<GuestOp>) -> Result<()> {
+    fn next_ops(&mut self, v: usize, buf: &mut Vec<Op>) -> Result<()> {
         if v >= 1 {
             return Err(bad_vcpu("lmbench-like", v, 1));
         }
@@ -471,12 +471,12 @@ mod tests {
     use crate::vm::workloads::parse;
 
     /// Pages read inside requests, in order, relative to the first page of `region`.
-    fn timed_reads(s: &[GuestOp], region: u64) -> Vec<Vec<u64>> {
+    fn timed_reads(s: &[Op], region: u64) -> Vec<Vec<u64>> {
         let mut out = Vec::new();
         for op in s {
             match *op {
-                GuestOp::Op(Op::RequestBegin { .. }) => out.push(Vec::new()),
-                GuestOp::Op(Op::Access { page, write: false }) if page >= region => {
+                Op::RequestBegin { .. } => out.push(Vec::new()),
+                Op::Access { page, write: false } if page >= region => {
                     out.last_mut().unwrap().push(page - region)
                 }
                 _ => {}
@@ -549,7 +549,7 @@ mod tests {
         assert_eq!(c.distinct, 20);
         assert_eq!((c.unmaps, c.unmapped_pages, c.requests[0]), (3, 48, 3));
         assert_eq!(c.reads, 2 + 48);
-        assert!(s[0].contains(&GuestOp::Unmap {
+        assert!(s[0].contains(&Op::Unmap {
             start: MMAP_BASE - 16,
             pages: 16
         }));
@@ -582,13 +582,13 @@ mod tests {
         // Token order within a timed round: 1, 2, 3.
         let first = s[0]
             .iter()
-            .position(|o| matches!(o, GuestOp::Op(Op::RequestBegin { .. })))
+            .position(|o| matches!(o, Op::RequestBegin { .. }))
             .unwrap();
         let order: Vec<u32> = s[0][first..]
             .iter()
-            .take_while(|o| !matches!(o, GuestOp::Op(Op::RequestEnd)))
+            .take_while(|o| !matches!(o, Op::RequestEnd))
             .filter_map(|o| match o {
-                GuestOp::Switch { pid } => Some(*pid),
+                Op::Switch { pid } => Some(*pid),
                 _ => None,
             })
             .collect();

@@ -1,6 +1,6 @@
 //! Guest workload generators: seeded models of the programs the KVM experiments run inside a
 //! VM (seed 000 used `stress-ng --vm` and `redis-benchmark`; the nested-paging talk of seed
-//! 002 used kernbench and LMBench), as per-vCPU streams of [`GuestOp`]s.
+//! 002 used kernbench and LMBench), as per-vCPU streams of [`Op`]s.
 //!
 //! # Spec grammar
 //!
@@ -13,7 +13,7 @@
 //! ```
 //!
 //! Every kind takes `seed` (default: the run's seed). Unknown, repeated or malformed keys are
-//! errors naming the key as `kind.key`; [`GuestWorkload::name`] returns the canonical spec
+//! errors naming the key as `kind.key`; [`Workload::name`] returns the canonical spec
 //! with every key resolved, which re-runs the same streams.
 //!
 //! | kind             | keys (default)                                                        |
@@ -38,12 +38,12 @@
 //! [`MMAP_BASE`] (0x7fff_f7ff_f000), the stack from [`STACK_TOP`] down (the page below
 //! `TASK_SIZE` 0x7fff_ffff_f000).
 //!
-//! A process created by a stream is created by that stream ([`GuestOp::Spawn`] then
-//! [`GuestOp::Switch`]); at its end the stream switches back to process 0 and then emits
-//! [`GuestOp::Exit`] (the parent reaps it), so no vCPU ever runs a process that has exited.
+//! A process created by a stream is created by that stream ([`Op::Spawn`] then
+//! [`Op::Switch`]); at its end the stream switches back to process 0 and then emits
+//! [`Op::Exit`] (the parent reaps it), so no vCPU ever runs a process that has exited.
 //! Pids are unique over the whole run.
 //!
-//! [`GuestWorkload::footprint_pages`] counts (process, page) pairs that are live at once at
+//! [`Workload::footprint_pages`] counts (process, page) pairs that are live at once at
 //! most: for workloads whose processes all live to the end it is the number of distinct
 //! pages touched; for `kernbench-like`, whose jobs come and go, it is the peak (`parallel`
 //! jobs at a time), since that is what guest memory must hold; the total over all jobs is
@@ -63,10 +63,9 @@ pub mod redis;
 pub mod stress_vm;
 pub mod trace;
 
-use super::ops::{GuestOp, GuestWorkload};
 use crate::error::{Error, Result};
 use crate::workload::common::Emitter;
-use crate::workload::Op;
+use crate::workload::{Op, Workload};
 
 /// Every guest workload kind with a one-line description (for help texts).
 pub const KINDS: &[(&str, &str)] = &[
@@ -84,7 +83,7 @@ pub const KINDS: &[(&str, &str)] = &[
 ];
 
 /// Parse a guest workload spec (grammar in the module docs) with `seed` as the run's seed.
-pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn GuestWorkload>> {
+pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn Workload>> {
     let spec = spec.trim();
     let (kind, rest) = spec.split_once(':').unwrap_or((spec, ""));
     let kind = kind.trim().to_ascii_lowercase();
@@ -94,9 +93,9 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn GuestWorkload>> {
         "kernbench-like" => Ok(Box::new(kernbench::KernbenchLike::parse(rest, seed)?)),
         "lmbench-like" => Ok(Box::new(lmbench::LmbenchLike::parse(rest, seed)?)),
         "trace" => Ok(Box::new(trace::TraceGuest::parse(rest, seed)?)),
-        "tpch-like" | "pagerank" | "ycsb-a" | "ycsb-b" | "ycsb-c" | "custom" => Ok(Box::new(
-            ProcessInGuest::new(crate::workload::parse(spec, seed)?),
-        )),
+        "tpch-like" | "pagerank" | "ycsb-a" | "ycsb-b" | "ycsb-c" | "custom" => {
+            crate::workload::parse(spec, seed)
+        }
         _ => {
             let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
             Err(Error::config(
@@ -107,46 +106,6 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn GuestWorkload>> {
                 ),
             ))
         }
-    }
-}
-
-/// A process workload model of [`crate::workload`] (`tpch-like`, `pagerank`, `ycsb-*`,
-/// `custom`: the models `vmemsim run` runs natively) as one guest process: thread `t`'s
-/// stream is vCPU `t`'s, in process 0, at the page numbers the model uses natively (from 0
-/// up, one flat mapping). Its ops are the model's, unchanged (accesses, compute, requests,
-/// barriers); it spawns no process and unmaps nothing.
-pub struct ProcessInGuest {
-    inner: Box<dyn crate::workload::Workload>,
-    ops: Vec<Op>,
-}
-
-impl ProcessInGuest {
-    pub fn new(inner: Box<dyn crate::workload::Workload>) -> Self {
-        ProcessInGuest {
-            inner,
-            ops: Vec::new(),
-        }
-    }
-}
-
-impl GuestWorkload for ProcessInGuest {
-    fn name(&self) -> String {
-        self.inner.name()
-    }
-    fn vcpus(&self) -> usize {
-        self.inner.threads()
-    }
-    fn footprint_pages(&self) -> u64 {
-        self.inner.footprint_pages()
-    }
-    fn next_ops(&mut self, v: usize, buf: &mut Vec<GuestOp>) -> Result<()> {
-        self.ops.clear();
-        self.inner.next_ops(v, &mut self.ops)?;
-        buf.extend(self.ops.drain(..).map(GuestOp::Op));
-        Ok(())
-    }
-    fn content_class(&self, _pid: u32, vpn: u64) -> crate::device::ContentClass {
-        self.inner.content_class(vpn)
     }
 }
 
@@ -176,7 +135,7 @@ impl Image {
     pub fn heap_base(&self) -> u64 {
         TEXT_BASE + self.text + self.data
     }
-    pub fn touch(&self, em: &mut GuestEmitter, buf: &mut Vec<GuestOp>) {
+    pub fn touch(&self, em: &mut GuestEmitter, buf: &mut Vec<Op>) {
         for p in 0..self.text {
             em.access(buf, TEXT_BASE + p, false);
         }
@@ -190,54 +149,43 @@ impl Image {
 }
 
 /// [`Emitter`] for guest streams: plain ops are merged and batched as in the process
-/// workloads; a process event ([`GuestOp::Spawn`], `Switch`, `Exit`, `Unmap`, `Arrive`)
+/// workloads; a process event ([`Op::Spawn`], `Switch`, `Exit`, `Unmap`, `Arrive`)
 /// first hands out pending compute and then breaks merging (the same page number in another
 /// process, or after an unmap, is another page).
 #[derive(Debug, Default)]
 pub(crate) struct GuestEmitter {
     em: Emitter,
-    ops: Vec<Op>,
 }
 
 impl GuestEmitter {
     #[inline]
-    fn drain(&mut self, buf: &mut Vec<GuestOp>) {
-        buf.extend(self.ops.drain(..).map(GuestOp::Op));
-    }
-    #[inline]
-    pub fn access(&mut self, buf: &mut Vec<GuestOp>, page: u64, write: bool) {
-        self.em.access(&mut self.ops, page, write);
-        self.drain(buf);
+    pub fn access(&mut self, buf: &mut Vec<Op>, page: u64, write: bool) {
+        self.em.access(buf, page, write);
     }
     /// Every page overlapping bytes `[addr, addr + len)`, in order.
-    pub fn range(&mut self, buf: &mut Vec<GuestOp>, addr: u64, len: u64, write: bool) {
-        self.em.range(&mut self.ops, addr, len, write);
-        self.drain(buf);
+    pub fn range(&mut self, buf: &mut Vec<Op>, addr: u64, len: u64, write: bool) {
+        self.em.range(buf, addr, len, write);
     }
     #[inline]
     pub fn compute(&mut self, ns: u64) {
         self.em.compute(ns);
     }
     /// Hand out pending compute time now.
-    pub fn flush(&mut self, buf: &mut Vec<GuestOp>) {
-        self.em.flush(&mut self.ops);
-        self.drain(buf);
+    pub fn flush(&mut self, buf: &mut Vec<Op>) {
+        self.em.flush(buf);
     }
-    pub fn begin(&mut self, buf: &mut Vec<GuestOp>, kind: u8) {
-        self.em.begin(&mut self.ops, kind);
-        self.drain(buf);
+    pub fn begin(&mut self, buf: &mut Vec<Op>, kind: u8) {
+        self.em.begin(buf, kind);
     }
-    pub fn end(&mut self, buf: &mut Vec<GuestOp>) {
-        self.em.end(&mut self.ops);
-        self.drain(buf);
+    pub fn end(&mut self, buf: &mut Vec<Op>) {
+        self.em.end(buf);
     }
-    pub fn barrier(&mut self, buf: &mut Vec<GuestOp>) {
-        self.em.barrier(&mut self.ops);
-        self.drain(buf);
+    pub fn barrier(&mut self, buf: &mut Vec<Op>) {
+        self.em.barrier(buf);
     }
-    /// A process or arrival event (not `GuestOp::Op`).
-    pub fn event(&mut self, buf: &mut Vec<GuestOp>, op: GuestOp) {
-        debug_assert!(!matches!(op, GuestOp::Op(_)));
+    /// A process or arrival event ([`Op::is_event`]).
+    pub fn event(&mut self, buf: &mut Vec<Op>, op: Op) {
+        debug_assert!(op.is_event());
         self.flush(buf);
         self.em = Emitter::default();
         buf.push(op);
@@ -278,7 +226,7 @@ mod tests {
             ("LMBENCH-LIKE:bench=lat_ctx,rounds=2", 1),
         ] {
             let mut w = parse(spec, 1).unwrap();
-            assert_eq!(w.vcpus(), vcpus, "{spec}");
+            assert_eq!(w.threads(), vcpus, "{spec}");
             let mut buf = Vec::new();
             assert_eq!(
                 w.next_ops(vcpus, &mut buf).err().unwrap().to_string(),
@@ -303,22 +251,22 @@ mod tests {
         em.access(&mut b, 7, true);
         em.access(&mut b, 7, true); // merged
         em.compute(300);
-        em.event(&mut b, GuestOp::Spawn { pid: 1 });
-        em.event(&mut b, GuestOp::Switch { pid: 1 });
+        em.event(&mut b, Op::Spawn { pid: 1 });
+        em.event(&mut b, Op::Switch { pid: 1 });
         em.access(&mut b, 7, true); // another process's page 7
         em.compute(2000);
-        em.event(&mut b, GuestOp::Unmap { start: 7, pages: 1 });
-        let a = |page, write| GuestOp::Op(Op::Access { page, write });
+        em.event(&mut b, Op::Unmap { start: 7, pages: 1 });
+        let a = |page, write| Op::Access { page, write };
         assert_eq!(
             b,
             vec![
                 a(7, true),
-                GuestOp::Op(Op::Compute { ns: 300 }),
-                GuestOp::Spawn { pid: 1 },
-                GuestOp::Switch { pid: 1 },
+                Op::Compute { ns: 300 },
+                Op::Spawn { pid: 1 },
+                Op::Switch { pid: 1 },
                 a(7, true),
-                GuestOp::Op(Op::Compute { ns: 2000 }),
-                GuestOp::Unmap { start: 7, pages: 1 },
+                Op::Compute { ns: 2000 },
+                Op::Unmap { start: 7, pages: 1 },
             ]
         );
         let c = census(&[b]);
@@ -357,14 +305,13 @@ mod tests {
             let mut g = parse(spec, 7).unwrap();
             let mut p = crate::workload::parse(spec, 7).unwrap();
             assert_eq!(g.name(), p.name(), "{spec}");
-            assert_eq!(g.vcpus(), p.threads(), "{spec}");
+            assert_eq!(g.threads(), p.threads(), "{spec}");
             assert_eq!(g.footprint_pages(), p.footprint_pages(), "{spec}");
             for t in 0..p.threads() {
                 loop {
                     let (mut a, mut b) = (Vec::new(), Vec::new());
                     g.next_ops(t, &mut a).unwrap();
                     p.next_ops(t, &mut b).unwrap();
-                    let b: Vec<GuestOp> = b.into_iter().map(GuestOp::Op).collect();
                     assert_eq!(a, b, "{spec} thread {t}");
                     if a.is_empty() {
                         break;

@@ -35,7 +35,7 @@
 //! Arrivals: vCPU `v` serves the requests of its own clients at `rps / vcpus` per second,
 //! Poisson (exponential gaps from the vCPU's random stream) or `fixed` (the merged stream of
 //! all vCPUs evenly spaced `1/rps` apart). `at_ns` is `start_ns` plus the arrival's offset;
-//! the VM layer counts it from the vCPU's last barrier (see [`GuestOp::Arrive`]), which here
+//! the VM layer counts it from the vCPU's last barrier (see [`Op::Arrive`]), which here
 //! is the end of the load phase, so arrivals do not queue behind the load.
 //!
 //! Costs (estimates): `parse_ns` = 3,000 ns for the `read` system call and parsing the
@@ -61,10 +61,10 @@ use super::{bad_vcpu, GuestEmitter, Image};
 use crate::device::ContentClass;
 use crate::error::Result;
 use crate::generate::Zipf;
-use crate::vm::ops::{GuestOp, GuestWorkload};
 use crate::workload::common::{derive, pages_of, split, stream, Layout, CHUNK_OPS, PAGE_BYTES};
 use crate::workload::params::Params;
 use crate::workload::ycsb::fnv64;
+use crate::workload::{Op, Workload};
 use crate::workload::{REQ_READ, REQ_UPDATE};
 
 const KEYS: &[&str] = &[
@@ -341,7 +341,7 @@ impl RedisLike {
 
     /// A SET of key `k` (load or update): the command's value lands in the query buffer,
     /// the objects are written.
-    fn set(&self, em: &mut GuestEmitter, buf: &mut Vec<GuestOp>, v: usize, k: u64, new: bool) {
+    fn set(&self, em: &mut GuestEmitter, buf: &mut Vec<Op>, v: usize, k: u64, new: bool) {
         em.range(
             buf,
             self.query_addr(v),
@@ -363,7 +363,7 @@ impl RedisLike {
         em.compute(self.cfg.reply_ns);
     }
 
-    fn get(&self, em: &mut GuestEmitter, buf: &mut Vec<GuestOp>, v: usize, k: u64) {
+    fn get(&self, em: &mut GuestEmitter, buf: &mut Vec<Op>, v: usize, k: u64) {
         em.access(buf, self.query_addr(v) / PAGE_BYTES, true);
         em.compute(self.cfg.parse_ns);
         em.access(buf, self.bucket_page(k), false);
@@ -396,7 +396,7 @@ impl RedisLike {
         self.cfg.start_ns + (slot * 1e9 / self.cfg.rps).round() as u64
     }
 
-    fn step(&self, s: &mut Server, v: usize, buf: &mut Vec<GuestOp>) {
+    fn step(&self, s: &mut Server, v: usize, buf: &mut Vec<Op>) {
         match s.phase {
             Phase::Start => {
                 IMAGE.touch(&mut s.em, buf);
@@ -431,7 +431,7 @@ impl RedisLike {
                     s.phase = Phase::Done;
                     return;
                 }
-                s.em.event(buf, GuestOp::Arrive { at_ns });
+                s.em.event(buf, Op::Arrive { at_ns });
                 let is_get = self.cfg.get >= 1.0 || s.rng.gen::<f64>() < self.cfg.get;
                 let k = self.next_key(&mut s.rng);
                 s.em.begin(buf, if is_get { REQ_READ } else { REQ_UPDATE });
@@ -448,7 +448,7 @@ impl RedisLike {
     }
 }
 
-impl GuestWorkload for RedisLike {
+impl Workload for RedisLike {
     fn name(&self) -> String {
         let c = &self.cfg;
         let amount = match c.requests {
@@ -472,7 +472,7 @@ impl GuestWorkload for RedisLike {
         )
     }
 
-    fn vcpus(&self) -> usize {
+    fn threads(&self) -> usize {
         self.cfg.vcpus
     }
 
@@ -480,7 +480,7 @@ impl GuestWorkload for RedisLike {
         self.footprint
     }
 
-    fn next_ops(&mut self, v: usize, buf: &mut Vec<GuestOp>) -> Result<()> {
+    fn next_ops(&mut self, v: usize, buf: &mut Vec<Op>) -> Result<()> {
         if v >= self.cfg.vcpus {
             return Err(bad_vcpu("redis-like", v, self.cfg.vcpus));
         }
@@ -583,14 +583,13 @@ mod tests {
         assert!((frac - 0.9).abs() < 0.015, "{frac}");
         // The load phase: no request boundaries, no arrivals, 500 SETs each writing the
         // entry, key, robj, value, bucket, query and reply pages.
-        let load: Vec<&GuestOp> = s[0]
+        let load: Vec<&Op> = s[0]
             .iter()
-            .take_while(|o| !matches!(o, GuestOp::Op(Op::Barrier)))
+            .take_while(|o| !matches!(o, Op::Barrier))
             .collect();
-        assert!(load.iter().all(|o| !matches!(
-            o,
-            GuestOp::Arrive { .. } | GuestOp::Op(Op::RequestBegin { .. })
-        )));
+        assert!(load
+            .iter()
+            .all(|o| !matches!(o, Op::Arrive { .. } | Op::RequestBegin { .. })));
         assert_eq!(c.arrivals[0].len(), 20000);
     }
 
@@ -637,14 +636,14 @@ mod tests {
     }
 
     /// Share of run-phase reads that go to the most read value page.
-    fn top_share(s: &[Vec<GuestOp>], w: &RedisLike) -> f64 {
+    fn top_share(s: &[Vec<Op>], w: &RedisLike) -> f64 {
         let values = w.values.unwrap();
         let mut counts = vec![0u64; 1000];
         let mut run = false;
         for op in &s[0] {
             match op {
-                GuestOp::Op(Op::Barrier) => run = true,
-                GuestOp::Op(Op::Access { page, write: false })
+                Op::Barrier => run = true,
+                Op::Access { page, write: false }
                     if run && *page >= values.start && *page < values.start + 1000 =>
                 {
                     counts[(page - values.start) as usize] += 1

@@ -41,9 +41,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::{bad_vcpu, GuestEmitter, Image, MMAP_BASE};
 use crate::error::Result;
-use crate::vm::ops::{GuestOp, GuestWorkload};
 use crate::workload::common::{stream, CHUNK_OPS, PAGE_BYTES};
 use crate::workload::params::{fmt_size, Params};
+use crate::workload::{Op, Workload};
 
 const KEYS: &[&str] = &[
     "vcpus", "bytes", "rounds", "method", "read", "write_ns", "read_ns", "hang_ns", "seed",
@@ -162,12 +162,12 @@ impl StressVm {
         w.stage = Stage::Pass { round, read, i: 0 };
     }
 
-    fn step(&self, w: &mut Worker, v: usize, buf: &mut Vec<GuestOp>) {
+    fn step(&self, w: &mut Worker, v: usize, buf: &mut Vec<Op>) {
         let pid = v as u32 + 1;
         match w.stage {
             Stage::Start => {
-                w.em.event(buf, GuestOp::Spawn { pid });
-                w.em.event(buf, GuestOp::Switch { pid });
+                w.em.event(buf, Op::Spawn { pid });
+                w.em.event(buf, Op::Switch { pid });
                 IMAGE.touch(&mut w.em, buf);
                 self.start_pass(w, 0, false);
             }
@@ -195,7 +195,7 @@ impl StressVm {
                     w.em.compute(self.cfg.hang_ns);
                     w.em.event(
                         buf,
-                        GuestOp::Unmap {
+                        Op::Unmap {
                             start: self.region_start(),
                             pages: self.pages,
                         },
@@ -208,8 +208,8 @@ impl StressVm {
                 }
             }
             Stage::End => {
-                w.em.event(buf, GuestOp::Switch { pid: 0 });
-                w.em.event(buf, GuestOp::Exit { pid });
+                w.em.event(buf, Op::Switch { pid: 0 });
+                w.em.event(buf, Op::Exit { pid });
                 w.stage = Stage::Done;
             }
             Stage::Done => {}
@@ -217,7 +217,7 @@ impl StressVm {
     }
 }
 
-impl GuestWorkload for StressVm {
+impl Workload for StressVm {
     fn name(&self) -> String {
         let c = &self.cfg;
         format!(
@@ -234,7 +234,7 @@ impl GuestWorkload for StressVm {
         )
     }
 
-    fn vcpus(&self) -> usize {
+    fn threads(&self) -> usize {
         self.cfg.vcpus
     }
 
@@ -242,7 +242,7 @@ impl GuestWorkload for StressVm {
         self.cfg.vcpus as u64 * (self.pages + IMAGE.pages())
     }
 
-    fn next_ops(&mut self, v: usize, buf: &mut Vec<GuestOp>) -> Result<()> {
+    fn next_ops(&mut self, v: usize, buf: &mut Vec<Op>) -> Result<()> {
         if v >= self.cfg.vcpus {
             return Err(bad_vcpu("stress-vm", v, self.cfg.vcpus));
         }
@@ -290,19 +290,19 @@ mod tests {
         // CPU: 3 × 64 × (400 + 200) ns per worker.
         assert_eq!(c.compute_ns, 4 * 3 * 64 * 600);
         // Each round: the region is written in full before it is unmapped.
-        let worker: &Vec<GuestOp> = &s[2];
+        let worker: &Vec<Op> = &s[2];
         let first_unmap = worker
             .iter()
-            .position(|o| matches!(o, GuestOp::Unmap { .. }))
+            .position(|o| matches!(o, Op::Unmap { .. }))
             .unwrap();
         let writes_before = worker[..first_unmap]
             .iter()
-            .filter(|o| matches!(o, GuestOp::Op(Op::Access { write: true, .. })))
+            .filter(|o| matches!(o, Op::Access { write: true, .. }))
             .count();
         assert_eq!(writes_before, 64 + 2);
         assert_eq!(
             worker[first_unmap],
-            GuestOp::Unmap {
+            Op::Unmap {
                 start: MMAP_BASE - 64,
                 pages: 64
             }
@@ -349,11 +349,7 @@ mod tests {
         let pages: Vec<u64> = a[0]
             .iter()
             .filter_map(|o| match o {
-                GuestOp::Op(Op::Access { page, write: true })
-                    if (base..MMAP_BASE).contains(page) =>
-                {
-                    Some(*page)
-                }
+                Op::Access { page, write: true } if (base..MMAP_BASE).contains(page) => Some(*page),
                 _ => None,
             })
             .collect();

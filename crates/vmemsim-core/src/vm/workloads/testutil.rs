@@ -4,8 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::vm::ops::{GuestOp, GuestWorkload};
-use crate::workload::Op;
+use crate::workload::{Op, Workload};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Order {
@@ -16,18 +15,18 @@ pub enum Order {
 }
 
 /// Parse `spec` and drain every vCPU's stream round-robin.
-pub fn run(spec: &str, seed: u64) -> (Box<dyn GuestWorkload>, Vec<Vec<GuestOp>>) {
+pub fn run(spec: &str, seed: u64) -> (Box<dyn Workload>, Vec<Vec<Op>>) {
     let mut w = crate::vm::workloads::parse(spec, seed).unwrap();
     let s = drain(w.as_mut(), Order::RoundRobin);
     (w, s)
 }
 
 /// Every vCPU's full stream, polling in `order`.
-pub fn drain(w: &mut dyn GuestWorkload, order: Order) -> Vec<Vec<GuestOp>> {
-    let n = w.vcpus();
-    let mut out: Vec<Vec<GuestOp>> = vec![Vec::new(); n];
+pub fn drain(w: &mut dyn Workload, order: Order) -> Vec<Vec<Op>> {
+    let n = w.threads();
+    let mut out: Vec<Vec<Op>> = vec![Vec::new(); n];
     let mut buf = Vec::new();
-    let mut poll = |w: &mut dyn GuestWorkload, v: usize, out: &mut Vec<Vec<GuestOp>>| -> bool {
+    let mut poll = |w: &mut dyn Workload, v: usize, out: &mut Vec<Vec<Op>>| -> bool {
         buf.clear();
         w.next_ops(v, &mut buf).unwrap();
         out[v].extend_from_slice(&buf);
@@ -83,7 +82,7 @@ pub struct Census {
 /// Count `streams`, checking the process rules of the module docs: a pid is spawned once,
 /// switched to only while alive, exits only while not running on its own vCPU; requests do
 /// not nest; every `RequestBegin` of an open-loop stream follows an `Arrive`.
-pub fn census(streams: &[Vec<GuestOp>]) -> Census {
+pub fn census(streams: &[Vec<Op>]) -> Census {
     let mut c = Census::default();
     let mut spawned: HashSet<u32> = HashSet::new();
     let mut exited: HashSet<u32> = HashSet::new();
@@ -94,7 +93,7 @@ pub fn census(streams: &[Vec<GuestOp>]) -> Census {
         let mut arr = Vec::new();
         for op in s {
             match *op {
-                GuestOp::Op(Op::Access { page, write }) => {
+                Op::Access { page, write } => {
                     assert!(!exited.contains(&cur), "vCPU {v} runs exited pid {cur}");
                     c.per_pid.entry(cur).or_default().insert(page);
                     if write {
@@ -103,8 +102,8 @@ pub fn census(streams: &[Vec<GuestOp>]) -> Census {
                         c.reads += 1;
                     }
                 }
-                GuestOp::Op(Op::Compute { ns }) => c.compute_ns += ns as u64,
-                GuestOp::Op(Op::RequestBegin { kind }) => {
+                Op::Compute { ns } => c.compute_ns += ns as u64,
+                Op::RequestBegin { kind } => {
                     assert!(!open, "vCPU {v}: nested request");
                     open = true;
                     c.requests[kind as usize] += 1;
@@ -113,25 +112,25 @@ pub fn census(streams: &[Vec<GuestOp>]) -> Census {
                     }
                     arrived = false;
                 }
-                GuestOp::Op(Op::RequestEnd) => {
+                Op::RequestEnd => {
                     assert!(open, "vCPU {v}: end without begin");
                     open = false;
                 }
-                GuestOp::Op(Op::Barrier) => {
+                Op::Barrier => {
                     assert!(!open, "vCPU {v}: barrier inside a request");
                     c.barriers += 1;
                 }
-                GuestOp::Spawn { pid } => {
+                Op::Spawn { pid } => {
                     assert!(pid != 0 && spawned.insert(pid), "pid {pid} spawned twice");
                     c.spawns += 1;
                 }
-                GuestOp::Switch { pid } => {
+                Op::Switch { pid } => {
                     assert!(pid == 0 || spawned.contains(&pid), "switch to unborn {pid}");
                     assert!(!exited.contains(&pid), "switch to exited {pid}");
                     cur = pid;
                     c.switches += 1;
                 }
-                GuestOp::Exit { pid } => {
+                Op::Exit { pid } => {
                     assert!(
                         spawned.contains(&pid) && exited.insert(pid),
                         "exit of {pid}"
@@ -139,11 +138,11 @@ pub fn census(streams: &[Vec<GuestOp>]) -> Census {
                     assert_ne!(pid, cur, "vCPU {v} exits the process it runs");
                     c.exits += 1;
                 }
-                GuestOp::Unmap { pages, .. } => {
+                Op::Unmap { pages, .. } => {
                     c.unmaps += 1;
                     c.unmapped_pages += pages;
                 }
-                GuestOp::Arrive { at_ns } => {
+                Op::Arrive { at_ns } => {
                     assert!(!open && !arrived, "vCPU {v}: Arrive inside a request");
                     arrived = true;
                     arr.push(at_ns);

@@ -36,10 +36,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use crate::error::{Error, Result};
 use crate::trace::recorded::{Event, RecordedReader};
 use crate::workload::params::Params;
-use crate::workload::Op;
 
 use super::super::machine::VA_PAGES;
-use super::super::ops::{GuestOp, GuestWorkload};
+use crate::workload::{Op, Workload};
 
 const KEYS: &[&str] = &["path", "vcpus", "ns_per_insn", "seed"];
 /// Ops handed out per `next_ops` call at most.
@@ -56,7 +55,7 @@ pub struct TraceGuest {
     events: Vec<Event>,
     next: usize,
     done: bool,
-    queues: Vec<VecDeque<GuestOp>>,
+    queues: Vec<VecDeque<Op>>,
     /// Recorder thread id → vCPU.
     threads: HashMap<u32, usize>,
     /// Recorder process key → guest pid (the recorded command itself is pid 0).
@@ -178,7 +177,7 @@ impl TraceGuest {
         let q = &mut self.queues[v];
         if self.running[v] != pid {
             self.running[v] = pid;
-            q.push_back(GuestOp::Switch { pid });
+            q.push_back(Op::Switch { pid });
         }
         if a.stamp > self.last_stamp {
             self.carry_ps = self
@@ -187,19 +186,19 @@ impl TraceGuest {
             self.last_stamp = a.stamp;
             while self.carry_ps >= 1000 {
                 let ns = (self.carry_ps / 1000).min(u32::MAX as u64) as u32;
-                q.push_back(GuestOp::Op(Op::Compute { ns }));
+                q.push_back(Op::Compute { ns });
                 self.carry_ps -= ns as u64 * 1000;
             }
         }
-        q.push_back(GuestOp::Op(Op::Access {
+        q.push_back(Op::Access {
             page: a.page,
             write: a.write,
-        }));
+        });
         Ok(true)
     }
 }
 
-impl GuestWorkload for TraceGuest {
+impl Workload for TraceGuest {
     fn name(&self) -> String {
         format!(
             "trace:path={},vcpus={},ns_per_insn={},seed={}",
@@ -207,7 +206,7 @@ impl GuestWorkload for TraceGuest {
         )
     }
 
-    fn vcpus(&self) -> usize {
+    fn threads(&self) -> usize {
         self.vcpus
     }
 
@@ -215,7 +214,7 @@ impl GuestWorkload for TraceGuest {
         self.footprint
     }
 
-    fn next_ops(&mut self, v: usize, buf: &mut Vec<GuestOp>) -> Result<()> {
+    fn next_ops(&mut self, v: usize, buf: &mut Vec<Op>) -> Result<()> {
         if v >= self.vcpus {
             return Err(super::bad_vcpu("trace", v, self.vcpus));
         }
@@ -226,7 +225,7 @@ impl GuestWorkload for TraceGuest {
             let mut pids: Vec<u32> = self.procs.values().copied().filter(|&p| p != 0).collect();
             pids.sort_unstable_by(|a, b| b.cmp(a));
             for pid in pids {
-                self.queues[0].push_front(GuestOp::Spawn { pid });
+                self.queues[0].push_front(Op::Spawn { pid });
             }
         }
         while self.queues[v].is_empty() {
@@ -287,7 +286,7 @@ mod tests {
         path
     }
 
-    fn drain(w: &mut TraceGuest, v: usize) -> Vec<GuestOp> {
+    fn drain(w: &mut TraceGuest, v: usize) -> Vec<Op> {
         let mut all = Vec::new();
         let mut buf = Vec::new();
         loop {
@@ -305,21 +304,21 @@ mod tests {
         let path = trace_file("two");
         let mut w = TraceGuest::parse(&format!("path={path},vcpus=2,ns_per_insn=0.5"), 0).unwrap();
         assert_eq!(w.footprint_pages(), 24);
-        assert_eq!(w.vcpus(), 2);
+        assert_eq!(w.threads(), 2);
         let v0 = drain(&mut w, 0);
         let v1 = drain(&mut w, 1);
-        let pages = |ops: &[GuestOp]| -> Vec<(u64, bool)> {
+        let pages = |ops: &[Op]| -> Vec<(u64, bool)> {
             ops.iter()
                 .filter_map(|o| match o {
-                    GuestOp::Op(Op::Access { page, write }) => Some((*page, *write)),
+                    Op::Access { page, write } => Some((*page, *write)),
                     _ => None,
                 })
                 .collect()
         };
-        let ns = |ops: &[GuestOp]| -> u64 {
+        let ns = |ops: &[Op]| -> u64 {
             ops.iter()
                 .map(|o| match o {
-                    GuestOp::Op(Op::Compute { ns }) => *ns as u64,
+                    Op::Compute { ns } => *ns as u64,
                     _ => 0,
                 })
                 .sum()
@@ -412,12 +411,12 @@ mod fork_tests {
             }
             all.extend_from_slice(&buf);
         }
-        let acc = |page, write| GuestOp::Op(Op::Access { page, write });
-        let mut want = vec![GuestOp::Spawn { pid: 1 }];
+        let acc = |page, write| Op::Access { page, write };
+        let mut want = vec![Op::Spawn { pid: 1 }];
         want.extend((0x10..0x14).map(|p| acc(p, true)));
-        want.push(GuestOp::Switch { pid: 1 });
+        want.push(Op::Switch { pid: 1 });
         want.extend((0x10..0x14).chain([0x20]).map(|p| acc(p, true)));
-        want.push(GuestOp::Switch { pid: 0 });
+        want.push(Op::Switch { pid: 0 });
         want.push(acc(0x10, false));
         assert_eq!(all, want);
         // In a VM: 9 guest first touches, no error for the process switches.
