@@ -180,6 +180,9 @@ pub struct Sched {
     cpus: Vec<Cpu>,
     runq: Vec<usize>,
     events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    /// An event earlier than every queued one (a CPU's next step, most of the time): handled
+    /// next without going through the heap.
+    next: Option<(u64, u64, Ev)>,
     seq: u64,
     live_app: usize,
     /// Per group: threads not done, and threads at the barrier.
@@ -201,6 +204,7 @@ impl Sched {
             cpus: vec![Cpu::default(); cfg.cpus as usize],
             runq: Vec::new(),
             events: BinaryHeap::new(),
+            next: None,
             seq: 0,
             live_app: 0,
             groups: Vec::new(),
@@ -247,8 +251,25 @@ impl Sched {
     }
 
     fn push(&mut self, t: u64, ev: Ev) {
+        if self.next.is_some_and(|(t0, _, _)| t < t0) {
+            // (not reached today: the kept step is the last event its handler queues)
+            let n = self.next.take().expect("checked");
+            self.events.push(Reverse(n));
+        }
         self.seq += 1;
         self.events.push(Reverse((t, self.seq, ev)));
+    }
+
+    /// [`Sched::push`] of a CPU's next step, the last event its handler queues: kept out of
+    /// the heap when it comes strictly before every queued event (ties go by sequence, and
+    /// every queued event has an earlier one), so the order is the heap's.
+    fn push_next_step(&mut self, t: u64, ev: Ev) {
+        if self.next.is_none() && self.events.peek().is_none_or(|Reverse((t0, _, _))| *t0 > t) {
+            self.seq += 1;
+            self.next = Some((t, self.seq, ev));
+        } else {
+            self.push(t, ev);
+        }
     }
 
     /// Wake a sleeping thread at `at` (a kernel thread woken by an allocation). Nothing if
@@ -289,7 +310,11 @@ impl Sched {
     ) -> Result<()> {
         self.dispatch(0);
         let mut last_report = 0u64;
-        while let Some(Reverse((now, _, ev))) = self.events.pop() {
+        while let Some((now, _, ev)) = self
+            .next
+            .take()
+            .or_else(|| self.events.pop().map(|Reverse(e)| e))
+        {
             self.now = now;
             if now >= self.hook_at {
                 exec.before(self, now)?;
@@ -495,7 +520,7 @@ impl Sched {
         match out {
             Step::Ran(_) => {
                 self.cpus[c].busy_until = at;
-                self.push(at, Ev::Cpu(c as u32));
+                self.push_next_step(at, Ev::Cpu(c as u32));
             }
             Step::Block { until, .. } => {
                 let th = &mut self.threads[t];

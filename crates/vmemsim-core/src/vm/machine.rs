@@ -593,7 +593,8 @@ impl VmResult {
 }
 
 struct Vcpu {
-    mmu: Mmu,
+    /// Its TLBs and page-walk caches (`None`: natively without the TLB model).
+    mmu: Option<Mmu>,
     pid: u32,
     clock: u64,
     /// The clock at the vCPU's last barrier: arrivals count from it.
@@ -615,6 +616,15 @@ struct Vcpu {
 
 /// A timed swap device fed with a memory manager's logged swap I/O (as the timing engine's
 /// `do_io`): each request is submitted at the simulated time of the op that caused it.
+impl Vcpu {
+    /// Its MMU, on the paths that translate (guests, or natively with the TLB model).
+    fn mmu(&mut self) -> &mut Mmu {
+        self.mmu
+            .as_mut()
+            .expect("translation is modelled on this path")
+    }
+}
+
 struct SwapDev {
     dev: Box<dyn crate::device::SwapDevice>,
     /// 4 KiB pages per swap slot (a large page is swapped whole).
@@ -1312,12 +1322,18 @@ impl Vm {
         }
         let mut v = Vec::with_capacity(vcpus);
         for _ in 0..vcpus {
-            let mut mmu = Mmu::new(&cfg.translate)?;
-            if cfg.paging == Paging::Native {
-                mmu.load_cr3(pcid(0), true);
+            // Natively without the TLB model no CPU translates: no TLB to fill or flush.
+            let mmu = if cfg.tlb || cfg.paging != Paging::Native {
+                let mut mmu = Mmu::new(&cfg.translate)?;
+                if cfg.paging == Paging::Native {
+                    mmu.load_cr3(pcid(0), true);
+                } else {
+                    mmu.vm_entry(VPID, pcid(0))?;
+                }
+                Some(mmu)
             } else {
-                mmu.vm_entry(VPID, pcid(0))?;
-            }
+                None
+            };
             v.push(Vcpu {
                 mmu,
                 pid: 0,
@@ -1406,33 +1422,41 @@ impl Vm {
 
     /// The guest manager's page number for page `vpn` of `pid`, giving its region a slot if
     /// it has none (`v` is the vCPU whose cache to use).
+    #[inline]
     fn key(&mut self, v: usize, pid: u32, vpn: u64) -> Result<u64> {
         let rk = ((pid as u64) << REGION_SHIFT) | (vpn >> REGION_SHIFT);
         let (ck, cs) = self.region_cache[v];
         let slot = if ck == rk {
             cs
         } else {
-            let slot = match self.regions.get(&rk) {
-                Some(&s) => s,
-                None => {
-                    if self.region_back.len() >= MAX_REGIONS {
-                        return Err(Error::config(
-                            "workload",
-                            format!(
-                                "more than {MAX_REGIONS} GiB-regions of guest address space in use"
-                            ),
-                        ));
-                    }
-                    let s = self.region_back.len() as u32;
-                    self.region_back.push(rk);
-                    self.regions.insert(rk, s);
-                    s
-                }
-            };
-            self.region_cache[v] = (rk, slot);
-            slot
+            self.region_slot(v, rk)?
         };
         Ok(((slot as u64) << (REGION_SHIFT - self.gshift)) | ((vpn & REGION_MASK) >> self.gshift))
+    }
+
+    /// The slot of region `rk`, given one if it has none, cached for vCPU `v`.
+    #[cold]
+    #[inline(never)]
+    fn region_slot(&mut self, v: usize, rk: u64) -> Result<u32> {
+        let slot = match self.regions.get(&rk) {
+            Some(&s) => s,
+            None => {
+                if self.region_back.len() >= MAX_REGIONS {
+                    return Err(Error::config(
+                        "workload",
+                        format!(
+                            "more than {MAX_REGIONS} GiB-regions of guest address space in use"
+                        ),
+                    ));
+                }
+                let s = self.region_back.len() as u32;
+                self.region_back.push(rk);
+                self.regions.insert(rk, s);
+                s
+            }
+        };
+        self.region_cache[v] = (rk, slot);
+        Ok(slot)
     }
 
     /// The guest manager's page number for `vpn` of `pid` if its region has a slot.
@@ -1494,7 +1518,9 @@ impl Vm {
         }
         if kvm.take_remote_flush() {
             for v in &mut self.vcpus {
-                v.mmu.flush_vpid(VPID);
+                if let Some(m) = v.mmu.as_mut() {
+                    m.flush_vpid(VPID);
+                }
             }
         }
         self.sync_host_unmaps();
@@ -1638,7 +1664,9 @@ impl Vm {
                 continue;
             }
             let vc = &mut self.vcpus[c];
-            vc.mmu.load_cr3(pcid(pid), false);
+            if let Some(m) = vc.mmu.as_mut() {
+                m.load_cr3(pcid(pid), false);
+            }
             vc.seen_gen[pid as usize] = g;
             self.r.reclaim_flushes += 1;
             self.kvm_cr3(c, pid, false, true)?;
@@ -1655,7 +1683,9 @@ impl Vm {
             if self.vcpus[c].pid != pid {
                 continue;
             }
-            self.vcpus[c].mmu.invlpg(va);
+            if let Some(m) = self.vcpus[c].mmu.as_mut() {
+                m.invlpg(va);
+            }
             self.vcpus[c].seen_gen[pid as usize] = g;
             self.r.shootdown_pages += 1;
             if self.kvm.is_some() {
@@ -1686,7 +1716,9 @@ impl Vm {
             match self.paging {
                 Paging::Tdp => {
                     for v in &mut self.vcpus {
-                        v.mmu.flush_nested(VPID);
+                        if let Some(m) = v.mmu.as_mut() {
+                            m.flush_nested(VPID);
+                        }
                     }
                     self.r.nested_flushes += 1;
                 }
@@ -1708,7 +1740,9 @@ impl Vm {
             }
             if k.take_remote_flush() {
                 for v in &mut self.vcpus {
-                    v.mmu.flush_vpid(VPID);
+                    if let Some(m) = v.mmu.as_mut() {
+                        m.flush_vpid(VPID);
+                    }
                 }
             }
         }
@@ -1765,7 +1799,7 @@ impl Vm {
         Ok(Some(match self.paging {
             Paging::Native => {
                 let t = self.procs[pid as usize].as_mut().expect("process exists");
-                vc.mmu.translate(Tables::Native(t), va, kind)
+                vc.mmu().translate(Tables::Native(t), va, kind)
             }
             Paging::Tdp => {
                 let t = self.procs[pid as usize].as_mut().expect("process exists");
@@ -1774,7 +1808,7 @@ impl Vm {
                     .as_mut()
                     .and_then(|h| h.ept.as_mut())
                     .expect("tdp has an EPT");
-                vc.mmu.translate(
+                vc.mmu().translate(
                     Tables::Tdp {
                         guest: t,
                         host: ept,
@@ -1790,7 +1824,7 @@ impl Vm {
                     levels: self.levels,
                     no_root: false,
                 };
-                let out = vc.mmu.translate(Tables::Shadow(&mut w), va, kind);
+                let out = vc.mmu().translate(Tables::Shadow(&mut w), va, kind);
                 if w.no_root {
                     self.mark();
                     self.with_kvm(|k, g| k.reload(g, v))?;
@@ -1801,14 +1835,31 @@ impl Vm {
         }))
     }
 
+    /// What follows the guest manager's handling of a reference to `vpn` of `pid` (`first`
+    /// and `evictions`: its counters before): an out-of-memory end, a reclaimed 1 GiB page
+    /// (hugetlb pages are never reclaimed), the page's first touch noted for `Exit`.
+    fn after_guest_access(&mut self, pid: u32, vpn: u64, first: u64, evictions: u64) -> Result<()> {
+        if let Some(t) = self.guest.out_of_memory() {
+            return Err(self.out_of_memory(t));
+        }
+        if self.gshift == 18 && self.guest.stats.evictions != evictions {
+            return Err(hugetlb_reclaimed("vm.guest_page", "guest"));
+        }
+        if self.guest.stats.first_touch != first {
+            let base_vpn = vpn & !((1u64 << self.gshift) - 1);
+            self.touched[pid as usize].push(base_vpn);
+        }
+        Ok(())
+    }
+
     /// The memory managers serve a reference that missed the TLB: the guest's (a guest page
     /// fault if the page is not mapped; else its accessed and dirty bits, which the walk
     /// sets) and, under TDP, the host's for the gfn. The process table and the EPT follow.
     fn serve(&mut self, v: usize, pid: u32, vpn: u64, write: bool) -> Result<()> {
         let key = self.key(v, pid, vpn)?;
         let first = self.guest.stats.first_touch;
-        self.guest.mm.now = self.vcpus[v].clock;
         let evictions = self.guest.stats.evictions;
+        self.guest.mm.now = self.vcpus[v].clock;
         self.guest.access(
             Access {
                 page: key,
@@ -1817,22 +1868,14 @@ impl Vm {
             },
             u64::MAX,
         );
-        if let Some(t) = self.guest.out_of_memory() {
-            return Err(self.out_of_memory(t));
-        }
-        if self.gshift == 18 && self.guest.stats.evictions != evictions {
-            return Err(hugetlb_reclaimed("vm.guest_page", "guest"));
-        }
-        let unit = 1u64 << self.gshift;
-        let base_vpn = vpn & !(unit - 1);
-        if self.guest.stats.first_touch != first {
-            self.touched[pid as usize].push(base_vpn);
-        }
+        self.after_guest_access(pid, vpn, first, evictions)?;
         if !self.tlb {
             // No hardware table to keep in step, no TLB to flush.
             return Ok(());
         }
         self.sync_guest_unmaps(Some(v))?;
+        let unit = 1u64 << self.gshift;
+        let base_vpn = vpn & !(unit - 1);
         let pte = self.guest.mm.pt.pte(key);
         let base_gfn = (crate::mm::pte_frame(pte) as u64) << self.gshift;
         let gfn = base_gfn | (vpn & (unit - 1));
@@ -1871,26 +1914,34 @@ impl Vm {
         Ok(())
     }
 
+    /// Why vCPU `v` cannot access page `vpn` of process `pid`: beyond the address space, or
+    /// in a process that has exited (a workload that exits a process a vCPU still runs and
+    /// then accesses memory from it; the walk would find no table: an error, not a panic).
+    #[cold]
+    #[inline(never)]
+    fn bad_access(&self, v: usize, pid: u32, vpn: u64) -> Error {
+        if vpn >= VA_PAGES {
+            Error::config(
+                "workload",
+                format!("guest page {vpn:#x} beyond the 48-bit address space of a process"),
+            )
+        } else {
+            Error::config(
+                "workload",
+                format!("vCPU {v} accesses memory of process {pid}, which has exited"),
+            )
+        }
+    }
+
     /// One access of vCPU `v` to page `vpn` of its current process. The TLB is looked up
     /// first: a hit touches neither memory manager (as on x86, where the accessed bit is set
     /// only when a walk fills the TLB, and Linux clears it without a flush); a walk lets both
     /// managers see the reference; a fault is served by them (and by KVM) and the access
     /// retried.
     pub fn access(&mut self, v: usize, vpn: u64, write: bool) -> Result<()> {
-        if vpn >= VA_PAGES {
-            return Err(Error::config(
-                "workload",
-                format!("guest page {vpn:#x} beyond the 48-bit address space of a process"),
-            ));
-        }
         let pid = self.vcpus[v].pid;
-        if !matches!(self.procs.get(pid as usize), Some(Some(_))) {
-            // A workload that exits a process a vCPU still runs and then accesses memory
-            // from it (the walk would find no table: an error, not a panic).
-            return Err(Error::config(
-                "workload",
-                format!("vCPU {v} accesses memory of process {pid}, which has exited"),
-            ));
+        if vpn >= VA_PAGES || !matches!(self.procs.get(pid as usize), Some(Some(_))) {
+            return Err(self.bad_access(v, pid, vpn));
         }
         let va = vpn << 12;
         let kind = if write {
@@ -1928,8 +1979,8 @@ impl Vm {
                     self.host_touch(gpa >> 12, true)?;
                     self.r.ept_violations_pt += 1;
                     let vc = &mut self.vcpus[v];
-                    vc.mmu.vm_exit(HOST_PCID);
-                    vc.mmu.vm_entry(VPID, pcid(pid))?;
+                    vc.mmu().vm_exit(HOST_PCID);
+                    vc.mmu().vm_entry(VPID, pcid(pid))?;
                 }
                 (Paging::Shadow, FaultKind::NotPresent { .. } | FaultKind::Protection) => {
                     // A shadow page fault: exit to `kvm_mmu_page_fault`.
@@ -1970,8 +2021,8 @@ impl Vm {
                         }
                     }
                     let vc = &mut self.vcpus[v];
-                    vc.mmu.vm_exit(HOST_PCID);
-                    vc.mmu.vm_entry(VPID, pcid(pid))?;
+                    vc.mmu().vm_exit(HOST_PCID);
+                    vc.mmu().vm_entry(VPID, pcid(pid))?;
                 }
                 (_, other) => {
                     return Err(Error::config(
@@ -1994,7 +2045,9 @@ impl Vm {
         let g = self.tlb_gen[pid as usize];
         let vc = &mut self.vcpus[v];
         let noflush = vc.seen_gen[pid as usize] == g;
-        vc.mmu.load_cr3(pcid(pid), noflush);
+        if let Some(m) = vc.mmu.as_mut() {
+            m.load_cr3(pcid(pid), noflush);
+        }
         vc.seen_gen[pid as usize] = g;
         vc.pid = pid;
         self.r.cr3_loads += 1;
@@ -2084,7 +2137,9 @@ impl Vm {
             let g = self.tlb_gen[pid as usize];
             for c in 0..self.vcpus.len() {
                 if self.vcpus[c].pid == pid {
-                    self.vcpus[c].mmu.load_cr3(pcid(pid), false);
+                    if let Some(m) = self.vcpus[c].mmu.as_mut() {
+                        m.load_cr3(pcid(pid), false);
+                    }
                     self.vcpus[c].seen_gen[pid as usize] = g;
                     self.r.cr3_flushes += 1;
                     if self.kvm.is_some() {
@@ -2137,6 +2192,42 @@ impl Vm {
         self.op_with(v, op, &numeric)
     }
 
+    /// Ops that touch no memory and no other vCPU (compute, arrival, request boundaries):
+    /// applied to vCPU `v`'s clock and counters; false for any other op.
+    #[inline(always)]
+    pub(super) fn plain_op(&mut self, v: usize, op: Op) -> bool {
+        let vc = &mut self.vcpus[v];
+        match op {
+            Op::Compute { ns } => {
+                vc.clock += ns as u64;
+                self.r.time.compute_ns += ns as u64;
+            }
+            Op::Arrive { at_ns } => {
+                let at_ns = vc.epoch.saturating_add(at_ns);
+                if vc.clock < at_ns {
+                    self.r.time.idle_ns += at_ns - vc.clock;
+                    vc.clock = at_ns;
+                }
+                vc.arrival = Some(at_ns);
+            }
+            Op::RequestBegin { kind } => {
+                vc.req_start = Some(vc.arrival.take().unwrap_or(vc.clock));
+                vc.req_kind = kind;
+            }
+            Op::RequestEnd => {
+                if let Some(t0) = vc.req_start.take() {
+                    self.hist.record(vc.clock - t0);
+                    self.hists
+                        .entry(vc.req_kind)
+                        .or_default()
+                        .record(vc.clock - t0);
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
     /// [`Vm::op`], with the content of each page (how it compresses in zram) given by
     /// `cls(pid, vpn)` ([`Workload::content_class`]).
     pub fn op_with(&mut self, v: usize, op: Op, cls: Classes<'_>) -> Result<()> {
@@ -2145,48 +2236,16 @@ impl Vm {
         if self.shares_host {
             self.sync_host_unmaps();
         }
-        match op {
-            Op::Compute { ns } => {
-                self.vcpus[v].clock += ns as u64;
-                self.r.time.compute_ns += ns as u64;
-                return Ok(());
-            }
-            Op::Arrive { at_ns } => {
-                let vc = &mut self.vcpus[v];
-                let at_ns = vc.epoch.saturating_add(at_ns);
-                if vc.clock < at_ns {
-                    self.r.time.idle_ns += at_ns - vc.clock;
-                    vc.clock = at_ns;
-                }
-                vc.arrival = Some(at_ns);
-                return Ok(());
-            }
-            Op::RequestBegin { kind } => {
-                let vc = &mut self.vcpus[v];
-                vc.req_start = Some(vc.arrival.take().unwrap_or(vc.clock));
-                vc.req_kind = kind;
-                return Ok(());
-            }
-            Op::RequestEnd => {
-                let vc = &mut self.vcpus[v];
-                if let Some(t0) = vc.req_start.take() {
-                    self.hist.record(vc.clock - t0);
-                    self.hists
-                        .entry(vc.req_kind)
-                        .or_default()
-                        .record(vc.clock - t0);
-                }
-                return Ok(());
-            }
-            Op::Barrier => {
-                let latest = self.vcpus.iter().map(|c| c.clock).max().unwrap_or(0);
-                let vc = &mut self.vcpus[v];
-                self.r.time.idle_ns += latest - vc.clock;
-                vc.clock = latest;
-                vc.epoch = latest;
-                return Ok(());
-            }
-            _ => {}
+        if self.plain_op(v, op) {
+            return Ok(());
+        }
+        if op == Op::Barrier {
+            let latest = self.vcpus.iter().map(|c| c.clock).max().unwrap_or(0);
+            let vc = &mut self.vcpus[v];
+            self.r.time.idle_ns += latest - vc.clock;
+            vc.clock = latest;
+            vc.epoch = latest;
+            return Ok(());
         }
         if let Op::Access { page, write } = op {
             if !self.tlb {
@@ -2235,6 +2294,7 @@ impl Vm {
 
     /// An access without address translation ([`VmConfig::tlb`] false): the memory manager
     /// sees it; a hit costs `access_ns`, a fault what [`Vm::charge`] says.
+    #[inline(always)]
     fn access_untranslated(
         &mut self,
         v: usize,
@@ -2246,35 +2306,58 @@ impl Vm {
         vc.accesses += 1;
         vc.writes += write as u64;
         let pid = vc.pid;
-        if vpn >= VA_PAGES {
-            return Err(Error::config(
-                "workload",
-                format!("guest page {vpn:#x} beyond the 48-bit address space of a process"),
-            ));
-        }
-        if !matches!(self.procs.get(pid as usize), Some(Some(_))) {
-            return Err(Error::config(
-                "workload",
-                format!("vCPU {v} accesses memory of process {pid}, which has exited"),
-            ));
+        if vpn >= VA_PAGES || !matches!(self.procs.get(pid as usize), Some(Some(_))) {
+            return Err(self.bad_access(v, pid, vpn));
         }
         if !self.last_valid {
-            self.last_work = self.work_snapshot();
-            self.last_valid = true;
+            self.take_last_work();
         }
-        let faults = self.guest.stats.faults;
-        let out = self.serve(v, pid, vpn, write);
-        if self.guest.stats.faults == faults {
+        // The manager's part of `serve` (no hardware table, no host): a hit changes none of
+        // the counters `after_guest_access` and `charge` look at.
+        let key = self.key(v, pid, vpn)?;
+        let g = &mut self.guest;
+        let (faults, first, evictions) = (g.stats.faults, g.stats.first_touch, g.stats.evictions);
+        g.mm.now = self.vcpus[v].clock;
+        g.access(
+            Access {
+                page: key,
+                write,
+                gup: false,
+            },
+            u64::MAX,
+        );
+        if g.stats.faults == faults {
             let ns = self.costs.access_ns;
             self.r.time.translation_ns += ns;
             self.vcpus[v].clock += ns;
-        } else {
-            let before = self.last_work;
-            let after = self.work_snapshot();
-            self.charge(v, &before, &after, true, cls);
-            self.last_work = after;
+            return Ok(());
         }
+        self.untranslated_fault(v, pid, vpn, (first, evictions), cls)
+    }
+
+    /// The rest of an untranslated access that faulted: its checks and its cost.
+    #[inline(never)]
+    fn untranslated_fault(
+        &mut self,
+        v: usize,
+        pid: u32,
+        vpn: u64,
+        (first, evictions): (u64, u64),
+        cls: Classes<'_>,
+    ) -> Result<()> {
+        let out = self.after_guest_access(pid, vpn, first, evictions);
+        let before = self.last_work;
+        let after = self.work_snapshot();
+        self.charge(v, &before, &after, true, cls);
+        self.last_work = after;
         out
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn take_last_work(&mut self) {
+        self.last_work = self.work_snapshot();
+        self.last_valid = true;
     }
 
     /// Snapshot the counters an op's cost is computed from, once per access, before its
@@ -2555,12 +2638,18 @@ impl Vm {
         }
         let mut t = TranslateStats::default();
         for v in &self.vcpus {
-            t.add(v.mmu.stats());
+            if let Some(m) = &v.mmu {
+                t.add(m.stats());
+            }
         }
         r.translate = t;
         let mut g = crate::translate::WalkGrid::default();
-        for v in &self.vcpus {
-            let vg = v.mmu.grid();
+        for vg in self
+            .vcpus
+            .iter()
+            .filter_map(|v| v.mmu.as_ref())
+            .map(|m| m.grid())
+        {
             for (row, vrow) in g.cells.iter_mut().zip(vg.cells.iter()) {
                 for (c, vc) in row.iter_mut().zip(vrow.iter()) {
                     c.lookups += vc.lookups;

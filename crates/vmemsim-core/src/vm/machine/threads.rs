@@ -319,31 +319,39 @@ impl VmExec<'_, '_> {
             }
             for &op in &buf[*pos..] {
                 *pos += 1;
-                match op {
-                    Op::Arrive { at_ns } => {
-                        let c0 = vm.vcpus[v].clock;
-                        let at = vm.arrival_at(v, at_ns);
-                        if at > c0 {
-                            // Nothing to do until the request arrives: the CPU is free now.
-                            vm.arrive_later(v, at);
-                            return Ok(Ran::Arrival { at: c0, until: at });
-                        }
-                        vm.op(v, op)?;
-                    }
-                    Op::Barrier => return Ok(Ran::Barrier),
-                    // The two ops of nearly every step, without `op_with`'s dispatch (a
-                    // compute changes nothing another VM's reclaim could have touched).
-                    Op::Compute { ns } => {
-                        let vc = &mut vm.vcpus[v];
-                        vc.clock += ns as u64;
-                        vm.r.time.compute_ns += ns as u64;
-                    }
-                    Op::Access { page, write } if !vm.tlb => {
+                // Accesses and compute first, as tests rather than a jump table (the branch
+                // is predictable; an indirect jump over the op kinds is not).
+                if let Op::Access { page, write } = op {
+                    if vm.tlb {
+                        vm.op_with(v, op, &|pid, vpn| wl.content_class(pid, vpn))?;
+                    } else {
                         vm.access_untranslated(v, page, write, &|pid, vpn| {
                             wl.content_class(pid, vpn)
-                        })?
+                        })?;
                     }
-                    _ => vm.op_with(v, op, &|pid, vpn| wl.content_class(pid, vpn))?,
+                } else if let Op::Compute { ns } = op {
+                    let vc = &mut vm.vcpus[v];
+                    vc.clock += ns as u64;
+                    vm.r.time.compute_ns += ns as u64;
+                } else {
+                    match op {
+                        Op::Arrive { at_ns } => {
+                            let c0 = vm.vcpus[v].clock;
+                            let at = vm.arrival_at(v, at_ns);
+                            if at > c0 {
+                                // Nothing to do until the request arrives: the CPU is free now.
+                                vm.arrive_later(v, at);
+                                return Ok(Ran::Arrival { at: c0, until: at });
+                            }
+                            vm.op(v, op)?;
+                        }
+                        Op::Barrier => return Ok(Ran::Barrier),
+                        // Request boundaries touch no memory: without `op_with`'s dispatch.
+                        Op::RequestBegin { .. } | Op::RequestEnd => {
+                            vm.plain_op(v, op);
+                        }
+                        _ => vm.op_with(v, op, &|pid, vpn| wl.content_class(pid, vpn))?,
+                    }
                 }
                 if *wake == Some(None) && vm.guest_kswapd_awake() {
                     *wake = Some(Some(vm.pay_wakeup(v)));
