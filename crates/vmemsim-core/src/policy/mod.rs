@@ -66,8 +66,9 @@ pub enum Insert {
     /// Read into the swap cache by readahead around another page's major fault; not mapped.
     Readahead,
     /// Chosen by reclaim but not freed (its swap-out failed): back on the lists as
-    /// `move_folios_to_lru` puts a kept folio back, not active. The page is in the swap cache,
-    /// unmapped.
+    /// `move_folios_to_lru` puts a kept folio back (classic: not active, `keep`; MG-LRU:
+    /// `evict_folios` marks a dirty rejected folio active, so the youngest generation). The
+    /// page is in the swap cache, unmapped.
     Putback,
     /// Chosen by reclaim, written to an asynchronous swap device and kept while the write
     /// was in flight (`shrink_folio_list`: `pageout` → `PAGE_SUCCESS`, folio under writeback →

@@ -644,12 +644,14 @@ impl Policy for MgLru {
             return;
         }
         if how == Insert::Putback {
-            // `move_folios_to_lru` → `lru_gen_add_folio(.., reclaiming = true)`: not active,
-            // `PG_reclaim` cleared by the failed write, so the oldest generation, at its tail
-            // (first to be scanned again).
-            let ty = self.ty(f);
-            let gen = self.gen_of_seq(self.min_seq[ty]);
-            self.add_folio(f, gen, true);
+            // A refused swap-out (Linux 6.8): `__end_swap_bio_write` re-dirtied the folio and
+            // cleared `PG_reclaim`; `shrink_folio_list` kept it (`PAGE_SUCCESS`, dirty →
+            // `keep`); `evict_folios`' putback loop finds it dirty and "doesn't add rejected
+            // folios to the oldest generation": `PG_active` set, the refs flags cleared. Then
+            // `move_folios_to_lru` → `lruvec_add_folio` → `lru_gen_add_folio(.., reclaiming =
+            // false)`: active, so the youngest generation, at its head.
+            let gen = self.gen_of_seq(self.max_seq);
+            self.add_folio(f, gen, false);
             return;
         }
         let in_fault = Self::has_recency(mm, touch.vpn);

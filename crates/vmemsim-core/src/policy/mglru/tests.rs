@@ -1221,3 +1221,62 @@ fn a_folio_under_read_is_kept_and_goes_to_the_youngest_generation() {
         }
     }
 }
+
+/// A swap-out the device refused (zram's -ENOMEM), Linux 6.8: `__end_swap_bio_write`
+/// re-dirties the folio, `shrink_folio_list` keeps it, and `evict_folios`' putback loop sets
+/// `PG_active` on a dirty rejected folio ("don't add rejected folios to the oldest
+/// generation"), so `lru_gen_add_folio(.., reclaiming = false)` puts it in the youngest
+/// generation, at its head, with its refs flags cleared: the next batches take the other
+/// old pages, not it.
+#[test]
+fn a_refused_swap_out_goes_back_to_the_youngest_generation() {
+    use crate::mm::frames::F_SWAPCACHE;
+    let mut m = machine(Preset::Default);
+    touch(&mut m, 0..100);
+    let mut sc = mk_sc(ReclaimReason::Direct, 1);
+    let mut victims = Vec::new();
+    // As in `async_writeback_keeps_then_rotates_to_the_oldest_tail`: the third batch
+    // isolates pages 0..63 of the oldest generation (seq 3); the youngest is seq 5.
+    for _ in 0..2 {
+        m.policy
+            .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims);
+        age(&mut m);
+    }
+    let scanned = m
+        .policy
+        .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims);
+    assert_eq!(scanned, 64);
+    assert_eq!(victims, (0..64).collect::<Vec<u32>>());
+    assert_eq!(m.policy.max_seq, 5);
+    // Page 0's write fails: unmapped into the swap cache and put back. The rest are freed.
+    for &f in &victims {
+        let vpn = m.mm.owner(f);
+        let slot = m.mm.alloc_swap_slot(vpn);
+        *m.mm.pt.pte_mut(vpn) =
+            crate::mm::PTE_SWAP | ((slot as u64) << crate::mm::PTE_PAYLOAD_SHIFT);
+        m.mm.frames.clear_flags(f, F_MAPPED);
+        if f == 0 {
+            m.mm.frames.set_flags(f, F_SWAPCACHE);
+            m.mm.frames.set_slot(f, slot);
+            m.mm.swap.set_cached_frame(slot, f);
+            let t = Touch {
+                t: 0,
+                next_use: u64::MAX,
+                vpn,
+                write: false,
+            };
+            m.policy.on_insert(&m.mm, f, t, Insert::Putback);
+        } else {
+            let _ = m.policy.shadow(&m.mm, f);
+            m.mm.frames.release(f);
+        }
+    }
+    m.validate().unwrap();
+    assert_eq!(m.policy.seq_of_frame(0), Some(5));
+    // The next batch takes what is left of the old pages (64..99), not page 0.
+    victims.clear();
+    m.policy
+        .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims);
+    assert!(!victims.is_empty());
+    assert!(!victims.contains(&0), "{victims:?}");
+}
