@@ -121,6 +121,11 @@ pub trait SwapDevice: Send {
     /// Slots freed (swap entry freed): zram releases their compressed storage
     /// (`zram_slot_free_notify`); block devices only count them.
     fn discard(&mut self, slot: u64, pages: u32);
+    /// Whether a request's time depends on the pages' content classes (zram compresses
+    /// them); a block device only counts them, so callers may pass any class.
+    fn reads_content(&self) -> bool {
+        false
+    }
     /// Bytes of host RAM the device itself occupies now (zram's compressed pool; 0 otherwise).
     fn ram_bytes(&self) -> u64;
     fn stats(&self) -> DeviceStats;

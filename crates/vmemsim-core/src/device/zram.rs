@@ -306,6 +306,9 @@ impl Zram {
 }
 
 impl SwapDevice for Zram {
+    fn reads_content(&self) -> bool {
+        true
+    }
     fn name(&self) -> &str {
         "zram"
     }

@@ -673,16 +673,22 @@ impl SwapDev {
                 }
             };
             self.classes.clear();
-            for s in slot..slot + n {
-                match m.mm.swap.owner(s) {
-                    Some(pte) => {
-                        let key = m.mm.pt.vpn_of(pte);
-                        self.classes
-                            .extend((0..self.per_slot).map(|i| class(key, i)));
+            if !self.dev.reads_content() {
+                // (a block device only counts the pages)
+                let pages = n as usize * self.per_slot as usize;
+                self.classes.resize(pages, ContentClass::Random);
+            } else {
+                for s in slot..slot + n {
+                    match m.mm.swap.owner(s) {
+                        Some(pte) => {
+                            let key = m.mm.pt.vpn_of(pte);
+                            self.classes
+                                .extend((0..self.per_slot).map(|i| class(key, i)));
+                        }
+                        None => self
+                            .classes
+                            .extend((0..self.per_slot).map(|_| ContentClass::Random)),
                     }
-                    None => self
-                        .classes
-                        .extend((0..self.per_slot).map(|_| ContentClass::Random)),
                 }
             }
             let c = self
@@ -1038,8 +1044,7 @@ pub struct Vm {
     /// Translation cycles so far (all vCPUs), and KVM's priced work already charged.
     tcycles: u64,
     kvm_charged: f64,
-    hist: crate::timed::hist::Histogram,
-    /// Request latency per request kind.
+    /// Request latency per request kind (all kinds: [`Vm::latency_histogram`]).
     hists: BTreeMap<u8, crate::timed::hist::Histogram>,
     /// Whether translation is modelled ([`VmConfig::tlb`]), and without it the work counters
     /// as of the last access's end when nothing else has changed them since (accesses that
@@ -1402,7 +1407,6 @@ impl Vm {
             },
             tcycles: 0,
             kvm_charged: 0.0,
-            hist: crate::timed::hist::Histogram::new(),
             hists: BTreeMap::new(),
             cpu: crate::timed::CpuTimes::default(),
             tlb: cfg.tlb,
@@ -2216,7 +2220,6 @@ impl Vm {
             }
             Op::RequestEnd => {
                 if let Some(t0) = vc.req_start.take() {
-                    self.hist.record(vc.clock - t0);
                     self.hists
                         .entry(vc.req_kind)
                         .or_default()
@@ -2670,9 +2673,10 @@ impl Vm {
             .and_then(|h| h.shared.borrow().dev.as_ref().map(|d| d.dev.stats()));
         r.vcpu_ns = self.vcpus.iter().map(|c| c.clock).collect();
         r.runtime_ns = r.vcpu_ns.iter().copied().max().unwrap_or(0);
-        if self.hist.count() > 0 {
-            r.latency = Some(self.hist.summary());
-            r.latency_buckets = self.hist.buckets();
+        let all = self.latency_histogram();
+        if all.count() > 0 {
+            r.latency = Some(all.summary());
+            r.latency_buckets = all.buckets();
         }
         (r.latency_by_kind, r.latency_by_kind_buckets) = by_kind(&self.hists);
         let c = &mut r.cpu;
@@ -2793,8 +2797,12 @@ impl Vm {
     }
 
     /// Request latencies so far.
-    pub fn latency_histogram(&self) -> &crate::timed::hist::Histogram {
-        &self.hist
+    pub fn latency_histogram(&self) -> crate::timed::hist::Histogram {
+        let mut all = crate::timed::hist::Histogram::new();
+        for h in self.hists.values() {
+            all.merge(h);
+        }
+        all
     }
 
     /// vCPU `v` (native: a thread), in its op's allocation, wakes the sleeping kswapd
@@ -3012,7 +3020,7 @@ pub fn run_many_with(
         vm.sync_host_unmaps();
         let mut r = vm.result();
         r.workload = w.name();
-        hist.merge(vm.latency_histogram());
+        hist.merge(&vm.latency_histogram());
         for (k, h) in &vm.hists {
             hists.entry(*k).or_default().merge(h);
         }

@@ -333,25 +333,8 @@ impl VmExec<'_, '_> {
                     let vc = &mut vm.vcpus[v];
                     vc.clock += ns as u64;
                     vm.r.time.compute_ns += ns as u64;
-                } else {
-                    match op {
-                        Op::Arrive { at_ns } => {
-                            let c0 = vm.vcpus[v].clock;
-                            let at = vm.arrival_at(v, at_ns);
-                            if at > c0 {
-                                // Nothing to do until the request arrives: the CPU is free now.
-                                vm.arrive_later(v, at);
-                                return Ok(Ran::Arrival { at: c0, until: at });
-                            }
-                            vm.op(v, op)?;
-                        }
-                        Op::Barrier => return Ok(Ran::Barrier),
-                        // Request boundaries touch no memory: without `op_with`'s dispatch.
-                        Op::RequestBegin { .. } | Op::RequestEnd => {
-                            vm.plain_op(v, op);
-                        }
-                        _ => vm.op_with(v, op, &|pid, vpn| wl.content_class(pid, vpn))?,
-                    }
+                } else if let Some(r) = Self::other_op(vm, &*wl, v, op)? {
+                    return Ok(r);
                 }
                 if *wake == Some(None) && vm.guest_kswapd_awake() {
                     *wake = Some(Some(vm.pay_wakeup(v)));
@@ -370,6 +353,33 @@ impl VmExec<'_, '_> {
                 }
             }
         }
+    }
+}
+
+impl VmExec<'_, '_> {
+    /// The ops of a stream other than accesses and compute (kept out of `run_ops`' loop so
+    /// that its test for those two stays two branches): `Some` when the run of ops ends.
+    #[inline(never)]
+    fn other_op(vm: &mut Vm, wl: &dyn Workload, v: usize, op: Op) -> Result<Option<Ran>> {
+        match op {
+            Op::Arrive { at_ns } => {
+                let c0 = vm.vcpus[v].clock;
+                let at = vm.arrival_at(v, at_ns);
+                if at > c0 {
+                    // Nothing to do until the request arrives: the CPU is free now.
+                    vm.arrive_later(v, at);
+                    return Ok(Some(Ran::Arrival { at: c0, until: at }));
+                }
+                vm.op(v, op)?;
+            }
+            Op::Barrier => return Ok(Some(Ran::Barrier)),
+            // Request boundaries touch no memory: without `op_with`'s dispatch.
+            Op::RequestBegin { .. } | Op::RequestEnd => {
+                vm.plain_op(v, op);
+            }
+            _ => vm.op_with(v, op, &|pid, vpn| wl.content_class(pid, vpn))?,
+        }
+        Ok(None)
     }
 }
 
