@@ -1,0 +1,371 @@
+//! The VM layer's data types: how a run is set up ([`Paging`], [`VmConfig`], the cost table
+//! [`VmCosts`] with its documented defaults) and what it counted ([`VmResult`], [`VmTime`]).
+//! No kernel code is modelled here; the costs price the kernel and KVM paths named on each
+//! field (`do_swap_page`, `clear_huge_page`, `wakeup_kswapd`, a VM exit and re-entry, KVM's
+//! handler work).
+
+use super::*;
+
+/// How guest addresses are translated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Paging {
+    /// No VM: the programs run on the host directly (the guest manager is the host's).
+    Native,
+    /// Nested paging (EPT/NPT): 2D walks of the guest's and the host's tables.
+    Tdp,
+    /// Shadow paging: KVM's shadow tables, walked in one dimension.
+    Shadow,
+}
+
+impl Paging {
+    pub fn parse(s: &str) -> Result<Paging> {
+        match s {
+            "native" => Ok(Paging::Native),
+            "tdp" | "ept" | "npt" => Ok(Paging::Tdp),
+            "shadow" => Ok(Paging::Shadow),
+            _ => Err(Error::config(
+                "vm.paging",
+                format!("unknown paging {s:?} (native, tdp, shadow)"),
+            )),
+        }
+    }
+}
+
+/// Everything a VM run needs besides the workload.
+#[derive(Clone, Debug)]
+pub struct VmConfig {
+    pub paging: Paging,
+    /// The guest OS's memory manager: `frames` = guest memory for processes, in pages.
+    pub guest: MachineConfig,
+    pub guest_policy: PolicyKind,
+    pub guest_options: PolicyOptions,
+    /// The host's (tdp only): `frames` = host memory available to the VM, in pages.
+    pub host: MachineConfig,
+    pub host_policy: PolicyKind,
+    pub host_options: PolicyOptions,
+    pub translate: TranslateConfig,
+    /// Guest (and native) page-table levels, 4 or 5.
+    pub guest_levels: u8,
+    /// EPT/NPT levels, 4 or 5.
+    pub host_levels: u8,
+    /// Guest page-table pages available (kernel memory beyond the guest's frames); 0 = one per
+    /// 256 guest frames plus 64.
+    pub pt_pages: u32,
+    /// Shadow paging: how KVM recycles shadow pages, and `n_max_mmu_pages` (`None`: KVM's
+    /// default, 2% of guest pages, at least 64).
+    pub eviction: Eviction,
+    pub mmu_pages: Option<u64>,
+    /// The page size the guest maps its processes' memory with (4 KiB; 2 MiB as THP
+    /// everywhere; 1 GiB as hugetlbfs, never reclaimed) and the one the host backs guest
+    /// memory with (QEMU's mapping on THP or hugetlbfs; tdp and shadow only). See the
+    /// module docs' "Large pages".
+    pub guest_page: PageSize,
+    pub host_page: PageSize,
+    /// Swap devices with timing (`crate::device`: ssd, nvme, zram, remote) for the host's
+    /// swap of guest memory and the guest's own swap. `None`: a major fault costs the flat
+    /// `host_major_fault_ns` / `guest_major_fault_ns`. See the module docs' "Swap devices".
+    pub host_swap: Option<crate::device::DeviceSpec>,
+    pub guest_swap: Option<crate::device::DeviceSpec>,
+    /// Whether the guest's swap device's own memory (zram's compressed pool) is taken from
+    /// the guest's frames, as it is on a machine whose RAM is those frames (`zs_malloc`
+    /// allocates from it). Native runs (`vmemsim run`) charge it unless the frames are a
+    /// memory cgroup's limit (zsmalloc memory is not memcg-accounted). Default false: the
+    /// VM layer has kept the pool outside guest memory so far.
+    pub charge_device_ram: bool,
+    /// Model address translation: the vCPUs' (natively: the CPUs') TLBs, page-walk caches
+    /// and walks. Only native paging may leave it out (`false`): then every access reaches
+    /// the memory manager and sets the accessed bit, as if each walked the page table, and
+    /// costs `access_ns` alone; no TLB is kept or flushed. That is the timing engine's model
+    /// of old and what `vmemsim run` does unless asked for TLBs (`--tlb`): several times
+    /// faster, and under memory pressure, where reclaim's batched flushes empty the TLBs
+    /// often, close to the TLB model's counts (docs/models.md).
+    pub tlb: bool,
+    pub costs: VmCosts,
+}
+
+impl VmConfig {
+    /// A VM of `guest_frames` guest frames on a host of `host_frames`, with the defaults a
+    /// user gets from `vmemsim vm`: clock-lru on both sides (seed 0), the default translation
+    /// hardware and costs, 4-level tables, 4 KiB pages, page-table pages by the default rule,
+    /// KVM's default pool recycled FIFO, flat swap costs.
+    pub fn new(paging: Paging, guest_frames: u32, host_frames: u32) -> VmConfig {
+        let clock = PolicyKind::from_name("clock-lru").expect("clock-lru is registered");
+        VmConfig {
+            paging,
+            guest: MachineConfig::new(guest_frames),
+            guest_policy: clock,
+            guest_options: PolicyOptions::new(0),
+            host: MachineConfig::new(host_frames),
+            host_policy: clock,
+            host_options: PolicyOptions::new(0),
+            translate: TranslateConfig::default(),
+            guest_levels: 4,
+            host_levels: 4,
+            pt_pages: 0,
+            eviction: Eviction::Fifo,
+            mmu_pages: None,
+            guest_page: PageSize::K4,
+            host_page: PageSize::K4,
+            host_swap: None,
+            guest_swap: None,
+            charge_device_ram: false,
+            tlb: true,
+            costs: VmCosts::default(),
+        }
+    }
+}
+
+/// What a VM run counted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VmResult {
+    pub paging: Option<Paging>,
+    pub workload: String,
+    pub guest_policy: String,
+    pub host_policy: String,
+    pub guest_frames: u32,
+    pub host_frames: u32,
+    /// Page sizes of the guest's mappings and of the host's backing.
+    pub guest_page: Option<PageSize>,
+    pub host_page: Option<PageSize>,
+    /// The swap devices' counters (requests, queueing, busy time), when timed devices are set.
+    pub guest_device: Option<crate::device::DeviceStats>,
+    pub host_device: Option<crate::device::DeviceStats>,
+    /// Guest memory manager's counters (its faults are guest page faults).
+    pub guest: Stats,
+    /// Host memory manager's counters (tdp; its faults on guest memory are EPT violations).
+    pub host: Stats,
+    /// The vCPUs' translation hardware, summed.
+    pub translate: TranslateStats,
+    /// The 2D walk grid of seed 002 (lookups and PWC hits per cell, NTLB skips per row),
+    /// summed over vCPUs, and its cells classified by PWC hit ratio: "hit" ≥ 90%, "miss"
+    /// ≤ 10%, "mixed" between (the talk gives no thresholds; these are ours), with the PWC
+    /// misses each class accounts for.
+    pub walk_grid: crate::translate::WalkGrid,
+    pub walk_breakdown: crate::translate::WalkBreakdown,
+    /// EPT violations / NPFs: the host had no entry for a gfn (data or guest page table).
+    pub ept_violations: u64,
+    /// Of those, for a guest page-table page met by a walk.
+    pub ept_violations_pt: u64,
+    /// VM exits: EPT violations (tdp); shadow page faults, guest page-table writes that
+    /// trap, CR3 loads and INVLPGs (shadow).
+    pub exits: u64,
+    /// Shadow paging: exits by reason, and KVM's counters.
+    pub exits_pf: u64,
+    pub exits_pt_write: u64,
+    pub exits_cr3: u64,
+    pub exits_invlpg: u64,
+    pub kvm: Option<crate::kvm::KvmStats>,
+    /// Guest CR3 loads (process switches) and how many flushed the TLB.
+    pub cr3_loads: u64,
+    pub cr3_flushes: u64,
+    /// TLB shootdowns: pages invalidated with INVLPG on running vCPUs, and deferred flushes.
+    pub shootdown_pages: u64,
+    pub deferred_flushes: u64,
+    /// Full flushes of a process's TLB entries on a vCPU (natively: a CPU) running it, after
+    /// a reclaim batch unmapped its pages (`try_to_unmap_flush` → `arch_tlbbatch_flush`).
+    #[serde(default)]
+    pub reclaim_flushes: u64,
+    /// INVEPT-like flushes after host reclaim unmapped guest memory.
+    pub nested_flushes: u64,
+    /// CPU time of the host's kswapd (on the vCPUs' host CPUs with `HostCpus`, else on one
+    /// of its own).
+    pub host_kswapd_ns: u64,
+    /// CPU time of the guest's kswapd, a thread on the guest's vCPUs (part of
+    /// `time.reclaim_ns`).
+    #[serde(default)]
+    pub guest_kswapd_ns: u64,
+    /// Shadow paging: calls of KVM's shrinker (`mmu_shrink_scan`, which zaps the oldest
+    /// shadow pages) by host reclaim passes through `do_shrink_slab`, and the shadow pages
+    /// they zapped.
+    pub mmu_shrink_scans: u64,
+    pub mmu_shrink_zapped: u64,
+    pub processes_created: u64,
+    pub processes_exited: u64,
+    pub pages_unmapped: u64,
+    /// Most guest page-table pages in use.
+    pub pt_pages_peak: u64,
+    /// Simulated time: when the last vCPU finished, and each vCPU's clock.
+    pub runtime_ns: u64,
+    pub vcpu_ns: Vec<u64>,
+    /// Where the vCPUs' time went (ns, summed over vCPUs).
+    pub time: VmTime,
+    /// Request latency (arrival or start to end), when the workload has requests.
+    pub latency: Option<crate::timed::hist::Summary>,
+    /// `(highest equivalent value ns, count)`: the latency histogram.
+    pub latency_buckets: Vec<(u64, u64)>,
+    /// Request latency per request kind (`read`, `update`, `insert`, `all`), and the
+    /// histograms, when the workload's requests have kinds (as `vmemsim run` reports them).
+    #[serde(default)]
+    pub latency_by_kind: BTreeMap<String, crate::timed::hist::Summary>,
+    #[serde(default)]
+    pub latency_by_kind_buckets: BTreeMap<String, Vec<(u64, u64)>>,
+    /// Where CPU time went, in the timing engine's categories: the vCPUs' (native: the
+    /// application threads') CPU time, their waits for swap reads, for a CPU and at
+    /// barriers; the reclaim on them (`direct_reclaim_ns`: in a VM the guest's, its kswapd's
+    /// included, and the host's direct reclaim); the host's (native: the machine's) kswapd;
+    /// aging and rmap scanning of all reclaim the vCPUs and the native kswapd did; the swap
+    /// devices' CPU time; context switches.
+    #[serde(default)]
+    pub cpu: crate::timed::CpuTimes,
+    /// Per vCPU (native: per thread): CPU time, swap-read waits, when it finished, its
+    /// accesses and major faults.
+    #[serde(default)]
+    pub threads: Vec<crate::timed::ThreadTimes>,
+    /// The time slice of the engine's scheduler.
+    #[serde(default)]
+    pub slice_ns: u64,
+    /// Most frames the guest's swap device held (zram's pool).
+    #[serde(default)]
+    pub device_frames_peak: u64,
+    /// The guest (native: the machine's) policy's own counters.
+    #[serde(default)]
+    pub policy_counters: BTreeMap<String, u64>,
+    /// Samples of the guest's (native: the machine's) counters every `sample_every_ns` of
+    /// simulated time ([`EngineOpts`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<crate::timed::Sample>,
+    /// KVM's handler work as folded stacks weighted in ns (`flamegraph.pl` / inferno
+    /// input), shadow paging only; with several VMs each stack starts with `vmN`.
+    pub kvm_folded: String,
+    /// Several VMs on one host ([`run_many`]): each VM's own result (its `host` is the shared
+    /// host's). The fields above are then the sums over the VMs (counters, time categories,
+    /// guest memory), the latest vCPU clock (`runtime_ns`), all vCPUs' clocks, all requests'
+    /// latency, and the shared host's counters and memory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_vm: Vec<VmResult>,
+}
+
+impl VmResult {
+    /// Memory references per TLB miss (walk references / walks).
+    pub fn refs_per_walk(&self) -> f64 {
+        if self.translate.walks == 0 {
+            0.0
+        } else {
+            self.translate.walk_refs as f64 / self.translate.walks as f64
+        }
+    }
+}
+
+/// Where simulated time went, in ns summed over vCPUs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmTime {
+    pub translation_ns: u64,
+    pub guest_fault_ns: u64,
+    pub host_fault_ns: u64,
+    pub exit_ns: u64,
+    pub kvm_ns: u64,
+    pub tlb_flush_ns: u64,
+    /// Reclaim's work on the vCPUs: all of the guest's (its kswapd is a thread on its
+    /// vCPUs: `guest_kswapd_ns`) and the host's direct reclaim.
+    pub reclaim_ns: u64,
+    pub compute_ns: u64,
+    pub idle_ns: u64,
+    /// Runnable but waiting for a host CPU (with `HostCpus`: steal time, as the guest's
+    /// `steal` in /proc/stat counts it).
+    pub steal_ns: u64,
+}
+
+/// Costs of the VM's events. Defaults are estimates unless a source is named.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VmCosts {
+    /// Converts translation cycles to ns (3 GHz).
+    pub cpu_ghz: f64,
+    /// CPU time of an access besides its translation.
+    pub access_ns: u64,
+    /// A guest minor fault (first touch, swap-cache hit): ~1 µs (KERNEL-FACTS).
+    pub guest_minor_fault_ns: u64,
+    /// A guest major fault without a timed swap device: a swap-in from the guest's virtual
+    /// disk (estimate: 100 µs, an NVMe read plus virtio overhead).
+    pub guest_major_fault_ns: u64,
+    /// A host fault on guest memory, minor and major (estimates as for the guest).
+    pub host_minor_fault_ns: u64,
+    pub host_major_fault_ns: u64,
+    /// A major fault's CPU work besides the device when a timed swap device serves it, on
+    /// either side (`do_swap_page`: swap-cache lookup, allocation, readahead set-up,
+    /// mapping): the timing engine's estimate, 3 µs (see `timed::Costs`).
+    pub major_fault_ns: u64,
+    /// Waking the native machine's kswapd (`wakeup_kswapd`, charged to the waker): the
+    /// timing engine's estimate, 1 µs.
+    pub wakeup_ns: u64,
+    /// A VM exit and re-entry, without the handler's work: 1,300–2,600 cycles measured on
+    /// SVM (KERNEL-FACTS); 2,000 cycles at 3 GHz.
+    pub exit_ns: u64,
+    /// KVM handler work per unit of each [`crate::kvm::Work`] kind: call, guest PTE read,
+    /// guest PTE written, SPTE, hash probe, shadow page allocated, freed, clock hand step.
+    pub kvm_work_ns: [f64; crate::kvm::WORK_KINDS],
+    /// An INVLPG and a CR3 load (the refills they cause are counted as walks).
+    pub invlpg_ns: u64,
+    pub cr3_ns: u64,
+    /// Clearing one more 4 KiB of a large page at its first-touch fault (`clear_huge_page`):
+    /// 300 ns per 4 KiB, ~13.6 GB/s (estimate).
+    pub clear_page_ns: u64,
+    /// Reading or writing one more 4 KiB of a large page at a swap-in (estimate: 1 µs, a
+    /// sequential NVMe transfer at ~4 GB/s).
+    pub swap_page_ns: u64,
+    /// Reclaim's work per page scanned and per page reclaimed: the timing engine's estimates
+    /// (`scan_page_ns` 300, `reclaim_page_ns` 2,000; see `timed::Costs`).
+    pub scan_page_ns: u64,
+    pub reclaim_page_ns: u64,
+    /// MG-LRU aging's work per PTE and per PMD entry its page-table walks visit and per PTE
+    /// look-around reads ([`crate::policy::ScanWork`]): the timing engine's estimates
+    /// (5, 20 and 5 ns; see `timed::Costs`). Charged for the guest's policy.
+    pub walk_pte_ns: u64,
+    pub walk_pmd_ns: u64,
+    pub lookaround_pte_ns: u64,
+    /// A host CPU changing thread (with `HostCpus`): the timing engine's estimate, 1.5 µs
+    /// (see `timed::Costs`).
+    pub context_switch_ns: u64,
+}
+
+impl VmCosts {
+    /// Values that would make time meaningless: `cpu_ghz` must be a positive, finite clock
+    /// rate (it divides cycle counts), each `kvm_work_ns` finite and not negative.
+    pub fn check(&self) -> Result<()> {
+        if !(self.cpu_ghz.is_finite() && self.cpu_ghz > 0.0) {
+            return Err(Error::config(
+                "costs.cpu_ghz",
+                format!("{} is not a clock rate in GHz (above 0)", self.cpu_ghz),
+            ));
+        }
+        if let Some(w) = self
+            .kvm_work_ns
+            .iter()
+            .find(|w| !(w.is_finite() && **w >= 0.0))
+        {
+            return Err(Error::config(
+                "costs.kvm_work_ns",
+                format!("{w} is not a time in ns (0 or more)"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Default for VmCosts {
+    fn default() -> Self {
+        VmCosts {
+            cpu_ghz: 3.0,
+            access_ns: 1,
+            guest_minor_fault_ns: 1_000,
+            guest_major_fault_ns: 100_000,
+            host_minor_fault_ns: 1_000,
+            host_major_fault_ns: 100_000,
+            major_fault_ns: 3_000,
+            wakeup_ns: 1_000,
+            exit_ns: 667,
+            kvm_work_ns: [40.0, 20.0, 20.0, 5.0, 10.0, 150.0, 100.0, 3.0],
+            invlpg_ns: 100,
+            cr3_ns: 50,
+            clear_page_ns: 300,
+            swap_page_ns: 1_000,
+            scan_page_ns: 300,
+            reclaim_page_ns: 2_000,
+            walk_pte_ns: 5,
+            walk_pmd_ns: 20,
+            lookaround_pte_ns: 5,
+            context_switch_ns: 1_500,
+        }
+    }
+}

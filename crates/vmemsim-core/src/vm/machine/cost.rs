@@ -1,0 +1,477 @@
+//! Where time goes: the counters an op's cost is computed from (`Work`) and the charge of
+//! [`VmCosts`] to the vCPU's clock, the timed swap devices fed with the managers' logged I/O
+//! (the timing engine's `do_io`: reads the fault waits for, asynchronous writes as
+//! `swap_writepage`'s; [`Classes`] says how pages compress), the zram pool's charge against
+//! the guest's frames (`zs_malloc`), the kswapds' passes (`balance_pgdat`, woken by
+//! `wakeup_kswapd`), and the clock moves the engine makes (idle, steal, barriers, I/O waits).
+
+use super::*;
+
+/// The counters an op's cost is computed from ([`Vm::charge`] takes two snapshots' difference).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Work {
+    /// Translation cycles.
+    tcycles: u64,
+    guest_minor: u64,
+    guest_major: u64,
+    host_minor: u64,
+    host_major: u64,
+    exits: u64,
+    shootdown_pages: u64,
+    cr3_loads: u64,
+    reclaim_flushes: u64,
+    guest_first_touch: u64,
+    host_first_touch: u64,
+    /// The guest's pages scanned and stolen (kswapd's and direct reclaim's).
+    guest_scanned: u64,
+    guest_stolen: u64,
+    /// The host's direct reclaim (on the faulting vCPU); its kswapd's is charged elsewhere.
+    host_scanned_direct: u64,
+    host_stolen_direct: u64,
+    /// The guest policy's page-table scanning (MG-LRU aging).
+    guest_scan: crate::policy::ScanWork,
+}
+
+/// How a page's content compresses, by (pid, vpn): [`Workload::content_class`].
+pub type Classes<'a> = &'a dyn Fn(u32, u64) -> ContentClass;
+
+/// A timed swap device fed with a memory manager's logged swap I/O (as the timing engine's
+/// `do_io`): each request is submitted at the simulated time of the op that caused it.
+pub(super) struct SwapDev {
+    pub(super) dev: Box<dyn crate::device::SwapDevice>,
+    /// 4 KiB pages per swap slot (a large page is swapped whole).
+    per_slot: u32,
+    io: Vec<crate::mm::SwapIo>,
+    classes: Vec<crate::device::ContentClass>,
+}
+
+impl SwapDev {
+    pub(super) fn new(spec: &crate::device::DeviceSpec, shift: u32) -> Result<SwapDev> {
+        Ok(SwapDev {
+            dev: crate::device::build(spec)?,
+            per_slot: 1 << shift,
+            io: Vec::new(),
+            classes: Vec::new(),
+        })
+    }
+
+    /// Submit what `m` logged at `now`: the submitting CPU's time (zram's compression and
+    /// decompression, a block device's submission path) and when the last read completes
+    /// (0: no read). A page's content is `class(key, i)` for the `i`th 4 KiB of `m`'s page
+    /// `key` (a slot no page owns any more: `Random`).
+    fn run(
+        &mut self,
+        m: &mut Machine<BoxedPolicy>,
+        now: u64,
+        class: &dyn Fn(u64, u32) -> ContentClass,
+    ) -> (u64, u64) {
+        use crate::device::IoKind;
+        use crate::mm::SwapIo;
+        if !m.mm.swap.device.has_log() {
+            return (0, 0);
+        }
+        m.mm.swap.device.take_log(&mut self.io);
+        let mut cpu = 0u64;
+        let mut done = 0u64;
+        for &x in &self.io {
+            let t = now + cpu;
+            let (kind, slot, n) = match x {
+                SwapIo::Read { slot, n } => (IoKind::Read, slot, n),
+                SwapIo::Write { slot } => (IoKind::Write, slot, 1),
+                SwapIo::Discard { slot } => {
+                    self.dev
+                        .discard(slot as u64 * self.per_slot as u64, self.per_slot);
+                    continue;
+                }
+            };
+            self.classes.clear();
+            if !self.dev.reads_content() {
+                // (a block device only counts the pages)
+                let pages = n as usize * self.per_slot as usize;
+                self.classes.resize(pages, ContentClass::Random);
+            } else {
+                for s in slot..slot + n {
+                    match m.mm.swap.owner(s) {
+                        Some(pte) => {
+                            let key = m.mm.pt.vpn_of(pte);
+                            self.classes
+                                .extend((0..self.per_slot).map(|i| class(key, i)));
+                        }
+                        None => self
+                            .classes
+                            .extend((0..self.per_slot).map(|_| ContentClass::Random)),
+                    }
+                }
+            }
+            let c = self
+                .dev
+                .submit(t, kind, slot as u64 * self.per_slot as u64, &self.classes);
+            cpu += c.cpu_ns;
+            if kind == IoKind::Read {
+                done = done.max(c.done_at);
+                // The pages stay locked (unreclaimable) until the read completes.
+                m.mm.lock_for_read(slot, n, c.done_at);
+            }
+        }
+        (cpu, done)
+    }
+}
+
+impl Vm {
+    #[cold]
+    #[inline(never)]
+    pub(super) fn take_last_work(&mut self) {
+        self.last_work = self.work_snapshot();
+        self.last_valid = true;
+    }
+
+    /// Snapshot the counters an op's cost is computed from, once per access, before its
+    /// slow path changes any of them (translation cycles as at the op's start).
+    pub(super) fn mark(&mut self) {
+        if self.snap.is_none() {
+            let mut s = self.work_snapshot();
+            s.tcycles = self.op_c0;
+            self.snap = Some(s);
+        }
+    }
+
+    pub(super) fn work_snapshot(&self) -> Work {
+        let shared = self.host.as_ref().map(|h| h.shared.borrow());
+        let h = shared.as_ref().map(|s| &s.m.stats);
+        let g = &self.guest.stats;
+        Work {
+            tcycles: self.tcycles,
+            guest_minor: g.minor_faults,
+            guest_major: g.major_faults,
+            host_minor: h.map_or(0, |s| s.minor_faults),
+            host_major: h.map_or(0, |s| s.major_faults),
+            exits: self.r.exits,
+            shootdown_pages: self.r.shootdown_pages,
+            cr3_loads: self.r.cr3_loads,
+            reclaim_flushes: self.r.reclaim_flushes,
+            guest_first_touch: g.first_touch,
+            host_first_touch: h.map_or(0, |s| s.first_touch),
+            guest_scanned: g.pgscan_direct + g.pgscan_kswapd,
+            guest_stolen: g.pgsteal_direct + g.pgsteal_kswapd,
+            host_scanned_direct: h.map_or(0, |s| s.pgscan_direct),
+            host_stolen_direct: h.map_or(0, |s| s.pgsteal_direct),
+            guest_scan: self.guest.policy.scan_work(),
+        }
+    }
+
+    /// Advance vCPU `v`'s clock by what the op cost.
+    pub(super) fn charge(&mut self, v: usize, a: &Work, b: &Work, access: bool, cls: Classes<'_>) {
+        let c = &self.costs;
+        let translation = ((b.tcycles - a.tcycles) as f64 / c.cpu_ghz).round() as u64
+            + if access { c.access_ns } else { 0 };
+        // A large page's fault clears (first touch) or reads (swap-in) all of it.
+        let gx = (1u64 << self.gshift) - 1;
+        let hx = self.host.as_ref().map_or(0, |h| (1u64 << h.shift) - 1);
+        // With a timed swap device a major fault costs its CPU work (`major_fault_ns`) here;
+        // the device's time is added by `device_io`.
+        let (gmaj, gswap) = if self.guest_dev.is_some() {
+            (c.major_fault_ns, 0)
+        } else {
+            (c.guest_major_fault_ns, c.swap_page_ns)
+        };
+        let (hmaj, hswap) = if self.host_dev {
+            (c.major_fault_ns, 0)
+        } else {
+            (c.host_major_fault_ns, c.swap_page_ns)
+        };
+        let (g_minor, g_major) = (b.guest_minor - a.guest_minor, b.guest_major - a.guest_major);
+        let (h_minor, h_major) = (b.host_minor - a.host_minor, b.host_major - a.host_major);
+        let guest = g_minor * c.guest_minor_fault_ns
+            + g_major * gmaj
+            + gx * ((b.guest_first_touch - a.guest_first_touch) * c.clear_page_ns
+                + g_major * gswap);
+        let host = h_minor * c.host_minor_fault_ns
+            + h_major * hmaj
+            + hx * ((b.host_first_touch - a.host_first_touch) * c.clear_page_ns + h_major * hswap);
+        // The guest's reclaim, kswapd's included, runs on the guest's vCPUs (it has no other
+        // CPUs; charged to the vCPU whose allocation needed it); the host's direct reclaim on
+        // the faulting vCPU, the host's kswapd on a host CPU of its own, at no cost to the
+        // vCPUs (no CPU contention in the VM layer). The guest's MG-LRU aging (page-table
+        // walks, look-around) is the guest's reclaim work too, at the timing engine's costs.
+        let scanned =
+            (b.guest_scanned - a.guest_scanned) + (b.host_scanned_direct - a.host_scanned_direct);
+        let stolen =
+            (b.guest_stolen - a.guest_stolen) + (b.host_stolen_direct - a.host_stolen_direct);
+        let aging = b.guest_scan.since(&a.guest_scan).cost_ns(
+            c.walk_pte_ns,
+            c.walk_pmd_ns,
+            c.lookaround_pte_ns,
+        );
+        let rmap = scanned * c.scan_page_ns;
+        let reclaim = rmap + stolen * c.reclaim_page_ns + aging;
+        self.cpu.direct_reclaim_ns += reclaim;
+        self.cpu.aging_ns += aging;
+        self.cpu.rmap_scan_ns += rmap;
+        self.vcpus[v].major_faults += g_major + h_major;
+        let n_exits = b.exits - a.exits;
+        let exits = n_exits * c.exit_ns;
+        let flush = (b.shootdown_pages - a.shootdown_pages) * c.invlpg_ns
+            + (b.cr3_loads - a.cr3_loads + b.reclaim_flushes - a.reclaim_flushes) * c.cr3_ns;
+        let mut kvm = 0;
+        if let Some(k) = &self.kvm {
+            if n_exits > 0 || h_major > 0 || h_minor > 0 {
+                // KVM's shrinker counts the VM's shadow pages (they change only in exits
+                // and host faults).
+                if let Some(h) = &self.host {
+                    h.shared.borrow_mut().n_used[h.vm] = k.n_used();
+                }
+                let p = k.profile();
+                let total: f64 = crate::kvm::Work::ALL
+                    .iter()
+                    .map(|&w| p.total(w) as f64 * self.costs.kvm_work_ns[w as usize])
+                    .sum();
+                kvm = (total - self.kvm_charged).max(0.0).round() as u64;
+                self.kvm_charged = total;
+            }
+        }
+        let t = &mut self.r.time;
+        t.translation_ns += translation;
+        t.guest_fault_ns += guest;
+        t.host_fault_ns += host;
+        t.exit_ns += exits;
+        t.kvm_ns += kvm;
+        t.tlb_flush_ns += flush;
+        t.reclaim_ns += reclaim;
+        self.vcpus[v].clock += translation + guest + host + exits + kvm + flush + reclaim;
+        if self.host_dev || self.guest_dev.is_some() {
+            self.device_io(v, cls);
+        }
+    }
+
+    /// Hand the swap I/O the op caused to the timed devices at the vCPU's clock: their CPU
+    /// time (zram) and the wait for the last read to complete (the faulting access waits;
+    /// writes are asynchronous, as `swap_writepage`'s) go to the vCPU, as guest or host fault
+    /// time.
+    fn device_io(&mut self, v: usize, cls: Classes<'_>) {
+        let now = self.vcpus[v].clock;
+        let (gcpu, gdone, hcpu, hdone) = self.submit_io(now, cls);
+        let t = now + gcpu + hcpu;
+        let gwait = gdone.saturating_sub(t);
+        let hwait = hdone.saturating_sub(t.max(gdone));
+        let tm = &mut self.r.time;
+        tm.guest_fault_ns += gcpu + gwait;
+        tm.host_fault_ns += hcpu + hwait;
+        let vc = &mut self.vcpus[v];
+        vc.clock = t + gwait + hwait;
+        vc.io_wait += gwait + hwait;
+    }
+
+    /// Submit the swap I/O the guest's and the host's managers logged, from `now`: the
+    /// guest device's CPU time and last read's completion (0: none), then the host's.
+    fn submit_io(&mut self, now: u64, cls: Classes<'_>) -> (u64, u64, u64, u64) {
+        let (gcpu, gdone) = match self.guest_dev.as_mut() {
+            Some(d) => {
+                let (back, gshift) = (&self.region_back, self.gshift);
+                let page_class = |key: u64, i: u32| {
+                    let (pid, vpn) = unkey_in(back, gshift, key);
+                    cls(pid, vpn + i as u64)
+                };
+                let out = d.run(&mut self.guest, now, &page_class);
+                let pages = d.dev.ram_bytes().div_ceil(4096);
+                self.device_frames_peak = self.device_frames_peak.max(pages);
+                out
+            }
+            None => (0, 0),
+        };
+        let (hcpu, hdone) = match self.host.as_ref() {
+            Some(h) => {
+                let mut sh = h.shared.borrow_mut();
+                let sh = &mut *sh;
+                match sh.dev.as_mut() {
+                    Some(d) => d.run(&mut sh.m, now + gcpu, &|_, _| ContentClass::Numeric),
+                    None => (0, 0),
+                }
+            }
+            None => (0, 0),
+        };
+        self.cpu.device_ns += gcpu + hcpu;
+        if self.pool_charged {
+            self.set_reservation();
+        }
+        (gcpu, gdone, hcpu, hdone)
+    }
+
+    /// Frames held back from the guest's (native: the machine's) free list: its swap
+    /// device's pool when charged (it is memory), and what kswapd's running pass has not yet
+    /// finished freeing.
+    fn set_reservation(&mut self) {
+        let pool = match (&self.guest_dev, self.pool_charged) {
+            (Some(d), true) => d.dev.ram_bytes().div_ceil(4096).min(u32::MAX as u64) as u32,
+            _ => 0,
+        };
+        let n = pool.saturating_add(self.kswapd_hold);
+        if n > 0 || self.guest.mm.frames.reserved() > 0 {
+            // The pool's growth is zs_malloc's allocation, which wakes kswapd below the low
+            // watermark (GFP_NOIO includes __GFP_KSWAPD_RECLAIM); kswapd's own reclaimed
+            // frames, freed over its pass, are no allocation and wake nobody.
+            if pool > self.pool_seen {
+                self.guest.set_kernel_pages(n);
+            } else {
+                self.guest.hold_kernel_pages(n);
+            }
+            self.pool_seen = pool;
+        }
+    }
+
+    /// Tell the guest's manager what its zram pool may still take during the next step: its
+    /// allocations (`zs_malloc`, made from reclaim, which runs with PF_MEMALLOC) may take
+    /// every free frame, and a stored page takes, by estimate, the pool's present bytes per
+    /// stored page (a whole page before anything is stored). The pool's real size is charged
+    /// after the I/O ([`Machine::set_kernel_pages`]); a swap-out that would not fit fails
+    /// (see `Machine`'s failed swap-out). Only with a charged pool.
+    pub fn set_write_room(&mut self) {
+        let Some(d) = self.guest_dev.as_ref().filter(|_| self.pool_charged) else {
+            return;
+        };
+        let st = d.dev.stats();
+        let per_page = st
+            .ram_bytes
+            .checked_div(st.pages_stored)
+            .map_or(4096, |b| b.clamp(1, 4096));
+        self.guest.mm.swap.pool = Some(crate::mm::PoolCharge {
+            per_page,
+            pending: 0,
+        });
+    }
+
+    /// Native paging: one `balance_pgdat` pass of the machine's kswapd, a thread of its own
+    /// on the CPUs, from `now`: its reclaim (pages scanned and reclaimed, MG-LRU's aging),
+    /// its TLB shootdowns and its swap writes' submission (zram's compression) are its CPU
+    /// time. Returns whether it has more to do, the pass's CPU time and the pages it
+    /// reclaimed (the caller frees them over that time: [`Vm::hold_kswapd_frames`]).
+    pub fn native_kswapd_step(&mut self, now: u64, cls: Classes<'_>) -> Result<(bool, u64, u64)> {
+        self.last_valid = false;
+        let a = self.work_snapshot();
+        self.guest.mm.now = now;
+        let more = self.guest.kswapd_step();
+        self.sync_guest_unmaps(None)?;
+        let b = self.work_snapshot();
+        let c = &self.costs;
+        let rmap = (b.guest_scanned - a.guest_scanned) * c.scan_page_ns;
+        let aging = b.guest_scan.since(&a.guest_scan).cost_ns(
+            c.walk_pte_ns,
+            c.walk_pmd_ns,
+            c.lookaround_pte_ns,
+        );
+        let stolen = b.guest_stolen - a.guest_stolen;
+        let flush = (b.shootdown_pages - a.shootdown_pages) * c.invlpg_ns
+            + (b.reclaim_flushes - a.reclaim_flushes) * c.cr3_ns;
+        let work = rmap + aging + stolen * c.reclaim_page_ns + flush;
+        self.cpu.aging_ns += aging;
+        self.cpu.rmap_scan_ns += rmap;
+        let mut clock = now + work.max(1);
+        let (gcpu, ..) = self.submit_io(clock, cls);
+        clock += gcpu;
+        Ok((more || self.guest.kswapd_awake(), clock - now, stolen))
+    }
+
+    /// Hold back `n` more (or, negative, give back) frames that kswapd has reclaimed but not
+    /// yet freed.
+    pub fn hold_kswapd_frames(&mut self, n: i64) {
+        self.kswapd_hold = (self.kswapd_hold as i64 + n).clamp(0, u32::MAX as i64) as u32;
+        self.set_reservation();
+    }
+
+    /// The time vCPU `v` has waited for swap reads since the last call (part of its clock's
+    /// advance): the engine lets its host CPU go meanwhile.
+    pub fn take_io_wait(&mut self, v: usize) -> u64 {
+        std::mem::take(&mut self.vcpus[v].io_wait)
+    }
+
+    /// vCPU `v` leaves a barrier at `now`, when the last of its VM's vCPUs reached it (the
+    /// engine's barrier; [`Vm::op`]'s `Barrier` does the same from the vCPUs' clocks).
+    pub fn barrier_release(&mut self, v: usize, now: u64) {
+        let vc = &mut self.vcpus[v];
+        if now > vc.clock {
+            self.r.time.idle_ns += now - vc.clock;
+            vc.clock = now;
+        }
+        vc.epoch = vc.clock;
+    }
+
+    /// vCPU `v`'s clock (simulated ns).
+    pub fn clock(&self, v: usize) -> u64 {
+        self.vcpus[v].clock
+    }
+
+    /// When an open-loop arrival `at_ns` of vCPU `v`'s stream arrives (counted from its last
+    /// barrier, as [`Op::Arrive`]).
+    pub fn arrival_at(&self, v: usize, at_ns: u64) -> u64 {
+        self.vcpus[v].epoch.saturating_add(at_ns)
+    }
+
+    /// Run the guest's kswapd as a thread on the vCPUs (the engine does: see `VmExec` in `vm/machine/threads.rs`),
+    /// not inline in the allocation that wakes it.
+    pub fn defer_guest_kswapd(&mut self) {
+        self.guest.set_defer_kswapd(true);
+    }
+
+    /// Whether the guest's kswapd is awake (deferred mode).
+    pub fn guest_kswapd_awake(&self) -> bool {
+        self.guest.kswapd_awake()
+    }
+
+    /// One `balance_pgdat` pass of the guest's kswapd on vCPU `v`: its reclaim work (pages
+    /// scanned and reclaimed, MG-LRU's aging) advances the vCPU's clock as reclaim time, its
+    /// unmaps shoot down TLB entries (and reach KVM's shadow MMU), its swap writes go to the
+    /// guest's device. Returns whether kswapd has more to do.
+    pub fn guest_kswapd_step(&mut self, v: usize, cls: Classes<'_>) -> Result<bool> {
+        self.last_valid = false;
+        let before = self.work_snapshot();
+        self.guest.mm.now = self.vcpus[v].clock;
+        let more = self.guest.kswapd_step();
+        self.sync_guest_unmaps(Some(v))?;
+        let after = self.work_snapshot();
+        self.charge(v, &before, &after, false, cls);
+        Ok(more)
+    }
+
+    /// vCPU `v` will idle until its next request arrives at `at` (absolute): recorded for
+    /// the request's latency; the clock moves when it resumes ([`Vm::idle_until`]).
+    pub fn arrive_later(&mut self, v: usize, at: u64) {
+        self.vcpus[v].arrival = Some(at);
+    }
+
+    /// vCPU `v` was idle (halted) until `t`.
+    pub fn idle_until(&mut self, v: usize, t: u64) {
+        let vc = &mut self.vcpus[v];
+        if t > vc.clock {
+            self.r.time.idle_ns += t - vc.clock;
+            vc.clock = t;
+        }
+    }
+
+    /// vCPU `v` waited (halted) for a swap read until `t`, time its fault already counted.
+    pub(super) fn waited_until(&mut self, v: usize, t: u64) {
+        let vc = &mut self.vcpus[v];
+        vc.clock = vc.clock.max(t);
+    }
+
+    /// vCPU `v`, runnable since its clock, gets a host CPU at `t`: the wait is steal time.
+    pub fn steal_until(&mut self, v: usize, t: u64) {
+        let vc = &mut self.vcpus[v];
+        if t > vc.clock {
+            self.r.time.steal_ns += t - vc.clock;
+            vc.clock = t;
+        }
+    }
+
+    /// vCPU `v` (native: a thread), in its op's allocation, wakes the sleeping kswapd
+    /// (`wakeup_kswapd`): it pays `wakeup_ns` (overlapping its op's wait for a swap read, if
+    /// any). Returns when kswapd wakes: a wake-up later, from the end of that work.
+    pub fn pay_wakeup(&mut self, v: usize) -> u64 {
+        let w = self.costs.wakeup_ns;
+        let vc = &mut self.vcpus[v];
+        let done = vc.clock - vc.io_wait + w;
+        let used = vc.io_wait.min(w);
+        vc.io_wait -= used;
+        vc.clock += w - used;
+        self.r.time.guest_fault_ns += w - used;
+        done + w
+    }
+}

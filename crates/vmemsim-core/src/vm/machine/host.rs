@@ -1,0 +1,326 @@
+//! The host side of guest memory: the host's memory manager shared by the VMs on it
+//! ([`HostShared`], built by [`host_for`]), one VM's range of it with its EPT (`HostSide`),
+//! and the VM methods that serve a gfn from the host (an EPT violation under TDP, a host
+//! fault under shadow paging) and apply host reclaim's unmaps: the MMU notifier →
+//! `kvm_unmap_gfn_range` → `kvm_flush_remote_tlbs` (INVEPT on every vCPU under TDP), and the
+//! batches of KVM's shrinker (`mmu_shrink_scan`) under shadow paging.
+
+use super::*;
+
+/// The host's memory manager, shared by the VMs on it: each VM's guest memory is a range of
+/// host pages (QEMU's anonymous mapping of that VM), VM `i`'s from `bases[i]` on. Reclaim
+/// while one VM runs may take another's pages; those wait in `pending` until that VM runs
+/// again (it applies them to its EPT or shadow MMU before its next access: no VM runs while
+/// another one's op is simulated). KVM's shrinker counts the shadow pages of every VM and
+/// zaps in one VM per call, rotating (`mmu_shrink_scan` moves the VM it shrank to the tail
+/// of `vm_list`).
+pub struct HostShared {
+    pub(super) m: Machine<BoxedPolicy>,
+    /// The host's timed swap device, if any.
+    pub(super) dev: Option<SwapDev>,
+    pub(super) bases: Vec<u64>,
+    /// Per VM: its host pages (relative to its base) reclaimed and not yet applied.
+    pending: Vec<Vec<u64>>,
+    /// Per VM: batches KVM's shrinker is to zap in it, not yet applied.
+    pending_zap: Vec<Vec<u64>>,
+    /// Per VM: its shadow pages in use, as of its last op (`count_objects` sums them).
+    pub(super) n_used: Vec<u64>,
+    shrink_deferred: u64,
+    next_shrink: usize,
+    scratch: Vec<u64>,
+    passes: Vec<u8>,
+}
+
+impl HostShared {
+    /// Route the host's reclaim unmaps to the VMs owning the pages, and run KVM's shrinker for
+    /// each reclaim pass.
+    fn distribute(&mut self) {
+        let mut log = std::mem::take(&mut self.scratch);
+        log.clear();
+        if let Some(l) = self.m.unmap_log.as_mut() {
+            log.append(l);
+        }
+        for &key in &log {
+            let owner = self.bases.partition_point(|&b| b <= key) - 1;
+            self.pending[owner].push(key - self.bases[owner]);
+        }
+        self.scratch = log;
+        let mut passes = std::mem::take(&mut self.passes);
+        passes.clear();
+        if let Some(l) = self.m.shrink_log.as_mut() {
+            passes.append(l);
+        }
+        let mut plan = Vec::new();
+        for &priority in &passes {
+            let freeable: u64 = self.n_used.iter().sum();
+            self.shrink_deferred = shrink_slab_plan(
+                freeable,
+                self.shrink_deferred,
+                priority as u32,
+                MMU_SHRINKER_SEEKS,
+                SHRINK_BATCH,
+                &mut plan,
+            );
+            for &n in &plan {
+                let k = self.n_used.len();
+                let Some(vm) = (0..k)
+                    .map(|d| (self.next_shrink + d) % k)
+                    .find(|&v| self.n_used[v] > 0)
+                else {
+                    break;
+                };
+                self.pending_zap[vm].push(n);
+                self.n_used[vm] = self.n_used[vm].saturating_sub(n);
+                self.next_shrink = (vm + 1) % k;
+            }
+        }
+        self.passes = passes;
+    }
+
+    /// The host's memory manager (its counters, its invariants).
+    pub fn machine(&self) -> &Machine<BoxedPolicy> {
+        &self.m
+    }
+}
+
+/// One VM's side of the host: its range of the shared host memory and, under TDP, its EPT.
+pub(super) struct HostSide {
+    pub(super) shared: std::rc::Rc<std::cell::RefCell<HostShared>>,
+    pub(super) vm: usize,
+    /// The host page backing the VM's gfn 0.
+    pub(super) base: u64,
+    pub(super) ept: Option<RadixTable>,
+    /// Next EPT table frame (host kernel memory beyond host RAM).
+    pub(super) ept_next_frame: u64,
+    /// log2 of 4 KiB pages per host page: host page `base + (gfn >> shift)` backs guest
+    /// frame `gfn`.
+    pub(super) shift: u32,
+}
+
+/// Error when a memory manager reclaimed a 1 GiB page: those are hugetlbfs pages, which
+/// Linux never reclaims (`key` is `vm.guest_page` or `vm.host_page`).
+pub(super) fn hugetlb_reclaimed(key: &str, side: &str) -> Error {
+    Error::config(
+        key,
+        format!(
+            "1 GiB pages are hugetlbfs pages, which Linux never reclaims, but the {side} ran \
+             out of them: give the {side} memory for the whole footprint, or use 2m pages"
+        ),
+    )
+}
+
+impl HostSide {
+    /// The host serves guest page `gfn` (and the EPT maps it). Returns whether the host had
+    /// no mapping for it (an EPT violation under TDP; a host fault under shadow paging).
+    pub(super) fn touch(&mut self, gfn: u64, write: bool) -> Result<bool> {
+        let rel = gfn >> self.shift;
+        let key = self.base + rel;
+        let mut sh = self.shared.borrow_mut();
+        let absent = match &self.ept {
+            Some(ept) => ept.lookup(gfn << 12).is_none(),
+            None => sh.m.mm.pt.pte(key) & PTE_PRESENT == 0,
+        };
+        let evictions = sh.m.stats.evictions;
+        sh.m.access(
+            Access {
+                page: key,
+                write,
+                gup: false,
+            },
+            u64::MAX,
+        );
+        if let Some(t) = sh.m.out_of_memory() {
+            return Err(Error::config(
+                "vm.host_frames",
+                format!("host out of memory at its access {t}: give the host more frames"),
+            ));
+        }
+        if self.shift == 18 && sh.m.stats.evictions != evictions {
+            return Err(hugetlb_reclaimed("vm.host_page", "host"));
+        }
+        let pte = sh.m.mm.pt.pte(key);
+        if pte & PTE_PRESENT == 0 {
+            return Err(Error::config(
+                "vm.host_frames",
+                format!("gfn {gfn} not present on the host after its fault"),
+            ));
+        }
+        sh.distribute();
+        drop(sh);
+        if let Some(ept) = self.ept.as_mut() {
+            let base = (rel << self.shift) << 12;
+            let hpa = ((crate::mm::pte_frame(pte) as u64) << self.shift) << 12;
+            let size = PageSize::ALL[(self.shift / 9) as usize];
+            let next = &mut self.ept_next_frame;
+            let mut alloc = || {
+                let f = *next;
+                *next += 1;
+                Some(f)
+            };
+            let mapped = ept.lookup(base).map(|(pa, _, _)| pa);
+            if mapped != Some(hpa) {
+                if mapped.is_some() {
+                    ept.unmap(base, &mut |_| {});
+                }
+                ept.map(base, hpa, size, PTE_W, &mut alloc)?;
+            }
+        }
+        Ok(absent)
+    }
+
+    /// The VM's host pages (`gfn >> shift`) host reclaim unmapped since the last call (the
+    /// EPT entries are dropped here), and the shrinker's batches to zap.
+    fn take_unmaps(&mut self, out: &mut Vec<u64>, zaps: &mut Vec<u64>) {
+        out.clear();
+        zaps.clear();
+        {
+            let mut sh = self.shared.borrow_mut();
+            out.append(&mut sh.pending[self.vm]);
+            zaps.append(&mut sh.pending_zap[self.vm]);
+        }
+        if let Some(ept) = self.ept.as_mut() {
+            for &rel in out.iter() {
+                ept.unmap((rel << self.shift) << 12, &mut |_| {});
+            }
+        }
+    }
+
+    pub(super) fn present(&self, gfn: u64) -> bool {
+        self.shared
+            .borrow()
+            .m
+            .mm
+            .pt
+            .pte(self.base + (gfn >> self.shift))
+            & PTE_PRESENT
+            != 0
+    }
+}
+
+/// The host of `cfgs` (one per VM; the host's memory, policy and page size are the first
+/// one's): its memory manager, with each VM's guest memory and page tables as a range of
+/// host pages.
+pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<HostShared>>> {
+    let cfg = cfgs
+        .first()
+        .ok_or_else(|| Error::config("vm", "no VM to host"))?;
+    let hshift = cfg.host_page.shift() - 12;
+    for c in cfgs {
+        if c.host_page != cfg.host_page {
+            return Err(Error::config(
+                "vm.host_page",
+                "the VMs on one host must use the same host page size",
+            ));
+        }
+    }
+    let mut host_cfg = cfg.host.clone();
+    host_cfg.frames = units("vm.host_frames", cfg.host.frames, hshift, "host memory")?;
+    host_cfg.watermarks = unit_marks(&cfg.host, hshift);
+    // zram is SWP_SYNCHRONOUS_IO: swap-ins skip the swap cache and readahead (`do_swap_page`).
+    host_cfg.swap_sync_io |= cfg.host_swap.as_ref().is_some_and(|d| d.kind() == "zram");
+    let p = cfg
+        .host_policy
+        .build(host_cfg.frames, &cfg.host_options, Boxer)?;
+    let mut m = Machine::new(&host_cfg, p)?;
+    m.unmap_log = Some(Vec::new());
+    if cfgs.iter().any(|c| c.paging == Paging::Shadow) {
+        m.shrink_log = Some(Vec::new());
+    }
+    let mut bases = Vec::with_capacity(cfgs.len());
+    let mut next = 0u64;
+    for c in cfgs {
+        bases.push(next);
+        next += (c.guest.frames as u64 + pt_pages_of(c)).div_ceil(1 << hshift);
+    }
+    let n = cfgs.len();
+    Ok(std::rc::Rc::new(std::cell::RefCell::new(HostShared {
+        dev: match &cfg.host_swap {
+            Some(spec) => {
+                m.mm.swap.device.log_on = true;
+                Some(SwapDev::new(spec, hshift)?)
+            }
+            None => None,
+        },
+        m,
+        bases,
+        pending: vec![Vec::new(); n],
+        pending_zap: vec![Vec::new(); n],
+        n_used: vec![0; n],
+        shrink_deferred: 0,
+        next_shrink: 0,
+        scratch: Vec::new(),
+        passes: Vec::new(),
+    })))
+}
+
+impl Vm {
+    /// Apply the host's reclaim unmaps: EPT entries (INVEPT on every vCPU) or, under shadow
+    /// paging, the MMU notifier into KVM.
+    pub(super) fn sync_host_unmaps(&mut self) {
+        let Some(host) = self.host.as_mut() else {
+            return;
+        };
+        {
+            let sh = host.shared.borrow();
+            if sh.pending[host.vm].is_empty() && sh.pending_zap[host.vm].is_empty() {
+                return;
+            }
+        }
+        let mut gfns = std::mem::take(&mut self.host_unmaps);
+        let mut zaps = std::mem::take(&mut self.shrink_plan);
+        host.take_unmaps(&mut gfns, &mut zaps);
+        if !gfns.is_empty() {
+            match self.paging {
+                Paging::Tdp => {
+                    for v in &mut self.vcpus {
+                        if let Some(m) = v.mmu.as_mut() {
+                            m.flush_nested(VPID);
+                        }
+                    }
+                    self.r.nested_flushes += 1;
+                }
+                Paging::Shadow => {
+                    if let Some(k) = self.kvm.as_mut() {
+                        for &rel in &gfns {
+                            k.unmap_gfn_range(rel << host.shift, 1 << host.shift);
+                        }
+                    }
+                }
+                Paging::Native => {}
+            }
+        }
+        if let Some(k) = self.kvm.as_mut() {
+            // KVM's shrinker, run by host reclaim passes (`HostShared::distribute`).
+            for &n in &zaps {
+                self.r.mmu_shrink_scans += 1;
+                self.r.mmu_shrink_zapped += k.shrink(n);
+            }
+            if k.take_remote_flush() {
+                for v in &mut self.vcpus {
+                    if let Some(m) = v.mmu.as_mut() {
+                        m.flush_vpid(VPID);
+                    }
+                }
+            }
+        }
+        gfns.clear();
+        self.host_unmaps = gfns;
+        self.shrink_plan = zaps;
+    }
+
+    /// The host serves `gfn` (counting an EPT violation when the EPT had no entry).
+    pub(super) fn host_touch(&mut self, gfn: u64, write: bool) -> Result<bool> {
+        let Some(host) = self.host.as_mut() else {
+            return Ok(false);
+        };
+        // The op's time, as `serve` set it for the guest (every host touch follows it).
+        host.shared.borrow_mut().m.mm.now = self.guest.mm.now;
+        let absent = host.touch(gfn, write)?;
+        self.sync_host_unmaps();
+        if absent && self.paging == Paging::Tdp {
+            self.r.ept_violations += 1;
+            self.r.exits += 1;
+        }
+        Ok(absent)
+    }
+}
