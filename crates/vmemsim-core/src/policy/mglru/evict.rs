@@ -251,7 +251,7 @@ impl MgLru {
         let can_swap = swappiness != 0;
         let mut iso = std::mem::take(&mut self.isolated);
         iso.clear();
-        let mut scanned = self.isolate_folios(swappiness, &mut iso);
+        let mut scanned = self.isolate_folios(mm, swappiness, &mut iso);
         if self.try_to_inc_min_seq(can_swap) {
             scanned += 1;
         }
@@ -270,7 +270,7 @@ impl MgLru {
 
     /// `isolate_folios`: choose the type (swappiness extremes first, then the PI controller)
     /// and scan it, falling back to the other type.
-    fn isolate_folios(&mut self, swappiness: u32, iso: &mut Vec<FrameId>) -> u64 {
+    fn isolate_folios(&mut self, mm: &Mm, swappiness: u32, iso: &mut Vec<FrameId>) -> u64 {
         let mut tier: Option<usize> = None;
         let mut ty = if swappiness == 0 {
             FILE
@@ -288,7 +288,7 @@ impl MgLru {
         let mut scanned = 0;
         for _ in (swappiness == 0) as usize..2 {
             let t = tier.unwrap_or_else(|| self.pid.tier_idx(ty));
-            scanned = self.scan_folios(ty, t, iso);
+            scanned = self.scan_folios(mm, ty, t, iso);
             if scanned != 0 {
                 break;
             }
@@ -302,7 +302,7 @@ impl MgLru {
     /// `scan_folios`: walk the oldest list of `ty` from the tail, sorting or isolating, until
     /// `MAX_LRU_BATCH` scanned or `MIN_LRU_BATCH` isolated. Nothing when only `MIN_NR_GENS`
     /// generations exist.
-    fn scan_folios(&mut self, ty: usize, tier_idx: usize, iso: &mut Vec<FrameId>) -> u64 {
+    fn scan_folios(&mut self, mm: &Mm, ty: usize, tier_idx: usize, iso: &mut Vec<FrameId>) -> u64 {
         if self.nr_gens(ty) == MIN_NR_GENS {
             return 0;
         }
@@ -321,7 +321,7 @@ impl MgLru {
                 crate::hint::prefetch(self.fs.as_ptr().wrapping_add(p as usize));
                 self.links.prefetch(p);
             }
-            if !self.sort_folio(f, ty, tier_idx) {
+            if !self.sort_folio(mm, f, ty, tier_idx) {
                 self.isolate_folio(f);
                 iso.push(f);
                 isolated += 1;
@@ -338,8 +338,9 @@ impl MgLru {
         }
     }
 
-    /// `sort_folio`: true if the folio was moved instead of being a candidate.
-    fn sort_folio(&mut self, f: FrameId, ty: usize, tier_idx: usize) -> bool {
+    /// `sort_folio`: true if the folio was moved instead of being a candidate. Left out: the
+    /// unevictable, dirty-lazyfree and ineligible-zone cases (no such folios here).
+    fn sort_folio(&mut self, mm: &Mm, f: FrameId, ty: usize, tier_idx: usize) -> bool {
         let i = f as usize;
         let gen = self.fs[i].gen1 as usize - 1;
         let refs = self.refs(f);
@@ -360,6 +361,17 @@ impl MgLru {
             self.fs[i].phys = new_gen as u16;
             self.pid.protected[ty][tier - 1] += 1;
             self.stats.protected_tier[tier] += 1;
+            return true;
+        }
+        // waiting for writeback: a folio whose swap read is in flight is locked;
+        // `folio_inc_gen(.., reclaiming = true)` (refs and flags cleared; its `PG_reclaim` is
+        // left out), at the head of the next generation (`list_move`). Linux 6.1 and 6.8.
+        if mm.io_locked(f) {
+            let new_gen = self.folio_inc_gen(f, ty);
+            self.lists[lidx(gen, ty)].remove(&mut self.links, f);
+            self.lists[lidx(new_gen, ty)].push_head(&mut self.links, f);
+            self.fs[i].phys = new_gen as u16;
+            self.stats.sorted_locked += 1;
             return true;
         }
         false
@@ -385,9 +397,10 @@ impl MgLru {
         writeback_async: bool,
         victims: &mut Vec<FrameId>,
     ) {
-        // shrink_folio_list: a folio whose read is still in flight is locked; `folio_trylock`
-        // fails first and it is kept; `evict_folios` does not add rejected folios to the
-        // oldest generation: PG_active, refs and flags cleared, so the youngest (6.1 and 6.8).
+        // shrink_folio_list: a folio whose read started after `sort_folio` looked at it is
+        // locked; `folio_trylock` fails first and it is kept; `evict_folios` does not add
+        // rejected folios to the oldest generation: PG_active, refs and flags cleared, so the
+        // youngest (6.1 and 6.8). (Not reached today: nothing starts a read between the two.)
         if mm.io_locked(f) {
             self.fs[f as usize].fl &= !F_ALL_REFS;
             let gen = self.gen_of_seq(self.max_seq);

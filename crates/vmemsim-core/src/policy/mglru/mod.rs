@@ -286,6 +286,9 @@ pub struct MgLruStats {
     pub kept_referenced: u64,
     /// Isolated folios kept because their read was in flight (locked).
     pub kept_locked: u64,
+    /// Folios `sort_folio` moved to the next generation because their read was in flight
+    /// (locked: "waiting for writeback").
+    pub sorted_locked: u64,
     /// Folios `shrink_folio_list` kept because `pageout` left them under writeback
     /// (asynchronous swap device); freed by a later scan.
     pub writeback_keep: u64,
@@ -817,6 +820,7 @@ impl Policy for MgLru {
             ("writeback_keep", s.writeback_keep),
             ("kept_referenced", s.kept_referenced),
             ("kept_locked", s.kept_locked),
+            ("sorted_locked", s.sorted_locked),
             ("sorted_promoted", s.sorted_promoted),
             ("forced_inc_gen", s.forced_inc_gen),
             ("evicted_tier0", s.evicted_tier[0]),
