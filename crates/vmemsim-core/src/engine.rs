@@ -485,8 +485,11 @@ impl<P: Policy> Machine<P> {
             // A store to a page mapped read-only (clean) is a write-protect fault.
             self.stats.pgfault += (a.write & (*pte & PTE_DIRTY == 0)) as u64;
             *pte |= PTE_ACCESSED | if a.write { PTE_DIRTY } else { 0 };
-            let f = pte_frame(*pte);
-            self.policy.on_hit(f, touch);
+            // (kernel policies learn of hits only from the accessed bit: their `on_hit` is
+            // empty by contract, and not called through a `dyn Policy`)
+            if self.family == Family::Demand {
+                self.policy.on_hit(pte_frame(*pte), touch);
+            }
         } else {
             self.fault(touch, idx);
         }

@@ -169,7 +169,8 @@ pub trait Policy: 'static {
         false
     }
     /// A resident page was accessed. Demand policies update recency/frequency here; kernel
-    /// policies must leave it empty (they learn only from accessed bits and faults).
+    /// policies must leave it empty (they learn only from accessed bits and faults; the engine
+    /// does not call it for them).
     /// Fires on the hot path: no allocation, O(1).
     fn on_hit(&mut self, f: FrameId, touch: Touch);
     /// The kernel marked the page in frame `f` accessed without the CPU touching it
