@@ -65,11 +65,11 @@ def main() -> None:
     ap.add_argument("before")
     ap.add_argument("after")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("bench", nargs=argparse.REMAINDER)
-    a = ap.parse_args()
-    cmd = [x for x in a.bench if x != "--"]
-    if not cmd:
+    args = sys.argv[1:]
+    if "--" not in args or args.index("--") == len(args) - 1:
         raise SystemExit("give the benchmark to run after --")
+    cmd = args[args.index("--") + 1:]
+    a = ap.parse_args(args[:args.index("--")])
     for d in (a.before, a.after):
         if not os.path.isdir(os.path.join(d, "vmemsim")):
             raise SystemExit(f"{d}: no vmemsim package there")

@@ -213,3 +213,17 @@ fn a_thread_count_of_cpus_outside_1_to_4096_is_refused() {
         assert!(e.contains("cpus"), "{e}");
     }
 }
+
+#[test]
+fn a_wake_up_queued_for_the_same_time_comes_before_the_cpus_next_step() {
+    // One CPU, 3 ms slices. B (thread 0) runs first and blocks at 0 for 1 ms; A runs 0-1.
+    // At 1 ms B's wake-up (queued at 0) is handled before A's next step (queued at 1 ms):
+    // B, with less CPU time, preempts A at the end of its step, runs 1-2 and is done; A runs
+    // 2-3 and 3-4. (A CPU's next step skips the event heap only when it comes strictly
+    // before every queued event.)
+    let (mut x, mut s) = Script::new(vec![vec![A::Block(MS), A::Run(MS)], ms(3)]);
+    s.run(&mut x, None).unwrap();
+    assert_eq!(x.started[0], vec![0, MS]);
+    assert_eq!(x.started[1], vec![0, 2 * MS, 3 * MS]);
+    assert_eq!(s.end_ns, 4 * MS);
+}
