@@ -199,6 +199,54 @@ impl Vm {
         true
     }
 
+    /// An access op of vCPU `v` ([`Vm::op_with`] of `Op::Access`, without its dispatch).
+    #[inline]
+    pub(super) fn access_op(
+        &mut self,
+        v: usize,
+        page: u64,
+        write: bool,
+        cls: Classes<'_>,
+    ) -> Result<()> {
+        if self.shares_host {
+            self.sync_host_unmaps();
+        }
+        if self.tlb {
+            self.access_translated(v, page, write, cls)
+        } else {
+            self.access_untranslated(v, page, write, cls)
+        }
+    }
+
+    /// An access through the TLB model. Most accesses hit the TLB and change nothing but the
+    /// translation cycles: the other counters are snapshotted only once the access takes the
+    /// slow path (`mark`), where they have not changed yet.
+    fn access_translated(
+        &mut self,
+        v: usize,
+        page: u64,
+        write: bool,
+        cls: Classes<'_>,
+    ) -> Result<()> {
+        self.op_c0 = self.tcycles;
+        self.snap = None;
+        let vc = &mut self.vcpus[v];
+        vc.accesses += 1;
+        vc.writes += write as u64;
+        let out = self.access(v, page, write);
+        if self.snap.is_none() {
+            let c = &self.costs;
+            // Rounded to the nearest ns (half up; the cycles are never negative).
+            let ns = ((self.tcycles - self.op_c0) as f64 / c.cpu_ghz + 0.5) as u64 + c.access_ns;
+            self.r.time.translation_ns += ns;
+            self.vcpus[v].clock += ns;
+        } else if let Some(before) = self.snap.take() {
+            let after = self.work_snapshot();
+            self.charge(v, &before, &after, true, cls);
+        }
+        out
+    }
+
     /// [`Vm::op`], with the content of each page (how it compresses in zram) given by
     /// `cls(pid, vpn)` ([`Workload::content_class`]).
     pub fn op_with(&mut self, v: usize, op: Op, cls: Classes<'_>) -> Result<()> {
@@ -222,29 +270,7 @@ impl Vm {
             if !self.tlb {
                 return self.access_untranslated(v, page, write, cls);
             }
-            // Most accesses hit the TLB and change nothing but the translation cycles: the
-            // other counters are snapshotted only once the access takes the slow path
-            // (`mark`), where they have not changed yet.
-            self.op_c0 = self.tcycles;
-            self.snap = None;
-            self.vcpus[v].accesses += 1;
-            self.vcpus[v].writes += write as u64;
-            let out = self.access(v, page, write);
-            match self.snap.take() {
-                None => {
-                    let c = &self.costs;
-                    // Rounded to the nearest ns (half up; the cycles are never negative).
-                    let ns =
-                        ((self.tcycles - self.op_c0) as f64 / c.cpu_ghz + 0.5) as u64 + c.access_ns;
-                    self.r.time.translation_ns += ns;
-                    self.vcpus[v].clock += ns;
-                }
-                Some(before) => {
-                    let after = self.work_snapshot();
-                    self.charge(v, &before, &after, true, cls);
-                }
-            }
-            return out;
+            return self.access_translated(v, page, write, cls);
         }
         self.last_valid = false;
         let before = self.work_snapshot();

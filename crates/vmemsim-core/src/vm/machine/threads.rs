@@ -322,13 +322,7 @@ impl VmExec<'_, '_> {
                 // Accesses and compute first, as tests rather than a jump table (the branch
                 // is predictable; an indirect jump over the op kinds is not).
                 if let Op::Access { page, write } = op {
-                    if vm.tlb {
-                        vm.op_with(v, op, &|pid, vpn| wl.content_class(pid, vpn))?;
-                    } else {
-                        vm.access_untranslated(v, page, write, &|pid, vpn| {
-                            wl.content_class(pid, vpn)
-                        })?;
-                    }
+                    vm.access_op(v, page, write, &|pid, vpn| wl.content_class(pid, vpn))?;
                 } else if let Op::Compute { ns } = op {
                     let vc = &mut vm.vcpus[v];
                     vc.clock += ns as u64;
