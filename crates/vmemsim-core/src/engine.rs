@@ -457,7 +457,7 @@ impl<P: Policy> Machine<P> {
     /// PTE young), and every page of that rest, present ones too, is marked accessed
     /// (`follow_page_pte` → `mark_page_accessed`, [`Policy::mark_accessed`]). Left out: the
     /// device's writes set no accessed bit, and none is modelled.
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, a: Access, next_use: u64) {
         if a.gup {
             return self.gup_access(a, next_use);

@@ -317,17 +317,19 @@ impl VmExec<'_, '_> {
             if step_over {
                 return Ok(Ran::On);
             }
-            for &op in &buf[*pos..] {
+            let wl: &dyn Workload = &*wl;
+            let cls = |pid, vpn| wl.content_class(pid, vpn);
+            for op in &buf[*pos..] {
                 *pos += 1;
                 // Accesses and compute first, as tests rather than a jump table (the branch
                 // is predictable; an indirect jump over the op kinds is not).
-                if let Op::Access { page, write } = op {
-                    vm.access_op(v, page, write, &|pid, vpn| wl.content_class(pid, vpn))?;
-                } else if let Op::Compute { ns } = op {
+                if let Op::Access { page, write } = *op {
+                    vm.access_op(v, page, write, &cls)?;
+                } else if let Op::Compute { ns } = *op {
                     let vc = &mut vm.vcpus[v];
                     vc.clock += ns as u64;
                     vm.r.time.compute_ns += ns as u64;
-                } else if let Some(r) = Self::other_op(vm, &*wl, v, op)? {
+                } else if let Some(r) = Self::other_op(vm, wl, v, *op)? {
                     return Ok(r);
                 }
                 if *wake == Some(None) && vm.guest_kswapd_awake() {
