@@ -276,8 +276,9 @@ pub struct Vm {
     /// Translation cycles so far (all vCPUs), and KVM's priced work already charged.
     tcycles: u64,
     kvm_charged: f64,
-    /// Request latency per request kind (all kinds: [`Vm::latency_histogram`]).
-    hists: BTreeMap<u8, crate::timed::hist::Histogram>,
+    /// Request latency per request kind, indexed by kind (all kinds:
+    /// [`Vm::latency_histogram`]; by kind: `Vm::hists_by_kind`).
+    hists: Vec<crate::timed::hist::Histogram>,
     /// Whether translation is modelled ([`VmConfig::tlb`]), and without it the work counters
     /// as of the last access's end when nothing else has changed them since (accesses that
     /// do not fault change none: they need no snapshot).
@@ -420,8 +421,8 @@ pub fn run_many_with(
         let mut r = vm.result();
         r.workload = w.name();
         hist.merge(&vm.latency_histogram());
-        for (k, h) in &vm.hists {
-            hists.entry(*k).or_default().merge(h);
+        for (k, h) in vm.hists_by_kind() {
+            hists.entry(k).or_default().merge(&h);
         }
         per.push(r);
     }

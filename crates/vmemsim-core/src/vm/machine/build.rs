@@ -239,7 +239,7 @@ impl Vm {
             },
             tcycles: 0,
             kvm_charged: 0.0,
-            hists: BTreeMap::new(),
+            hists: Vec::new(),
             cpu: crate::timed::CpuTimes::default(),
             tlb: cfg.tlb,
             last_work: Work::default(),

@@ -79,7 +79,7 @@ impl Vm {
             r.latency = Some(all.summary());
             r.latency_buckets = all.buckets();
         }
-        (r.latency_by_kind, r.latency_by_kind_buckets) = by_kind(&self.hists);
+        (r.latency_by_kind, r.latency_by_kind_buckets) = by_kind(&self.hists_by_kind());
         let c = &mut r.cpu;
         c.direct_reclaim_ns = self.cpu.direct_reclaim_ns;
         c.aging_ns = self.cpu.aging_ns;
@@ -133,10 +133,20 @@ impl Vm {
     /// Request latencies so far.
     pub fn latency_histogram(&self) -> crate::timed::hist::Histogram {
         let mut all = crate::timed::hist::Histogram::new();
-        for h in self.hists.values() {
+        for h in &self.hists {
             all.merge(h);
         }
         all
+    }
+
+    /// Request latencies of each kind that has completed requests.
+    pub(super) fn hists_by_kind(&self) -> BTreeMap<u8, crate::timed::hist::Histogram> {
+        self.hists
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.count() > 0)
+            .map(|(k, h)| (k as u8, h.clone()))
+            .collect()
     }
 
     /// Guest frames holding pages now (mapped or in the guest's swap cache).

@@ -329,6 +329,8 @@ impl VmExec<'_, '_> {
                     let vc = &mut vm.vcpus[v];
                     vc.clock += ns as u64;
                     vm.r.time.compute_ns += ns as u64;
+                } else if matches!(*op, Op::RequestBegin { .. } | Op::RequestEnd) {
+                    vm.plain_op(v, *op);
                 } else if let Some(r) = Self::other_op(vm, wl, v, *op)? {
                     return Ok(r);
                 }
