@@ -918,6 +918,34 @@ fn mglru_speed() {
     }
 }
 
+/// The engine's part of a victim's swap-out: a slot, a swap PTE, unmapped; then either kept
+/// in the swap cache and put back on the lists as `keep` says, or freed.
+fn swap_out(m: &mut Machine<MgLru>, f: FrameId, keep: Option<Insert>) {
+    use crate::mm::frames::F_SWAPCACHE;
+    let vpn = m.mm.owner(f);
+    let slot = m.mm.alloc_swap_slot(vpn);
+    *m.mm.pt.pte_mut(vpn) = crate::mm::PTE_SWAP | ((slot as u64) << crate::mm::PTE_PAYLOAD_SHIFT);
+    m.mm.frames.clear_flags(f, F_MAPPED);
+    match keep {
+        Some(how) => {
+            m.mm.frames.set_flags(f, F_SWAPCACHE);
+            m.mm.frames.set_slot(f, slot);
+            m.mm.swap.set_cached_frame(slot, f);
+            let t = Touch {
+                t: 0,
+                next_use: u64::MAX,
+                vpn,
+                write: false,
+            };
+            m.policy.on_insert(&m.mm, f, t, how);
+        }
+        None => {
+            let _ = m.policy.shadow(&m.mm, f);
+            m.mm.frames.release(f);
+        }
+    }
+}
+
 /// `shrink_folio_list` with an asynchronous swap device (Linux 6.1/6.8): a folio `pageout`
 /// leaves under writeback is kept (`goto keep`), `evict_folios` puts it back without
 /// `lru_gen_eviction`, and when the write completes `folio_rotate_reclaimable` →
@@ -958,21 +986,7 @@ fn async_writeback_keeps_then_rotates_to_the_oldest_tail() {
     assert_eq!(m.policy.stats().writeback_keep, 64);
     // The engine's part: write, unmap into the swap cache, rotate (in victim order).
     for &f in &victims {
-        let vpn = m.mm.owner(f);
-        let slot = m.mm.alloc_swap_slot(vpn);
-        *m.mm.pt.pte_mut(vpn) =
-            crate::mm::PTE_SWAP | ((slot as u64) << crate::mm::PTE_PAYLOAD_SHIFT);
-        m.mm.frames.clear_flags(f, F_MAPPED);
-        m.mm.frames.set_flags(f, F_SWAPCACHE);
-        m.mm.frames.set_slot(f, slot);
-        m.mm.swap.set_cached_frame(slot, f);
-        let t = Touch {
-            t: 0,
-            next_use: u64::MAX,
-            vpn,
-            write: false,
-        };
-        m.policy.on_insert(&m.mm, f, t, Insert::Rotate);
+        swap_out(&mut m, f, Some(Insert::Rotate));
     }
     m.validate().unwrap();
     // All 64 back in the oldest generation (seq 3), beside the 36 never isolated.
@@ -1233,7 +1247,6 @@ fn a_folio_under_read_is_sorted_into_the_next_generation() {
 /// old pages, not it.
 #[test]
 fn a_refused_swap_out_goes_back_to_the_youngest_generation() {
-    use crate::mm::frames::F_SWAPCACHE;
     let mut m = machine(Preset::Default);
     touch(&mut m, 0..100);
     let mut sc = mk_sc(ReclaimReason::Direct, 1);
@@ -1253,26 +1266,7 @@ fn a_refused_swap_out_goes_back_to_the_youngest_generation() {
     assert_eq!(m.policy.max_seq, 5);
     // Page 0's write fails: unmapped into the swap cache and put back. The rest are freed.
     for &f in &victims {
-        let vpn = m.mm.owner(f);
-        let slot = m.mm.alloc_swap_slot(vpn);
-        *m.mm.pt.pte_mut(vpn) =
-            crate::mm::PTE_SWAP | ((slot as u64) << crate::mm::PTE_PAYLOAD_SHIFT);
-        m.mm.frames.clear_flags(f, F_MAPPED);
-        if f == 0 {
-            m.mm.frames.set_flags(f, F_SWAPCACHE);
-            m.mm.frames.set_slot(f, slot);
-            m.mm.swap.set_cached_frame(slot, f);
-            let t = Touch {
-                t: 0,
-                next_use: u64::MAX,
-                vpn,
-                write: false,
-            };
-            m.policy.on_insert(&m.mm, f, t, Insert::Putback);
-        } else {
-            let _ = m.policy.shadow(&m.mm, f);
-            m.mm.frames.release(f);
-        }
+        swap_out(&mut m, f, (f == 0).then_some(Insert::Putback));
     }
     m.validate().unwrap();
     assert_eq!(m.policy.seq_of_frame(0), Some(5));
