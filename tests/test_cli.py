@@ -235,9 +235,9 @@ def test_messages_name_the_culprit() -> None:
                               "low 10, high 20")
     # VM costs: the key is named; a zero clock rate (a division by zero) is refused.
     p = run_cli("vm", "redis-like", "--cost", "exit_ns=-5")
-    assert_one_line_error(p, "costs.exit_ns: -5 is not a valid value")
+    assert_one_line_error(p, "costs.exit_ns: expected a whole number of at least 0, got -5")
     p = run_cli("vm", "redis-like", "--cost", "cpu_ghz=0")
-    assert_one_line_error(p, "costs.cpu_ghz: 0 is not a clock rate in GHz")
+    assert_one_line_error(p, "costs.cpu_ghz: 0.0 is not a clock rate in GHz")
     p = run_cli("vm", "redis-like", "--cost", "exit_ns=abc")
     assert_one_line_error(p, "--cost exit_ns: 'abc' is not a whole number of ns")
 

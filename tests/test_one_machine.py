@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 import vmemsim
+from vmemsim import VmemsimError
 
 # Every native workload model, at two sizes each (the trace kind is covered by
 # tests/test_run_trace.py through the same executor).
@@ -25,9 +26,9 @@ MODELS = [
 ]
 SIZES = [dict(mib=4, scale=11, pages=1024), dict(mib=8, scale=12, pages=2048)]
 
-# The VM front end's own defaults differ (a flat-cost access, no timed swap device, clock-lru):
-# give it the timed front end's settings.
-COSTS = {"access_ns": 100}
+# The cost table is one, with the same defaults both ways (no costs= below); the VM front
+# end's other defaults differ (no timed swap device, clock-lru, a CPU per vCPU): give it the
+# timed front end's settings.
 
 
 @pytest.mark.parametrize("size", SIZES, ids=["small", "large"])
@@ -37,7 +38,7 @@ def test_run_equals_vm_native(model, size):
     policy = "mglru" if "ycsb" in spec or "custom" in spec else "clock-lru"
     r = vmemsim.run(spec, policy=policy, frames="60%", device="nvme", cpus=3, seed=5, tlb=True)
     v = vmemsim.run_vm(spec, paging="native", guest_policy=policy, guest_frames=r.frames,
-                       guest_swap="nvme", host_cpus=3, costs=COSTS, seed=5)
+                       guest_swap="nvme", host_cpus=3, seed=5)
     assert r.stats["major_faults"] > 0, "the size must put the machine under pressure"
     assert v.runtime_ns == r.runtime_ns
     g = v.guest
@@ -66,7 +67,7 @@ def test_guest_models_run_natively_as_in_vm_native(model):
     r = vmemsim.run(model, policy="clock-lru", frames="70%", device="nvme", cpus=2, seed=2,
                     tlb=True)
     v = vmemsim.run_vm(model, paging="native", guest_policy="clock-lru", guest_frames=r.frames,
-                       guest_swap="nvme", host_cpus=2, costs=COSTS, seed=2)
+                       guest_swap="nvme", host_cpus=2, seed=2)
     assert r.stats["faults"] > 0
     assert v.runtime_ns == r.runtime_ns
     for k in ("faults", "major_faults", "pswpin", "pswpout", "pgscan_kswapd", "pgsteal_kswapd"):
@@ -89,3 +90,33 @@ def test_without_tlbs_every_access_reaches_the_memory_manager():
     assert off.translate["walks"] == 0 and on.translate["walks"] > 0
     assert off.stats["first_touch"] == on.stats["first_touch"] == off.footprint_pages
     assert off.stats["major_faults"] == on.stats["major_faults"] == 0
+
+
+def test_vm_settings_and_costs_are_declared_once_in_the_core():
+    # A VM run's settings and the cost table are declared once, in the core (VmRunConfig,
+    # Costs); the Python API's, the CLI's and the sweep's defaults are those.
+    import inspect
+
+    from vmemsim.cli import build_parser
+    from vmemsim.sweep import runner
+    from vmemsim.sweep.spec import SCHEMA
+
+    core = vmemsim.api.VM_DEFAULTS
+    sig = inspect.signature(vmemsim.run_vm).parameters
+    for k, v in core.items():
+        if k not in ("workload", "translate", "costs"):
+            assert sig[k].default == v, k
+    for path, arg in runner._VM_KEYS.items():
+        if path.startswith("vm.") and arg != "walk_caches":  # walk_caches: translate's pwc
+            assert SCHEMA[path].default == core[arg], path
+    args = build_parser().parse_args(["vm", "stress-vm"])
+    for k in ("paging", "guest_frames", "host_frames", "eviction", "vms", "pt_pages"):
+        assert getattr(args, k) == core[k], k
+    assert set(core["costs"]) == set(vmemsim.COST_KEYS)
+    # Both front ends take every key of the one table; a misspelt key is named.
+    for run in (lambda c: vmemsim.run("ycsb-c:footprint=4MiB,requests=100", costs=c),
+                lambda c: vmemsim.run_vm("stress-vm:bytes=1MiB,rounds=1", costs=c)):
+        run({"exit_ns": 1000, "access_ns": 50, "kvm_work_ns": [1.0] * 8})
+        with pytest.raises(VmemsimError, match=r"costs.acess_ns: unknown cost \(did you mean "
+                           r"'access_ns'\?\)"):
+            run({"acess_ns": 5})

@@ -19,6 +19,8 @@ or the configuration key.
 
 from ._native import VmemsimError, version as _version
 from .api import (
+    COST_DEFAULTS,
+    COST_KEYS,
     CurvePoint,
     Generated,
     MissRatioCurve,
@@ -53,6 +55,8 @@ from .api import (
 __version__: str = _version()
 
 __all__ = [
+    "COST_DEFAULTS",
+    "COST_KEYS",
     "CurvePoint",
     "Generated",
     "MissRatioCurve",

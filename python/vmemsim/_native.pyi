@@ -27,6 +27,8 @@ __all__ = [
     "replay",
     "run_timed",
     "workload_kinds",
+    "cost_defaults",
+    "vm_config_defaults",
     "guest_workload_kinds",
     "run_vm",
     "check_guest_workload",
@@ -128,6 +130,9 @@ def record_convert(
 def read_recorded(path: str) -> dict[str, Any]:
     """Every record of a native trace with all fields (see ``vmemsim.recorder.read_recorded``)."""
 
+def cost_defaults() -> str:
+    """The one cost table's defaults as JSON (key -> default)."""
+
 def workload_kinds() -> List[Tuple[str, str]]:
     """Every workload kind of ``vmemsim run`` as ``(name, description)``."""
 
@@ -159,25 +164,8 @@ def import_trace(
 
 def guest_workload_kinds() -> List[Tuple[str, str]]: ...
 def check_guest_workload(spec: str, seed: int) -> Tuple[str, int, int]: ...
-def run_vm(
-    workload: str,
-    seed: int = ...,
-    paging: str = ...,
-    guest_frames: str = ...,
-    host_frames: str = ...,
-    guest_policy: str = ...,
-    host_policy: str = ...,
-    eviction: str = ...,
-    mmu_pages: Optional[int] = ...,
-    guest_levels: int = ...,
-    host_levels: int = ...,
-    pt_pages: int = ...,
-    translate: str = ...,
-    costs: str = ...,
-    guest_page: str = ...,
-    host_page: str = ...,
-    vms: int = ...,
-    host_swap: Optional[str] = ...,
-    guest_swap: Optional[str] = ...,
-    host_cpus: Optional[int] = ...,
-) -> str: ...
+def run_vm(config: str) -> str:
+    """Run VMs: ``config`` is the JSON of the core's ``VmRunConfig``; returns a ``VmResult``'s JSON."""
+
+def vm_config_defaults() -> str:
+    """The defaults of a VM run (``VmRunConfig``) as JSON."""

@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import json
 import re
+import math
 import numbers
 import os
 from dataclasses import dataclass, field
@@ -1153,13 +1154,53 @@ def workload_kinds() -> List[Tuple[str, str]]:
     return list(_native.workload_kinds())
 
 
-#: Keys of :class:`RunResult`'s cost model (``costs=``), in ns (``cpu_ghz``: the clock rate
-#: that converts the TLB model's page-walk cycles to ns).
-COST_KEYS = (
-    "access_ns", "minor_fault_ns", "major_fault_ns", "scan_page_ns", "reclaim_page_ns",
-    "walk_pte_ns", "walk_pmd_ns", "lookaround_pte_ns", "context_switch_ns", "wakeup_ns",
-    "invlpg_ns", "cr3_ns", "cpu_ghz",
-)
+#: The one cost table (``vmemsim_core::vm::Costs``) with its defaults, for native and VM
+#: runs alike: ns per event, ``cpu_ghz`` the clock rate that converts the TLB model's
+#: page-walk cycles to ns, ``kvm_work_ns`` KVM's handler work per unit of each kind of work
+#: (a list). ``costs=`` of :func:`run` and :func:`run_vm`, ``--cost`` and
+#: ``machine.costs.*`` take these keys; a cost only a VM incurs (``exit_ns``, ...) is not
+#: incurred natively.
+COST_DEFAULTS: Dict[str, Any] = json.loads(_native.cost_defaults())
+COST_KEYS = tuple(COST_DEFAULTS)
+#: The defaults of a VM run (``vmemsim_core::vm::VmRunConfig``, declared once in the core):
+#: :func:`run_vm`'s, ``vmemsim vm``'s and the sweep's ``vm.*`` defaults are these.
+VM_DEFAULTS: Dict[str, Any] = json.loads(_native.vm_config_defaults())
+#: Old names of cost keys, still read.
+COST_ALIASES = {"guest_minor_fault_ns": "minor_fault_ns"}
+
+
+def _costs_arg(costs: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """``costs`` checked against the one cost table: known keys (old names under their new
+    ones), whole ns of 0 or more, ``cpu_ghz`` a clock rate above 0, ``kvm_work_ns`` a list
+    of one time per kind of KVM work."""
+    if costs is None:
+        return {}
+    if not isinstance(costs, Mapping):
+        raise VmemsimError(f"costs: expected a table of key = ns, got {costs!r}")
+    c: Dict[str, Any] = {}
+    for k, v in costs.items():
+        key = COST_ALIASES.get(k, k)
+        if key not in COST_DEFAULTS:
+            near = difflib.get_close_matches(str(k), COST_KEYS, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise VmemsimError(f"costs.{k}: unknown cost{hint}; known: {', '.join(COST_KEYS)}")
+        if key in c:
+            raise VmemsimError(f"costs.{k}: given twice (as {key} and its old name {k})")
+        if key == "cpu_ghz":
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+                raise VmemsimError(f"costs.cpu_ghz: {v!r} is not a clock rate in GHz (above 0)")
+            c[key] = float(v)
+        elif key == "kvm_work_ns":
+            n = len(COST_DEFAULTS[key])
+            if (not isinstance(v, (list, tuple)) or len(v) != n
+                    or any(isinstance(x, bool) or not isinstance(x, (int, float))
+                           or not 0 <= x < math.inf for x in v)):
+                raise VmemsimError(f"costs.kvm_work_ns: expected a list of {n} times in ns "
+                                   f"(0 or more), one per kind of KVM work, got {v!r}")
+            c[key] = [float(x) for x in v]
+        else:
+            c[key] = _count_arg(f"costs.{k}", v, lo=0)
+    return c
 
 
 def run(
@@ -1169,7 +1210,7 @@ def run(
     seed: int = 0,
     device: str = "ssd",
     cpus: int = 6,
-    costs: Optional[Mapping[str, int]] = None,
+    costs: Optional[Mapping[str, Any]] = None,
     options: Optional[Mapping[str, Any]] = None,
     page_cluster: Optional[int] = None,
     watermarks: Optional[Sequence[int]] = None,
@@ -1221,19 +1262,7 @@ def run(
     if slice_ns is not None:
         timed["slice_ns"] = _count_arg("slice_ns", slice_ns)
     if costs:
-        c: Dict[str, int] = {}
-        for k, v in costs.items():
-            if k not in COST_KEYS:
-                near = difflib.get_close_matches(str(k), COST_KEYS, n=1)
-                hint = f" (did you mean {near[0]!r}?)" if near else ""
-                raise VmemsimError(f"costs.{k}: unknown cost{hint}; known: {', '.join(COST_KEYS)}")
-            if k == "cpu_ghz":
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-                    raise VmemsimError(f"costs.cpu_ghz: {v!r} is not a clock rate in GHz (above 0)")
-                c[k] = float(v)
-            else:
-                c[k] = _count_arg(f"costs.{k}", v, lo=0)
-        timed["costs"] = c
+        timed["costs"] = _costs_arg(costs)
     out = _native.run_timed(
         workload, policy, _frames_arg(frames), _seed_arg(seed), _options_arg(options),
         _machine_arg(page_cluster, watermarks, swappiness, check_invariants), device,
@@ -1309,8 +1338,9 @@ def run_vm(
     The defaults (200% and 150%) leave room above both kernels' watermarks, so there is no
     reclaim unless asked for.
     ``translate`` overrides the translation hardware's configuration (TLB geometries,
-    walk caches; unknown keys are errors); ``costs`` the VM's event costs (``exit_ns``,
-    ``guest_major_fault_ns``, ``kvm_work_ns``, ... see ``vm::VmCosts``). The result's
+    walk caches; unknown keys are errors); ``costs`` overrides entries of the one cost table
+    (:data:`COST_KEYS`: ``access_ns``, ``exit_ns``, ``kvm_work_ns``, ...; the same table as
+    :func:`run`'s). The result's
     ``runtime_ns``, ``time`` (where the vCPUs' time went) and ``latency`` (per request,
     from its arrival) come from those costs; ``kvm_folded`` is KVM's handler work as folded
     stacks for a flame graph (:func:`vmemsim.flamegraph.write_svg`).
@@ -1345,8 +1375,6 @@ def run_vm(
         if v is not None and not isinstance(v, str):
             raise VmemsimError(f"{name}: expected a device spec string, got {v!r}")
     workloads = [workload] if isinstance(workload, str) else list(workload)
-    if len(workloads) > 1 and vms == 1:
-        vms = len(workloads)
     for name, v in (("paging", paging), ("eviction", eviction),
                     ("guest_policy", guest_policy), ("host_policy", host_policy),
                     ("guest_page", guest_page), ("host_page", host_page)):
@@ -1357,12 +1385,17 @@ def run_vm(
     for v in workloads:
         if not isinstance(v, str):
             raise VmemsimError(f"workload: expected a string, got {v!r}")
-    out = _native.run_vm(
-        workloads, _seed_arg(seed), paging, _frames_arg(guest_frames), _frames_arg(host_frames),
-        guest_policy, host_policy, eviction, mmu_pages,
-        _count_arg("guest_levels", guest_levels), _count_arg("host_levels", host_levels),
-        _count_arg("pt_pages", pt_pages, lo=0), json.dumps(dict(translate or {})),
-        json.dumps(dict(costs or {})), guest_page, host_page, _count_arg("vms", vms),
-        host_swap, guest_swap, None if host_cpus is None else _count_arg("host_cpus", host_cpus),
-    )
+    config: Dict[str, Any] = {
+        "workload": workloads, "seed": _seed_arg(seed), "paging": paging,
+        "guest_frames": _frames_arg(guest_frames), "host_frames": _frames_arg(host_frames),
+        "guest_policy": guest_policy, "host_policy": host_policy, "eviction": eviction,
+        "mmu_pages": mmu_pages, "guest_levels": _count_arg("guest_levels", guest_levels),
+        "host_levels": _count_arg("host_levels", host_levels),
+        "pt_pages": _count_arg("pt_pages", pt_pages, lo=0),
+        "translate": dict(translate or {}), "costs": _costs_arg(costs),
+        "guest_page": guest_page, "host_page": host_page, "vms": _count_arg("vms", vms),
+        "host_swap": host_swap, "guest_swap": guest_swap,
+        "host_cpus": None if host_cpus is None else _count_arg("host_cpus", host_cpus),
+    }
+    out = _native.run_vm(json.dumps(config))
     return VmResult(json.loads(out), _seed_arg(seed))

@@ -65,7 +65,9 @@ from . import _native
 from .api import (
     GEN_PREFIX,
     MissRatioCurve,
+    COST_DEFAULTS,
     COST_KEYS,
+    VM_DEFAULTS,
     ReplayResult,
     RunResult,
     TraceInfo,
@@ -260,14 +262,48 @@ def _watermarks(text: str) -> List[int]:
     return vals
 
 
-def _key_values(items: Optional[Sequence[str]]) -> Dict[str, str]:
+def _key_values(items: Optional[Sequence[str]], flag: str = "--opt") -> Dict[str, str]:
     out: Dict[str, str] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise CliError(f"--opt: expected KEY=VALUE, got '{item}'")
+            raise CliError(f"{flag}: expected KEY=VALUE, got '{item}'")
         out[key.strip()] = value.strip()
     return out
+
+
+def add_cost_argument(p: argparse.ArgumentParser) -> None:
+    """``--cost KEY=NS``: an entry of the one cost table (``vmemsim run`` and ``vmemsim vm``
+    alike; ``machine.costs.KEY`` in a sweep, ``costs=`` in Python)."""
+    p.add_argument("--cost", action="append", metavar="KEY=NS",
+                   help="CPU cost of an event in ns (repeatable; cpu_ghz in GHz, kvm_work_ns "
+                   "a comma-separated list); the one table of native and VM runs: "
+                   + ", ".join(f"{k} (default {_cost_default(k)})" for k in COST_KEYS))
+
+
+def _cost_default(key: str) -> str:
+    v = COST_DEFAULTS[key]
+    if isinstance(v, list):
+        return ",".join(f"{x:g}" for x in v)
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _cost_values(items: Optional[Sequence[str]]) -> Optional[Dict[str, Any]]:
+    """``--cost`` values as :func:`vmemsim.run`'s ``costs`` (checked there)."""
+    costs: Dict[str, Any] = {}
+    for k, v in _key_values(items, "--cost").items():
+        try:
+            if k == "cpu_ghz":
+                costs[k] = float(v)
+            elif k == "kvm_work_ns":
+                costs[k] = [float(x) for x in v.split(",")]
+            else:
+                costs[k] = int(v, 0)
+        except ValueError:
+            what = {"cpu_ghz": "a number", "kvm_work_ns": "a comma-separated list of numbers"}
+            raise CliError(f"--cost {k}: '{v}' is not "
+                           f"{what.get(k, 'a whole number of ns')}") from None
+    return costs or None
 
 
 class Progress:
@@ -689,8 +725,7 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    "docs/models.md gives each one's defaults; default ssd)")
     p.add_argument("--cpus", type=_positive, default=6, metavar="N",
                    help="host CPUs shared by the workload's threads and kswapd (default 6)")
-    p.add_argument("--cost", action="append", metavar="KEY=NS",
-                   help="CPU cost of an event in ns (repeatable): " + ", ".join(COST_KEYS))
+    add_cost_argument(p)
     p.add_argument("--slice-ns", type=_positive, default=None, metavar="NS",
                    help="scheduler time slice (default: EEVDF's base slice for --cpus)")
     p.add_argument("--sample-every-ns", type=_int, default=0, metavar="NS",
@@ -711,16 +746,11 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
 
 def _run_run(args: argparse.Namespace) -> int:
     kw = replay_kwargs(args)
-    costs = {}
-    for k, v in _key_values(args.cost).items():
-        try:
-            costs[k] = float(v) if k == "cpu_ghz" else int(v, 0)
-        except ValueError:
-            raise CliError(f"--cost {k}: '{v}' is not a whole number of ns") from None
+    costs = _cost_values(args.cost)
     result = _with_progress(
         args, "run (simulated ns)",
         lambda progress: vmemsim_run(
-            args.workload, device=args.device, cpus=args.cpus, costs=costs or None,
+            args.workload, device=args.device, cpus=args.cpus, costs=costs,
             slice_ns=args.slice_ns, sample_every_ns=args.sample_every_ns, progress=progress,
             step_ns=args.step_ns, cgroup=args.cgroup, tlb=args.tlb, **kw,
         ),
@@ -740,33 +770,34 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
         "'kernbench-like', 'lmbench-like:bench=lat_mem_rd,size=64MiB', or a recorded real "
         "program: 'trace:path=traces/sort-300k.vmt,vcpus=1'",
     )
-    p.add_argument("--paging", default="tdp", choices=("native", "tdp", "shadow"),
+    VM = VM_DEFAULTS  # the core's defaults of a VM run (VmRunConfig), declared once there
+    p.add_argument("--paging", default=VM["paging"], choices=("native", "tdp", "shadow"),
                    help="translation: native (no VM), tdp (nested paging) or shadow (KVM's "
-                   "shadow MMU); default tdp")
-    p.add_argument("--guest-frames", default="200%", metavar="N",
+                   "shadow MMU); default %(default)s")
+    p.add_argument("--guest-frames", default=VM["guest_frames"], metavar="N",
                    help="guest memory in pages, or a percentage of the workload's footprint "
-                   "(default 200%%: no reclaim in the guest; the kernel's watermarks keep "
+                   "(default %(default)s: no reclaim in the guest; the kernel's watermarks keep "
                    "some memory free, so 100%% already means pressure)")
-    p.add_argument("--host-frames", default="150%", metavar="N",
+    p.add_argument("--host-frames", default=VM["host_frames"], metavar="N",
                    help="host memory for the VM in pages, or a percentage of guest memory "
-                   "(default 150%%)")
-    p.add_argument("--guest-policy", default="clock-lru", metavar="NAME",
-                   help="the guest OS's reclaim policy (default clock-lru)")
-    p.add_argument("--host-policy", default="clock-lru", metavar="NAME",
-                   help="the host's reclaim policy (default clock-lru)")
-    p.add_argument("--eviction", default="fifo",
+                   "(default %(default)s)")
+    p.add_argument("--guest-policy", default=VM["guest_policy"], metavar="NAME",
+                   help="the guest OS's reclaim policy (default %(default)s)")
+    p.add_argument("--host-policy", default=VM["host_policy"], metavar="NAME",
+                   help="the host's reclaim policy (default %(default)s)")
+    p.add_argument("--eviction", default=VM["eviction"],
                    choices=("fifo", "clock", "clock-leaf", "clock-parent"),
-                   help="shadow paging: how KVM recycles shadow pages (default fifo, as "
-                   "upstream; clock is seed 000's second chance)")
+                   help="shadow paging: how KVM recycles shadow pages (default %(default)s; "
+                   "fifo is upstream's, clock seed 000's second chance)")
     p.add_argument("--mmu-pages", type=_positive, default=None, metavar="N",
                    help="shadow paging: n_max_mmu_pages (default KVM's: 2%% of guest pages, "
                    "at least 64)")
-    p.add_argument("--guest-page", default="4k", choices=("4k", "2m", "1g"),
+    p.add_argument("--guest-page", default=VM["guest_page"], choices=("4k", "2m", "1g"),
                    help="page size of the guest's mappings: 2m as THP, 1g as hugetlbfs "
-                   "(default 4k)")
-    p.add_argument("--host-page", default="4k", choices=("4k", "2m", "1g"),
+                   "(default %(default)s)")
+    p.add_argument("--host-page", default=VM["host_page"], choices=("4k", "2m", "1g"),
                    help="page size the host backs guest memory with (tdp, shadow): 2m as "
-                   "THP, 1g as hugetlbfs (default 4k)")
+                   "THP, 1g as hugetlbfs (default %(default)s)")
     p.add_argument("--host-swap", default=None, metavar="DEVICE",
                    help="timed swap device for the host's swap of guest memory: ssd, nvme, "
                    "zram, remote, with key=value parameters (default: a flat "
@@ -776,25 +807,20 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host-cpus", type=_positive, default=None, metavar="N",
                    help="host CPUs all vCPUs share, in time slices (default: a CPU per vCPU); "
                    "waiting for one is steal time")
-    p.add_argument("--vms", type=_positive, default=1, metavar="N",
+    p.add_argument("--vms", type=_positive, default=VM["vms"], metavar="N",
                    help="run N VMs of the workload (seeds S, S+1, ...) on one host sharing "
-                   "its memory (default 1; --host-frames as a percentage is of all of them)")
-    p.add_argument("--guest-levels", type=int, default=4, choices=(4, 5),
-                   help="guest page-table levels (default 4)")
-    p.add_argument("--host-levels", type=int, default=4, choices=(4, 5),
-                   help="EPT/NPT levels (default 4)")
-    p.add_argument("--pt-pages", type=_int, default=0, metavar="N",
-                   help="guest page-table pages (default 0: one per 256 guest frames plus 64)")
+                   "its memory (default %(default)s; --host-frames as a percentage is of all of them)")
+    p.add_argument("--guest-levels", type=int, default=VM["guest_levels"], choices=(4, 5),
+                   help="guest page-table levels (default %(default)s)")
+    p.add_argument("--host-levels", type=int, default=VM["host_levels"], choices=(4, 5),
+                   help="EPT/NPT levels (default %(default)s)")
+    p.add_argument("--pt-pages", type=_int, default=VM["pt_pages"], metavar="N",
+                   help="guest page-table pages (default %(default)s; 0: one per 256 guest "
+                   "frames plus 64)")
     p.add_argument("--no-walk-caches", dest="walk_caches", action="store_false",
                    help="page-walk caches and the nested TLB off: a walk reads every entry "
                    "(vm.walk_caches = false)")
-    p.add_argument("--cost", action="append", metavar="KEY=NS",
-                   help="event cost (repeatable): exit_ns, guest_minor_fault_ns, "
-                   "guest_major_fault_ns, host_minor_fault_ns, host_major_fault_ns, "
-                   "major_fault_ns (with a timed swap device), wakeup_ns (native), access_ns, "
-                   "invlpg_ns, cr3_ns, clear_page_ns, swap_page_ns, scan_page_ns, "
-                   "reclaim_page_ns, walk_pte_ns, walk_pmd_ns, lookaround_pte_ns, "
-                   "context_switch_ns (with --host-cpus), cpu_ghz")
+    add_cost_argument(p)
     p.add_argument("--folded", metavar="FILE",
                    help="shadow paging: write KVM's handler time as folded stacks")
     p.add_argument("--flamegraph", metavar="FILE.svg",
@@ -804,13 +830,7 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
 
 
 def _run_vm(args: argparse.Namespace) -> int:
-    costs: Dict[str, Any] = {}
-    for k, v in _key_values(args.cost).items():
-        try:
-            costs[k] = float(v) if k == "cpu_ghz" else int(v, 0)
-        except ValueError:
-            raise CliError(f"--cost {k}: '{v}' is not a "
-                           f"{'number' if k == 'cpu_ghz' else 'whole number of ns'}") from None
+    costs = _cost_values(args.cost)
     if len(args.workload) > 1 and args.vms not in (1, len(args.workload)):
         raise CliError(f"--vms {args.vms}: {len(args.workload)} workloads make "
                        f"{len(args.workload)} VMs")
@@ -818,7 +838,7 @@ def _run_vm(args: argparse.Namespace) -> int:
         args.workload if len(args.workload) > 1 else args.workload[0], paging=args.paging, guest_frames=args.guest_frames,
         host_frames=args.host_frames, guest_policy=args.guest_policy,
         host_policy=args.host_policy, eviction=args.eviction, mmu_pages=args.mmu_pages,
-        seed=args.seed, costs=costs or None, guest_page=args.guest_page,
+        seed=args.seed, costs=costs, guest_page=args.guest_page,
         host_page=args.host_page, vms=args.vms, host_swap=args.host_swap,
         guest_swap=args.guest_swap, host_cpus=args.host_cpus,
         guest_levels=args.guest_levels, host_levels=args.host_levels, pt_pages=args.pt_pages,

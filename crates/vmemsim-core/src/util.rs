@@ -73,6 +73,59 @@ pub fn available_memory() -> Option<u64> {
     }
 }
 
+/// A configuration read from JSON, with an error that names the entry serde refused by its
+/// path (`costs.exit_ns: -5 is not a valid value (...)`, `pagin: unknown field ...`) rather
+/// than serde's position in the text; `what` names the whole (a JSON syntax error, a value
+/// of the wrong shape). Nested tables are searched one entry at a time, which works for
+/// types whose every field has a default (`#[serde(default)]`).
+pub fn from_json_keyed<T: serde::de::DeserializeOwned>(json: &str, what: &str) -> crate::Result<T> {
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| crate::Error::config(what, serde_msg(&e)))?;
+    match serde_json::from_value::<T>(value.clone()) {
+        Ok(t) => Ok(t),
+        Err(e) => Err(json_culprit::<T>(&value, &[])
+            .unwrap_or_else(|| crate::Error::config(what, serde_msg(&e)))),
+    }
+}
+
+/// serde's message without its position ("at line 1 column 5": the text is generated).
+fn serde_msg(e: &serde_json::Error) -> String {
+    let m = e.to_string();
+    m.split(" at line ").next().unwrap_or(&m).to_string()
+}
+
+/// The first entry under `path` of `value` that `T` refuses on its own, as an error naming
+/// its full path.
+fn json_culprit<T: serde::de::DeserializeOwned>(
+    value: &serde_json::Value,
+    path: &[&str],
+) -> Option<crate::Error> {
+    let serde_json::Value::Object(map) = value else {
+        return None;
+    };
+    for (k, v) in map {
+        let mut p: Vec<&str> = path.to_vec();
+        p.push(k);
+        // {p0: {p1: ... v}}: the entry alone, every other one at its default.
+        let one = p.iter().rev().fold(v.clone(), |inner, key| {
+            serde_json::Value::Object([(key.to_string(), inner)].into_iter().collect())
+        });
+        if let Err(e) = serde_json::from_value::<T>(one) {
+            if let Some(deeper) = json_culprit::<T>(v, &p) {
+                return Some(deeper);
+            }
+            let msg = serde_msg(&e);
+            let msg = if msg.starts_with("unknown field") || v.is_object() {
+                msg
+            } else {
+                format!("{v} is not a valid value ({msg})")
+            };
+            return Some(crate::Error::config(p.join("."), msg));
+        }
+    }
+    None
+}
+
 /// Refuse a run whose estimated memory (`bytes`, for `what`) exceeds what the machine has
 /// available, naming the parameter (`key`), the estimate and the limit, before anything is
 /// allocated. ``VMEMSIM_FORCE=1`` runs anyway (for users who know better).

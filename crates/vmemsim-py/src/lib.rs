@@ -916,207 +916,24 @@ fn guest_workload_kinds() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Run a guest workload (`vmemsim_core::vm::workloads`) in a VM on a host
-/// (`vmemsim_core::vm::run`). `guest_frames` is a count or a percentage of the workload's
-/// footprint; `host_frames` a count or a percentage of guest memory (its frames plus its
-/// page-table pages). `translate` is the JSON of `TranslateConfig` (unknown keys are
-/// errors). Returns the JSON of the core's `VmResult`.
+/// Run guest workloads (`vmemsim_core::vm::workloads`) in VMs on a host: `config` is the
+/// JSON of the core's `VmRunConfig` (the one declaration of a VM run's settings and their
+/// defaults; unknown keys and bad values are errors naming them). Returns the JSON of the
+/// core's `VmResult`.
 #[pyfunction]
-#[pyo3(signature = (workload, seed=0, paging="tdp", guest_frames="200%", host_frames="150%", guest_policy="clock-lru", host_policy="clock-lru", eviction="fifo", mmu_pages=None, guest_levels=4, host_levels=4, pt_pages=0, translate="{}", costs="{}", guest_page="4k", host_page="4k", vms=1, host_swap=None, guest_swap=None, host_cpus=None))]
-#[allow(clippy::too_many_arguments)]
-fn run_vm(
-    py: Python<'_>,
-    workload: Vec<String>,
-    seed: u64,
-    paging: &str,
-    guest_frames: &str,
-    host_frames: &str,
-    guest_policy: &str,
-    host_policy: &str,
-    eviction: &str,
-    mmu_pages: Option<u64>,
-    guest_levels: u8,
-    host_levels: u8,
-    pt_pages: u32,
-    translate: &str,
-    costs: &str,
-    guest_page: &str,
-    host_page: &str,
-    vms: u32,
-    host_swap: Option<&str>,
-    guest_swap: Option<&str>,
-    host_cpus: Option<u32>,
-) -> PyResult<String> {
-    if host_cpus == Some(0) {
-        return Err(config_err("host_cpus", "at least one host CPU"));
-    }
-    let device = |key: &str,
-                  s: Option<&str>|
-     -> PyResult<Option<vmemsim_core::device::DeviceSpec>> {
-        s.map(|s| {
-            vmemsim_core::device::DeviceSpec::parse(s).map_err(|e| config_err(key, e.to_string()))
-        })
-        .transpose()
-    };
-    let host_swap = device("host_swap", host_swap)?;
-    let guest_swap = device("guest_swap", guest_swap)?;
-    use vmemsim_core::translate::PageSize;
-    use vmemsim_core::vm::{self, VmConfig};
-    let page = |key: &str, s: &str| -> PyResult<PageSize> {
-        match s.to_ascii_lowercase().as_str() {
-            "4k" | "4kib" | "4096" => Ok(PageSize::K4),
-            "2m" | "2mib" => Ok(PageSize::M2),
-            "1g" | "1gib" => Ok(PageSize::G1),
-            _ => Err(config_err(
-                key,
-                format!("unknown page size {s:?} (4k, 2m, 1g)"),
-            )),
-        }
-    };
-    let guest_page = page("guest_page", guest_page)?;
-    let host_page = page("host_page", host_page)?;
-    let paging = vm::Paging::parse(paging).map_err(py_err)?;
-    if mmu_pages.is_some() && paging != vm::Paging::Shadow {
-        // Accepted silently before, with no effect: only KVM's shadow MMU has the pool.
-        return Err(config_err(
-            "mmu_pages",
-            "only with shadow paging (KVM's shadow-page pool, n_max_mmu_pages); tdp and native \
-             paging have no such pool",
-        ));
-    }
-    let translate: vmemsim_core::translate::TranslateConfig = serde_json::from_str(translate)
-        .map_err(|e| {
-            let msg = e.to_string();
-            let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
-            config_err("translate", msg)
-        })?;
-    let costs: vm::VmCosts = serde_json::from_str(costs).map_err(|e| {
-        // Name the key: deserialise each entry alone to find the one serde refused.
-        let whole = e.to_string();
-        let whole = whole
-            .split(" at line ")
-            .next()
-            .unwrap_or(&whole)
-            .to_string();
-        let map: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(costs).unwrap_or_default();
-        for (k, v) in &map {
-            let one = serde_json::Value::Object([(k.clone(), v.clone())].into_iter().collect());
-            if let Err(e) = serde_json::from_value::<vm::VmCosts>(one) {
-                let msg = e.to_string();
-                let msg = if msg.starts_with("unknown field") {
-                    msg
-                } else {
-                    format!("{v} is not a valid value ({msg})")
-                };
-                return config_err(&format!("costs.{k}"), msg);
-            }
-        }
-        config_err("costs", whole)
-    })?;
-    costs.check().map_err(py_err)?;
-    if vms == 0 || workload.is_empty() {
-        return Err(config_err("vms", "at least one VM"));
-    }
-    if workload.len() > 1 && vms as usize != workload.len() {
-        return Err(config_err(
-            "vms",
-            format!("{vms} VMs for {} workloads", workload.len()),
-        ));
-    }
-    // VM i runs workload i (or the one workload) with seed + i.
-    let mut wls = Vec::with_capacity(vms.min(1 << 16) as usize);
-    for i in 0..vms as usize {
-        let spec = &workload[i.min(workload.len() - 1)];
-        let w = vm::workloads::parse(spec, seed.wrapping_add(i as u64)).map_err(py_err)?;
-        if i == 0 {
-            // Before building the others: each VM holds its workload's state, its guest's
-            // frames (200% of the footprint by default) and their host pages.
-            let per_vm = w.footprint_pages()
-                * (vmemsim_core::util::BYTES_PER_PAGE + 3 * vmemsim_core::util::BYTES_PER_FRAME);
-            vmemsim_core::util::check_memory(
-                if vms > 1 { "vms" } else { "workload" },
-                &format!("{vms} VM(s) of {} pages each", w.footprint_pages()),
-                per_vm.saturating_mul(vms as u64),
-            )
-            .map_err(py_err)?;
-        }
-        wls.push(w);
-    }
-    // A percentage is rounded up to whole pages of the side's page size.
-    let resolve = |key: &str, spec: &str, base: u64, size: PageSize| -> PyResult<u32> {
-        match FramesSpec::parse(spec).map_err(|e| config_err(key, e.to_string()))? {
-            FramesSpec::Count(n) => Ok(n),
-            f @ FramesSpec::Percent(_) => {
-                if base == 0 {
-                    return Err(config_err(
-                        key,
-                        "a percentage needs a workload with a footprint",
-                    ));
-                }
-                let unit = size.bytes() >> 12;
-                let n = (f.resolve(base) as u64).div_ceil(unit) * unit;
-                u32::try_from(n).map_err(|_| config_err(key, format!("{n} frames is too many")))
-            }
-        }
-    };
-    // Guest memory as a percentage is of each VM's own workload.
-    let mut gs = Vec::with_capacity(wls.len());
-    for w in &wls {
-        let g = resolve(
-            "guest_frames",
-            guest_frames,
-            w.footprint_pages(),
-            guest_page,
-        )?;
-        let pt = if pt_pages == 0 {
-            g / 256 + 64
-        } else {
-            pt_pages
-        };
-        gs.push((g, pt));
-    }
-    // A percentage of host memory is of all the VMs' memory.
-    let all: u64 = gs.iter().map(|&(g, pt)| g as u64 + pt as u64).sum();
-    let h = resolve("host_frames", host_frames, all, host_page)?;
-    let (g, pt) = gs[0];
-    let cfg = VmConfig {
-        paging,
-        guest: MachineConfig::new(g),
-        guest_policy: PolicyKind::from_name(guest_policy).map_err(py_err)?,
-        guest_options: PolicyOptions::new(seed),
-        host: MachineConfig::new(h),
-        host_policy: PolicyKind::from_name(host_policy).map_err(py_err)?,
-        host_options: PolicyOptions::new(seed),
-        translate,
-        guest_levels,
-        host_levels,
-        pt_pages: pt,
-        eviction: vmemsim_core::kvm::Eviction::parse("eviction", eviction).map_err(py_err)?,
-        mmu_pages,
-        guest_page,
-        host_page,
-        host_swap,
-        guest_swap,
-        charge_device_ram: false,
-        tlb: true,
-        costs,
-    };
-    let cfgs: Vec<VmConfig> = gs
-        .iter()
-        .map(|&(g, pt)| VmConfig {
-            guest: MachineConfig::new(g),
-            pt_pages: pt,
-            ..cfg.clone()
-        })
-        .collect();
-    let cpus = host_cpus.map(|cpus| vm::HostCpus {
-        cpus,
-        slice_ns: None,
-    });
-    let result =
-        py.allow_threads(move || vm::run_many_with(&cfgs, &mut wls, cpus).map_err(py_err))?;
+fn run_vm(py: Python<'_>, config: &str) -> PyResult<String> {
+    let run = vmemsim_core::vm::VmRunConfig::from_json(config)
+        .and_then(|c| c.build())
+        .map_err(py_err)?;
+    let result = py.allow_threads(move || run.run().map_err(py_err))?;
     to_json(&result)
+}
+
+/// The defaults of a VM run (`VmRunConfig`) as JSON: what `run_vm` uses for a key it is not
+/// given.
+#[pyfunction]
+fn vm_config_defaults() -> PyResult<String> {
+    to_json(&vmemsim_core::vm::VmRunConfig::default())
 }
 
 /// Every workload kind as `(name, description)`.
@@ -1126,6 +943,13 @@ fn workload_kinds() -> Vec<(String, String)> {
         .iter()
         .map(|(n, d)| (n.to_string(), d.to_string()))
         .collect()
+}
+
+/// The one cost table's defaults as JSON (`vmemsim_core::vm::Costs`, key -> default): the
+/// keys `--cost`, `costs=` and `machine.costs.*` take, in the table's order.
+#[pyfunction]
+fn cost_defaults() -> PyResult<String> {
+    to_json(&vmemsim_core::vm::Costs::default())
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> PyResult<String> {
@@ -1708,6 +1532,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay_source, m)?)?;
     m.add_function(wrap_pyfunction!(run_timed, m)?)?;
     m.add_function(wrap_pyfunction!(workload_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(cost_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(vm_config_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(guest_workload_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(run_vm, m)?)?;
     m.add_function(wrap_pyfunction!(check_guest_workload, m)?)?;

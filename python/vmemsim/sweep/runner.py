@@ -111,7 +111,7 @@ def reads(config: Mapping[str, Any], path: str) -> bool:
         return True
     kind = run_kind(config)
     if kind == "vm":
-        return path.startswith("vm.") or path in _VM_KEYS
+        return path.startswith("vm.") or path in _VM_KEYS or path.startswith("machine.costs.")
     if path.startswith("vm."):
         return False
     if kind == "timed":
@@ -126,15 +126,16 @@ def vm_kwargs(config: Mapping[str, Any], seed: int) -> Dict[str, Any]:
                            "workload.guest")
     _check_defaults(
         config,
-        lambda p: (p not in _VM_KEYS and p not in _LABEL_KEYS) and (
+        lambda p: (p not in _VM_KEYS and p not in _LABEL_KEYS
+                   and not p.startswith("machine.costs.")) and (
             p.startswith("machine.") or p.startswith("run.") or p in _REPLAY_ONLY),
         "VM runs do not read this key (the guest's memory is machine.frames and its policy "
         "machine.policy; the rest is vm.*)",
     )
     kw = {arg: config[path] for path, arg in _VM_KEYS.items()
           if config.get(path) is not None}
-    costs = {path[len("vm.costs."):]: v for path, v in config.items()
-             if path.startswith("vm.costs.")}
+    costs = {path[len("machine.costs."):]: v for path, v in config.items()
+             if path.startswith("machine.costs.")}
     if costs:
         kw["costs"] = costs
     kw.update(workload=config["workload.guest"], seed=seed)

@@ -46,6 +46,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from .._native import VmemsimError
 from .._hints import did_you_mean
+from ..api import COST_KEYS, VM_DEFAULTS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -221,41 +222,36 @@ def _builtin_schema() -> None:
     reg("workload.guest", Key(optional(check_str), None,
         "guest workload spec for a VM run, e.g. 'stress-vm:bytes=64MiB' ('vmemsim vm "
         "--help'); machine.policy and machine.frames are then the guest's"))
-    reg("vm.paging", Key(check_choice("native", "tdp", "shadow"), "tdp",
+    # The VM keys' defaults are the core's (VmRunConfig), declared once there.
+    VM = VM_DEFAULTS
+    reg("vm.paging", Key(check_choice("native", "tdp", "shadow"), VM["paging"],
         "VM runs: translation: native (no VM), tdp (nested paging) or shadow"))
-    reg("vm.host_frames", Key(check_frames, "150%",
+    reg("vm.host_frames", Key(check_frames, VM["host_frames"],
         "VM runs: host memory in frames, or a percentage of guest memory"))
-    reg("vm.host_policy", Key(check_policy, "clock-lru", "VM runs: the host's reclaim policy"))
-    reg("vm.eviction", Key(check_choice("fifo", "clock", "clock-leaf", "clock-parent"), "fifo",
+    reg("vm.host_policy", Key(check_policy, VM["host_policy"], "VM runs: the host's reclaim policy"))
+    reg("vm.eviction", Key(check_choice("fifo", "clock", "clock-leaf", "clock-parent"), VM["eviction"],
         "VM runs, shadow paging: how KVM recycles shadow pages"))
-    reg("vm.mmu_pages", Key(optional(check_int(1)), None,
+    reg("vm.mmu_pages", Key(optional(check_int(1)), VM["mmu_pages"],
         "VM runs, shadow paging: n_max_mmu_pages (unset: KVM's default, 2% of guest pages)"))
     reg("vm.walk_caches", Key(check_bool, True,
         "VM runs: page-walk caches and the nested TLB on (false: a walk reads every entry)"))
-    reg("vm.guest_levels", Key(check_int(4, 5), 4, "VM runs: guest page-table levels"))
-    reg("vm.host_levels", Key(check_int(4, 5), 4, "VM runs: EPT/NPT levels"))
-    reg("vm.host_swap", Key(optional(check_str), None,
+    reg("vm.guest_levels", Key(check_int(4, 5), VM["guest_levels"], "VM runs: guest page-table levels"))
+    reg("vm.host_levels", Key(check_int(4, 5), VM["host_levels"], "VM runs: EPT/NPT levels"))
+    reg("vm.host_swap", Key(optional(check_str), VM["host_swap"],
         "VM runs: timed swap device of the host (ssd, nvme, zram, remote with key=value "
         "parameters; unset: a flat cost per major fault)"))
-    reg("vm.guest_swap", Key(optional(check_str), None,
+    reg("vm.guest_swap", Key(optional(check_str), VM["guest_swap"],
         "VM runs: timed swap device of the guest (as vm.host_swap)"))
-    reg("vm.host_cpus", Key(optional(check_int(1, 4096)), None,
+    reg("vm.host_cpus", Key(optional(check_int(1, 4096)), VM["host_cpus"],
         "VM runs: host CPUs all vCPUs share in time slices (unset: a CPU per vCPU)"))
-    reg("vm.count", Key(check_int(1, 4096), 1,
+    reg("vm.count", Key(check_int(1, 4096), VM["vms"],
         "VM runs: VMs of the workload (seeds seed, seed+1, ...) sharing the host's memory "
         "(vm.host_frames as a percentage is of all of them)"))
-    reg("vm.guest_page", Key(check_choice("4k", "2m", "1g"), "4k",
+    reg("vm.guest_page", Key(check_choice("4k", "2m", "1g"), VM["guest_page"],
         "VM runs: page size of the guest's mappings (2m as THP, 1g as hugetlbfs)"))
-    reg("vm.host_page", Key(check_choice("4k", "2m", "1g"), "4k",
+    reg("vm.host_page", Key(check_choice("4k", "2m", "1g"), VM["host_page"],
         "VM runs: page size the host backs guest memory with (tdp, shadow)"))
-    register_open_table("vm.costs", "VM runs: event costs (exit_ns, guest_minor_fault_ns, "
-                        "guest_major_fault_ns, host_minor_fault_ns, host_major_fault_ns, "
-                        "major_fault_ns, wakeup_ns, "
-                        "access_ns, invlpg_ns, cr3_ns, clear_page_ns, swap_page_ns, "
-                        "scan_page_ns, reclaim_page_ns, walk_pte_ns, walk_pmd_ns, "
-                        "lookaround_pte_ns, context_switch_ns, cpu_ghz, kvm_work_ns; "
-                        "see vmemsim.run_vm)")
-    reg("vm.pt_pages", Key(check_int(0), 0,
+    reg("vm.pt_pages", Key(check_int(0), VM["pt_pages"],
         "VM runs: guest page-table pages (0: one per 256 guest frames plus 64)"))
     reg("workload.format", Key(optional(check_str), None, "trace format (unset: detected)"))
     reg("workload.page_size", Key(check_int(1), 4096, "bytes per page of the trace"))
@@ -281,10 +277,9 @@ def _builtin_schema() -> None:
         "timed runs: scheduler time slice (unset: EEVDF's base slice for the CPU count)"))
     reg("run.step_ns", Key(check_int(1), 2000,
         "timed runs: interleaving granularity of threads on different CPUs"))
-    register_open_table("machine.costs", "timed runs: CPU cost of each event in ns "
-                        "(access_ns, minor_fault_ns, major_fault_ns, scan_page_ns, "
-                        "reclaim_page_ns, walk_pte_ns, walk_pmd_ns, lookaround_pte_ns, "
-                        "context_switch_ns, wakeup_ns, invlpg_ns, cr3_ns, cpu_ghz)")
+    register_open_table("machine.costs", "timed and VM runs: the one cost table, CPU time "
+                        "of each event in ns (cpu_ghz in GHz, kvm_work_ns a list): "
+                        + ", ".join(COST_KEYS) + "; vmemsim.COST_DEFAULTS has the defaults")
 
 
 _builtin_schema()
@@ -295,6 +290,12 @@ DEPRECATED_KEYS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
     # --cgroup and vmemsim.run(cgroup=...) name it so; swap_charged = false is cgroup = true
     "machine.swap_charged": ("machine.cgroup", lambda v: (not v) if isinstance(v, bool) else v),
 }
+#: Old table -> its new table: a key under the old one works as the same key under the new
+#: one, with a note on stderr.
+DEPRECATED_TABLES: Dict[str, str] = {
+    # VM runs read the one cost table, machine.costs, as timed runs do
+    "vm.costs": "machine.costs",
+}
 
 
 def _renamed(flat: Mapping[str, Any], where: str) -> Dict[str, Any]:
@@ -302,6 +303,16 @@ def _renamed(flat: Mapping[str, Any], where: str) -> Dict[str, Any]:
     stderr for each; an old key given with its new one is an error."""
     out: Dict[str, Any] = {}
     for path, value in flat.items():
+        table = next((t for t in DEPRECATED_TABLES if path.startswith(t + ".")), None)
+        if table is not None:
+            moved = DEPRECATED_TABLES[table] + path[len(table):]
+            if moved in flat:
+                raise VmemsimError(f"{where}: {path} and {moved} are the same setting (the "
+                                   f"first is its old name); give {moved}")
+            out[moved] = value
+            sys.stderr.write(f"vmemsim: note: {where}: [{table}] is deprecated; write "
+                             f"{moved} = {json.dumps(value)}\n")
+            continue
         if path not in DEPRECATED_KEYS:
             out[path] = value
             continue

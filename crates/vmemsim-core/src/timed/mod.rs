@@ -57,70 +57,9 @@ use crate::engine::{MachineConfig, Stats};
 use crate::error::{Error, Result};
 use crate::policy::{PolicyKind, PolicyOptions};
 use crate::translate::{TranslateConfig, TranslateStats};
-use crate::vm::machine::{EngineOpts, HostCpus, Paging, VmConfig, VmCosts};
+pub use crate::vm::machine::Costs;
+use crate::vm::machine::{EngineOpts, HostCpus, Paging, VmConfig};
 use hist::Summary;
-
-/// CPU time of each event, in nanoseconds. Defaults are starting points, each with its
-/// source or marked as an estimate; every one is a configuration value.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Costs {
-    /// An access to a mapped page (one `Access` op: a burst of references to one page; the
-    /// work inside the page is the workload's `Compute`). Estimate: a DRAM miss, ~100 ns.
-    pub access_ns: u64,
-    /// A minor fault (first touch of anonymous memory, swap-cache hit): ~1 µs
-    /// (KERNEL-FACTS.md, "minor fault ≈ 1 µs").
-    pub minor_fault_ns: u64,
-    /// A major fault's CPU work besides the device (`do_swap_page`: swap-cache lookup,
-    /// allocation, readahead set-up, mapping). Estimate: 3 µs.
-    pub major_fault_ns: u64,
-    /// Each page scanned by reclaim (`isolate_lru_folios` + `folio_referenced`'s rmap walk).
-    /// Estimate: 300 ns (an anon rmap walk touches the anon_vma, the VMA and the PTE: a few
-    /// cache misses).
-    pub scan_page_ns: u64,
-    /// Each page reclaimed (`shrink_folio_list`: unmap, TLB flush, add to swap cache,
-    /// `__remove_mapping`, free). Estimate: 2 µs.
-    pub reclaim_page_ns: u64,
-    /// Each PTE read by an MG-LRU aging walk (`walk_pte_range`): a sequential read and, when
-    /// young, a test-and-clear. Estimate: 5 ns.
-    pub walk_pte_ns: u64,
-    /// Each PMD entry visited by an aging walk (`walk_pmd_range`, Bloom filter test).
-    /// Estimate: 20 ns.
-    pub walk_pmd_ns: u64,
-    /// Each PTE read by look-around (`lru_gen_look_around`). Estimate: 5 ns.
-    pub lookaround_pte_ns: u64,
-    /// A context switch when a CPU changes thread. ~1.5 µs (a commonly measured Linux
-    /// figure with cache effects; estimate).
-    pub context_switch_ns: u64,
-    /// Waking kswapd (`wakeup_kswapd`, charged to the waker). Estimate: 1 µs.
-    pub wakeup_ns: u64,
-    /// An INVLPG of a TLB shootdown (reclaim unmapping a page a CPU's TLB may hold) and a
-    /// CR3 load: the VM layer's estimates (100 and 50 ns; see `vm::VmCosts`).
-    pub invlpg_ns: u64,
-    pub cr3_ns: u64,
-    /// Converts the TLB model's translation cycles (page walks) to ns (3 GHz).
-    pub cpu_ghz: f64,
-}
-
-impl Default for Costs {
-    fn default() -> Self {
-        Costs {
-            access_ns: 100,
-            minor_fault_ns: 1_000,
-            major_fault_ns: 3_000,
-            scan_page_ns: 300,
-            reclaim_page_ns: 2_000,
-            walk_pte_ns: 5,
-            walk_pmd_ns: 20,
-            lookaround_pte_ns: 5,
-            context_switch_ns: 1_500,
-            wakeup_ns: 1_000,
-            invlpg_ns: 100,
-            cr3_ns: 50,
-            cpu_ghz: 3.0,
-        }
-    }
-}
 
 /// The timed part of a run's configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -393,31 +332,8 @@ impl TimedSpec {
         c.tlb = self.timed.tlb;
         c.guest_swap = Some(self.timed.device);
         c.charge_device_ram = self.timed.charge_device_ram;
-        c.costs = self.timed.costs.machine_costs();
+        c.costs = self.timed.costs.clone();
         c
-    }
-}
-
-impl Costs {
-    /// These costs in the one machine's table ([`VmCosts`]); the costs only a VM has keep
-    /// their defaults.
-    pub fn machine_costs(&self) -> VmCosts {
-        VmCosts {
-            cpu_ghz: self.cpu_ghz,
-            access_ns: self.access_ns,
-            guest_minor_fault_ns: self.minor_fault_ns,
-            major_fault_ns: self.major_fault_ns,
-            scan_page_ns: self.scan_page_ns,
-            reclaim_page_ns: self.reclaim_page_ns,
-            walk_pte_ns: self.walk_pte_ns,
-            walk_pmd_ns: self.walk_pmd_ns,
-            lookaround_pte_ns: self.lookaround_pte_ns,
-            context_switch_ns: self.context_switch_ns,
-            wakeup_ns: self.wakeup_ns,
-            invlpg_ns: self.invlpg_ns,
-            cr3_ns: self.cr3_ns,
-            ..VmCosts::default()
-        }
     }
 }
 

@@ -71,6 +71,13 @@ fn zero_costs() -> Costs {
         invlpg_ns: 0,
         cr3_ns: 0,
         cpu_ghz: 3.0,
+        guest_major_fault_ns: 0,
+        host_minor_fault_ns: 0,
+        host_major_fault_ns: 0,
+        exit_ns: 0,
+        kvm_work_ns: [0.0; crate::kvm::WORK_KINDS],
+        clear_page_ns: 0,
+        swap_page_ns: 0,
     }
 }
 

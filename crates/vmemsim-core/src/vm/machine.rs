@@ -58,7 +58,7 @@
 //! Every VM run is a run of the one engine of time ([`crate::sched`]), whose threads are the
 //! vCPUs and the host's kswapd, on host CPUs: one each without `HostCpus`, else shared
 //! ([`run_many_with`]; waiting for a CPU is steal time). Each vCPU keeps its clock, which
-//! the engine moves; every op advances it by its cost ([`VmCosts`], documented defaults): the
+//! the engine moves; every op advances it by its cost ([`Costs`], documented defaults): the
 //! translation's cycles (TLB hit latency or the walk's, from the page-table line cache),
 //! guest and host faults, VM exits, the work KVM's handlers did (priced per unit of work, the
 //! same prices that weigh the flame graph), INVLPGs and CR3 loads, reclaim (the guest's
@@ -164,13 +164,15 @@ mod host;
 mod merge;
 mod process;
 mod result;
+mod run_config;
 mod shadow;
 mod threads;
 mod translate;
 
-pub use config::{Paging, VmConfig, VmCosts, VmResult, VmTime};
+pub use config::{Costs, Paging, VmConfig, VmResult, VmTime};
 pub use cost::Classes;
 pub use host::{host_for, HostShared};
+pub use run_config::{parse_page_size, VmRun, VmRunConfig};
 pub use shadow::{shrink_slab_plan, MMU_SHRINKER_SEEKS, SHRINK_BATCH};
 pub use threads::EngineOpts;
 
@@ -261,7 +263,7 @@ pub struct Vm {
     region_back: Vec<u64>,
     /// The last region each vCPU used (region key, slot): most accesses skip the hash.
     region_cache: Vec<(u64, u32)>,
-    costs: VmCosts,
+    costs: Costs,
     /// The guest's timed swap device, if any, and whether the host has one.
     guest_dev: Option<SwapDev>,
     host_dev: bool,

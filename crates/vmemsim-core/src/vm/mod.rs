@@ -10,6 +10,6 @@ mod stress_tests;
 mod tests;
 
 pub use machine::{
-    host_for, run, run_many, run_many_with, shrink_slab_plan, HostCpus, HostShared, Paging, Vm,
-    VmConfig, VmCosts, VmResult, VmTime,
+    host_for, run, run_many, run_many_with, shrink_slab_plan, Costs, HostCpus, HostShared, Paging,
+    Vm, VmConfig, VmResult, VmRun, VmRunConfig, VmTime,
 };

@@ -994,10 +994,10 @@ fn the_guests_kswapd_and_the_hosts_compete_with_the_vcpu_for_one_host_cpu() {
     let mut ops: Vec<Op> = (0..600).map(|p| acc(p, true)).collect();
     ops.extend(std::iter::repeat_n(compute(1), 100));
     let mut c = cfg(Paging::Tdp, 400, 300, TranslateConfig::default());
-    c.costs = VmCosts {
+    c.costs = Costs {
         cpu_ghz: 1e12,
         access_ns: 0,
-        guest_minor_fault_ns: 0,
+        minor_fault_ns: 0,
         guest_major_fault_ns: 0,
         host_minor_fault_ns: 0,
         host_major_fault_ns: 0,
@@ -1008,7 +1008,7 @@ fn the_guests_kswapd_and_the_hosts_compete_with_the_vcpu_for_one_host_cpu() {
         clear_page_ns: 0,
         swap_page_ns: 0,
         context_switch_ns: 0,
-        ..VmCosts::default()
+        ..Costs::default()
     };
     let run_on = |cpus| one_vcpu_on_host_cpus(&c, &ops, cpus);
     let r = run_on(1);

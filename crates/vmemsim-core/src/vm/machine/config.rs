@@ -1,5 +1,6 @@
-//! The VM layer's data types: how a run is set up ([`Paging`], [`VmConfig`], the cost table
-//! [`VmCosts`] with its documented defaults) and what it counted ([`VmResult`], [`VmTime`]).
+//! The machine's data types: how a run is set up ([`Paging`], [`VmConfig`], the one cost
+//! table [`Costs`] with its documented defaults) and what it counted ([`VmResult`],
+//! [`VmTime`]).
 //! No kernel code is modelled here; the costs price the kernel and KVM paths named on each
 //! field (`do_swap_page`, `clear_huge_page`, `wakeup_kswapd`, a VM exit and re-entry, KVM's
 //! handler work).
@@ -81,7 +82,7 @@ pub struct VmConfig {
     /// faster, and under memory pressure, where reclaim's batched flushes empty the TLBs
     /// often, close to the TLB model's counts (docs/models.md).
     pub tlb: bool,
-    pub costs: VmCosts,
+    pub costs: Costs,
 }
 
 impl VmConfig {
@@ -111,7 +112,7 @@ impl VmConfig {
             guest_swap: None,
             charge_device_ram: false,
             tlb: true,
-            costs: VmCosts::default(),
+            costs: Costs::default(),
         }
     }
 }
@@ -266,60 +267,79 @@ pub struct VmTime {
     pub steal_ns: u64,
 }
 
-/// Costs of the VM's events. Defaults are estimates unless a source is named.
+/// The one machine's cost table: CPU time of each event, native and virtualization costs
+/// together, in nanoseconds (`cpu_ghz` in GHz). The same table prices `vmemsim run` and
+/// `vmemsim vm`; a cost that only a VM has (a VM exit, KVM's handler work, a host fault on
+/// guest memory) is simply not incurred by a native run. Set from the CLI with
+/// `--cost KEY=NS`, from Python with `costs={...}`, in a sweep as `machine.costs.KEY`.
+/// Defaults are estimates unless a source is named.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct VmCosts {
-    /// Converts translation cycles to ns (3 GHz).
+pub struct Costs {
+    /// Converts the TLB model's translation cycles (page walks) to ns: 3 GHz (estimate).
     pub cpu_ghz: f64,
-    /// CPU time of an access besides its translation.
+    /// An access to a mapped page: its data reference, besides any translation (one
+    /// `Access` op; a workload's work between references is its `Compute`). Estimate:
+    /// 100 ns, a reference that misses the CPU caches (lmbench's `lat_mem_rd` past the last
+    /// level cache). Data caches are not modelled, so a workload whose references hit them
+    /// is charged a DRAM miss each; set a smaller `access_ns` for it.
     pub access_ns: u64,
-    /// A guest minor fault (first touch, swap-cache hit): ~1 µs (KERNEL-FACTS).
-    pub guest_minor_fault_ns: u64,
-    /// A guest major fault without a timed swap device: a swap-in from the guest's virtual
-    /// disk (estimate: 100 µs, an NVMe read plus virtio overhead).
-    pub guest_major_fault_ns: u64,
-    /// A host fault on guest memory, minor and major (estimates as for the guest).
-    pub host_minor_fault_ns: u64,
-    pub host_major_fault_ns: u64,
+    /// A minor fault of the kernel that runs the workload, natively or in the guest (first
+    /// touch of anonymous memory, swap-cache hit): ~1 µs (KERNEL-FACTS.md, "minor fault ≈
+    /// 1 µs"). Its old name in a VM's table, `guest_minor_fault_ns`, is still read.
+    #[serde(alias = "guest_minor_fault_ns")]
+    pub minor_fault_ns: u64,
     /// A major fault's CPU work besides the device when a timed swap device serves it, on
     /// either side (`do_swap_page`: swap-cache lookup, allocation, readahead set-up,
-    /// mapping): the timing engine's estimate, 3 µs (see `timed::Costs`).
+    /// mapping). Estimate: 3 µs.
     pub major_fault_ns: u64,
-    /// Waking the native machine's kswapd (`wakeup_kswapd`, charged to the waker): the
-    /// timing engine's estimate, 1 µs.
+    /// A guest major fault when the guest has no timed swap device: a swap-in from its
+    /// virtual disk, device included (estimate: 100 µs, an NVMe read plus virtio overhead).
+    pub guest_major_fault_ns: u64,
+    /// A host fault on guest memory, minor and major (the major one without a timed host
+    /// swap device, device included); estimates as for the guest.
+    pub host_minor_fault_ns: u64,
+    pub host_major_fault_ns: u64,
+    /// Each page scanned by reclaim (`isolate_lru_folios` + `folio_referenced`'s rmap walk).
+    /// Estimate: 300 ns (an anon rmap walk touches the anon_vma, the VMA and the PTE: a few
+    /// cache misses).
+    pub scan_page_ns: u64,
+    /// Each page reclaimed (`shrink_folio_list`: unmap, TLB flush, add to swap cache,
+    /// `__remove_mapping`, free). Estimate: 2 µs.
+    pub reclaim_page_ns: u64,
+    /// Each PTE read by an MG-LRU aging walk (`walk_pte_range`): a sequential read and, when
+    /// young, a test-and-clear. Estimate: 5 ns.
+    pub walk_pte_ns: u64,
+    /// Each PMD entry visited by an aging walk (`walk_pmd_range`, Bloom filter test).
+    /// Estimate: 20 ns.
+    pub walk_pmd_ns: u64,
+    /// Each PTE read by look-around (`lru_gen_look_around`). Estimate: 5 ns.
+    pub lookaround_pte_ns: u64,
+    /// A CPU changing thread: ~1.5 µs (a commonly measured Linux figure with cache effects;
+    /// estimate).
+    pub context_switch_ns: u64,
+    /// Waking kswapd (`wakeup_kswapd`, charged to the waker). Estimate: 1 µs.
     pub wakeup_ns: u64,
+    /// An INVLPG (a TLB shootdown's flush of one page) and a CR3 load; the refills they
+    /// cause are counted as walks. Estimates: 100 and 50 ns.
+    pub invlpg_ns: u64,
+    pub cr3_ns: u64,
     /// A VM exit and re-entry, without the handler's work: 1,300–2,600 cycles measured on
     /// SVM (KERNEL-FACTS); 2,000 cycles at 3 GHz.
     pub exit_ns: u64,
     /// KVM handler work per unit of each [`crate::kvm::Work`] kind: call, guest PTE read,
-    /// guest PTE written, SPTE, hash probe, shadow page allocated, freed, clock hand step.
+    /// guest PTE written, SPTE, hash probe, shadow page allocated, freed, clock hand step
+    /// (estimates).
     pub kvm_work_ns: [f64; crate::kvm::WORK_KINDS],
-    /// An INVLPG and a CR3 load (the refills they cause are counted as walks).
-    pub invlpg_ns: u64,
-    pub cr3_ns: u64,
     /// Clearing one more 4 KiB of a large page at its first-touch fault (`clear_huge_page`):
     /// 300 ns per 4 KiB, ~13.6 GB/s (estimate).
     pub clear_page_ns: u64,
     /// Reading or writing one more 4 KiB of a large page at a swap-in (estimate: 1 µs, a
     /// sequential NVMe transfer at ~4 GB/s).
     pub swap_page_ns: u64,
-    /// Reclaim's work per page scanned and per page reclaimed: the timing engine's estimates
-    /// (`scan_page_ns` 300, `reclaim_page_ns` 2,000; see `timed::Costs`).
-    pub scan_page_ns: u64,
-    pub reclaim_page_ns: u64,
-    /// MG-LRU aging's work per PTE and per PMD entry its page-table walks visit and per PTE
-    /// look-around reads ([`crate::policy::ScanWork`]): the timing engine's estimates
-    /// (5, 20 and 5 ns; see `timed::Costs`). Charged for the guest's policy.
-    pub walk_pte_ns: u64,
-    pub walk_pmd_ns: u64,
-    pub lookaround_pte_ns: u64,
-    /// A host CPU changing thread (with `HostCpus`): the timing engine's estimate, 1.5 µs
-    /// (see `timed::Costs`).
-    pub context_switch_ns: u64,
 }
 
-impl VmCosts {
+impl Costs {
     /// Values that would make time meaningless: `cpu_ghz` must be a positive, finite clock
     /// rate (it divides cycle counts), each `kvm_work_ns` finite and not negative.
     pub fn check(&self) -> Result<()> {
@@ -343,12 +363,12 @@ impl VmCosts {
     }
 }
 
-impl Default for VmCosts {
+impl Default for Costs {
     fn default() -> Self {
-        VmCosts {
+        Costs {
             cpu_ghz: 3.0,
-            access_ns: 1,
-            guest_minor_fault_ns: 1_000,
+            access_ns: 100,
+            minor_fault_ns: 1_000,
             guest_major_fault_ns: 100_000,
             host_minor_fault_ns: 1_000,
             host_major_fault_ns: 100_000,

@@ -1,5 +1,5 @@
 //! Where time goes: the counters an op's cost is computed from (`Work`) and the charge of
-//! [`VmCosts`] to the vCPU's clock, the timed swap devices fed with the managers' logged I/O
+//! [`Costs`] to the vCPU's clock, the timed swap devices fed with the managers' logged I/O
 //! (the timing engine's `do_io`: reads the fault waits for, asynchronous writes as
 //! `swap_writepage`'s; [`Classes`] says how pages compress), the zram pool's charge against
 //! the guest's frames (`zs_malloc`), the kswapds' passes (`balance_pgdat`, woken by
@@ -181,7 +181,7 @@ impl Vm {
         };
         let (g_minor, g_major) = (b.guest_minor - a.guest_minor, b.guest_major - a.guest_major);
         let (h_minor, h_major) = (b.host_minor - a.host_minor, b.host_major - a.host_major);
-        let guest = g_minor * c.guest_minor_fault_ns
+        let guest = g_minor * c.minor_fault_ns
             + g_major * gmaj
             + gx * ((b.guest_first_touch - a.guest_first_touch) * c.clear_page_ns
                 + g_major * gswap);

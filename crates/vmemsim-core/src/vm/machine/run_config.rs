@@ -1,0 +1,314 @@
+//! The VM front end's configuration, declared once: [`VmRunConfig`] is what `vmemsim vm`,
+//! `vmemsim.run_vm` and a sweep's `[vm]` / `[machine]` keys set, with the defaults a user
+//! gets, read from JSON with errors that name the key ([`crate::util::from_json_keyed`]).
+//! [`VmRunConfig::build`] turns it into the machine's [`VmConfig`]s and workloads: the
+//! domain rules that used to live in the Python binding (frames as a percentage of each
+//! VM's footprint rounded up to whole pages, the guest page-table pages' default, one seed
+//! per VM, the memory estimate before anything is allocated) live here.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Costs, HostCpus, Paging, VmConfig};
+use crate::engine::MachineConfig;
+use crate::error::{Error, Result};
+use crate::policy::{PolicyKind, PolicyOptions};
+use crate::replay::FramesSpec;
+use crate::translate::{PageSize, TranslateConfig};
+use crate::workload::Workload;
+
+/// A VM run as the front ends describe it. Every field has the default `vmemsim vm` uses.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VmRunConfig {
+    /// The workload spec of each VM (one spec: every VM runs it, VM `i` with seed `seed + i`).
+    pub workload: Vec<String>,
+    pub seed: u64,
+    /// `native` (no VM), `tdp` (nested paging; `ept`, `npt`) or `shadow` (KVM's shadow MMU).
+    pub paging: String,
+    /// Guest memory: a frame count or a percentage of each VM's own footprint (rounded up to
+    /// whole guest pages). Default 200%, which leaves room above the guest's watermarks.
+    pub guest_frames: String,
+    /// Host memory: a frame count or a percentage of all the VMs' memory (guest frames and
+    /// page-table pages; rounded up to whole host pages). Default 150%.
+    pub host_frames: String,
+    pub guest_policy: String,
+    pub host_policy: String,
+    /// How KVM recycles shadow pages: `fifo` (KVM's), `clock`, `clock-leaf`, `clock-parent`.
+    pub eviction: String,
+    /// Shadow paging's pool (`n_max_mmu_pages`); `None`: KVM's default, 2% of guest pages.
+    pub mmu_pages: Option<u64>,
+    pub guest_levels: u8,
+    pub host_levels: u8,
+    /// Guest page-table pages; 0: one per 256 guest frames plus 64.
+    pub pt_pages: u32,
+    pub translate: TranslateConfig,
+    pub costs: Costs,
+    /// `4k`, `2m` (THP) or `1g` (hugetlbfs): the guest's mappings and the host's backing.
+    pub guest_page: String,
+    pub host_page: String,
+    /// VMs sharing the host (default 1; with several workload specs, one per spec).
+    pub vms: u32,
+    /// Timed swap devices (`ssd`, `nvme`, `zram`, `remote`, with `key=value` parameters);
+    /// `None`: a flat cost per major fault.
+    pub host_swap: Option<String>,
+    pub guest_swap: Option<String>,
+    /// Host CPUs all vCPUs share in time slices; `None`: a CPU per vCPU.
+    pub host_cpus: Option<u32>,
+}
+
+impl Default for VmRunConfig {
+    fn default() -> Self {
+        VmRunConfig {
+            workload: Vec::new(),
+            seed: 0,
+            paging: "tdp".into(),
+            guest_frames: "200%".into(),
+            host_frames: "150%".into(),
+            guest_policy: "clock-lru".into(),
+            host_policy: "clock-lru".into(),
+            eviction: "fifo".into(),
+            mmu_pages: None,
+            guest_levels: 4,
+            host_levels: 4,
+            pt_pages: 0,
+            translate: TranslateConfig::default(),
+            costs: Costs::default(),
+            guest_page: "4k".into(),
+            host_page: "4k".into(),
+            vms: 1,
+            host_swap: None,
+            guest_swap: None,
+            host_cpus: None,
+        }
+    }
+}
+
+/// What [`VmRunConfig::build`] makes: one machine configuration and one workload per VM, and
+/// the host CPUs they share.
+pub struct VmRun {
+    pub cfgs: Vec<VmConfig>,
+    pub workloads: Vec<Box<dyn Workload>>,
+    pub host_cpus: Option<HostCpus>,
+}
+
+impl VmRun {
+    /// Run it ([`super::run_many_with`]).
+    pub fn run(mut self) -> Result<super::VmResult> {
+        super::run_many_with(&self.cfgs, &mut self.workloads, self.host_cpus)
+    }
+}
+
+/// Parse a page size as the front ends write it.
+pub fn parse_page_size(key: &str, s: &str) -> Result<PageSize> {
+    match s.to_ascii_lowercase().as_str() {
+        "4k" | "4kib" | "4096" => Ok(PageSize::K4),
+        "2m" | "2mib" => Ok(PageSize::M2),
+        "1g" | "1gib" => Ok(PageSize::G1),
+        _ => Err(Error::config(
+            key,
+            format!("unknown page size {s:?} (4k, 2m, 1g)"),
+        )),
+    }
+}
+
+impl VmRunConfig {
+    /// Read from JSON (missing keys keep their defaults; an unknown key or a bad value is an
+    /// error naming it, e.g. `costs.exit_ns`).
+    pub fn from_json(json: &str) -> Result<VmRunConfig> {
+        crate::util::from_json_keyed(json, "vm")
+    }
+
+    /// Check every setting and build the VMs' configurations and workloads. The memory the
+    /// run will hold is estimated before the second workload is built.
+    pub fn build(&self) -> Result<VmRun> {
+        if self.host_cpus == Some(0) {
+            return Err(Error::config("host_cpus", "at least one host CPU"));
+        }
+        let device = |key: &str, s: &Option<String>| {
+            s.as_deref()
+                .map(|s| {
+                    crate::device::DeviceSpec::parse(s)
+                        .map_err(|e| Error::config(key, e.to_string()))
+                })
+                .transpose()
+        };
+        let host_swap = device("host_swap", &self.host_swap)?;
+        let guest_swap = device("guest_swap", &self.guest_swap)?;
+        let guest_page = parse_page_size("guest_page", &self.guest_page)?;
+        let host_page = parse_page_size("host_page", &self.host_page)?;
+        let paging = Paging::parse(&self.paging)?;
+        if self.mmu_pages.is_some() && paging != Paging::Shadow {
+            return Err(Error::config(
+                "mmu_pages",
+                "only with shadow paging (KVM's shadow-page pool, n_max_mmu_pages); tdp and \
+                 native paging have no such pool",
+            ));
+        }
+        self.costs.check()?;
+        let specs = &self.workload;
+        // Several specs and the default count: one VM per spec.
+        let vms = if specs.len() > 1 && self.vms == 1 {
+            specs.len() as u32
+        } else {
+            self.vms
+        };
+        if vms == 0 || specs.is_empty() {
+            return Err(Error::config("vms", "at least one VM"));
+        }
+        if specs.len() > 1 && vms as usize != specs.len() {
+            return Err(Error::config(
+                "vms",
+                format!("{vms} VMs for {} workloads", specs.len()),
+            ));
+        }
+        // VM i runs workload i (or the one workload) with seed + i.
+        let mut wls: Vec<Box<dyn Workload>> = Vec::with_capacity(vms.min(1 << 16) as usize);
+        for i in 0..vms as usize {
+            let spec = &specs[i.min(specs.len() - 1)];
+            let w = crate::vm::workloads::parse(spec, self.seed.wrapping_add(i as u64))?;
+            if i == 0 {
+                // Before building the others: each VM holds its workload's state, its guest's
+                // frames (200% of the footprint by default) and their host pages.
+                let per_vm = w.footprint_pages()
+                    * (crate::util::BYTES_PER_PAGE + 3 * crate::util::BYTES_PER_FRAME);
+                crate::util::check_memory(
+                    if vms > 1 { "vms" } else { "workload" },
+                    &format!("{vms} VM(s) of {} pages each", w.footprint_pages()),
+                    per_vm.saturating_mul(vms as u64),
+                )?;
+            }
+            wls.push(w);
+        }
+        // A percentage is rounded up to whole pages of the side's page size.
+        let resolve = |key: &str, spec: &str, base: u64, size: PageSize| -> Result<u32> {
+            match FramesSpec::parse(spec).map_err(|e| Error::config(key, e.to_string()))? {
+                FramesSpec::Count(n) => Ok(n),
+                f @ FramesSpec::Percent(_) => {
+                    if base == 0 {
+                        return Err(Error::config(
+                            key,
+                            "a percentage needs a workload with a footprint",
+                        ));
+                    }
+                    let unit = size.bytes() >> 12;
+                    let n = (f.resolve(base) as u64).div_ceil(unit) * unit;
+                    u32::try_from(n)
+                        .map_err(|_| Error::config(key, format!("{n} frames is too many")))
+                }
+            }
+        };
+        // Guest memory as a percentage is of each VM's own workload.
+        let mut gs = Vec::with_capacity(wls.len());
+        for w in &wls {
+            let g = resolve(
+                "guest_frames",
+                &self.guest_frames,
+                w.footprint_pages(),
+                guest_page,
+            )?;
+            let pt = if self.pt_pages == 0 {
+                g / 256 + 64
+            } else {
+                self.pt_pages
+            };
+            gs.push((g, pt));
+        }
+        // A percentage of host memory is of all the VMs' memory.
+        let all: u64 = gs.iter().map(|&(g, pt)| g as u64 + pt as u64).sum();
+        let h = resolve("host_frames", &self.host_frames, all, host_page)?;
+        let cfg = VmConfig {
+            paging,
+            guest: MachineConfig::new(gs[0].0),
+            guest_policy: PolicyKind::from_name(&self.guest_policy)?,
+            guest_options: PolicyOptions::new(self.seed),
+            host: MachineConfig::new(h),
+            host_policy: PolicyKind::from_name(&self.host_policy)?,
+            host_options: PolicyOptions::new(self.seed),
+            translate: self.translate.clone(),
+            guest_levels: self.guest_levels,
+            host_levels: self.host_levels,
+            pt_pages: gs[0].1,
+            eviction: crate::kvm::Eviction::parse("eviction", &self.eviction)?,
+            mmu_pages: self.mmu_pages,
+            guest_page,
+            host_page,
+            host_swap,
+            guest_swap,
+            charge_device_ram: false,
+            tlb: true,
+            costs: self.costs.clone(),
+        };
+        let cfgs = gs
+            .iter()
+            .map(|&(g, pt)| VmConfig {
+                guest: MachineConfig::new(g),
+                pt_pages: pt,
+                ..cfg.clone()
+            })
+            .collect();
+        Ok(VmRun {
+            cfgs,
+            workloads: wls,
+            host_cpus: self.host_cpus.map(|cpus| HostCpus {
+                cpus,
+                slice_ns: None,
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_entry_is_named_by_its_path() {
+        let e = VmRunConfig::from_json(r#"{"costs": {"exit_ns": -5}}"#).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("costs.exit_ns: -5 is not a valid value"),
+            "{e}"
+        );
+        let e = VmRunConfig::from_json(r#"{"costs": {"exit_nss": 5}}"#).unwrap_err();
+        assert!(
+            e.to_string().contains("costs.exit_nss: unknown field"),
+            "{e}"
+        );
+        let e = VmRunConfig::from_json(r#"{"pagin": "tdp"}"#).unwrap_err();
+        assert!(e.to_string().starts_with("pagin: unknown field"), "{e}");
+        let e = VmRunConfig::from_json("[1]").unwrap_err();
+        assert!(e.to_string().starts_with("vm: "), "{e}");
+    }
+
+    #[test]
+    fn the_default_page_table_pages_and_frames_follow_the_documented_rules() {
+        // stress-vm of 4 MiB on one vCPU: 1,024 pages and its program image's 6, 1,030.
+        // Guest 200% = 2,060 frames and 2,060/256 + 64 = 72 page-table pages; host 150% of
+        // 2,132 = 3,198 frames.
+        let c = VmRunConfig {
+            workload: vec!["stress-vm:vcpus=1,bytes=4MiB,rounds=1".into()],
+            ..VmRunConfig::default()
+        };
+        let run = c.build().unwrap();
+        assert_eq!(run.cfgs.len(), 1);
+        assert_eq!(run.cfgs[0].guest.frames, 2_060);
+        assert_eq!(run.cfgs[0].pt_pages, 72);
+        assert_eq!(run.cfgs[0].host.frames, 3_198);
+        // Two VMs: host 150% of 2 × 2,132 = 6,396.
+        let two = VmRunConfig {
+            vms: 2,
+            ..c.clone()
+        }
+        .build()
+        .unwrap();
+        assert_eq!(two.cfgs.len(), 2);
+        assert_eq!(two.cfgs[1].host.frames, 6_396);
+        let three = VmRunConfig {
+            vms: 3,
+            workload: vec!["a".into(), "b".into()],
+            ..c
+        };
+        let e = three.build().err().expect("3 VMs for 2 specs is refused");
+        assert_eq!(e.to_string(), "vms: 3 VMs for 2 workloads");
+    }
+}
