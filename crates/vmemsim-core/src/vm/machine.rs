@@ -368,9 +368,10 @@ impl HostCpus {
 /// context switch of `costs.context_switch_ns` when a CPU changes thread). A vCPU gives its
 /// CPU back while it idles for an open-loop arrival and while it waits for a swap read
 /// (the guest halts); a runnable vCPU waiting for a CPU is stolen time (`time.steal_ns`):
-/// its requests' latency grows by it. The host's kswapd shares the CPUs: the CPU work of
-/// the reclaim it did (inline, when the host needed it) becomes runnable at the end of the
-/// engine step that woke it and runs like any thread (`host_kswapd_ns`). Left out: other
+/// its requests' latency grows by it. The host's kswapd shares the CPUs: woken by a guest
+/// page's allocation at the host's low watermark, it runs `balance_pgdat` passes from the
+/// end of the engine step that woke it (`HostShared::kswapd_pass`; their reclaim is its CPU
+/// time, `host_kswapd_ns`), and the vCPUs reclaim directly when it falls behind. Left out: other
 /// host threads. Inside each VM the guest's kswapd shares the vCPUs with the streams (see
 /// `VmExec`); a vCPU runs its stream's processes as the stream switches them.
 pub fn run_many_with(

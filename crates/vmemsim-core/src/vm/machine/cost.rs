@@ -59,7 +59,7 @@ impl SwapDev {
     /// decompression, a block device's submission path) and when the last read completes
     /// (0: no read). A page's content is `class(key, i)` for the `i`th 4 KiB of `m`'s page
     /// `key` (a slot no page owns any more: `Random`).
-    fn run(
+    pub(super) fn run(
         &mut self,
         m: &mut Machine<BoxedPolicy>,
         now: u64,
@@ -190,8 +190,8 @@ impl Vm {
             + hx * ((b.host_first_touch - a.host_first_touch) * c.clear_page_ns + h_major * hswap);
         // The guest's reclaim, kswapd's included, runs on the guest's vCPUs (it has no other
         // CPUs; charged to the vCPU whose allocation needed it); the host's direct reclaim on
-        // the faulting vCPU, the host's kswapd on a host CPU of its own, at no cost to the
-        // vCPUs (no CPU contention in the VM layer). The guest's MG-LRU aging (page-table
+        // the faulting vCPU; the host's kswapd is the engine's thread (`kswapd_pass`), not
+        // charged here. The guest's MG-LRU aging (page-table
         // walks, look-around) is the guest's reclaim work too, at the timing engine's costs.
         let scanned =
             (b.guest_scanned - a.guest_scanned) + (b.host_scanned_direct - a.host_scanned_direct);

@@ -81,6 +81,63 @@ impl HostShared {
     pub fn machine(&self) -> &Machine<BoxedPolicy> {
         &self.m
     }
+
+    /// Run the host's kswapd as a thread of the engine (`kswapd_pass`), not inline in the
+    /// allocation that wakes it.
+    pub(super) fn defer_kswapd(&mut self) {
+        self.m.set_defer_kswapd(true);
+    }
+
+    /// Whether the host's kswapd is awake (deferred mode).
+    pub(super) fn kswapd_awake(&self) -> bool {
+        self.m.kswapd_awake()
+    }
+
+    /// One `balance_pgdat` pass of the host's kswapd, a thread of its own on the host CPUs,
+    /// from `now` (Linux 6.8 `kswapd` → `balance_pgdat` → `kswapd_shrink_node`, one
+    /// `Machine::kswapd_step`): its CPU time is the pass's reclaim (`scan_page_ns` per page
+    /// scanned, `reclaim_page_ns` per page reclaimed, MG-LRU's aging walks and look-around)
+    /// and, after it, the submission of the swap writes it started (zram's compression).
+    /// Its unmaps wait in each VM's queue (the MMU notifier's `kvm_unmap_gfn_range`), which
+    /// the engine applies right after the pass. Returns whether kswapd has more to do and
+    /// the pass's CPU time. Left out: the frames it reclaims are free at once (the native
+    /// machine's kswapd frees them over its pass), the wake-up's cost to the waker.
+    pub(super) fn kswapd_pass(&mut self, now: u64, c: &Costs) -> (bool, u64) {
+        let st = &self.m.stats;
+        let (scanned, stolen) = (st.pgscan_kswapd, st.pgsteal_kswapd);
+        let scan = self.m.policy.scan_work();
+        self.m.mm.now = now;
+        // Passes at a priority too low to scan anything (a small list shifted right by it:
+        // `get_scan_count`) take no time: `balance_pgdat` goes on to the next priority.
+        let mut more;
+        let mut work;
+        loop {
+            more = self.m.kswapd_step();
+            let st = &self.m.stats;
+            let aging = self.m.policy.scan_work().since(&scan).cost_ns(
+                c.walk_pte_ns,
+                c.walk_pmd_ns,
+                c.lookaround_pte_ns,
+            );
+            work = (st.pgscan_kswapd - scanned) * c.scan_page_ns
+                + (st.pgsteal_kswapd - stolen) * c.reclaim_page_ns
+                + aging;
+            let did = st.pgscan_kswapd > scanned || aging > 0;
+            if !more || did {
+                break;
+            }
+        }
+        // A pass that cost nothing and leaves kswapd working (zero costs) still takes the
+        // CPU for a moment, so that time moves; one that finds the node balanced takes none.
+        let more = more || self.m.kswapd_awake();
+        let mut clock = now + if more { work.max(1) } else { work };
+        if let Some(d) = self.dev.as_mut() {
+            let (cpu, _) = d.run(&mut self.m, clock, &|_, _| ContentClass::Numeric);
+            clock += cpu;
+        }
+        self.distribute();
+        (more, clock - now)
+    }
 }
 
 /// One VM's side of the host: its range of the shared host memory and, under TDP, its EPT.

@@ -69,9 +69,8 @@ struct VmExec<'a, 'b> {
     gslice: Vec<u64>,
     threads_of: Vec<Vec<usize>>,
     kswapd: usize,
-    /// The host kswapd's work as of the last look, and what it has not yet run.
-    k_seen: u64,
-    k_backlog: u64,
+    /// Whether the engine's kswapd thread is awake (woken and not yet gone back to sleep).
+    k_awake: bool,
     k_busy_until: u64,
     step_ns: u64,
     /// Native paging: the machine's own kswapd is the engine's kernel thread `kswapd`, which
@@ -85,30 +84,46 @@ struct VmExec<'a, 'b> {
 }
 
 impl VmExec<'_, '_> {
-    /// The host kswapd's work so far, in ns: pages scanned and stolen, and (MG-LRU) the host
-    /// policy's page-table walks and look-around (left out: aging that the host's direct
-    /// reclaim does itself).
-    fn kswapd_work(vms: &[Vm]) -> u64 {
-        let c = &vms[0].costs;
-        vms[0].host.as_ref().map_or(0, |h| {
-            let sh = h.shared.borrow();
-            let st = &sh.m.stats;
-            let w = sh.m.policy.scan_work();
-            st.pgscan_kswapd * c.scan_page_ns
-                + w.cost_ns(c.walk_pte_ns, c.walk_pmd_ns, c.lookaround_pte_ns)
-                + st.pgsteal_kswapd * c.reclaim_page_ns
-        })
-    }
-
-    /// The host's reclaim happens inline, when its memory manager needs it; what kswapd did
-    /// of it during a vCPU's step becomes kswapd's backlog, runnable from the step's end.
+    /// After a vCPU's step: an allocation in it that found the host's free pages at the low
+    /// watermark woke the host's kswapd (`wakeup_kswapd`); the engine's kswapd thread, asleep,
+    /// becomes runnable at the step's end.
     fn note_kswapd(&mut self, s: &mut Sched, at: u64) {
-        let now = Self::kswapd_work(self.vms);
-        if now > self.k_seen {
-            self.k_backlog += now - self.k_seen;
-            self.k_seen = now;
+        if self.k_awake {
+            return;
+        }
+        let awake = self.vms[0]
+            .host
+            .as_ref()
+            .is_some_and(|h| h.shared.borrow().kswapd_awake());
+        if awake {
+            self.k_awake = true;
             s.wake(self.kswapd, at.max(self.k_busy_until));
         }
+    }
+
+    /// One pass of the host's kswapd from `now` ([`HostShared::kswapd_pass`]); every VM then
+    /// applies the unmaps it made (EPT entries and INVEPT, or the MMU notifier into KVM's
+    /// shadow MMU) before its vCPUs run again.
+    fn step_host_kswapd(&mut self, now: u64) -> Result<Step> {
+        let pass = match self.vms[0].host.as_ref() {
+            Some(h) => Some(h.shared.borrow_mut().kswapd_pass(now, &self.vms[0].costs)),
+            None => None,
+        };
+        let (more, ran) = pass.unwrap_or((false, 0));
+        for vm in self.vms.iter_mut() {
+            vm.sync_host_unmaps();
+        }
+        let clock = now + ran;
+        self.k_busy_until = clock;
+        Ok(if more {
+            Step::Ran(clock)
+        } else {
+            self.k_awake = false;
+            Step::Sleep {
+                at: clock,
+                until: None,
+            }
+        })
     }
 
     /// After a step of VM `i`: a guest kswapd that has just woken is placed (at most two
@@ -403,17 +418,7 @@ impl Exec for VmExec<'_, '_> {
         if t != self.kswapd {
             return self.step_vcpu(s, t, now);
         }
-        let run = self.k_backlog.min(self.step_ns);
-        self.k_backlog -= run;
-        self.k_busy_until = now + run;
-        Ok(if self.k_backlog > 0 {
-            Step::Ran(now + run)
-        } else {
-            Step::Sleep {
-                at: now + run,
-                until: None,
-            }
-        })
+        self.step_host_kswapd(now)
     }
 
     fn barrier_done(&mut self, t: usize, now: u64) {
@@ -557,9 +562,11 @@ pub(super) fn schedule(
     for vm in vms.iter_mut() {
         vm.defer_guest_kswapd();
     }
+    if let Some(h) = vms[0].host.as_ref() {
+        h.shared.borrow_mut().defer_kswapd();
+    }
     let native = vms.len() == 1 && vms[0].paging == Paging::Native;
     let kswapd = s.spawn(false, 0);
-    let k_seen = VmExec::kswapd_work(vms);
     let next_sample = if opts.sample_every_ns > 0 {
         opts.sample_every_ns
     } else {
@@ -577,8 +584,7 @@ pub(super) fn schedule(
         vms,
         wls,
         kswapd,
-        k_seen,
-        k_backlog: 0,
+        k_awake: false,
         k_busy_until: 0,
         step_ns: opts.step_ns,
         native,
