@@ -75,26 +75,34 @@ impl Vm {
     /// munmap of `pages` pages from `start`. With large guest pages every large page the
     /// range touches goes whole (Linux would split a THP and free the range's part; a
     /// hugetlbfs range must be aligned).
+    /// Unmap page `vpn` of process `pid` from the guest's manager and from the process's page
+    /// table, freeing the table pages it empties (`zap_pte_range`, `free_pgtables`). Returns
+    /// whether the table had a mapping for it.
+    fn unmap_one(&mut self, pid: u32, vpn: u64) -> bool {
+        if let Some(key) = self.key_if_any(pid, vpn) {
+            self.guest.unmap_page(key);
+        }
+        let free = &mut self.pt_free;
+        let owner = &mut self.pt_owner;
+        let base = self.pt_base;
+        let Some(Some(t)) = self.procs.get_mut(pid as usize) else {
+            return false;
+        };
+        t.unmap(vpn << 12, &mut |f| {
+            free.push(f);
+            owner[(f - base) as usize] = FREE_PT;
+        })
+        .is_some()
+    }
+
     fn unmap_range(&mut self, v: usize, pid: u32, start: u64, pages: u64) -> Result<()> {
         let unit = 1u64 << self.gshift;
         let end = start.saturating_add(pages).min(VA_PAGES);
         let start = start & !(unit - 1);
         let n = (end.saturating_sub(start)).div_ceil(unit);
         for vpn in (start..end).step_by(unit as usize) {
-            if let Some(key) = self.key_if_any(pid, vpn) {
-                self.guest.unmap_page(key);
-            }
-            let free = &mut self.pt_free;
-            let owner = &mut self.pt_owner;
-            let base = self.pt_base;
-            if let Some(Some(t)) = self.procs.get_mut(pid as usize) {
-                let gone = t.unmap(vpn << 12, &mut |f| {
-                    free.push(f);
-                    owner[(f - base) as usize] = FREE_PT;
-                });
-                if gone.is_some() {
-                    self.r.pages_unmapped += 1;
-                }
+            if self.unmap_one(pid, vpn) {
+                self.r.pages_unmapped += 1;
             }
         }
         self.report_pt_writes(v, pid)?;
@@ -133,18 +141,7 @@ impl Vm {
         self.proc_table(pid)?;
         let pages = std::mem::take(&mut self.touched[pid as usize]);
         for &vpn in &pages {
-            if let Some(key) = self.key_if_any(pid, vpn) {
-                self.guest.unmap_page(key);
-            }
-            let free = &mut self.pt_free;
-            let owner = &mut self.pt_owner;
-            let base = self.pt_base;
-            if let Some(Some(t)) = self.procs.get_mut(pid as usize) {
-                t.unmap(vpn << 12, &mut |f| {
-                    free.push(f);
-                    owner[(f - base) as usize] = FREE_PT;
-                });
-            }
+            self.unmap_one(pid, vpn);
         }
         self.report_pt_writes(v, pid)?;
         let t = self.procs[pid as usize].take().expect("checked");

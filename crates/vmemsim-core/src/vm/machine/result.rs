@@ -149,12 +149,12 @@ impl Vm {
             .collect()
     }
 
-    /// Guest frames holding pages now (mapped or in the guest's swap cache).
     /// The guest policy's page-table scanning so far (MG-LRU aging; zero for others).
     pub fn guest_scan_work(&self) -> crate::policy::ScanWork {
         self.guest.policy.scan_work()
     }
 
+    /// Guest frames holding pages now (mapped or in the guest's swap cache).
     pub fn guest_resident(&self) -> u32 {
         self.guest.mm.frames.len() - self.guest.mm.frames.n_unused()
     }
