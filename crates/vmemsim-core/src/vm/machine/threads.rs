@@ -359,6 +359,7 @@ impl VmExec<'_, '_> {
     /// vCPU `v` of `vm` runs its stream's ops from its clock for about `step_ns`.
     /// With `wake` = `Some(None)` (native paging, kswapd asleep), the first op that wakes
     /// kswapd pays `wakeup_ns` and leaves in `wake` when kswapd wakes.
+    #[inline(always)]
     fn run_ops(
         vm: &mut Vm,
         wl: &mut dyn Workload,
