@@ -306,9 +306,75 @@ impl VmExec<'_, '_> {
         Ok(out)
     }
 
+    /// Native paging: [`VmExec::step_vcpu`] of a thread, whose CPU runs its stream alone
+    /// (there is no guest scheduler, nor a guest kswapd to share it with).
+    fn step_native_vcpu(&mut self, s: &mut Sched, t: usize, now: u64) -> Result<Step> {
+        let vc = &mut self.vcpus[t];
+        let v = vc.v;
+        let vm = &mut self.vms[0];
+        // A thread that was blocked resumes its clock where the wait ended; one that was
+        // runnable and waiting for a CPU until now had steal time.
+        match vc.held {
+            Some(Held::Io(u)) => vm.waited_until(v, now.min(u)),
+            Some(Held::Arrival(u)) => vm.idle_until(v, now.min(u)),
+            None => {}
+        }
+        vm.steal_until(v, now);
+        let c0 = vm.clock(v);
+        match vc.held.take() {
+            Some(Held::Io(u)) if u > c0 => {
+                vc.held = Some(Held::Io(u));
+                return Ok(Step::Block { at: c0, until: u });
+            }
+            Some(Held::Arrival(u)) if u > c0 => {
+                vc.held = Some(Held::Arrival(u));
+                return Ok(Step::Sleep {
+                    at: c0,
+                    until: Some(u),
+                });
+            }
+            Some(Held::Io(u)) => vm.waited_until(v, u),
+            Some(Held::Arrival(u)) => vm.idle_until(v, u),
+            None => {}
+        }
+        // The first allocation of the step that wakes the sleeping kswapd pays `wakeup_ns`
+        // and wakes it (`wakeup_kswapd`).
+        let mut wake = (s.threads[self.kswapd].state == State::Sleeping).then_some(None);
+        let out = Self::run_ops(
+            vm,
+            &mut *self.wls[0],
+            (&mut vc.buf, &mut vc.pos),
+            v,
+            self.step_ns,
+            &mut wake,
+        )?;
+        if let Some(Some(at)) = wake {
+            s.wake(self.kswapd, at.max(self.k_busy_until));
+        }
+        Ok(match out {
+            Ran::On => Step::Ran(vm.clock(v)),
+            Ran::Io { at, until } => {
+                // The clock went on to the read's completion; it waits at `at`.
+                vm.vcpus[v].clock = at;
+                vc.held = Some(Held::Io(until));
+                Step::Block { at, until }
+            }
+            Ran::Arrival { at, until } => {
+                vc.held = Some(Held::Arrival(until));
+                Step::Sleep {
+                    at,
+                    until: Some(until),
+                }
+            }
+            Ran::Barrier => Step::Barrier(vm.clock(v)),
+            Ran::Done => Step::Done(vm.clock(v)),
+        })
+    }
+
     /// vCPU `v` of `vm` runs its stream's ops from its clock for about `step_ns`.
     /// With `wake` = `Some(None)` (native paging, kswapd asleep), the first op that wakes
     /// kswapd pays `wakeup_ns` and leaves in `wake` when kswapd wakes.
+    #[inline(always)]
     fn run_ops(
         vm: &mut Vm,
         wl: &mut dyn Workload,
@@ -334,20 +400,37 @@ impl VmExec<'_, '_> {
             }
             let wl: &dyn Workload = &*wl;
             let cls = |pid, vpn| wl.content_class(pid, vpn);
-            for op in &buf[*pos..] {
-                *pos += 1;
+            // Without translation or a shared host, runs of accesses go to
+            // `Vm::run_untranslated` when a hit needs none of the checks after each op below.
+            let untranslated = !vm.tlb && !vm.shares_host;
+            while let Some(&op) = buf.get(*pos) {
                 // Accesses and compute first, as tests rather than a jump table (the branch
                 // is predictable; an indirect jump over the op kinds is not).
-                if let Op::Access { page, write } = *op {
-                    vm.access_op(v, page, write, &cls)?;
-                } else if let Op::Compute { ns } = *op {
-                    let vc = &mut vm.vcpus[v];
-                    vc.clock += ns as u64;
-                    vm.r.time.compute_ns += ns as u64;
-                } else if matches!(*op, Op::RequestBegin { .. } | Op::RequestEnd) {
-                    vm.plain_op(v, *op);
-                } else if let Some(r) = Self::other_op(vm, wl, v, *op)? {
-                    return Ok(r);
+                if untranslated
+                    && matches!(
+                        op,
+                        Op::Access { .. }
+                            | Op::Compute { .. }
+                            | Op::RequestBegin { .. }
+                            | Op::RequestEnd
+                    )
+                    && vm.vcpus[v].io_wait == 0
+                    && !(*wake == Some(None) && vm.guest_kswapd_awake())
+                {
+                    *pos += vm.run_untranslated(v, &buf[*pos..], end, &cls)?;
+                } else {
+                    *pos += 1;
+                    if let Op::Access { page, write } = op {
+                        vm.access_op(v, page, write, &cls)?;
+                    } else if let Op::Compute { ns } = op {
+                        let vc = &mut vm.vcpus[v];
+                        vc.clock += ns as u64;
+                        vm.r.time.compute_ns += ns as u64;
+                    } else if matches!(op, Op::RequestBegin { .. } | Op::RequestEnd) {
+                        vm.plain_op(v, op);
+                    } else if let Some(r) = Self::other_op(vm, wl, v, op)? {
+                        return Ok(r);
+                    }
                 }
                 if *wake == Some(None) && vm.guest_kswapd_awake() {
                     *wake = Some(Some(vm.pay_wakeup(v)));
@@ -414,6 +497,7 @@ impl Exec for VmExec<'_, '_> {
             if t == self.kswapd {
                 return self.step_native_kswapd(s, now);
             }
+            return self.step_native_vcpu(s, t, now);
         }
         if t != self.kswapd {
             return self.step_vcpu(s, t, now);

@@ -520,6 +520,113 @@ impl Vm {
         self.untranslated_fault(v, pid, vpn, (first, evictions), cls)
     }
 
+    /// A run of ops of vCPU `v` without address translation (no TLB model, no other VM on
+    /// the host): accesses, compute and request boundaries from the start of `ops`, the same
+    /// as [`Vm::access_untranslated`] and [`Vm::plain_op`] op by op, with the vCPU's clock
+    /// and counters kept in registers while accesses hit. It stops before the first op of
+    /// another kind, after an access that faults, or after an op that takes the clock to
+    /// `end`; returns how many ops it ran. The caller makes sure that these ops need none of
+    /// its loop's other checks after each op: the vCPU has no I/O wait and kswapd is not to
+    /// be woken (a hit, compute or a request boundary changes neither).
+    #[inline(always)]
+    pub(super) fn run_untranslated(
+        &mut self,
+        v: usize,
+        ops: &[Op],
+        end: u64,
+        cls: Classes<'_>,
+    ) -> Result<usize> {
+        debug_assert!(!self.tlb && !self.shares_host);
+        let pid = self.vcpus[v].pid;
+        let live = matches!(self.procs.get(pid as usize), Some(Some(_)));
+        let access_ns = self.costs.access_ns;
+        let per = REGION_SHIFT - self.gshift;
+        let gshift = self.gshift;
+        let (mut ck, mut cs) = self.region_cache[v];
+        let mut clock = self.vcpus[v].clock;
+        let (mut accesses, mut writes, mut hit_ns, mut compute_ns) = (0u64, 0u64, 0u64, 0u64);
+        let mut n = 0;
+        let mut out = Ok(());
+        for &op in ops {
+            let (vpn, write) = match op {
+                Op::Access { page, write } => (page, write),
+                Op::Compute { ns } => {
+                    n += 1;
+                    clock += ns as u64;
+                    compute_ns += ns as u64;
+                    if clock >= end {
+                        break;
+                    }
+                    continue;
+                }
+                Op::RequestBegin { .. } | Op::RequestEnd => {
+                    n += 1;
+                    self.vcpus[v].clock = clock;
+                    self.plain_op(v, op);
+                    continue;
+                }
+                _ => break,
+            };
+            n += 1;
+            accesses += 1;
+            writes += write as u64;
+            if vpn >= VA_PAGES || !live {
+                out = Err(self.bad_access(v, pid, vpn));
+                break;
+            }
+            if !self.last_valid {
+                self.take_last_work();
+            }
+            let rk = ((pid as u64) << REGION_SHIFT) | (vpn >> REGION_SHIFT);
+            if rk != ck {
+                match self.region_slot(v, rk) {
+                    Ok(s) => (ck, cs) = (rk, s),
+                    Err(e) => {
+                        out = Err(e);
+                        break;
+                    }
+                }
+            }
+            let key = ((cs as u64) << per) | ((vpn & REGION_MASK) >> gshift);
+            let g = &mut self.guest;
+            let (faults, first, evictions) =
+                (g.stats.faults, g.stats.first_touch, g.stats.evictions);
+            g.mm.now = clock;
+            g.access(
+                Access {
+                    page: key,
+                    write,
+                    gup: false,
+                },
+                u64::MAX,
+            );
+            if g.stats.faults == faults {
+                clock += access_ns;
+                hit_ns += access_ns;
+                if clock >= end {
+                    break;
+                }
+                continue;
+            }
+            let vc = &mut self.vcpus[v];
+            vc.clock = clock;
+            vc.accesses += accesses;
+            vc.writes += writes;
+            self.r.time.translation_ns += hit_ns;
+            self.r.time.compute_ns += compute_ns;
+            return self
+                .untranslated_fault(v, pid, vpn, (first, evictions), cls)
+                .map(|()| n);
+        }
+        let vc = &mut self.vcpus[v];
+        vc.clock = clock;
+        vc.accesses += accesses;
+        vc.writes += writes;
+        self.r.time.translation_ns += hit_ns;
+        self.r.time.compute_ns += compute_ns;
+        out.map(|()| n)
+    }
+
     /// The rest of an untranslated access that faulted: its checks and its cost.
     #[inline(never)]
     fn untranslated_fault(
