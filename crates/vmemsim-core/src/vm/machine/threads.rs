@@ -264,24 +264,7 @@ impl VmExec<'_, '_> {
                     s.wake(self.kswapd, at.max(self.k_busy_until));
                 }
                 let vm = &mut self.vms[i];
-                let out = match out {
-                    Ran::On => Step::Ran(vm.clock(v)),
-                    Ran::Io { at, until } => {
-                        // The clock went on to the read's completion; it waits at `at`.
-                        vm.vcpus[v].clock = at;
-                        vc.held = Some(Held::Io(until));
-                        Step::Block { at, until }
-                    }
-                    Ran::Arrival { at, until } => {
-                        vc.held = Some(Held::Arrival(until));
-                        Step::Sleep {
-                            at,
-                            until: Some(until),
-                        }
-                    }
-                    Ran::Barrier => Step::Barrier(vm.clock(v)),
-                    Ran::Done => Step::Done(vm.clock(v)),
-                };
+                let out = out.into_step(vm, v, &mut vc.held);
                 let c1 = vm.clock(v);
                 vc.vruntime += c1 - c0;
                 out
@@ -351,24 +334,7 @@ impl VmExec<'_, '_> {
         if let Some(Some(at)) = wake {
             s.wake(self.kswapd, at.max(self.k_busy_until));
         }
-        Ok(match out {
-            Ran::On => Step::Ran(vm.clock(v)),
-            Ran::Io { at, until } => {
-                // The clock went on to the read's completion; it waits at `at`.
-                vm.vcpus[v].clock = at;
-                vc.held = Some(Held::Io(until));
-                Step::Block { at, until }
-            }
-            Ran::Arrival { at, until } => {
-                vc.held = Some(Held::Arrival(until));
-                Step::Sleep {
-                    at,
-                    until: Some(until),
-                }
-            }
-            Ran::Barrier => Step::Barrier(vm.clock(v)),
-            Ran::Done => Step::Done(vm.clock(v)),
-        })
+        Ok(out.into_step(vm, v, &mut vc.held))
     }
 
     /// vCPU `v` of `vm` runs its stream's ops from its clock for about `step_ns`.
@@ -486,6 +452,32 @@ enum Ran {
     Arrival { at: u64, until: u64 },
     Barrier,
     Done,
+}
+
+impl Ran {
+    /// The engine's step for how vCPU `v`'s ops ended; a wait for a read or an arrival is
+    /// kept in `held`.
+    #[inline(always)]
+    fn into_step(self, vm: &mut Vm, v: usize, held: &mut Option<Held>) -> Step {
+        match self {
+            Ran::On => Step::Ran(vm.clock(v)),
+            Ran::Io { at, until } => {
+                // The clock went on to the read's completion; it waits at `at`.
+                vm.vcpus[v].clock = at;
+                *held = Some(Held::Io(until));
+                Step::Block { at, until }
+            }
+            Ran::Arrival { at, until } => {
+                *held = Some(Held::Arrival(until));
+                Step::Sleep {
+                    at,
+                    until: Some(until),
+                }
+            }
+            Ran::Barrier => Step::Barrier(vm.clock(v)),
+            Ran::Done => Step::Done(vm.clock(v)),
+        }
+    }
 }
 
 impl Exec for VmExec<'_, '_> {

@@ -500,9 +500,28 @@ impl Vm {
         // The manager's part of `serve` (no hardware table, no host): a hit changes none of
         // the counters `after_guest_access` and `charge` look at.
         let key = self.key(v, pid, vpn)?;
+        let Some(before) = self.untranslated_manager_access(key, write, self.vcpus[v].clock) else {
+            let ns = self.costs.access_ns;
+            self.r.time.translation_ns += ns;
+            self.vcpus[v].clock += ns;
+            return Ok(());
+        };
+        self.untranslated_fault(v, pid, vpn, before, cls)
+    }
+
+    /// The guest's manager serves `key` at `now`: `None` on a hit (which changes none of
+    /// the counters `after_guest_access` and `charge` look at), else the counters
+    /// `untranslated_fault` needs from before the fault (first touches, evictions).
+    #[inline(always)]
+    fn untranslated_manager_access(
+        &mut self,
+        key: u64,
+        write: bool,
+        now: u64,
+    ) -> Option<(u64, u64)> {
         let g = &mut self.guest;
         let (faults, first, evictions) = (g.stats.faults, g.stats.first_touch, g.stats.evictions);
-        g.mm.now = self.vcpus[v].clock;
+        g.mm.now = now;
         g.access(
             Access {
                 page: key,
@@ -511,13 +530,7 @@ impl Vm {
             },
             u64::MAX,
         );
-        if g.stats.faults == faults {
-            let ns = self.costs.access_ns;
-            self.r.time.translation_ns += ns;
-            self.vcpus[v].clock += ns;
-            return Ok(());
-        }
-        self.untranslated_fault(v, pid, vpn, (first, evictions), cls)
+        (g.stats.faults != faults).then_some((first, evictions))
     }
 
     /// A run of ops of vCPU `v` without address translation (no TLB model, no other VM on
@@ -588,26 +601,14 @@ impl Vm {
                 }
             }
             let key = ((cs as u64) << per) | ((vpn & REGION_MASK) >> gshift);
-            let g = &mut self.guest;
-            let (faults, first, evictions) =
-                (g.stats.faults, g.stats.first_touch, g.stats.evictions);
-            g.mm.now = clock;
-            g.access(
-                Access {
-                    page: key,
-                    write,
-                    gup: false,
-                },
-                u64::MAX,
-            );
-            if g.stats.faults == faults {
+            let Some(before) = self.untranslated_manager_access(key, write, clock) else {
                 clock += access_ns;
                 hit_ns += access_ns;
                 if clock >= end {
                     break;
                 }
                 continue;
-            }
+            };
             let vc = &mut self.vcpus[v];
             vc.clock = clock;
             vc.accesses += accesses;
@@ -615,7 +616,7 @@ impl Vm {
             self.r.time.translation_ns += hit_ns;
             self.r.time.compute_ns += compute_ns;
             return self
-                .untranslated_fault(v, pid, vpn, (first, evictions), cls)
+                .untranslated_fault(v, pid, vpn, before, cls)
                 .map(|()| n);
         }
         let vc = &mut self.vcpus[v];
