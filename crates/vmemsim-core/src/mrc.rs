@@ -536,6 +536,105 @@ where
     Ok(MissCurve::from_replays(&replay_sweep(open, spec, frames)?))
 }
 
+/// How a miss-ratio curve is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// One pass of LRU stack distances (Mattson et al.): exact, for every size at once.
+    ExactLru,
+    /// SHARDS (Waldspurger et al., FAST '15): stack distances of a spatially hashed sample.
+    ShardsLru,
+    /// One replay of the policy per size.
+    Replay,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::ExactLru => "exact-lru",
+            Method::ShardsLru => "shards-lru",
+            Method::Replay => "replay",
+        }
+    }
+
+    /// The method for a curve of `policy` (its name) with policy options or not
+    /// (`has_options`), swap readahead `page_cluster` and a SHARDS sampling rate `shards`:
+    /// stack distances give LRU's curve only for plain LRU (no options, no readahead, which
+    /// would make a miss depend on more than the reuse distance); SHARDS only samples LRU's.
+    /// Also checks `sizes` (at least one, each at least 1 and, for replays, at most
+    /// [`crate::engine::MAX_FRAMES`]) and `points` (at least 1), which are exclusive.
+    pub fn choose(
+        policy: &str,
+        has_options: bool,
+        page_cluster: Option<u8>,
+        shards: Option<f64>,
+        sizes: Option<&[u64]>,
+        points: Option<u32>,
+    ) -> Result<Method> {
+        match (sizes, points) {
+            (Some(_), Some(_)) => {
+                return Err(Error::config("points", "give sizes or points, not both"));
+            }
+            (Some([]), None) => return Err(Error::config("sizes", "needs at least one size")),
+            (Some(s), None) => {
+                if let Some(&bad) = s.iter().find(|&&c| c == 0) {
+                    return Err(Error::config(
+                        "sizes",
+                        format!("sizes must be at least 1, got {bad}"),
+                    ));
+                }
+            }
+            (None, Some(0)) => return Err(Error::config("points", "must be at least 1")),
+            _ => {}
+        }
+        let plain_lru = policy == "lru" && !has_options && page_cluster.unwrap_or(0) == 0;
+        let method = match shards {
+            Some(rate) => {
+                if !plain_lru {
+                    return Err(Error::config(
+                        "shards",
+                        "SHARDS samples LRU stack distances: only for policy lru, without \
+                         options or page_cluster",
+                    ));
+                }
+                if !(rate > 0.0 && rate <= 1.0) {
+                    return Err(Error::config(
+                        "shards",
+                        format!("sampling rate must be in (0, 1], got {rate}"),
+                    ));
+                }
+                Method::ShardsLru
+            }
+            None if plain_lru => Method::ExactLru,
+            None => Method::Replay,
+        };
+        if method == Method::Replay {
+            let max = crate::engine::MAX_FRAMES as u64;
+            if let Some(&bad) = sizes.and_then(|s| s.iter().find(|&&c| c > max)) {
+                return Err(Error::config(
+                    "sizes",
+                    format!("{bad} frames is too large to simulate (at most {max})"),
+                ));
+            }
+        }
+        Ok(method)
+    }
+}
+
+/// `n` sizes spaced evenly on a log scale from 1 to `top` frames (rounded, without repeats):
+/// the sizes of a curve asked for by its number of points.
+pub fn log_sizes(top: u64, n: u32) -> Vec<u64> {
+    let top = top.max(1);
+    if n <= 1 {
+        return vec![top];
+    }
+    let step = (top as f64).ln() / (n - 1) as f64;
+    let mut out: Vec<u64> = (0..n)
+        .map(|i| ((step * i as f64).exp().round() as u64).clamp(1, top))
+        .collect();
+    out.dedup();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -739,5 +838,40 @@ mod tests {
         // Errors from a run come back as values.
         let failing = || -> Result<Box<dyn TraceSource>> { Err(Error::config("trace", "nope")) };
         assert!(policy_curve(failing, &spec, &frames).is_err());
+    }
+
+    #[test]
+    fn the_method_follows_the_policy_and_what_stack_distances_can_give() {
+        use super::Method;
+        let m = |p, o, pc, sh| Method::choose(p, o, pc, sh, None, None);
+        assert_eq!(m("lru", false, None, None).unwrap(), Method::ExactLru);
+        assert_eq!(
+            m("lru", false, Some(0), Some(0.1)).unwrap(),
+            Method::ShardsLru
+        );
+        // Readahead or options make a miss depend on more than the reuse distance.
+        assert_eq!(m("lru", false, Some(3), None).unwrap(), Method::Replay);
+        assert_eq!(m("lru", true, None, None).unwrap(), Method::Replay);
+        assert_eq!(m("clock-lru", false, None, None).unwrap(), Method::Replay);
+        let e = m("mglru", false, None, Some(0.1)).unwrap_err().to_string();
+        assert!(e.starts_with("shards: SHARDS samples LRU"), "{e}");
+        let e = m("lru", false, None, Some(1.5)).unwrap_err().to_string();
+        assert_eq!(e, "shards: sampling rate must be in (0, 1], got 1.5");
+        let e = Method::choose("lru", false, None, None, Some(&[4, 0]), None).unwrap_err();
+        assert_eq!(e.to_string(), "sizes: sizes must be at least 1, got 0");
+        let e = Method::choose("lru", false, None, None, Some(&[4]), Some(3)).unwrap_err();
+        assert_eq!(e.to_string(), "points: give sizes or points, not both");
+        let big = crate::engine::MAX_FRAMES as u64 + 1;
+        assert!(Method::choose("lru", false, None, None, Some(&[big]), None).is_ok());
+        assert!(Method::choose("clock-lru", false, None, None, Some(&[big]), None).is_err());
+    }
+
+    #[test]
+    fn log_sizes_run_from_one_to_the_top_without_repeats() {
+        // ln(1000)/3 = 2.303: e^0, e^2.303, e^4.605, e^6.908 = 1, 10, 100, 1000.
+        assert_eq!(super::log_sizes(1000, 4), vec![1, 10, 100, 1000]);
+        // Rounded sizes that coincide are kept once: 1, 1.41, 2 -> 1, 1, 2 -> 1, 2.
+        assert_eq!(super::log_sizes(2, 3), vec![1, 2]);
+        assert_eq!(super::log_sizes(0, 1), vec![1]);
     }
 }

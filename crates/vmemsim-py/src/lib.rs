@@ -959,20 +959,6 @@ fn to_json<T: serde::Serialize>(v: &T) -> PyResult<String> {
 
 // -------------------------------------------------------------------------------------- mrc
 
-/// `n` sizes spaced evenly on a log scale from 1 to `top` frames (rounded, without repeats).
-fn log_sizes(top: u64, n: u32) -> Vec<u64> {
-    let top = top.max(1);
-    if n <= 1 {
-        return vec![top];
-    }
-    let step = (top as f64).ln() / (n - 1) as f64;
-    let mut out: Vec<u64> = (0..n)
-        .map(|i| ((step * i as f64).exp().round() as u64).clamp(1, top))
-        .collect();
-    out.dedup();
-    out
-}
-
 /// The miss-ratio curve of `policy` on a source, at `sizes` frames or at `points` sizes
 /// log-spaced up to the trace's distinct pages. Method: `exact-lru` (one pass of stack
 /// distances) for `lru` with no options and no swap readahead; `shards-lru` when `shards`
@@ -1001,63 +987,23 @@ fn miss_ratio_curve(
     let machine = machine_config(0, machine)?;
     let options = policy_options(seed, options)?;
     check_options(kind, PROBE_FRAMES, &options)?;
-    match (&sizes, points) {
-        (Some(_), Some(_)) => {
-            return Err(config_err("points", "give sizes or points, not both"));
-        }
-        (Some(s), None) => {
-            if s.is_empty() {
-                return Err(config_err("sizes", "needs at least one size"));
-            }
-            if let Some(&bad) = s.iter().find(|&&c| c == 0) {
-                return Err(config_err(
-                    "sizes",
-                    format!("sizes must be at least 1, got {bad}"),
-                ));
-            }
-        }
-        (None, Some(0)) => return Err(config_err("points", "must be at least 1")),
-        _ => {}
-    }
+    let method = mrc::Method::choose(
+        kind.name(),
+        options.keys().next().is_some(),
+        machine.page_cluster,
+        shards,
+        sizes.as_deref(),
+        points,
+    )
+    .map_err(py_err)?;
     let points = points.unwrap_or(20);
-    let is_lru = kind.name() == "lru";
-    let plain = options.keys().next().is_none() && machine.page_cluster.unwrap_or(0) == 0;
-    if let Some(rate) = shards {
-        if !is_lru || !plain {
-            return Err(config_err(
-                "shards",
-                "SHARDS samples LRU stack distances: only for policy lru, without options or \
-                 page_cluster",
-            ));
-        }
-        if !(rate > 0.0 && rate <= 1.0) {
-            return Err(config_err(
-                "shards",
-                format!("sampling rate must be in (0, 1], got {rate}"),
-            ));
-        }
-    }
     if workers == Some(0) {
         return Err(config_err("workers", "must be at least 1"));
     }
-    let method = match (shards, is_lru && plain) {
-        (Some(_), _) => "shards-lru",
-        (None, true) => "exact-lru",
-        (None, false) => "replay",
-    };
-    if method == "replay" {
-        if let Some(s) = &sizes {
-            if let Some(&bad) = s.iter().find(|&&c| c > MAX_FRAMES as u64) {
-                return Err(config_err(
-                    "sizes",
-                    format!("{bad} frames is too large to simulate (at most {MAX_FRAMES})"),
-                ));
-            }
-        }
-    }
+    let replaying = method == mrc::Method::Replay;
     let src = Source::from_dict(source)?;
     let pool = match workers {
-        Some(n) if method == "replay" => Some(
+        Some(n) if replaying => Some(
             rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
                 .build()
@@ -1067,21 +1013,21 @@ fn miss_ratio_curve(
     };
     let used_workers = match &pool {
         Some(p) => p.current_num_threads(),
-        None if method == "replay" => rayon::current_num_threads(),
+        None if replaying => rayon::current_num_threads(),
         None => 1,
     };
     let (curve, distinct) = with_progress(py, progress, move |meter| {
         let open = || metered(&src, meter);
         match method {
-            "exact-lru" => {
+            mrc::Method::ExactLru => {
                 let mut s = open().map_err(py_err)?;
                 meter.set_total(s.len_hint());
                 let name = s.name();
                 let h = mrc::lru_histogram(s.as_mut()).map_err(py_err)?;
-                let sizes = sizes.unwrap_or_else(|| log_sizes(h.cold, points));
+                let sizes = sizes.unwrap_or_else(|| mrc::log_sizes(h.cold, points));
                 Ok((h.curve(&name, Some(&sizes)), Some(h.cold)))
             }
-            "shards-lru" => {
+            mrc::Method::ShardsLru => {
                 let cfg = ShardsConfig {
                     rate: shards.unwrap_or(1.0),
                     ..ShardsConfig::default()
@@ -1097,18 +1043,18 @@ fn miss_ratio_curve(
                         let full = mrc::shards_lru(s.as_mut(), &cfg, None).map_err(py_err)?;
                         let top = full.points.last().map_or(1, |p| p.misses);
                         s = open().map_err(py_err)?;
-                        log_sizes(top, points)
+                        mrc::log_sizes(top, points)
                     }
                 };
                 let c = mrc::shards_lru(s.as_mut(), &cfg, Some(&sizes)).map_err(py_err)?;
                 Ok((c, None))
             }
-            _ => {
+            mrc::Method::Replay => {
                 let (sizes, distinct) = match sizes {
                     Some(s) => (s, None),
                     None => {
                         let d = count_distinct(&src, meter)?;
-                        (log_sizes(d, points), Some(d))
+                        (mrc::log_sizes(d, points), Some(d))
                     }
                 };
                 let frames: Vec<u32> = sizes
@@ -1132,7 +1078,7 @@ fn miss_ratio_curve(
             }
         }
     })?;
-    curve_json(&curve, policy, method, seed, distinct, used_workers)
+    curve_json(&curve, policy, method.name(), seed, distinct, used_workers)
 }
 
 fn curve_json(
