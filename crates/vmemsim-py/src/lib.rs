@@ -854,11 +854,8 @@ fn run_timed(
     let frames = FramesSpec::parse(frames).map_err(py_err)?;
     let mut machine = machine_config(0, machine)?;
     let options = policy_options(seed, options)?;
-    let mut cfg: TimedConfig = serde_json::from_str(timed).map_err(|e| {
-        let msg = e.to_string();
-        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
-        config_err("timed", msg)
-    })?;
+    let mut cfg: TimedConfig =
+        vmemsim_core::util::from_json_keyed(timed, "timed").map_err(py_err)?;
     cfg.device = vmemsim_core::device::DeviceSpec::parse(device).map_err(py_err)?;
     let mut wl = timed::parse_workload(workload, seed).map_err(py_err)?;
     let footprint = wl.footprint_pages();
