@@ -316,6 +316,27 @@ def test_timed_swap_devices_for_the_host():
         vmemsim.run_vm(spec, host_swap="floppy")
 
 
+def test_vms_sharing_a_disk_queue_their_swap_requests_together():
+    # Two VMs swap to one-channel NVMe devices: their own (each queues behind itself) or one
+    # disk of the host (each queues behind both): the queueing and the run grow, each VM's
+    # guest_device counts its own requests, and the merged counts are their sum.
+    spec = "stress-vm:vcpus=1,bytes=4MiB,rounds=2"
+    kw = dict(vms=2, guest_frames="60%", guest_swap="nvme:qd=1")
+    apart = vmemsim.run_vm(spec, **kw)
+    shared = vmemsim.run_vm(spec, shared_disk=True, **kw)
+    delay = lambda d: d["queue_delay_total_ns"]  # noqa: E731
+    assert delay(shared.guest_device) > delay(apart.guest_device)
+    assert shared.runtime_ns > apart.runtime_ns
+    for r in (apart, shared):
+        assert r.guest_device["read_requests"] == sum(
+            v["guest_device"]["read_requests"] for v in r.per_vm) > 0
+        assert delay(r.guest_device) == sum(delay(v["guest_device"]) for v in r.per_vm)
+    p = subprocess.run([sys.executable, "-m", "vmemsim", "vm", spec, "--vms", "2",
+                        "--guest-frames", "60%", "--guest-swap", "zram", "--shared-disk"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "vm.shared_disk: zram is memory of each guest" in p.stderr
+
+
 def test_vcpus_sharing_host_cpus_accrue_steal_time():
     # Two single-vCPU redis-like VMs at 60k requests/s each: alone on their CPUs they never
     # wait; on one host CPU they take turns, the waiting is steal time, and the tail latency

@@ -1328,6 +1328,7 @@ def run_vm(
     guest_swap: Optional[str] = None,
     host_cpus: Optional[int] = None,
     walk_caches: bool = True,
+    shared_disk: bool = False,
 ) -> VmResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
     ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host:
@@ -1357,12 +1358,16 @@ def run_vm(
     ``host_device`` / ``guest_device`` are the devices' counters. ``host_cpus`` makes all
     the vCPUs share that many host CPUs in time slices (EEVDF's base slice); a runnable vCPU
     waiting for one is steal time (``time["steal_ns"]``), which request latency includes.
-    Unset, each vCPU has a CPU of its own. ``walk_caches=False`` turns the page-walk caches
+    Unset, each vCPU has a CPU of its own. ``shared_disk=True`` makes the guests' swap
+    devices one disk of the host (their virtual disks are files on it), with the host's swap
+    when ``host_swap`` is the same device: their requests queue together (each VM's
+    ``guest_device`` counts its own). ``walk_caches=False`` turns the page-walk caches
     and the nested TLB off (``vmemsim vm --no-walk-caches``, ``vm.walk_caches = false``;
     the same as ``translate={"pwc": {"enabled": False}, "ntlb": {"enabled": False}}``).
     """
-    if not isinstance(walk_caches, bool):
-        raise VmemsimError(f"walk_caches: expected True or False, got {walk_caches!r}")
+    for name, flag in (("walk_caches", walk_caches), ("shared_disk", shared_disk)):
+        if not isinstance(flag, bool):
+            raise VmemsimError(f"{name}: expected True or False, got {flag!r}")
     if not walk_caches:
         merged = {k: dict(v) if isinstance(v, Mapping) else v
                   for k, v in dict(translate or {}).items()}
@@ -1394,7 +1399,7 @@ def run_vm(
         "pt_pages": _count_arg("pt_pages", pt_pages, lo=0),
         "translate": dict(translate or {}), "costs": _costs_arg(costs),
         "guest_page": guest_page, "host_page": host_page, "vms": _count_arg("vms", vms),
-        "host_swap": host_swap, "guest_swap": guest_swap,
+        "host_swap": host_swap, "guest_swap": guest_swap, "shared_disk": shared_disk,
         "host_cpus": None if host_cpus is None else _count_arg("host_cpus", host_cpus),
     }
     out = _native.run_vm(json.dumps(config))

@@ -804,6 +804,10 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
                    "host_major_fault_ns per major fault)")
     p.add_argument("--guest-swap", default=None, metavar="DEVICE",
                    help="timed swap device for the guest's own swap (as --host-swap)")
+    p.add_argument("--shared-disk", action="store_true", default=VM["shared_disk"],
+                   help="the guests' swap devices are one disk of the host (with the host's "
+                   "swap when --host-swap is the same device): their requests queue "
+                   "together (vm.shared_disk)")
     p.add_argument("--host-cpus", type=_positive, default=None, metavar="N",
                    help="host CPUs all vCPUs share, in time slices (default: a CPU per vCPU); "
                    "waiting for one is steal time")
@@ -840,7 +844,7 @@ def _run_vm(args: argparse.Namespace) -> int:
         host_policy=args.host_policy, eviction=args.eviction, mmu_pages=args.mmu_pages,
         seed=args.seed, costs=costs, guest_page=args.guest_page,
         host_page=args.host_page, vms=args.vms, host_swap=args.host_swap,
-        guest_swap=args.guest_swap, host_cpus=args.host_cpus,
+        guest_swap=args.guest_swap, host_cpus=args.host_cpus, shared_disk=args.shared_disk,
         guest_levels=args.guest_levels, host_levels=args.host_levels, pt_pages=args.pt_pages,
         walk_caches=args.walk_caches,
     )

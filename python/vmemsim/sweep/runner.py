@@ -77,6 +77,7 @@ _VM_KEYS = {
     "vm.host_cpus": "host_cpus",
     "vm.host_swap": "host_swap",
     "vm.guest_swap": "guest_swap",
+    "vm.shared_disk": "shared_disk",
     "vm.host_page": "host_page",
     "vm.walk_caches": "walk_caches",
 }

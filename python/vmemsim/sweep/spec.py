@@ -242,6 +242,9 @@ def _builtin_schema() -> None:
         "parameters; unset: a flat cost per major fault)"))
     reg("vm.guest_swap", Key(optional(check_str), VM["guest_swap"],
         "VM runs: timed swap device of the guest (as vm.host_swap)"))
+    reg("vm.shared_disk", Key(check_bool, VM["shared_disk"],
+        "VM runs: the guests' swap devices are one disk of the host (with the host's swap "
+        "when vm.host_swap is the same device), their requests queued together"))
     reg("vm.host_cpus", Key(optional(check_int(1, 4096)), VM["host_cpus"],
         "VM runs: host CPUs all vCPUs share in time slices (unset: a CPU per vCPU)"))
     reg("vm.count", Key(check_int(1, 4096), VM["vms"],

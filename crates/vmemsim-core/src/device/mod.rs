@@ -182,6 +182,38 @@ impl DeviceStats {
             out_of_range_pages;
             max: queue_delay_max_ns);
     }
+
+    /// Add what one request (or discard) changed between two readings of a device
+    /// (`before`, `after`): a shared device's counters split by who submitted to it. The
+    /// longest queue delay is that request's own.
+    pub fn add_delta(&mut self, before: &DeviceStats, after: &DeviceStats) {
+        macro_rules! delta {
+            ($($f:ident),*) => {
+                $( self.$f = self.$f.wrapping_add(after.$f.wrapping_sub(before.$f)); )*
+            };
+        }
+        delta!(
+            read_requests,
+            write_requests,
+            pages_read,
+            pages_written,
+            bytes_read,
+            bytes_written,
+            pages_discarded,
+            queue_delay_total_ns,
+            service_total_ns,
+            busy_ns,
+            cpu_ns,
+            pages_stored,
+            same_pages,
+            huge_pages,
+            compr_data_bytes,
+            ram_bytes,
+            out_of_range_pages
+        );
+        let delay = after.queue_delay_total_ns - before.queue_delay_total_ns;
+        self.queue_delay_max_ns = self.queue_delay_max_ns.max(delay);
+    }
 }
 
 /// Parameters of a latency + bandwidth + queue-depth device (`ssd`, `nvme`, `remote`).

@@ -177,7 +177,7 @@ pub use shadow::{shrink_slab_plan, MMU_SHRINKER_SEEKS, SHRINK_BATCH};
 pub use threads::EngineOpts;
 
 use build::{pt_pages_of, unit_marks, units};
-use cost::{SwapDev, Work};
+use cost::{SharedDisk, SwapDev, Work};
 use host::{hugetlb_reclaimed, HostSide};
 use merge::merge_results;
 use result::by_kind;

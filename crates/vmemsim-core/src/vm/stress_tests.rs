@@ -122,6 +122,7 @@ fn random_case(rng: &mut Xoshiro256PlusPlus) -> Case {
         guest_swap: rng
             .gen_bool(0.2)
             .then(|| crate::device::DeviceSpec::parse("zram").unwrap()),
+        shared_disk: false,
         charge_device_ram: false,
         tlb: true,
         costs: Default::default(),

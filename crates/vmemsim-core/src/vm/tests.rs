@@ -781,6 +781,75 @@ fn vms_with_room_on_the_host_run_as_they_would_alone() {
 }
 
 #[test]
+fn vms_sharing_a_disk_queue_their_swap_requests_together() {
+    // Two VMs, one vCPU each, write 200 pages into 64 guest frames and read them back: the
+    // guests swap to a one-channel disk (100 µs per request). On disks of their own a VM's
+    // requests wait only behind its own; on one shared disk they wait behind the other VM's
+    // too, so the queueing grows. Each VM's guest_device counts its own requests, and the
+    // merged result's counts are the disk's.
+    let mut ops: Vec<Op> = (0..200).map(|p| acc(p, true)).collect();
+    ops.extend((0..200).map(|p| acc(p, false)));
+    let mut c = cfg(Paging::Tdp, 64, 4_096, TranslateConfig::default());
+    c.guest_swap = Some(
+        crate::device::DeviceSpec::parse(
+            "ssd:read_latency_us=100,write_latency_us=100,qd=1,submit_us=0",
+        )
+        .unwrap(),
+    );
+    let run_two = |c: &VmConfig| {
+        let mut wls: Vec<Box<dyn Workload>> = (0..2)
+            .map(|_| -> Box<dyn Workload> { Box::new(Script::new(vec![ops.clone()])) })
+            .collect();
+        run_many(&[c.clone(), c.clone()], &mut wls).unwrap()
+    };
+    let apart = run_two(&c);
+    c.shared_disk = true;
+    let shared = run_two(&c);
+    let delay = |r: &VmResult| r.guest_device.as_ref().unwrap().queue_delay_total_ns;
+    for r in [&apart, &shared] {
+        let mut sum = r.per_vm[0].guest_device.clone().unwrap();
+        sum.add(r.per_vm[1].guest_device.as_ref().unwrap());
+        assert_eq!(Some(sum), r.guest_device);
+        assert!(r.guest.pswpin > 0);
+    }
+    assert!(
+        delay(&shared) > delay(&apart),
+        "{} {}",
+        delay(&shared),
+        delay(&apart)
+    );
+    // zram is memory of each guest; native paging has no host; a disk needs a device.
+    let bad = |c: &VmConfig| {
+        let mut wls: Vec<Box<dyn Workload>> = vec![Box::new(Script::new(vec![vec![acc(0, true)]]))];
+        run_many(std::slice::from_ref(c), &mut wls)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let mut z = c.clone();
+    z.guest_swap = Some(crate::device::DeviceSpec::parse("zram").unwrap());
+    assert!(
+        bad(&z).starts_with("vm.shared_disk: zram is memory"),
+        "{}",
+        bad(&z)
+    );
+    let mut n = c.clone();
+    n.paging = Paging::Native;
+    assert!(
+        bad(&n).starts_with("vm.shared_disk: needs a host"),
+        "{}",
+        bad(&n)
+    );
+    let mut none = c.clone();
+    none.guest_swap = None;
+    assert!(
+        bad(&none).starts_with("vm.shared_disk: needs a guest swap"),
+        "{}",
+        bad(&none)
+    );
+}
+
+#[test]
 fn a_timed_host_swap_device_makes_the_faulting_access_wait_for_its_read() {
     // The host (300 frames, no swap readahead) swaps guest memory to a device with a 100 µs
     // read latency, 4,096 MB/s (1 µs per 4 KiB page), no submission cost and room for 1,024

@@ -133,6 +133,13 @@ impl Vm {
         let host_dev = host
             .as_ref()
             .is_some_and(|h| h.shared.borrow().dev.is_some());
+        if cfg.shared_disk && host.is_none() {
+            return Err(Error::config(
+                "vm.shared_disk",
+                "needs a host (tdp or shadow paging): native paging has one swap device",
+            ));
+        }
+        let guest_disk = host.as_ref().and_then(|h| h.shared.borrow().disk.clone());
         let shares_host = host
             .as_ref()
             .is_some_and(|h| h.shared.borrow().bases.len() > 1);
@@ -233,9 +240,10 @@ impl Vm {
             snap: None,
             shares_host,
             host_dev,
-            guest_dev: match &cfg.guest_swap {
-                Some(spec) => Some(SwapDev::new(spec, gshift)?),
-                None => None,
+            guest_dev: match (&cfg.guest_swap, &guest_disk) {
+                (Some(_), Some(disk)) => Some(SwapDev::on_disk(disk, gshift)),
+                (Some(spec), None) => Some(SwapDev::new(spec, gshift)?),
+                (None, _) => None,
             },
             tcycles: 0,
             kvm_charged: 0.0,

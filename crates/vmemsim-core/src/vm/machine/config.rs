@@ -68,6 +68,13 @@ pub struct VmConfig {
     /// `host_major_fault_ns` / `guest_major_fault_ns`. See the module docs' "Swap devices".
     pub host_swap: Option<crate::device::DeviceSpec>,
     pub guest_swap: Option<crate::device::DeviceSpec>,
+    /// The guests' swap devices are one block device of the host (their virtual disks are
+    /// files on one host disk), with the host's swap when `host_swap` is the same device:
+    /// requests of all of them queue together on its channels. Each VM's `guest_device`
+    /// counts its own requests (queue delays included), the host's `host_device` its own.
+    /// Needs a host (tdp or shadow paging) and a block `guest_swap` (zram is memory of the
+    /// guest). Default false: each is a device of its own.
+    pub shared_disk: bool,
     /// Whether the guest's swap device's own memory (zram's compressed pool) is taken from
     /// the guest's frames, as it is on a machine whose RAM is those frames (`zs_malloc`
     /// allocates from it). Native runs (`vmemsim run`) charge it unless the frames are a
@@ -110,6 +117,7 @@ impl VmConfig {
             host_page: PageSize::K4,
             host_swap: None,
             guest_swap: None,
+            shared_disk: false,
             charge_device_ram: false,
             tlb: true,
             costs: Costs::default(),

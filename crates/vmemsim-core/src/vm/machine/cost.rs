@@ -6,6 +6,7 @@
 //! `wakeup_kswapd`), and the clock moves the engine makes (idle, steal, barriers, I/O waits).
 
 use super::*;
+use crate::device::IoKind;
 
 /// The counters an op's cost is computed from ([`Vm::charge`] takes two snapshots' difference).
 #[derive(Clone, Copy, Debug, Default)]
@@ -38,21 +39,99 @@ pub type Classes<'a> = &'a dyn Fn(u32, u64) -> ContentClass;
 /// A timed swap device fed with a memory manager's logged swap I/O (as the timing engine's
 /// `do_io`): each request is submitted at the simulated time of the op that caused it.
 pub(super) struct SwapDev {
-    pub(super) dev: Box<dyn crate::device::SwapDevice>,
+    dev: Dev,
     /// 4 KiB pages per swap slot (a large page is swapped whole).
     per_slot: u32,
     io: Vec<crate::mm::SwapIo>,
     classes: Vec<crate::device::ContentClass>,
 }
 
+/// A swap device's hardware: its own, or a block device shared with other swap devices (the
+/// guests' virtual disks on one host disk, with the host's swap when it is the same kind of
+/// device), whose requests queue together.
+enum Dev {
+    Own(Box<dyn crate::device::SwapDevice>),
+    Shared {
+        disk: SharedDisk,
+        /// This swap device's own part of the disk's counters.
+        own: crate::device::DeviceStats,
+    },
+}
+
+/// A block device shared by several swap devices ([`SwapDev::on_disk`]).
+pub(super) type SharedDisk = std::rc::Rc<std::cell::RefCell<Box<dyn crate::device::SwapDevice>>>;
+
 impl SwapDev {
     pub(super) fn new(spec: &crate::device::DeviceSpec, shift: u32) -> Result<SwapDev> {
-        Ok(SwapDev {
-            dev: crate::device::build(spec)?,
+        Ok(SwapDev::with(Dev::Own(crate::device::build(spec)?), shift))
+    }
+
+    /// A swap device whose requests go to `disk`, shared with other swap devices.
+    pub(super) fn on_disk(disk: &SharedDisk, shift: u32) -> SwapDev {
+        SwapDev::with(
+            Dev::Shared {
+                disk: disk.clone(),
+                own: Default::default(),
+            },
+            shift,
+        )
+    }
+
+    fn with(dev: Dev, shift: u32) -> SwapDev {
+        SwapDev {
+            dev,
             per_slot: 1 << shift,
             io: Vec::new(),
             classes: Vec::new(),
-        })
+        }
+    }
+
+    /// This device's counters (on a shared disk: its own requests' part of the disk's).
+    pub(super) fn stats(&self) -> crate::device::DeviceStats {
+        match &self.dev {
+            Dev::Own(d) => d.stats(),
+            Dev::Shared { own, .. } => own.clone(),
+        }
+    }
+
+    /// Host RAM the device occupies (zram's pool; a shared disk is a block device: none).
+    pub(super) fn ram_bytes(&self) -> u64 {
+        match &self.dev {
+            Dev::Own(d) => d.ram_bytes(),
+            Dev::Shared { .. } => 0,
+        }
+    }
+
+    fn reads_content(&self) -> bool {
+        match &self.dev {
+            Dev::Own(d) => d.reads_content(),
+            Dev::Shared { disk, .. } => disk.borrow().reads_content(),
+        }
+    }
+
+    fn submit(&mut self, now: u64, kind: IoKind, slot: u64) -> crate::device::IoCompletion {
+        match &mut self.dev {
+            Dev::Own(d) => d.submit(now, kind, slot, &self.classes),
+            Dev::Shared { disk, own } => {
+                let mut d = disk.borrow_mut();
+                let before = d.stats();
+                let c = d.submit(now, kind, slot, &self.classes);
+                own.add_delta(&before, &d.stats());
+                c
+            }
+        }
+    }
+
+    fn discard(&mut self, slot: u64, pages: u32) {
+        match &mut self.dev {
+            Dev::Own(d) => d.discard(slot, pages),
+            Dev::Shared { disk, own } => {
+                let mut d = disk.borrow_mut();
+                let before = d.stats();
+                d.discard(slot, pages);
+                own.add_delta(&before, &d.stats());
+            }
+        }
     }
 
     /// Submit what `m` logged at `now`: the submitting CPU's time (zram's compression and
@@ -65,27 +144,26 @@ impl SwapDev {
         now: u64,
         class: &dyn Fn(u64, u32) -> ContentClass,
     ) -> (u64, u64) {
-        use crate::device::IoKind;
         use crate::mm::SwapIo;
         if !m.mm.swap.device.has_log() {
             return (0, 0);
         }
-        m.mm.swap.device.take_log(&mut self.io);
+        let mut io = std::mem::take(&mut self.io);
+        m.mm.swap.device.take_log(&mut io);
         let mut cpu = 0u64;
         let mut done = 0u64;
-        for &x in &self.io {
+        for &x in &io {
             let t = now + cpu;
             let (kind, slot, n) = match x {
                 SwapIo::Read { slot, n } => (IoKind::Read, slot, n),
                 SwapIo::Write { slot } => (IoKind::Write, slot, 1),
                 SwapIo::Discard { slot } => {
-                    self.dev
-                        .discard(slot as u64 * self.per_slot as u64, self.per_slot);
+                    self.discard(slot as u64 * self.per_slot as u64, self.per_slot);
                     continue;
                 }
             };
             self.classes.clear();
-            if !self.dev.reads_content() {
+            if !self.reads_content() {
                 // (a block device only counts the pages)
                 let pages = n as usize * self.per_slot as usize;
                 self.classes.resize(pages, ContentClass::Random);
@@ -103,9 +181,7 @@ impl SwapDev {
                     }
                 }
             }
-            let c = self
-                .dev
-                .submit(t, kind, slot as u64 * self.per_slot as u64, &self.classes);
+            let c = self.submit(t, kind, slot as u64 * self.per_slot as u64);
             cpu += c.cpu_ns;
             if kind == IoKind::Read {
                 done = done.max(c.done_at);
@@ -113,6 +189,7 @@ impl SwapDev {
                 m.mm.lock_for_read(slot, n, c.done_at);
             }
         }
+        self.io = io;
         (cpu, done)
     }
 }
@@ -272,7 +349,7 @@ impl Vm {
                     cls(pid, vpn + i as u64)
                 };
                 let out = d.run(&mut self.guest, now, &page_class);
-                let pages = d.dev.ram_bytes().div_ceil(4096);
+                let pages = d.ram_bytes().div_ceil(4096);
                 self.device_frames_peak = self.device_frames_peak.max(pages);
                 out
             }
@@ -301,7 +378,7 @@ impl Vm {
     /// finished freeing.
     fn set_reservation(&mut self) {
         let pool = match (&self.guest_dev, self.pool_charged) {
-            (Some(d), true) => d.dev.ram_bytes().div_ceil(4096).min(u32::MAX as u64) as u32,
+            (Some(d), true) => d.ram_bytes().div_ceil(4096).min(u32::MAX as u64) as u32,
             _ => 0,
         };
         let n = pool.saturating_add(self.kswapd_hold);
@@ -328,7 +405,7 @@ impl Vm {
         let Some(d) = self.guest_dev.as_ref().filter(|_| self.pool_charged) else {
             return;
         };
-        let st = d.dev.stats();
+        let st = d.stats();
         let per_page = st
             .ram_bytes
             .checked_div(st.pages_stored)
@@ -473,5 +550,45 @@ impl Vm {
         vc.clock += w - used;
         self.r.time.guest_fault_ns += w - used;
         done + w
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::DeviceSpec;
+
+    #[test]
+    fn swap_devices_on_one_disk_queue_behind_each_other() {
+        // One channel (qd 1), a read of 4 KiB taking 100 µs plus 1 ns of transfer, no
+        // submission time. Two swap devices each read a page at t = 0: on one shared disk
+        // the second waits for the first, done at 200,002 ns after a queue delay of
+        // 100,001 ns that is counted as its own; on disks of their own both are done at
+        // 100,001 ns.
+        let spec =
+            DeviceSpec::parse("ssd:read_latency_us=100,qd=1,read_bw_mbps=4096000,submit_us=0")
+                .unwrap();
+        let disk: SharedDisk = std::rc::Rc::new(std::cell::RefCell::new(
+            crate::device::build(&spec).unwrap(),
+        ));
+        let (mut a, mut b) = (SwapDev::on_disk(&disk, 0), SwapDev::on_disk(&disk, 0));
+        let (mut c, mut d) = (
+            SwapDev::new(&spec, 0).unwrap(),
+            SwapDev::new(&spec, 0).unwrap(),
+        );
+        for x in [&mut a, &mut b, &mut c, &mut d] {
+            x.classes = vec![ContentClass::Random];
+        }
+        assert_eq!(a.submit(0, IoKind::Read, 0).done_at, 100_001);
+        assert_eq!(b.submit(0, IoKind::Read, 7).done_at, 200_002);
+        assert_eq!(a.stats().queue_delay_total_ns, 0);
+        assert_eq!(b.stats().queue_delay_max_ns, 100_001);
+        assert_eq!((a.stats().read_requests, b.stats().read_requests), (1, 1));
+        let mut sum = a.stats();
+        sum.add(&b.stats());
+        assert_eq!(sum, disk.borrow().stats());
+        assert_eq!(c.submit(0, IoKind::Read, 0).done_at, 100_001);
+        assert_eq!(d.submit(0, IoKind::Read, 7).done_at, 100_001);
+        assert_eq!(d.stats().queue_delay_max_ns, 0);
     }
 }

@@ -18,6 +18,9 @@ pub struct HostShared {
     pub(super) m: Machine<BoxedPolicy>,
     /// The host's timed swap device, if any.
     pub(super) dev: Option<SwapDev>,
+    /// With `VmConfig::shared_disk`: the one block device of the guests' swap (and of the
+    /// host's when it is the same device).
+    pub(super) disk: Option<SharedDisk>,
     pub(super) bases: Vec<u64>,
     /// Per VM: its host pages (relative to its base) reclaimed and not yet applied.
     pending: Vec<Vec<u64>>,
@@ -290,14 +293,19 @@ pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<Hos
         next += (c.guest.frames as u64 + pt_pages_of(c)).div_ceil(1 << hshift);
     }
     let n = cfgs.len();
+    let disk = shared_disk(cfgs)?;
     Ok(std::rc::Rc::new(std::cell::RefCell::new(HostShared {
         dev: match &cfg.host_swap {
             Some(spec) => {
                 m.mm.swap.device.log_on = true;
-                Some(SwapDev::new(spec, hshift)?)
+                Some(match &disk {
+                    Some(d) if cfg.guest_swap.as_ref() == Some(spec) => SwapDev::on_disk(d, hshift),
+                    _ => SwapDev::new(spec, hshift)?,
+                })
             }
             None => None,
         },
+        disk,
         m,
         bases,
         pending: vec![Vec::new(); n],
@@ -308,6 +316,42 @@ pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<Hos
         scratch: Vec::new(),
         passes: Vec::new(),
     })))
+}
+
+/// The one block device of the guests' swap devices when `cfgs` share a disk
+/// (`VmConfig::shared_disk`), built from their `guest_swap`.
+fn shared_disk(cfgs: &[&VmConfig]) -> Result<Option<SharedDisk>> {
+    let cfg = cfgs[0];
+    if cfgs.iter().any(|c| c.shared_disk != cfg.shared_disk) {
+        return Err(Error::config(
+            "vm.shared_disk",
+            "the VMs on one host either share a disk or do not",
+        ));
+    }
+    if !cfg.shared_disk {
+        return Ok(None);
+    }
+    let Some(spec) = cfg.guest_swap else {
+        return Err(Error::config(
+            "vm.shared_disk",
+            "needs a guest swap device (vm.guest_swap) to share",
+        ));
+    };
+    if spec.kind() == "zram" {
+        return Err(Error::config(
+            "vm.shared_disk",
+            "zram is memory of each guest, not a disk of the host: share ssd, nvme or remote",
+        ));
+    }
+    if cfgs.iter().any(|c| c.guest_swap != Some(spec)) {
+        return Err(Error::config(
+            "vm.shared_disk",
+            "the VMs sharing a disk must give the same guest swap device",
+        ));
+    }
+    Ok(Some(std::rc::Rc::new(std::cell::RefCell::new(
+        crate::device::build(&spec)?,
+    ))))
 }
 
 impl Vm {

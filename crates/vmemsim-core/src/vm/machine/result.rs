@@ -67,11 +67,11 @@ impl Vm {
         r.walk_breakdown = g.classify(WALK_HIT_AT_LEAST, WALK_MISS_AT_MOST);
         r.walk_grid = g;
         r.kvm = self.kvm.as_ref().map(|k| k.stats().clone());
-        r.guest_device = self.guest_dev.as_ref().map(|d| d.dev.stats());
+        r.guest_device = self.guest_dev.as_ref().map(|d| d.stats());
         r.host_device = self
             .host
             .as_ref()
-            .and_then(|h| h.shared.borrow().dev.as_ref().map(|d| d.dev.stats()));
+            .and_then(|h| h.shared.borrow().dev.as_ref().map(|d| d.stats()));
         r.vcpu_ns = self.vcpus.iter().map(|c| c.clock).collect();
         r.runtime_ns = r.vcpu_ns.iter().copied().max().unwrap_or(0);
         let all = self.latency_histogram();

@@ -52,6 +52,9 @@ pub struct VmRunConfig {
     /// `None`: a flat cost per major fault.
     pub host_swap: Option<String>,
     pub guest_swap: Option<String>,
+    /// The guests' swap devices are one disk of the host (with the host's swap when it is
+    /// the same device): see [`VmConfig::shared_disk`].
+    pub shared_disk: bool,
     /// Host CPUs all vCPUs share in time slices; `None`: a CPU per vCPU.
     pub host_cpus: Option<u32>,
 }
@@ -78,6 +81,7 @@ impl Default for VmRunConfig {
             vms: 1,
             host_swap: None,
             guest_swap: None,
+            shared_disk: false,
             host_cpus: None,
         }
     }
@@ -234,6 +238,7 @@ impl VmRunConfig {
             host_page,
             host_swap,
             guest_swap,
+            shared_disk: self.shared_disk,
             charge_device_ram: false,
             tlb: true,
             costs: self.costs.clone(),
