@@ -1,6 +1,7 @@
 """`vmemsim validate`: parsing a stored serial log, the cpio writer, the result cache, the
 comparison, and one real kernel boot end to end (skipped only where qemu cannot run)."""
 
+import hashlib
 import json
 import shutil
 import stat
@@ -183,6 +184,36 @@ def test_bad_settings_name_the_option():
     with pytest.raises(VmemsimError, match="--mem"):
         C.parse_mem("lots")
     assert C.parse_mem("160M") == 160 and C.parse_mem("1G") == 1024 and C.parse_mem("512MiB") == 512
+    with pytest.raises(VmemsimError, match="--sysctl swappiness: set it with --swappiness"):
+        K.Settings(sysctl={"swappiness": "10"}).check()
+    with pytest.raises(VmemsimError, match="expected a whole number"):
+        K.Settings(sysctl={"watermark_boost_factor": "off"}).check()
+    with pytest.raises(VmemsimError, match="not a /proc/sys/vm setting name"):
+        K.Settings(sysctl={"../x": "1"}).check()
+
+
+def test_sysctls_are_set_before_the_swap_and_left_out_of_old_cache_keys(tmp_path):
+    s = K.Settings(sysctl={"watermark_boost_factor": "0"})
+    s.check()
+    assert K.sysctl_lines(s) == (
+        "echo 0 > /proc/sys/vm/watermark_boost_factor || echo '@@error sysctl "
+        "watermark_boost_factor'\n"
+        'echo "@@sysctl watermark_boost_factor=$(cat /proc/sys/vm/watermark_boost_factor)"\n')
+    assert K.INIT.index("{sysctls}") < K.INIT.index("{swap_setup}")
+    # Runs cached before the setting existed keep their key; a sysctl makes a new one.
+    class Kern:
+        def describe(self):
+            return "k"
+
+    class W:
+        key = "w"
+
+    plain = C._cache_file(tmp_path, Kern(), W(), K.Settings())
+    assert plain.name == hashlib.sha256(json.dumps(
+        dict(kernel="k", workload="w", settings=dict(
+            mem_mib=160, swap="disk", lru="classic", page_cluster=3, swappiness=60,
+            swap_mib=0)), sort_keys=True).encode()).hexdigest()[:24] + ".json"
+    assert C._cache_file(tmp_path, Kern(), W(), s) != plain
 
 
 def _can_boot():

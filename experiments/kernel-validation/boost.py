@@ -13,6 +13,8 @@ oldest. vmemsim models one zone and no boost. If that is the cause, the kernel w
 `vm.watermark_boost_factor = 0` should skip nothing and fault as much as vmemsim.
 
     python experiments/kernel-validation/boost.py run      (boots the kernel: ~20 s a run)
+    (one case by hand: vmemsim validate gen:zipf:pages=50000,alpha=1.2,n=500000 --seed 1
+     --swap disk --page-cluster 0 --sysctl watermark_boost_factor=0)
     python experiments/kernel-validation/boost.py table > experiments/kernel-validation/BOOST.md
 
 `run` writes data/boost0-runs.json: each run's counters with the boost off, the kernel and
@@ -40,19 +42,15 @@ def run() -> None:
     import vmemsim.validate.kernel as K
     from vmemsim.validate.workload import cache_dir, make_workload
 
-    # The one setting beyond the matrix's: the boost off, before the workload starts.
-    K.INIT = K.INIT.replace(
-        "echo {swappiness} > /proc/sys/vm/swappiness",
-        "echo {swappiness} > /proc/sys/vm/swappiness\n"
-        "echo 0 > /proc/sys/vm/watermark_boost_factor\n"
-        'echo "@@boost $(cat /proc/sys/vm/watermark_boost_factor)"',
-    )
     kernel = K.fetch_kernel(cache_dir(), KERNEL)
     w = make_workload(SPEC, mode="rw", seed=1)
     runs = []
     for label, swap, pc in SWAPS:
         for lru in ("classic", "mglru"):
-            s = K.Settings(mem_mib=160, swap=swap, lru=lru, page_cluster=pc, swappiness=60)
+            # The one setting beyond the matrix's: the boost off (`vmemsim validate --sysctl
+            # watermark_boost_factor=0`).
+            s = K.Settings(mem_mib=160, swap=swap, lru=lru, page_cluster=pc, swappiness=60,
+                           sysctl={"watermark_boost_factor": "0"})
             r = K.run_kernel(kernel, w, s, accel="tcg", timeout=1200)
             d = r.to_dict()
             runs.append(dict(swap_label=label, lru=lru, watermark_boost_factor=0,

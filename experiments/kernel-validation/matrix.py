@@ -44,7 +44,7 @@ WORKLOADS = {
     # Outside the 2-4x rule, kept for what it shows: a Zipf workload only 1.26x the free
     # memory (25,078 distinct pages), where few pages fault. Its gap is the kernel's
     # watermark boost, which vmemsim does not model: with vm.watermark_boost_factor = 0
-    # vmemsim is within -3% to +11% of the kernel (boost.py, BOOST.md).
+    # vmemsim is within -5% to +9% of the kernel (boost.py, BOOST.md).
     "zipf-1.2-1.3x": ("gen:zipf:pages=50000,alpha=1.2,n=500000", "rw", "160M"),
 }
 

@@ -6,7 +6,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Dict, List, Optional
 
+from .._native import VmemsimError
 from ..cli import _int, _seed, register
 from .compare import format_case, validate
 from .workload import MODES
@@ -61,7 +63,24 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="whose reclaim rules vmemsim follows where Linux versions differ: 6.8 "
                    "(default, what the models follow), 6.1 (the 6.1 differences modelled so "
                    "far: MG-LRU's reclaim pass), auto (6.1's for a 6.1 kernel)")
+    p.add_argument("--sysctl", action="append", metavar="NAME=N",
+                   help="set /proc/sys/vm/NAME in the kernel before the run (repeatable; "
+                   "e.g. watermark_boost_factor=0); vmemsim does not read it, so the run "
+                   "shows what the setting changes in the kernel")
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per setting")
+
+
+def _sysctls(items: Optional[List[str]]) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for item in items or []:
+        k, sep, v = item.partition("=")
+        k = k.strip()
+        if k.startswith("vm."):
+            k = k[3:]
+        if not sep or not k:
+            raise VmemsimError(f"validate: --sysctl: expected NAME=N, got {item!r}")
+        out[k] = v.strip()
+    return out
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -77,6 +96,7 @@ def _run(args: argparse.Namespace) -> int:
         cache=Path(args.cache) if args.cache else None, kernel_package=args.kernel_package,
         kernel_dir=Path(args.kernel_dir) if args.kernel_dir else None, accel=args.accel,
         timeout=float(args.timeout), progress=progress, model_kernel=args.model_kernel,
+        sysctl=_sysctls(args.sysctl),
     )
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")

@@ -140,8 +140,11 @@ def parse_mem(text: str) -> int:
 def _cache_file(cache: Path, kernel: Kernel, w: Workload, s: Settings) -> Path:
     """Where the kernel runs of (kernel, workload, settings) are kept. The accelerator is not
     part of the key (it is resolved only when a boot is needed); each run records its own."""
+    settings = asdict(s)
+    if not settings.get("sysctl"):
+        settings.pop("sysctl", None)  # the key of runs made before the setting existed
     key = json.dumps(
-        dict(kernel=kernel.describe(), workload=w.key, settings=asdict(s)), sort_keys=True
+        dict(kernel=kernel.describe(), workload=w.key, settings=settings), sort_keys=True
     )
     return cache / "results" / (hashlib.sha256(key.encode()).hexdigest()[:24] + ".json")
 
@@ -257,6 +260,7 @@ def validate(
     timeout: float = 1800.0,
     progress: Optional[Callable[[str], None]] = None,
     model_kernel: str = "6.8",
+    sysctl: Optional[Dict[str, str]] = None,
 ) -> List[Case]:
     """Run ``spec`` (``gen:SPEC`` or a trace file) on the real kernel ``repeats`` times per
     LRU setting (reusing cached runs) and through vmemsim; one :class:`Case` per setting."""
@@ -271,7 +275,7 @@ def validate(
     for lru in lrus:
         s = Settings(
             mem_mib=parse_mem(mem), swap=swap, lru=lru, page_cluster=page_cluster,
-            swappiness=swappiness,
+            swappiness=swappiness, sysctl={k: str(v) for k, v in (sysctl or {}).items()},
         )
         s.check()
         path = _cache_file(cache, kernel, w, s)
@@ -308,6 +312,9 @@ def format_case(c: Case) -> str:
         f"{len(c.runs)} kernel run(s), free pages before the phase "
         f"{[r.vmstat_before['nr_free_pages'] for r in c.runs]}"
     )
+    if s.get("sysctl"):
+        head += "\nkernel only (vmemsim follows the defaults): " + ", ".join(
+            f"vm.{k}={v}" for k, v in sorted(s["sysctl"].items()))
     lines = [head, f"{'counter':<26}{'kernel mean':>14}{'± spread':>10}{'vmemsim':>12}{'error':>9}"]
     for r in c.rows:
         err = "-" if r.error is None else f"{r.error * 100:+.1f}%"

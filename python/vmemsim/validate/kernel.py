@@ -343,6 +343,10 @@ class Settings:
     swappiness: int = 60
     #: Swap size in MiB (disk image or zram disksize); 0 = twice the workload's footprint.
     swap_mib: int = 0
+    #: Further ``/proc/sys/vm`` settings for the kernel (name -> integer value), e.g.
+    #: ``{"watermark_boost_factor": "0"}``; vmemsim does not read them (its models follow
+    #: the kernel's defaults), so they show what a setting changes in the kernel.
+    sysctl: Dict[str, str] = field(default_factory=dict)
 
     def check(self) -> None:
         if self.swap not in SWAPS:
@@ -355,6 +359,14 @@ class Settings:
             raise VmemsimError(f"validate: --swappiness must be 0..200, got {self.swappiness}")
         if not 48 <= self.mem_mib <= 64 * 1024:
             raise VmemsimError(f"validate: --mem must be 48 MiB .. 64 GiB, got {self.mem_mib} MiB")
+        for k, v in self.sysctl.items():
+            if k in ("page-cluster", "page_cluster", "swappiness"):
+                raise VmemsimError(f"validate: --sysctl {k}: set it with --{k.replace('_', '-')}"
+                                   ", which vmemsim follows too")
+            if not re.fullmatch(r"[a-z][a-z0-9_-]*", k):
+                raise VmemsimError(f"validate: --sysctl {k!r}: not a /proc/sys/vm setting name")
+            if not re.fullmatch(r"-?[0-9]+", str(v)):
+                raise VmemsimError(f"validate: --sysctl {k}={v!r}: expected a whole number")
 
 
 INIT = r"""#!/bin/busybox sh
@@ -370,7 +382,7 @@ echo "@@lru_gen $(cat /sys/kernel/mm/lru_gen/enabled)"
 echo {page_cluster} > /proc/sys/vm/page-cluster
 echo {swappiness} > /proc/sys/vm/swappiness
 echo "@@sysctl page-cluster=$(cat /proc/sys/vm/page-cluster) swappiness=$(cat /proc/sys/vm/swappiness)"
-{swap_setup}
+{sysctls}{swap_setup}
 echo "@@swaps"
 cat /proc/swaps
 /vmwl --snap --mode {mode} {args}
@@ -404,6 +416,16 @@ AFTER = {
 }
 
 
+def sysctl_lines(settings: Settings) -> str:
+    """The init script's lines that set ``settings.sysctl`` (a failed write is an error the
+    log parser reports) and echo what the kernel then has."""
+    return "".join(
+        f"echo {v} > /proc/sys/vm/{k} || echo '@@error sysctl {k}'\n"
+        f'echo "@@sysctl {k}=$(cat /proc/sys/vm/{k})"\n'
+        for k, v in sorted(settings.sysctl.items())
+    )
+
+
 def swap_mib(settings: Settings, w: Workload) -> int:
     if settings.swap_mib:
         return settings.swap_mib
@@ -435,6 +457,7 @@ def build_initramfs(kernel: Kernel, w: Workload, settings: Settings, out: Path) 
         lru_gen="y" if settings.lru == "mglru" else "n",
         page_cluster=settings.page_cluster,
         swappiness=settings.swappiness,
+        sysctls=sysctl_lines(settings),
         swap_setup=wait + SWAP_SETUP[settings.swap].format(swap_bytes=swap_mib(settings, w) << 20),
         mode=w.mode,
         args=args,
