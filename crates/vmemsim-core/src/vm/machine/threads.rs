@@ -159,7 +159,7 @@ impl VmExec<'_, '_> {
     /// What vCPU thread `t` runs in the guest now.
     fn guest_pick(&mut self, t: usize) -> GuestTask {
         let i = self.vcpus[t].vm;
-        let awake = !self.native && self.vms[i].guest_kswapd_awake();
+        let awake = self.vms[i].guest_kswapd_awake();
         let g = &self.gk[i];
         let vc = &self.vcpus[t];
         if !awake || g.on.is_some_and(|u| u != t) {
@@ -179,6 +179,7 @@ impl VmExec<'_, '_> {
         }
     }
 
+    /// A vCPU's step in a VM (native threads: [`VmExec::step_native_vcpu`]).
     fn step_vcpu(&mut self, s: &mut Sched, t: usize, now: u64) -> Result<Step> {
         let (i, v) = (self.vcpus[t].vm, self.vcpus[t].v);
         // A vCPU that was halted resumes its clock where the halt ended; one that was
@@ -248,21 +249,15 @@ impl VmExec<'_, '_> {
                 }
                 let c0 = self.vms[i].clock(v);
                 let vc = &mut self.vcpus[t];
-                // Native paging: the first allocation of the step that wakes the sleeping
-                // kswapd pays `wakeup_ns` and wakes it (`wakeup_kswapd`).
-                let mut wake = (self.native && s.threads[self.kswapd].state == State::Sleeping)
-                    .then_some(None);
+                // The host's kswapd is woken after the step (`note_kswapd`), not by its ops.
                 let out = Self::run_ops(
                     &mut self.vms[i],
                     &mut *self.wls[i],
                     (&mut vc.buf, &mut vc.pos),
                     v,
                     self.step_ns,
-                    &mut wake,
+                    &mut None,
                 )?;
-                if let Some(Some(at)) = wake {
-                    s.wake(self.kswapd, at.max(self.k_busy_until));
-                }
                 let vm = &mut self.vms[i];
                 let out = out.into_step(vm, v, &mut vc.held);
                 let c1 = vm.clock(v);
@@ -275,9 +270,6 @@ impl VmExec<'_, '_> {
             Step::Ran(a) | Step::Barrier(a) | Step::Done(a) => a,
         };
         self.vcpus[t].slice_used += at - c0;
-        if self.native {
-            return Ok(out);
-        }
         self.note_kswapd(s, at);
         self.note_guest_kswapd(s, i, at);
         // A stream about to halt keeps its vCPU if the guest's kswapd has work and no vCPU.
