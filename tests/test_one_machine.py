@@ -41,15 +41,14 @@ def test_run_equals_vm_native(model, size):
                        guest_swap="nvme", host_cpus=3, seed=5)
     assert r.stats["major_faults"] > 0, "the size must put the machine under pressure"
     assert v.runtime_ns == r.runtime_ns
-    g = v.guest
-    for k in ("faults", "major_faults", "minor_faults", "pswpin", "pswpout", "pgscan_kswapd",
-              "pgscan_direct", "pgsteal_kswapd", "pgsteal_direct", "allocstall",
-              "swap_ra", "swap_ra_hit", "first_touch"):
-        assert g[k] == r.stats[k], k
-    assert v.cpu == r.cpu
-    assert list(v.threads) == list(r.threads)
-    assert v.latency_by_kind == r.latency
-    assert v.translate == r.translate
+    # One result type: the same fields, equal (the counters, the /proc/vmstat view, CPU
+    # time by category, each thread, the device, the latency histograms, the TLBs).
+    for k in ("stats", "vmstat", "cpu", "threads", "device_stats", "device_frames_peak",
+              "latency", "latency_buckets", "translate", "policy_counters", "frames",
+              "footprint_pages", "cpus", "slice_ns", "device", "policy", "paging", "seed",
+              "workload", "version", "tlb"):
+        assert getattr(v, k) == getattr(r, k), k
+    assert r.stats["major_faults"] == r.vmstat["pgmajfault"] > 0
 
 
 # The guest models run natively too, as programs on the machine (their processes, munmaps and
@@ -70,10 +69,9 @@ def test_guest_models_run_natively_as_in_vm_native(model):
                        guest_swap="nvme", host_cpus=2, seed=2)
     assert r.stats["faults"] > 0
     assert v.runtime_ns == r.runtime_ns
-    for k in ("faults", "major_faults", "pswpin", "pswpout", "pgscan_kswapd", "pgsteal_kswapd"):
-        assert v.guest[k] == r.stats[k], k
-    assert v.cpu == r.cpu
-    assert v.latency_by_kind == r.latency
+    for k in ("stats", "vmstat", "cpu", "threads", "device_stats", "latency",
+              "latency_buckets"):
+        assert getattr(v, k) == getattr(r, k), k
 
 
 def test_without_tlbs_every_access_reaches_the_memory_manager():
@@ -113,6 +111,27 @@ def test_vm_settings_and_costs_are_declared_once_in_the_core():
     for k in ("paging", "guest_frames", "host_frames", "eviction", "vms", "pt_pages"):
         assert getattr(args, k) == core[k], k
     assert set(core["costs"]) == set(vmemsim.COST_KEYS)
+    # The core's schema lists every setting with its documentation, and every setting is
+    # reachable from each front end: the Python API (a parameter of run_vm), the CLI (an
+    # option of `vmemsim vm`, documented with the core's text) and a sweep (a key, ditto).
+    schema = vmemsim.api.VM_SCHEMA["properties"]
+    assert set(schema) == set(core)
+    sweep_key = {"workload": "workload.guest", "guest_frames": "machine.frames",
+                 "guest_policy": "machine.policy", "vms": "vm.count", "seed": None,
+                 "translate": "vm.walk_caches", "costs": "machine.costs"}
+    vm = next(a for a in build_parser()._subparsers._group_actions[0].choices.items()
+              if a[0] == "vm")[1]
+    options = {o.dest: o for o in vm._actions}
+    for k in schema:
+        assert k in sig or k == "workload" and "workload" in sig, k
+        if k not in ("workload", "translate", "costs"):
+            assert options[k].help.startswith(
+                vmemsim.api.vm_setting_help(k).replace("%", "%%")), k
+        path = sweep_key.get(k, f"vm.{k}")
+        if path and path != "machine.costs":
+            assert path in SCHEMA, k
+            if path.startswith("vm.") and path != "vm.walk_caches":
+                assert vmemsim.api.vm_setting_help(k) in SCHEMA[path].doc, k
     # Both front ends take every key of the one table; a misspelt key is named.
     for run in (lambda c: vmemsim.run("ycsb-c:footprint=4MiB,requests=100", costs=c),
                 lambda c: vmemsim.run_vm("stress-vm:bytes=1MiB,rounds=1", costs=c)):
@@ -120,3 +139,46 @@ def test_vm_settings_and_costs_are_declared_once_in_the_core():
         with pytest.raises(VmemsimError, match=r"costs.acess_ns: unknown cost \(did you mean "
                            r"'access_ns'\?\)"):
             run({"acess_ns": 5})
+
+
+def test_one_result_type_with_the_same_names_natively_and_in_a_vm(tmp_path):
+    # The same thing has the same name: the counters of the workload's kernel (natively the
+    # machine's, in a VM the guest's) are `stats` / `vmstat`, the host's `host_stats` /
+    # `host_vmstat`; the swap devices' `device_stats` / `host_device_stats`; latency by kind.
+    assert vmemsim.VmResult is vmemsim.RunResult
+    spec = "redis-like:rps=20000,keys=4000,requests=4000"
+    r = vmemsim.run(spec, policy="clock-lru", frames="70%", device="nvme", cpus=2)
+    v = vmemsim.run_vm(spec, paging="tdp", guest_frames="70%", host_frames="60%",
+                       guest_swap="nvme", host_swap="ssd")
+    assert type(r) is type(v)
+    assert r.paging == "native" and v.paging == "tdp"
+    for x in (r, v):
+        assert x.vmstat["pgmajfault"] == x.stats["major_faults"] > 0
+        assert x.vmstat["pswpout"] == x.stats["pswpout"] == x.device_stats["pages_written"]
+        # 4,000 requests, every one measured, by kind and in all.
+        assert x.latency["all"]["count"] == 4_000
+        assert sum(s["count"] for k, s in x.latency.items() if k != "all") == 4_000
+        assert sum(c for _, c in x.latency_buckets["all"]) == 4_000
+        # The program's accesses are the kernel's `accesses` natively and in a VM alike.
+        assert x.stats["accesses"] == sum(t["accesses"] for t in x.threads)
+        assert x.config["seed"] == x.seed == 0 and x.version == vmemsim.__version__
+    assert r.host_stats["faults"] == 0 and r.host_vmstat == {} and r.host_device_stats is None
+    assert v.host_vmstat["pgmajfault"] == v.host_stats["major_faults"] > 0
+    assert v.host_device_stats["pages_written"] == v.host_stats["pswpout"] > 0
+    # The names of older releases still read.
+    assert v.guest is v.stats and v.host is v.host_stats
+    assert v.guest_device is v.device_stats and v.host_device is v.host_device_stats
+    assert v.latency_by_kind is v.latency
+    assert (v.guest_policy, v.guest_frames) == (v.policy, v.frames)
+    with pytest.raises(AttributeError):
+        v.stats = {}
+    # A sweep's columns: the same names for both kinds of run.
+    from vmemsim.sweep.runner import run_metrics
+    mr, mv = run_metrics(r), run_metrics(v)
+    for col in ("runtime_ns", "faults", "major_faults", "pgmajfault", "cpu.app_ns",
+                "device.pages_written", "latency.all.p99_ns", "latency.all.count", "frames",
+                "miss_ratio"):
+        assert col in mr and col in mv, col
+    assert mv["host.major_faults"] == v.host_stats["major_faults"]
+    assert mv["host_device.read_requests"] == v.host_device_stats["read_requests"]
+    assert mv["latency.all.count"] == 4_000

@@ -27,9 +27,9 @@ def test_process_models_run_in_a_vm():
     r = vmemsim.run_vm(spec, paging="native", guest_frames="50%")
     assert r.workload == vmemsim.run(spec, policy="clock-lru", frames="50%").workload
     assert len(r.vcpu_ns) == 4
-    assert r.guest["major_faults"] > 0
+    assert r.stats["major_faults"] > 0
     # Every request measured: the load phase's 2,000 inserts, then the 4,000 requests.
-    assert r.latency["count"] == 2_000 + 4_000
+    assert r.latency["all"]["count"] == 2_000 + 4_000
 
 
 def test_references_per_walk_with_the_walk_caches_off():
@@ -127,7 +127,7 @@ def test_vm_runs_in_a_sweep(tmp_path):
     assert (s.ok, s.failed) == (3, 0), s.errors
     df = open_results(tmp_path / "res").table().set_index("vm.paging")
     # The same guest program: the same first touches whatever the translation.
-    assert df["guest.first_touch"].nunique() == 1
+    assert df["first_touch"].nunique() == 1
     assert df.loc["tdp", "ept_violations"] > 0 and df.loc["native", "ept_violations"] == 0
     assert df.loc["shadow", "exits_pf"] > 0
     # A key of another kind of run is an error naming it.
@@ -144,8 +144,8 @@ def test_latency_grows_with_the_request_rate_and_the_flamegraph(tmp_path):
     spec = "redis-like:requests=20000,keys=20000,rps={}"
     low = vmemsim.run_vm(spec.format(20000), paging="shadow")
     high = vmemsim.run_vm(spec.format(130000), paging="shadow")
-    assert 7_000 <= low.latency["p50"] <= 9_000
-    assert high.latency["mean"] > 3 * low.latency["mean"]
+    assert 7_000 <= low.latency["all"]["p50"] <= 9_000
+    assert high.latency["all"]["mean"] > 3 * low.latency["all"]["mean"]
     assert low.runtime_ns > 20000 / 20000 * 0.9e9  # the arrivals span ~1 s
     # The flame graph of KVM's handler time.
     svg = tmp_path / "fg.svg"
@@ -185,8 +185,8 @@ def test_large_pages_in_both_dimensions(tmp_path):
     spec = "lmbench-like:bench=lat_mem_rd,size=64MiB,stride=4096,passes=2"
     small = vmemsim.run_vm(spec, paging="tdp")
     large = vmemsim.run_vm(spec, paging="tdp", guest_page="2m", host_page="2m")
-    assert small.guest["first_touch"] == 16_384 + 4
-    assert large.guest["first_touch"] == 35
+    assert small.stats["first_touch"] == 16_384 + 4
+    assert large.stats["first_touch"] == 35
     assert large.to_dict()["guest_page"] == "2m" and large.to_dict()["host_page"] == "2m"
     assert small.translate["walks"] > 16_384
     assert large.translate["walks"] < 200
@@ -203,7 +203,7 @@ def test_large_pages_in_both_dimensions(tmp_path):
         [sys.executable, "-m", "vmemsim", "vm", spec, "--guest-page", "2m", "--host-page",
          "2m", "--json"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["guest"]["first_touch"] == 35
+    assert json.loads(r.stdout)["stats"]["first_touch"] == 35
     import textwrap
 
     from vmemsim.sweep import load_experiment, open_results, run_sweep
@@ -249,13 +249,13 @@ def test_several_vms_share_the_host():
     both = vmemsim.run_vm(spec, seed=3, vms=2)
     assert len(both.per_vm) == 2
     for one, shared in zip(alone, both.per_vm):
-        assert one.guest == shared["guest"]
+        assert one.stats == shared["stats"]
         assert one.ept_violations == shared["ept_violations"]
     assert both.ept_violations == sum(r.ept_violations for r in alone)
-    assert both.host["major_faults"] == 0
+    assert both.host_stats["major_faults"] == 0
     tight = vmemsim.run_vm(spec, seed=3, vms=2, host_frames="40%")
     assert tight.host_frames == 6_640
-    assert tight.host["major_faults"] > 0
+    assert tight.host_stats["major_faults"] > 0
     assert all(r["ept_violations"] > alone[0].ept_violations for r in tight.per_vm)
     with pytest.raises(VmemsimError, match="native"):
         vmemsim.run_vm(spec, paging="native", vms=2)
@@ -272,7 +272,7 @@ def test_several_vms_share_the_host():
     # and 8,192 pages of stress-vm's regions plus the worker's 6 image pages: 2 × 4,102 =
     # 8,204 and 2 × 8,198 = 16,396 frames).
     mixed = vmemsim.run_vm([spec, "stress-vm:vcpus=1,bytes=32MiB,rounds=1"])
-    assert [v["guest_frames"] for v in mixed.per_vm] == [8_204, 16_396]
+    assert [v["frames"] for v in mixed.per_vm] == [8_204, 16_396]
     assert mixed.guest_frames == 8_204 + 16_396
 
 
@@ -286,7 +286,7 @@ def test_a_shipped_real_program_trace_runs_in_a_vm():
     info = vmemsim.trace_info(str(path))
     for paging in ("native", "tdp", "shadow"):
         r = vmemsim.run_vm(f"trace:path={path}", paging=paging)
-        assert r.guest["first_touch"] == info.distinct_pages, paging
+        assert r.stats["first_touch"] == info.distinct_pages, paging
         assert r.time["compute_ns"] > 0
     with pytest.raises(VmemsimError, match="trace.path"):
         vmemsim.run_vm("trace:path=/nonexistent.vmt")
@@ -302,16 +302,16 @@ def test_timed_swap_devices_for_the_host():
     # anonymous, so written).
     spec = "stress-vm:vcpus=2,bytes=32MiB,rounds=2"
     r = vmemsim.run_vm(spec, host_frames="50%", host_swap="zram")
-    d = r.host_device
-    assert r.host["pswpout"] > 0
-    assert d["pages_written"] == r.host["pswpout"]
-    assert d["read_requests"] == r.host["major_faults"]
-    h = r.host
+    d = r.host_device_stats
+    assert r.host_stats["pswpout"] > 0
+    assert d["pages_written"] == r.host_stats["pswpout"]
+    assert d["read_requests"] == r.host_stats["major_faults"]
+    h = r.host_stats
     assert h["pgsteal_kswapd"] > 0 and h["pgsteal_direct"] > 0
     assert h["pgsteal_kswapd"] + h["pgsteal_direct"] == h["pswpout"]
     assert r.to_dict()["host_kswapd_ns"] >= 35_000 * h["pgsteal_kswapd"]
     assert r.time["host_fault_ns"] >= 35_000 * h["pgsteal_direct"]
-    assert r.guest_device is None
+    assert r.device_stats is None
     with pytest.raises(VmemsimError, match="host_swap"):
         vmemsim.run_vm(spec, host_swap="floppy")
 
@@ -319,18 +319,18 @@ def test_timed_swap_devices_for_the_host():
 def test_vms_sharing_a_disk_queue_their_swap_requests_together():
     # Two VMs swap to one-channel NVMe devices: their own (each queues behind itself) or one
     # disk of the host (each queues behind both): the queueing and the run grow, each VM's
-    # guest_device counts its own requests, and the merged counts are their sum.
+    # device_stats counts its own requests, and the merged counts are their sum.
     spec = "stress-vm:vcpus=1,bytes=4MiB,rounds=2"
     kw = dict(vms=2, guest_frames="60%", guest_swap="nvme:qd=1")
     apart = vmemsim.run_vm(spec, **kw)
     shared = vmemsim.run_vm(spec, shared_disk=True, **kw)
     delay = lambda d: d["queue_delay_total_ns"]  # noqa: E731
-    assert delay(shared.guest_device) > delay(apart.guest_device)
+    assert delay(shared.device_stats) > delay(apart.device_stats)
     assert shared.runtime_ns > apart.runtime_ns
     for r in (apart, shared):
-        assert r.guest_device["read_requests"] == sum(
-            v["guest_device"]["read_requests"] for v in r.per_vm) > 0
-        assert delay(r.guest_device) == sum(delay(v["guest_device"]) for v in r.per_vm)
+        assert r.device_stats["read_requests"] == sum(
+            v["device_stats"]["read_requests"] for v in r.per_vm) > 0
+        assert delay(r.device_stats) == sum(delay(v["device_stats"]) for v in r.per_vm)
     p = subprocess.run([sys.executable, "-m", "vmemsim", "vm", spec, "--vms", "2",
                         "--guest-frames", "60%", "--guest-swap", "zram", "--shared-disk"],
                        capture_output=True, text=True, timeout=120)
@@ -346,7 +346,7 @@ def test_vcpus_sharing_host_cpus_accrue_steal_time():
     shared = vmemsim.run_vm(spec, vms=2, host_cpus=1)
     assert free.time["steal_ns"] == 0
     assert shared.time["steal_ns"] > 0
-    assert shared.latency["p99"] > free.latency["p99"]
+    assert shared.latency["all"]["p99"] > free.latency["all"]["p99"]
     assert vmemsim.run_vm(spec, vms=2, host_cpus=2).time["steal_ns"] == 0
     with pytest.raises(VmemsimError, match="host_cpus"):
         vmemsim.run_vm(spec, host_cpus=0)

@@ -26,7 +26,7 @@ def latency_rows(path: str) -> dict:
     rows = {}
     for rps in sorted(df["rps"].unique()):
         d = df[df["rps"] == rps]
-        rows[int(rps)] = {v: float(d[d["variant"] == v]["latency.p99"].mean())
+        rows[int(rps)] = {v: float(d[d["variant"] == v]["latency.all.p99_ns"].mean())
                           for v in ("fifo", "clock", "clock-leaf", "tdp")}
     return rows
 
@@ -84,7 +84,7 @@ def main() -> int:
     for wl in sorted(tdp["workload.name"].unique()):
         d = tdp[tdp["workload.name"] == wl]
         w(f"| {wl} | {d['ept_violations'].mean():,.0f} | {d['exits'].mean():,.0f} | "
-          f"{d['guest.faults'].mean():,.0f} |")
+          f"{d['faults'].mean():,.0f} |")
     w("")
     sv = {p: ratios.get(("stress-vm", p), {}) for p in pools}
     best = min((r.get("clock", 9), p) for p, r in sv.items() if r)

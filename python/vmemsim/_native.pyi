@@ -29,6 +29,7 @@ __all__ = [
     "workload_kinds",
     "cost_defaults",
     "vm_config_defaults",
+    "vm_config_schema",
     "guest_workload_kinds",
     "run_vm",
     "check_guest_workload",
@@ -165,7 +166,10 @@ def import_trace(
 def guest_workload_kinds() -> List[Tuple[str, str]]: ...
 def check_guest_workload(spec: str, seed: int) -> Tuple[str, int, int]: ...
 def run_vm(config: str) -> str:
-    """Run VMs: ``config`` is the JSON of the core's ``VmRunConfig``; returns a ``VmResult``'s JSON."""
+    """Run VMs: ``config`` is the JSON of the core's ``VmRunConfig``; returns a ``RunResult``'s JSON (the one result type)."""
 
 def vm_config_defaults() -> str:
     """The defaults of a VM run (``VmRunConfig``) as JSON."""
+
+def vm_config_schema() -> str:
+    """The JSON Schema of a VM run's settings (``VmRunConfig``): each key's type, default and documentation."""

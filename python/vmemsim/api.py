@@ -1056,53 +1056,119 @@ def write_trace(
 # ---------------------------------------------------------------- timed runs
 
 
-@dataclass(frozen=True)
 class RunResult:
-    """What a timed run (:func:`run`) produced.
+    """What a run produced: the one result type of the one machine (the core's
+    ``RunResult``), for a native run (:func:`run`, ``vmemsim run``; ``paging`` is ``native``
+    and the host fields are empty) and for VMs (:func:`run_vm`, ``vmemsim vm``).
 
-    ``runtime_ns`` is when the last application thread finished; ``vmstat`` has the counters
-    under their ``/proc/vmstat`` names (``pgfault``, ``pgmajfault``, ``pswpin``, ``pswpout``,
-    ``pgscan_kswapd``, ``pgscan_direct``, ``pgsteal_*``, ``workingset_refault_*``, ...);
-    ``cpu`` says where CPU time went (application, direct reclaim, kswapd, aging walks, rmap
-    scanning, the device, I/O and run-queue waits); ``latency`` has per-request-kind
-    percentiles (``read``, ``update``, ``insert``, ``all``: ``count``, ``mean``, ``p50``, ``p90``,
-    ``p99``, ``p999``, ``p9999``, ``max``, in ns) and ``latency_buckets`` the histograms.
-    ``cgroup`` says whether ``frames`` was a memory cgroup limit (zram's pool not charged).
-    ``translate`` counts the CPUs' TLBs and page walks when ``tlb`` is set: the run is the
-    one machine's with native paging, with ``tlb=True`` the same as :func:`run_vm` with
-    ``paging="native"``; without it (the default) every access sets the accessed bit and
-    costs ``access_ns``, several times faster.
+    The same thing has the same name in both. ``runtime_ns`` is when the last application
+    thread (vCPU) finished; ``cpu`` says where CPU time went (application, direct reclaim,
+    kswapd, aging walks, rmap scanning, the device, I/O and run-queue waits); ``threads``
+    each thread's (vCPU's) times and counts; ``stats`` are the counters of the kernel the
+    workload runs under (natively the machine's, in a VM the guest's) and ``vmstat`` the
+    same under their ``/proc/vmstat`` names (``pgfault``, ``pgmajfault``, ``pswpin``,
+    ``pswpout``, ``pgscan_kswapd``, ``pgscan_direct``, ``pgsteal_*``,
+    ``workingset_refault_*``, ...); ``host_stats`` and ``host_vmstat`` the host's in a VM;
+    ``device_stats`` and ``host_device_stats`` their swap devices' counters (``None`` for a
+    VM side with the flat major-fault cost); ``latency`` has per-request-kind percentiles
+    (``read``, ``update``, ``insert``, ``all``: ``count``, ``mean``, ``p50``, ``p90``,
+    ``p99``, ``p999``, ``p9999``, ``max``, in ns) and ``latency_buckets`` the histograms;
+    ``translate`` the CPUs' (vCPUs') TLBs and page walks when ``tlb`` is set; ``config`` the
+    configuration that was run (with ``seed`` and ``version``: enough to run it again).
+    A native run's ``cgroup`` says whether ``frames`` was a memory cgroup limit (zram's pool
+    not charged).
+
+    VM runs add their events: ``time`` (where the vCPUs' time went), ``ept_violations``,
+    ``exits`` and exits by reason, ``kvm`` (KVM's shadow-MMU statistics under shadow paging:
+    ``pf_fixed``, ``mmu_recycled``, ...), ``cr3_loads``, ``shootdown_pages``, process counts,
+    the walk grid, ``kvm_folded`` and ``per_vm`` (each VM's own result, as a dict, when
+    several VMs share the host). The names of older releases are still read:
+    ``guest`` (``stats``), ``host`` (``host_stats``), ``guest_device`` (``device_stats``),
+    ``host_device`` (``host_device_stats``), ``latency_by_kind`` (``latency``),
+    ``guest_policy`` (``policy``), ``guest_frames`` (``frames``). A VM run's ``latency`` is
+    by kind now: its old summary is ``latency["all"]``.
     """
 
     version: str
-    policy: str
     workload: str
     seed: int
+    paging: Optional[str]
+    policy: str
+    host_policy: str
+    options: Dict[str, str]
     frames: int
+    host_frames: int
     footprint_pages: int
     cpus: int
     slice_ns: int
     device: str
+    tlb: bool
+    cgroup: bool
     runtime_ns: int
     stats: Dict[str, int]
     vmstat: Dict[str, int]
+    host_stats: Dict[str, int]
+    host_vmstat: Dict[str, int]
     cpu: Dict[str, int]
     threads: Tuple[Dict[str, int], ...]
-    device_stats: Dict[str, Any]
+    device_stats: Optional[Dict[str, Any]]
+    host_device_stats: Optional[Dict[str, Any]]
     device_frames_peak: int
     latency: Dict[str, Dict[str, float]]
     latency_buckets: Dict[str, Tuple[Tuple[int, int], ...]]
     policy_counters: Dict[str, int]
-    options: Dict[str, str]
-    series: Tuple[Dict[str, Any], ...] = ()
-    #: The CPUs' translation hardware, summed (TLB hits and misses, page walks and their
-    #: memory references and cycles): the fields of ``vm::TranslateStats``.
-    translate: Dict[str, Any] = dataclasses.field(default_factory=dict)
-    #: The CPUs' TLBs and page walks were modelled (``tlb=True``, ``--tlb``, ``machine.tlb``).
-    tlb: bool = False
-    #: ``frames`` was a memory cgroup limit (``cgroup=True``, ``--cgroup``,
-    #: ``machine.cgroup``): zram's compressed pool was not charged to it.
-    cgroup: bool = False
+    series: Tuple[Dict[str, Any], ...]
+    translate: Dict[str, Any]
+    config: Dict[str, Any]
+    time: Dict[str, int]
+    per_vm: List[Dict[str, Any]]
+    kvm: Optional[Dict[str, Any]]
+    kvm_folded: str
+
+    #: The names of older releases, read as the current ones.
+    ALIASES = {"guest": "stats", "host": "host_stats", "guest_device": "device_stats",
+               "host_device": "host_device_stats", "latency_by_kind": "latency",
+               "guest_policy": "policy", "guest_frames": "frames"}
+
+    def __init__(self, d: Mapping[str, Any]) -> None:
+        d = dict(d)
+        d.setdefault("cgroup", False)
+        d.setdefault("config", {})
+        d["threads"] = tuple(dict(t) for t in d.get("threads", ()))
+        d["latency"] = {k: dict(v) for k, v in (d.get("latency") or {}).items()}
+        d["latency_buckets"] = {k: tuple((int(a), int(b)) for a, b in v)
+                                for k, v in (d.get("latency_buckets") or {}).items()}
+        # The time series flat: one dict per sample with the time, kswapd's CPU time and
+        # the counters.
+        d["series"] = tuple(
+            {"time_ns": s["time_ns"], "kswapd_ns": s["kswapd_ns"], **s["stats"]}
+            if "stats" in s else dict(s)
+            for s in d.get("series", ()))
+        self.__dict__["_d"] = d
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__.get("_d")
+        if d is None:
+            raise AttributeError(name)
+        if name in d:
+            return d[name]
+        if name in RunResult.ALIASES:
+            return d[RunResult.ALIASES[name]]
+        raise AttributeError(f"RunResult has no field {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a RunResult is read-only")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunResult) and self._d == other._d
+
+    def __repr__(self) -> str:
+        return (f"RunResult(workload={self.workload!r}, paging={self.paging!r}, "
+                f"policy={self.policy!r}, frames={self.frames}, "
+                f"runtime_ns={self.runtime_ns}, faults={self.faults})")
+
+    def __dir__(self) -> List[str]:
+        return sorted(set(super().__dir__()) | set(self._d))
 
     @property
     def runtime_s(self) -> float:
@@ -1116,37 +1182,29 @@ class RunResult:
     def major_faults(self) -> int:
         return int(self.stats["major_faults"])
 
+    @property
+    def refs_per_walk(self) -> float:
+        """Memory references per TLB miss (walk references / walks)."""
+        t = self.translate
+        return t["walk_refs"] / t["walks"] if t.get("walks") else 0.0
+
     @classmethod
-    def from_json(cls, text: str) -> "RunResult":
-        raw = json.loads(text)
-        series = tuple(
-            {"time_ns": s["time_ns"], "kswapd_ns": s["kswapd_ns"], **s["stats"]}
-            for s in raw.get("series", [])
-        )
-        return cls(
-            version=raw["version"], policy=raw["policy"], workload=raw["workload"],
-            seed=int(raw["seed"]), frames=int(raw["frames"]),
-            footprint_pages=int(raw["footprint_pages"]), cpus=int(raw["cpus"]),
-            slice_ns=int(raw["slice_ns"]), device=raw["device"],
-            runtime_ns=int(raw["runtime_ns"]), stats=dict(raw["stats"]),
-            vmstat=dict(raw["vmstat"]), cpu=dict(raw["cpu"]),
-            threads=tuple(dict(t) for t in raw["threads"]),
-            device_stats=dict(raw["device_stats"]),
-            device_frames_peak=int(raw["device_frames_peak"]),
-            latency={k: dict(v) for k, v in raw["latency"].items()},
-            latency_buckets={k: tuple((int(a), int(b)) for a, b in v)
-                             for k, v in raw["latency_buckets"].items()},
-            policy_counters=dict(raw["policy_counters"]), options=dict(raw["options"]),
-            series=series, translate=dict(raw.get("translate", {})),
-            tlb=bool(raw.get("tlb", False)),
-        )
+    def from_json(cls, text: str, **extra: Any) -> "RunResult":
+        """From the core's JSON, with ``extra`` fields (``cgroup``, ``config``) added."""
+        d = json.loads(text)
+        d.update(extra)
+        return cls(d)
 
     def to_dict(self) -> Dict[str, Any]:
-        d = dataclasses.asdict(self)
+        d = dict(self._d)
         d["runtime_s"] = self.runtime_s
-        if not self.series:
+        if not d["series"]:
             d.pop("series")
         return d
+
+
+#: The older name of :class:`RunResult` for VM runs: one type now.
+VmResult = RunResult
 
 
 def workload_kinds() -> List[Tuple[str, str]]:
@@ -1165,6 +1223,16 @@ COST_KEYS = tuple(COST_DEFAULTS)
 #: The defaults of a VM run (``vmemsim_core::vm::VmRunConfig``, declared once in the core):
 #: :func:`run_vm`'s, ``vmemsim vm``'s and the sweep's ``vm.*`` defaults are these.
 VM_DEFAULTS: Dict[str, Any] = json.loads(_native.vm_config_defaults())
+#: The schema of a VM run's settings (JSON Schema of ``VmRunConfig``): each key's type,
+#: default and documentation as written in the core, which ``vmemsim vm --help`` and the
+#: sweep's ``vm.*`` keys show (:func:`vm_setting_help`).
+VM_SCHEMA: Dict[str, Any] = json.loads(_native.vm_config_schema())
+
+
+def vm_setting_help(key: str) -> str:
+    """The documentation of the VM run setting ``key`` (a key of :data:`VM_DEFAULTS`), as
+    the core declares it, on one line."""
+    return " ".join(VM_SCHEMA["properties"][key]["description"].replace("`", "").split())
 #: Old names of cost keys, still read.
 COST_ALIASES = {"guest_minor_fault_ns": "minor_fault_ns"}
 
@@ -1263,12 +1331,17 @@ def run(
         timed["slice_ns"] = _count_arg("slice_ns", slice_ns)
     if costs:
         timed["costs"] = _costs_arg(costs)
+    config: Dict[str, Any] = {
+        "workload": workload, "policy": policy, "frames": _frames_arg(frames),
+        "seed": _seed_arg(seed), "options": _options_arg(options),
+        "machine": _machine_arg(page_cluster, watermarks, swappiness, check_invariants),
+        "device": device, "timed": timed,
+    }
     out = _native.run_timed(
-        workload, policy, _frames_arg(frames), _seed_arg(seed), _options_arg(options),
-        _machine_arg(page_cluster, watermarks, swappiness, check_invariants), device,
-        json.dumps(timed), progress,
+        config["workload"], config["policy"], config["frames"], config["seed"],
+        config["options"], config["machine"], device, json.dumps(timed), progress,
     )
-    return dataclasses.replace(RunResult.from_json(out), cgroup=in_cgroup)
+    return RunResult.from_json(out, cgroup=in_cgroup, config=config)
 
 
 # ---------------------------------------------------------------- virtual machines
@@ -1277,33 +1350,6 @@ def run(
 def guest_workload_kinds() -> List[Tuple[str, str]]:
     """Every guest workload model (for :func:`run_vm`) as ``(name, description)``."""
     return list(_native.guest_workload_kinds())
-
-
-class VmResult:
-    """What a VM run (:func:`run_vm`) counted; the core's ``vm::VmResult``.
-
-    ``guest`` and ``host`` are the two memory managers' counters (guest page faults; host
-    faults on guest memory), ``translate`` the vCPUs' translation hardware summed (TLB hits,
-    ``walks``, ``walk_refs``, ``walk_cycles``, walk-cache hits, flushes), ``kvm`` KVM's
-    shadow-MMU statistics under shadow paging (``pf_fixed``, ``mmu_recycled``,
-    ``mmu_shadow_zapped``, ...); the rest are VM events: ``ept_violations``, ``exits`` and
-    exits by reason, ``cr3_loads``, ``shootdown_pages``, process counts.
-    """
-
-    def __init__(self, d: Dict[str, Any], seed: int) -> None:
-        self._d = dict(d)
-        self._d["seed"] = seed
-        self._d["version"] = __import__("vmemsim").__version__
-        for k, v in self._d.items():
-            setattr(self, k, v)
-
-    @property
-    def refs_per_walk(self) -> float:
-        t = self._d["translate"]
-        return t["walk_refs"] / t["walks"] if t["walks"] else 0.0
-
-    def to_dict(self) -> Dict[str, Any]:
-        return dict(self._d)
 
 
 def run_vm(
@@ -1329,7 +1375,7 @@ def run_vm(
     host_cpus: Optional[int] = None,
     walk_caches: bool = True,
     shared_disk: bool = False,
-) -> VmResult:
+) -> RunResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
     ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host:
     ``paging`` is ``native`` (no VM), ``tdp`` (nested paging) or ``shadow`` (KVM's shadow
@@ -1355,13 +1401,13 @@ def run_vm(
     ``host_swap`` and ``guest_swap`` (device specs as ``vmemsim run --swap``: ``ssd``,
     ``nvme``, ``zram``, ``remote``, with ``key=value`` parameters) give a side's swap a timed
     device (queueing, zram's CPU time) instead of the flat major-fault cost; the result's
-    ``host_device`` / ``guest_device`` are the devices' counters. ``host_cpus`` makes all
+    ``host_device_stats`` / ``device_stats`` are the devices' counters. ``host_cpus`` makes all
     the vCPUs share that many host CPUs in time slices (EEVDF's base slice); a runnable vCPU
     waiting for one is steal time (``time["steal_ns"]``), which request latency includes.
     Unset, each vCPU has a CPU of its own. ``shared_disk=True`` makes the guests' swap
     devices one disk of the host (their virtual disks are files on it), with the host's swap
     when ``host_swap`` is the same device: their requests queue together (each VM's
-    ``guest_device`` counts its own). ``walk_caches=False`` turns the page-walk caches
+    ``device_stats`` counts its own). ``walk_caches=False`` turns the page-walk caches
     and the nested TLB off (``vmemsim vm --no-walk-caches``, ``vm.walk_caches = false``;
     the same as ``translate={"pwc": {"enabled": False}, "ntlb": {"enabled": False}}``).
     """
@@ -1403,4 +1449,4 @@ def run_vm(
         "host_cpus": None if host_cpus is None else _count_arg("host_cpus", host_cpus),
     }
     out = _native.run_vm(json.dumps(config))
-    return VmResult(json.loads(out), _seed_arg(seed))
+    return RunResult.from_json(out, config=config)

@@ -68,6 +68,7 @@ from .api import (
     COST_DEFAULTS,
     COST_KEYS,
     VM_DEFAULTS,
+    vm_setting_help,
     ReplayResult,
     RunResult,
     TraceInfo,
@@ -771,56 +772,46 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
         "program: 'trace:path=traces/sort-300k.vmt,vcpus=1'",
     )
     VM = VM_DEFAULTS  # the core's defaults of a VM run (VmRunConfig), declared once there
+
+    def doc(key: str, default: bool = True) -> str:
+        # The core's documentation of the setting (its schema), as argparse help.
+        h = vm_setting_help(key).replace("%", "%%")
+        return h + (" (default %(default)s)" if default else "")
+
     p.add_argument("--paging", default=VM["paging"], choices=("native", "tdp", "shadow"),
-                   help="translation: native (no VM), tdp (nested paging) or shadow (KVM's "
-                   "shadow MMU); default %(default)s")
+                   help=doc("paging"))
     p.add_argument("--guest-frames", default=VM["guest_frames"], metavar="N",
-                   help="guest memory in pages, or a percentage of the workload's footprint "
-                   "(default %(default)s: no reclaim in the guest; the kernel's watermarks keep "
-                   "some memory free, so 100%% already means pressure)")
+                   help=doc("guest_frames"))
     p.add_argument("--host-frames", default=VM["host_frames"], metavar="N",
-                   help="host memory for the VM in pages, or a percentage of guest memory "
-                   "(default %(default)s)")
+                   help=doc("host_frames"))
     p.add_argument("--guest-policy", default=VM["guest_policy"], metavar="NAME",
-                   help="the guest OS's reclaim policy (default %(default)s)")
+                   help=doc("guest_policy"))
     p.add_argument("--host-policy", default=VM["host_policy"], metavar="NAME",
-                   help="the host's reclaim policy (default %(default)s)")
+                   help=doc("host_policy"))
     p.add_argument("--eviction", default=VM["eviction"],
                    choices=("fifo", "clock", "clock-leaf", "clock-parent"),
-                   help="shadow paging: how KVM recycles shadow pages (default %(default)s; "
-                   "fifo is upstream's, clock seed 000's second chance)")
-    p.add_argument("--mmu-pages", type=_positive, default=None, metavar="N",
-                   help="shadow paging: n_max_mmu_pages (default KVM's: 2%% of guest pages, "
-                   "at least 64)")
+                   help=doc("eviction"))
+    p.add_argument("--mmu-pages", type=_positive, default=VM["mmu_pages"], metavar="N",
+                   help=doc("mmu_pages", default=False))
     p.add_argument("--guest-page", default=VM["guest_page"], choices=("4k", "2m", "1g"),
-                   help="page size of the guest's mappings: 2m as THP, 1g as hugetlbfs "
-                   "(default %(default)s)")
+                   help=doc("guest_page"))
     p.add_argument("--host-page", default=VM["host_page"], choices=("4k", "2m", "1g"),
-                   help="page size the host backs guest memory with (tdp, shadow): 2m as "
-                   "THP, 1g as hugetlbfs (default %(default)s)")
-    p.add_argument("--host-swap", default=None, metavar="DEVICE",
-                   help="timed swap device for the host's swap of guest memory: ssd, nvme, "
-                   "zram, remote, with key=value parameters (default: a flat "
-                   "host_major_fault_ns per major fault)")
-    p.add_argument("--guest-swap", default=None, metavar="DEVICE",
-                   help="timed swap device for the guest's own swap (as --host-swap)")
+                   help=doc("host_page"))
+    p.add_argument("--host-swap", default=VM["host_swap"], metavar="DEVICE",
+                   help=doc("host_swap", default=False))
+    p.add_argument("--guest-swap", default=VM["guest_swap"], metavar="DEVICE",
+                   help=doc("guest_swap", default=False))
     p.add_argument("--shared-disk", action="store_true", default=VM["shared_disk"],
-                   help="the guests' swap devices are one disk of the host (with the host's "
-                   "swap when --host-swap is the same device): their requests queue "
-                   "together (vm.shared_disk)")
-    p.add_argument("--host-cpus", type=_positive, default=None, metavar="N",
-                   help="host CPUs all vCPUs share, in time slices (default: a CPU per vCPU); "
-                   "waiting for one is steal time")
-    p.add_argument("--vms", type=_positive, default=VM["vms"], metavar="N",
-                   help="run N VMs of the workload (seeds S, S+1, ...) on one host sharing "
-                   "its memory (default %(default)s; --host-frames as a percentage is of all of them)")
+                   help=doc("shared_disk", default=False))
+    p.add_argument("--host-cpus", type=_positive, default=VM["host_cpus"], metavar="N",
+                   help=doc("host_cpus", default=False))
+    p.add_argument("--vms", type=_positive, default=VM["vms"], metavar="N", help=doc("vms"))
     p.add_argument("--guest-levels", type=int, default=VM["guest_levels"], choices=(4, 5),
-                   help="guest page-table levels (default %(default)s)")
+                   help=doc("guest_levels"))
     p.add_argument("--host-levels", type=int, default=VM["host_levels"], choices=(4, 5),
-                   help="EPT/NPT levels (default %(default)s)")
+                   help=doc("host_levels"))
     p.add_argument("--pt-pages", type=_int, default=VM["pt_pages"], metavar="N",
-                   help="guest page-table pages (default %(default)s; 0: one per 256 guest "
-                   "frames plus 64)")
+                   help=doc("pt_pages"))
     p.add_argument("--no-walk-caches", dest="walk_caches", action="store_false",
                    help="page-walk caches and the nested TLB off: a walk reads every entry "
                    "(vm.walk_caches = false)")
@@ -829,7 +820,7 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
                    help="shadow paging: write KVM's handler time as folded stacks")
     p.add_argument("--flamegraph", metavar="FILE.svg",
                    help="shadow paging: write KVM's handler time as an SVG flame graph")
-    p.add_argument("--seed", type=_int, default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--seed", type=_int, default=VM["seed"], metavar="S", help=doc("seed"))
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -858,7 +849,7 @@ def _run_vm(args: argparse.Namespace) -> int:
         from .flamegraph import write_svg
 
         write_svg(r.kvm_folded, args.flamegraph,
-                  title=f"KVM handler time (simulated ns): {r.workload}, {r.to_dict().get('guest_policy')} guest")
+                  title=f"KVM handler time (simulated ns): {r.workload}, {r.policy} guest")
     if args.json:
         json.dump(r.to_dict(), sys.stdout)
         sys.stdout.write("\n")
@@ -866,19 +857,18 @@ def _run_vm(args: argparse.Namespace) -> int:
     d = r.to_dict()
     lines = [f"{PROG} vm"]
     host_keys = ("host_policy", "host_frames", "host_page")
-    for k in ("workload", "paging", "guest_policy", "host_policy", "guest_frames",
-              "host_frames", "guest_page", "host_page", "seed", "version"):
+    # The guest's policy and frames are the result's policy and frames (one result type).
+    for k, key in (("workload", "workload"), ("paging", "paging"), ("guest_policy", "policy"),
+                   ("host_policy", "host_policy"), ("guest_frames", "frames"),
+                   ("host_frames", "host_frames"), ("guest_page", "guest_page"),
+                   ("host_page", "host_page"), ("seed", "seed"), ("version", "version")):
         if d.get("paging") == "native" and k in host_keys:
             continue  # no host under native paging: nothing to show
-        lines.append(f"  {k:<13} {d.get(k)}")
+        lines.append(f"  {k:<13} {d.get(key)}")
     lines += ["", f"runtime      {d['runtime_ns'] / 1e9:,.6f} s (simulated)", "", "time (ns)"]
     for k, v in d["time"].items():
         lines.append(f"  {k:<24} {v:>14,}")
-    if d.get("latency"):
-        s = d["latency"]
-        lines += ["", "request latency (µs)   count      mean       p50       p99     p99.9    p99.99",
-                  f"  {'all':<18} {int(s['count']):>9,} {s['mean'] / 1e3:>9.1f} "
-                  + " ".join(f"{s[q] / 1e3:>9.1f}" for q in ("p50", "p99", "p999", "p9999"))]
+    lines += _latency_lines(r.latency)
     t = d["translate"]
     lines += ["", "translation"]
     for k in ("accesses", "l1d_hits", "l2_hits", "walks", "walk_refs", "walk_cycles"):
@@ -890,8 +880,8 @@ def _run_vm(args: argparse.Namespace) -> int:
               "nested_flushes", "processes_created", "processes_exited", "pages_unmapped",
               "pt_pages_peak"):
         lines.append(f"  {k:<24} {d[k]:>14,}")
-    for side in ("guest", "host"):
-        s = d[side]
+    for side, key in (("guest", "stats"), ("host", "host_stats")):
+        s = d[key]
         lines += ["", f"{side} memory manager"]
         for k in ("faults", "minor_faults", "major_faults", "pswpin", "pswpout", "evictions"):
             lines.append(f"  {k:<24} {s[k]:>14,}")
@@ -905,9 +895,9 @@ def _run_vm(args: argparse.Namespace) -> int:
                   f"  {'vm':<4}{'runtime s':>12}{'guest faults':>14}{'EPT viol.':>12}"
                   f"{'exits':>12}{'host fault ms':>15}{'p99 µs':>10}"]
         for i, v in enumerate(d["per_vm"]):
-            p99 = (v.get("latency") or {}).get("p99")
+            p99 = (v.get("latency") or {}).get("all", {}).get("p99")
             lines.append(
-                f"  {i:<4}{v['runtime_ns'] / 1e9:>12.6f}{v['guest']['faults']:>14,}"
+                f"  {i:<4}{v['runtime_ns'] / 1e9:>12.6f}{v['stats']['faults']:>14,}"
                 f"{v['ept_violations']:>12,}{v['exits']:>12,}"
                 f"{v['time']['host_fault_ns'] / 1e6:>15,.3f}"
                 + (f"{p99 / 1e3:>10.1f}" if p99 is not None else f"{'—':>10}"))
@@ -938,14 +928,21 @@ def format_run(r: RunResult) -> str:
     for k, v in r.cpu.items():
         val = f"{v:>14,}" if k in ("context_switches", "kswapd_runs") else f"{_ms(v):>17}"
         lines.append(f"  {k:<24} {val}")
-    if r.latency:
-        lines += ["", "request latency (µs)   count      mean       p50       p99     p99.9    p99.99"]
-        for kind, s in r.latency.items():
-            lines.append(
-                f"  {kind:<18} {int(s['count']):>9,} {s['mean'] / 1e3:>9.1f} "
-                + " ".join(f"{s[q] / 1e3:>9.1f}" for q in ("p50", "p99", "p999", "p9999"))
-            )
+    lines += _latency_lines(r.latency)
     return "\n".join(lines)
+
+
+def _latency_lines(latency: Dict[str, Dict[str, float]]) -> List[str]:
+    """The request-latency table of ``vmemsim run`` and ``vmemsim vm``: a row per kind."""
+    if not latency:
+        return []
+    lines = ["", "request latency (µs)   count      mean       p50       p99     p99.9    p99.99"]
+    for kind, s in latency.items():
+        lines.append(
+            f"  {kind:<18} {int(s['count']):>9,} {s['mean'] / 1e3:>9.1f} "
+            + " ".join(f"{s[q] / 1e3:>9.1f}" for q in ("p50", "p99", "p999", "p9999"))
+        )
+    return lines
 
 
 # ---------------------------------------------------------------- mrc

@@ -833,7 +833,7 @@ fn replay_source(
 /// its own), the policy, `frames` as a count or a percentage of the workload's footprint,
 /// the swap `device` spec (`ssd`, `zram:read_us=20`, ...) and `timed`, the JSON of the rest of
 /// `TimedConfig` (cpus, slice_ns, costs, sample_every_ns, step_ns; unknown keys are errors).
-/// Progress reports simulated nanoseconds. Returns the JSON of the core's `TimedResult`.
+/// Progress reports simulated nanoseconds. Returns the JSON of the core's `RunResult`.
 #[pyfunction]
 #[pyo3(signature = (workload, policy, frames, seed=0, options=None, machine=None, device="ssd", timed="{}", progress=None))]
 #[allow(clippy::too_many_arguments)]
@@ -916,7 +916,7 @@ fn guest_workload_kinds() -> Vec<(String, String)> {
 /// Run guest workloads (`vmemsim_core::vm::workloads`) in VMs on a host: `config` is the
 /// JSON of the core's `VmRunConfig` (the one declaration of a VM run's settings and their
 /// defaults; unknown keys and bad values are errors naming them). Returns the JSON of the
-/// core's `VmResult`.
+/// core's `RunResult`.
 #[pyfunction]
 fn run_vm(py: Python<'_>, config: &str) -> PyResult<String> {
     let run = vmemsim_core::vm::VmRunConfig::from_json(config)
@@ -931,6 +931,13 @@ fn run_vm(py: Python<'_>, config: &str) -> PyResult<String> {
 #[pyfunction]
 fn vm_config_defaults() -> PyResult<String> {
     to_json(&vmemsim_core::vm::VmRunConfig::default())
+}
+
+/// The schema of a VM run's settings (`VmRunConfig::schema`, JSON Schema): every key with its
+/// type, default and documentation, from which the front ends take their keys and help.
+#[pyfunction]
+fn vm_config_schema() -> PyResult<String> {
+    to_json(&vmemsim_core::vm::VmRunConfig::schema())
 }
 
 /// Every workload kind as `(name, description)`.
@@ -1477,6 +1484,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workload_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(cost_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(vm_config_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(vm_config_schema, m)?)?;
     m.add_function(wrap_pyfunction!(guest_workload_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(run_vm, m)?)?;
     m.add_function(wrap_pyfunction!(check_guest_workload, m)?)?;

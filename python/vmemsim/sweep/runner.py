@@ -143,19 +143,44 @@ def vm_kwargs(config: Mapping[str, Any], seed: int) -> Dict[str, Any]:
     return kw
 
 
-def vm_metrics(r: Any) -> Dict[str, Any]:
-    """The flat metric columns of a :class:`vmemsim.VmResult`."""
+#: Fields of a :class:`vmemsim.RunResult` that are no metric columns (lists, nested tables,
+#: the configuration: the run's configuration is in the sweep's own columns).
+_NOT_METRICS = {"seed", "per_vm", "threads", "series", "vcpu_ns", "latency_buckets", "config",
+                "options", "walk_grid", "kvm_folded"}
+#: How :func:`run_metrics` names a result table's columns: its counters at the top level
+#: (``faults``, ``pgmajfault``, as a replay's), the others under a prefix.
+_TABLE_PREFIX = {"stats": "", "vmstat": "", "host_stats": "host.", "host_vmstat": "host.",
+                 "device_stats": "device.", "host_device_stats": "host_device.",
+                 "policy_counters": "policy."}
+
+
+def run_metrics(r: Any) -> Dict[str, Any]:
+    """The flat metric columns of a :class:`vmemsim.RunResult`, native or VM: the numbers
+    at its top level (``runtime_ns``, ``frames``, VM events such as ``exits``), the
+    counters of the workload's kernel (the machine's, the guest's) at the top level under
+    their own and their ``/proc/vmstat`` names (``faults``, ``pgmajfault``), the host's as
+    ``host.*``, the swap devices' as ``device.*`` and ``host_device.*``, the policy's as
+    ``policy.*``, request latency as ``latency.KIND.pNN_ns`` and ``latency.KIND.count``,
+    and every other table's entries as ``table.key`` (``cpu.kswapd_ns``, ``time.kvm_ns``,
+    ``translate.walks``, ``kvm.mmu_recycled``)."""
     d = r.to_dict()
-    m: Dict[str, Any] = {"workload_spec": d["workload"]}
+    m: Dict[str, Any] = {"workload_spec": d["workload"], "runtime_s": r.runtime_s}
     for k, v in d.items():
-        if isinstance(v, bool) or k in ("seed",):
+        if k in _NOT_METRICS or isinstance(v, bool):
             continue
         if isinstance(v, (int, float)):
             m[k] = v
+        elif k == "latency":
+            for kind, summ in v.items():
+                for q, x in summ.items():
+                    m[f"latency.{kind}.{q}" if q == "count" else f"latency.{kind}.{q}_ns"] = x
         elif isinstance(v, dict):
+            prefix = _TABLE_PREFIX.get(k, f"{k}.")
             for kk, vv in v.items():
                 if isinstance(vv, (int, float)) and not isinstance(vv, bool):
-                    m[f"{k}.{kk}"] = vv
+                    m[f"{prefix}{kk}"] = vv
+    st = d["stats"]
+    m["miss_ratio"] = st["faults"] / st["accesses"] if st["accesses"] else 0.0
     m["refs_per_walk"] = r.refs_per_walk
     return m
 
@@ -220,31 +245,6 @@ def replay_kwargs(config: Mapping[str, Any], seed: int, base_dir: str) -> Dict[s
     return kw
 
 
-def timed_metrics(r: Any) -> Dict[str, Any]:
-    """The flat metric columns of a :class:`vmemsim.RunResult`."""
-    m: Dict[str, Any] = {
-        "frames": r.frames,
-        "footprint_pages": r.footprint_pages,
-        "runtime_s": r.runtime_s,
-        "runtime_ns": r.runtime_ns,
-        "workload_spec": r.workload,
-        "slice_ns": r.slice_ns,
-        "device_frames_peak": r.device_frames_peak,
-    }
-    m.update(r.stats)
-    m["miss_ratio"] = r.stats["faults"] / r.stats["accesses"] if r.stats["accesses"] else 0.0
-    m.update(r.vmstat)
-    m.update({f"cpu.{k}": v for k, v in r.cpu.items()})
-    for k, v in r.device_stats.items():
-        if isinstance(v, (int, float)):
-            m[f"device.{k}"] = v
-    for kind, summ in r.latency.items():
-        for q, v in summ.items():
-            m[f"latency.{kind}.{q}" if q == "count" else f"latency.{kind}.{q}_ns"] = v
-    m.update({f"policy.{k}": v for k, v in r.policy_counters.items()})
-    return m
-
-
 def metrics(result: Any) -> Dict[str, Any]:
     """The flat metric columns of a :class:`vmemsim.ReplayResult`."""
     m: Dict[str, Any] = {
@@ -281,12 +281,12 @@ def run_one(p: Dict[str, Any]) -> Dict[str, Any]:
     }
     try:
         side: Dict[str, Any] = {}
-        if is_vm(p["config"]):
-            result = api.run_vm(**vm_kwargs(p["config"], p["seed"]))
-            rec["metrics"] = vm_metrics(result)
-        elif is_timed(p["config"]):
-            result = api.run(**run_kwargs(p["config"], p["seed"]))
-            rec["metrics"] = timed_metrics(result)
+        if is_vm(p["config"]) or is_timed(p["config"]):
+            if is_vm(p["config"]):
+                result = api.run_vm(**vm_kwargs(p["config"], p["seed"]))
+            else:
+                result = api.run(**run_kwargs(p["config"], p["seed"]))
+            rec["metrics"] = run_metrics(result)
             if result.latency_buckets:
                 rows = [(k, v, c) for k, b in result.latency_buckets.items() for v, c in b]
                 side["latency"] = {"kind": [r[0] for r in rows],

@@ -46,7 +46,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from .._native import VmemsimError
 from .._hints import did_you_mean
-from ..api import COST_KEYS, VM_DEFAULTS
+from ..api import COST_KEYS, VM_DEFAULTS, vm_setting_help
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -222,40 +222,30 @@ def _builtin_schema() -> None:
     reg("workload.guest", Key(optional(check_str), None,
         "guest workload spec for a VM run, e.g. 'stress-vm:bytes=64MiB' ('vmemsim vm "
         "--help'); machine.policy and machine.frames are then the guest's"))
-    # The VM keys' defaults are the core's (VmRunConfig), declared once there.
+    # The VM keys' defaults and documentation are the core's (VmRunConfig and its schema),
+    # declared once there.
     VM = VM_DEFAULTS
-    reg("vm.paging", Key(check_choice("native", "tdp", "shadow"), VM["paging"],
-        "VM runs: translation: native (no VM), tdp (nested paging) or shadow"))
-    reg("vm.host_frames", Key(check_frames, VM["host_frames"],
-        "VM runs: host memory in frames, or a percentage of guest memory"))
-    reg("vm.host_policy", Key(check_policy, VM["host_policy"], "VM runs: the host's reclaim policy"))
-    reg("vm.eviction", Key(check_choice("fifo", "clock", "clock-leaf", "clock-parent"), VM["eviction"],
-        "VM runs, shadow paging: how KVM recycles shadow pages"))
-    reg("vm.mmu_pages", Key(optional(check_int(1)), VM["mmu_pages"],
-        "VM runs, shadow paging: n_max_mmu_pages (unset: KVM's default, 2% of guest pages)"))
+
+    def vm(path: str, field: str, check: Callable[[Any, str], Any], note: str = "") -> None:
+        reg(path, Key(check, VM[field], f"VM runs{note}: {vm_setting_help(field)}"))
+
+    vm("vm.paging", "paging", check_choice("native", "tdp", "shadow"))
+    vm("vm.host_frames", "host_frames", check_frames)
+    vm("vm.host_policy", "host_policy", check_policy)
+    vm("vm.eviction", "eviction", check_choice("fifo", "clock", "clock-leaf", "clock-parent"))
+    vm("vm.mmu_pages", "mmu_pages", optional(check_int(1)))
     reg("vm.walk_caches", Key(check_bool, True,
         "VM runs: page-walk caches and the nested TLB on (false: a walk reads every entry)"))
-    reg("vm.guest_levels", Key(check_int(4, 5), VM["guest_levels"], "VM runs: guest page-table levels"))
-    reg("vm.host_levels", Key(check_int(4, 5), VM["host_levels"], "VM runs: EPT/NPT levels"))
-    reg("vm.host_swap", Key(optional(check_str), VM["host_swap"],
-        "VM runs: timed swap device of the host (ssd, nvme, zram, remote with key=value "
-        "parameters; unset: a flat cost per major fault)"))
-    reg("vm.guest_swap", Key(optional(check_str), VM["guest_swap"],
-        "VM runs: timed swap device of the guest (as vm.host_swap)"))
-    reg("vm.shared_disk", Key(check_bool, VM["shared_disk"],
-        "VM runs: the guests' swap devices are one disk of the host (with the host's swap "
-        "when vm.host_swap is the same device), their requests queued together"))
-    reg("vm.host_cpus", Key(optional(check_int(1, 4096)), VM["host_cpus"],
-        "VM runs: host CPUs all vCPUs share in time slices (unset: a CPU per vCPU)"))
-    reg("vm.count", Key(check_int(1, 4096), VM["vms"],
-        "VM runs: VMs of the workload (seeds seed, seed+1, ...) sharing the host's memory "
-        "(vm.host_frames as a percentage is of all of them)"))
-    reg("vm.guest_page", Key(check_choice("4k", "2m", "1g"), VM["guest_page"],
-        "VM runs: page size of the guest's mappings (2m as THP, 1g as hugetlbfs)"))
-    reg("vm.host_page", Key(check_choice("4k", "2m", "1g"), VM["host_page"],
-        "VM runs: page size the host backs guest memory with (tdp, shadow)"))
-    reg("vm.pt_pages", Key(check_int(0), VM["pt_pages"],
-        "VM runs: guest page-table pages (0: one per 256 guest frames plus 64)"))
+    vm("vm.guest_levels", "guest_levels", check_int(4, 5))
+    vm("vm.host_levels", "host_levels", check_int(4, 5))
+    vm("vm.host_swap", "host_swap", optional(check_str))
+    vm("vm.guest_swap", "guest_swap", optional(check_str))
+    vm("vm.shared_disk", "shared_disk", check_bool)
+    vm("vm.host_cpus", "host_cpus", optional(check_int(1, 4096)))
+    vm("vm.count", "vms", check_int(1, 4096))
+    vm("vm.guest_page", "guest_page", check_choice("4k", "2m", "1g"))
+    vm("vm.host_page", "host_page", check_choice("4k", "2m", "1g"))
+    vm("vm.pt_pages", "pt_pages", check_int(0))
     reg("workload.format", Key(optional(check_str), None, "trace format (unset: detected)"))
     reg("workload.page_size", Key(check_int(1), 4096, "bytes per page of the trace"))
     reg("workload.addresses", Key(check_bool, False, "the trace holds byte addresses"))

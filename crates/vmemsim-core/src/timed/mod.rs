@@ -52,14 +52,13 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::device::{DeviceSpec, DeviceStats};
+use crate::device::DeviceSpec;
 use crate::engine::{MachineConfig, Stats};
 use crate::error::{Error, Result};
 use crate::policy::{PolicyKind, PolicyOptions};
-use crate::translate::{TranslateConfig, TranslateStats};
+use crate::translate::TranslateConfig;
 pub use crate::vm::machine::Costs;
-use crate::vm::machine::{EngineOpts, HostCpus, Paging, VmConfig};
-use hist::Summary;
+use crate::vm::machine::{EngineOpts, HostCpus, Paging, RunResult, VmConfig};
 
 /// The timed part of a run's configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -109,46 +108,6 @@ impl Default for TimedConfig {
 }
 
 pub use crate::sched::default_slice_ns;
-
-/// What a timed run produced.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TimedResult {
-    pub version: String,
-    pub policy: String,
-    pub workload: String,
-    pub seed: u64,
-    pub frames: u32,
-    pub footprint_pages: u64,
-    pub cpus: u32,
-    pub slice_ns: u64,
-    pub device: String,
-    pub options: BTreeMap<String, String>,
-    /// When the last application thread finished.
-    pub runtime_ns: u64,
-    pub stats: Stats,
-    /// The counters under their `/proc/vmstat` names.
-    pub vmstat: BTreeMap<String, u64>,
-    pub cpu: CpuTimes,
-    pub threads: Vec<ThreadTimes>,
-    pub device_stats: DeviceStats,
-    /// Largest number of frames held by the swap device (zram's pool).
-    pub device_frames_peak: u64,
-    /// Request latency per kind (`read`, `update`, `insert`, `all`), when the workload has
-    /// requests.
-    pub latency: BTreeMap<String, Summary>,
-    /// `(highest equivalent value ns, count)` per kind: the histograms themselves.
-    pub latency_buckets: BTreeMap<String, Vec<(u64, u64)>>,
-    pub policy_counters: BTreeMap<String, u64>,
-    /// Samples every `sample_every_ns`: the simulated time and the counters then.
-    pub series: Vec<Sample>,
-    /// The CPUs' translation hardware, summed: TLB hits and misses, page walks (with
-    /// [`TimedConfig::tlb`]).
-    #[serde(default)]
-    pub translate: TranslateStats,
-    /// Whether the TLBs were modelled ([`TimedConfig::tlb`]).
-    #[serde(default)]
-    pub tlb: bool,
-}
 
 /// Where CPU time went, summed over threads (ns).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,7 +215,7 @@ pub fn run(
     spec: &TimedSpec,
     wl: &mut dyn crate::workload::Workload,
     progress: Option<&mut dyn FnMut(u64)>,
-) -> Result<TimedResult> {
+) -> Result<RunResult> {
     let workload = wl;
     if spec.timed.cpus == 0 || spec.timed.cpus > 4096 {
         return Err(Error::config(
@@ -270,7 +229,6 @@ pub fn run(
     if workload.threads() == 0 {
         return Err(Error::config("workload", "has no threads"));
     }
-    let footprint_pages = workload.footprint_pages();
     let cfg = spec.machine_config();
     let wl = workload;
     let hc = HostCpus {
@@ -282,42 +240,8 @@ pub fn run(
         sample_every_ns: spec.timed.sample_every_ns,
         progress,
     };
-    let mut r = crate::vm::machine::run_with(&cfg, wl, hc, opts)?;
-    // The program's accesses: with TLBs, the memory manager sees only those that walk the
-    // page table (a TLB hit sets no accessed bit), so its own count is smaller.
-    let st = &mut r.guest;
-    st.accesses = r.threads.iter().map(|t| t.accesses).sum();
-    st.writes = r.threads.iter().map(|t| t.writes).sum();
-    st.reads = st.accesses - st.writes;
-    Ok(TimedResult {
-        version: crate::replay::VERSION.to_string(),
-        policy: spec.policy.name().to_string(),
-        workload: r.workload,
-        seed: spec.options.seed,
-        frames: spec.machine.frames,
-        footprint_pages,
-        cpus: spec.timed.cpus,
-        slice_ns: r.slice_ns,
-        device: spec.timed.device.to_string(),
-        options: spec
-            .options
-            .keys()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        runtime_ns: r.runtime_ns,
-        vmstat: vmstat(&r.guest),
-        stats: r.guest,
-        cpu: r.cpu,
-        threads: r.threads,
-        device_stats: r.guest_device.unwrap_or_default(),
-        device_frames_peak: r.device_frames_peak,
-        latency: r.latency_by_kind,
-        latency_buckets: r.latency_by_kind_buckets,
-        policy_counters: r.policy_counters,
-        series: r.series,
-        translate: r.translate,
-        tlb: spec.timed.tlb,
-    })
+    // The machine always has its swap device (`guest_swap`), so `device_stats` is set.
+    crate::vm::machine::run_with(&cfg, wl, hc, opts)
 }
 
 impl TimedSpec {

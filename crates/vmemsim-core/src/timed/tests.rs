@@ -7,7 +7,7 @@ fn run(
     spec: &TimedSpec,
     mut w: Box<dyn Workload>,
     progress: Option<&mut dyn FnMut(u64)>,
-) -> Result<TimedResult> {
+) -> Result<RunResult> {
     super::run(spec, &mut *w, progress)
 }
 use crate::device::ContentClass;
@@ -143,7 +143,7 @@ fn a_major_fault_waits_for_its_read_behind_queued_writes() {
         (r.stats.major_faults, r.stats.pswpin, r.stats.pswpout),
         (1, 1, 2)
     );
-    assert_eq!(r.device_stats.read_requests, 1);
+    assert_eq!(r.device_stats.as_ref().unwrap().read_requests, 1);
     // With two channels the read overlaps the first write: write p2 0..11, read 0..11.
     let w = Script::new(vec![vec![
         acc(1),
@@ -301,7 +301,7 @@ fn costlier_scanning_leaves_kswapd_behind() {
         let w = Script::with_class(vec![loop_thread(6_000, 3, 100)], ContentClass::Text);
         run(&s, w, None).unwrap()
     };
-    let share = |r: &TimedResult| {
+    let share = |r: &RunResult| {
         r.stats.pgsteal_kswapd as f64 / (r.stats.pgsteal_kswapd + r.stats.pgsteal_direct) as f64
     };
     let cheap = run_with(100);
@@ -344,7 +344,7 @@ fn zram_swap_in_frees_the_slot_so_the_page_is_written_again() {
     s.timed.charge_device_ram = false;
     let z = run(&s, Script::new(vec![ops.clone()]), None).unwrap();
     assert_eq!((z.stats.pswpout, z.stats.pswpin), (3, 2));
-    assert_eq!(z.device_stats.pages_discarded, 2);
+    assert_eq!(z.device_stats.as_ref().unwrap().pages_discarded, 2);
     let n = run(
         &spec("fifo", 1, 1, zero_costs(), "nvme"),
         Script::new(vec![ops]),
@@ -403,8 +403,8 @@ fn a_charged_zram_pool_never_holds_more_than_the_free_memory() {
         .collect();
     let s = spec("clock-lru", 2_000, 2, Costs::default(), "zram");
     let r = run(&s, Script::with_class(vec![ops], ContentClass::Text), None).unwrap();
-    let stored = r.device_stats.pages_stored;
-    let pool_frames = r.device_stats.ram_bytes.div_ceil(4096);
+    let stored = r.device_stats.as_ref().unwrap().pages_stored;
+    let pool_frames = r.device_stats.as_ref().unwrap().ram_bytes.div_ceil(4096);
     assert!(stored > 1_000, "{stored}");
     assert!(
         (3_000 - stored) + pool_frames <= 2_000,

@@ -13,7 +13,7 @@ use super::Geometry;
 use crate::error::{Error, Result};
 
 /// One cache level: geometry in 64-byte lines and its load-to-use latency.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CacheLevel {
     pub sets: u32,
@@ -22,7 +22,7 @@ pub struct CacheLevel {
 }
 
 /// The hierarchy the walker reads through (at most 3 levels) and the memory behind it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct PtCacheConfig {
     pub levels: Vec<CacheLevel>,

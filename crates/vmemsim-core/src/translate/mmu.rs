@@ -40,7 +40,7 @@ use super::{Geometry, PageSize};
 use crate::error::{Error, Result};
 
 /// Page-walk caches, one per upper level.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct PwcConfig {
     pub enabled: bool,
@@ -68,7 +68,7 @@ impl Default for PwcConfig {
 }
 
 /// The nested TLB: guest-physical page → host-physical page, tagged by VPID.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct NtlbConfig {
     pub enabled: bool,
@@ -92,7 +92,7 @@ impl Default for NtlbConfig {
 }
 
 /// Configuration of an [`Mmu`]. Every value has a documented default.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct TranslateConfig {
     pub l1d: TlbGeometry,

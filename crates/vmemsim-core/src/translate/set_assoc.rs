@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 
 /// Sets × ways of one array. `sets == 0` means the array is absent (e.g. an iTLB without 1G
 /// entries).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Geometry {
     pub sets: u32,

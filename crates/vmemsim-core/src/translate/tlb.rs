@@ -17,7 +17,7 @@ use crate::error::Result;
 pub use super::set_assoc::asid;
 
 /// Geometry of one TLB level, per page size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TlbGeometry {
     #[serde(rename = "4k")]

@@ -169,7 +169,7 @@ mod shadow;
 mod threads;
 mod translate;
 
-pub use config::{Costs, Paging, VmConfig, VmResult, VmTime};
+pub use config::{Costs, Paging, RunResult, VmConfig, VmTime};
 pub use cost::Classes;
 pub use host::{host_for, HostShared};
 pub use run_config::{parse_page_size, VmRun, VmRunConfig};
@@ -195,7 +195,7 @@ pub const MAX_PIDS: u32 = 1 << 18;
 const MAX_REGIONS: usize = 1 << (36 - REGION_SHIFT);
 const REGION_MASK: u64 = (1 << REGION_SHIFT) - 1;
 
-/// PWC hit ratios that make a walk-grid cell "hit" and "miss" in [`VmResult::walk_breakdown`].
+/// PWC hit ratios that make a walk-grid cell "hit" and "miss" in [`RunResult::walk_breakdown`].
 pub const WALK_HIT_AT_LEAST: f64 = 0.9;
 pub const WALK_MISS_AT_MOST: f64 = 0.1;
 /// `tlb_single_page_flush_ceiling`: munmaps of more pages flush the whole address space.
@@ -248,7 +248,7 @@ pub struct Vm {
     /// The process owning each guest page-table page (`u32::MAX`: free).
     pt_owner: Vec<u32>,
     vcpus: Vec<Vcpu>,
-    r: VmResult,
+    r: RunResult,
     guest_frames: u32,
     /// log2 of 4 KiB pages per guest page: the guest manager's pages are guest pages.
     gshift: u32,
@@ -312,7 +312,7 @@ const FREE_PT: u32 = u32::MAX;
 
 /// Run a guest workload to its end on a new VM: the vCPUs' streams interleaved chunk by
 /// chunk (the order of accesses between vCPUs is round-robin by chunk; each vCPU keeps its own clock).
-pub fn run(cfg: &VmConfig, wl: &mut dyn Workload) -> Result<VmResult> {
+pub fn run(cfg: &VmConfig, wl: &mut dyn Workload) -> Result<RunResult> {
     let hc = HostCpus::own(wl.threads());
     run_with(cfg, wl, hc, EngineOpts::default())
 }
@@ -323,13 +323,44 @@ pub fn run_with(
     wl: &mut dyn Workload,
     hc: HostCpus,
     opts: EngineOpts<'_>,
-) -> Result<VmResult> {
+) -> Result<RunResult> {
     let mut vm = Vm::new(cfg, wl.threads())?;
-    let out = schedule(std::slice::from_mut(&mut vm), &mut [wl], hc, opts)?;
+    let cpus = hc.cpus;
+    let out = schedule(std::slice::from_mut(&mut vm), &mut [&mut *wl], hc, opts)?;
     let mut r = vm.result();
-    r.workload = wl.name();
+    describe(&mut r, cfg, &*wl, cpus);
     out.fill(&mut r);
     Ok(r)
+}
+
+/// What was run, into its result: the workload, the seed and policy options, the footprint,
+/// the host CPUs, the swap device of the workload's kernel, whether TLBs were modelled, the
+/// version; and the program's accesses as the workload kernel's `accesses` (natively and in
+/// a VM alike).
+fn describe(r: &mut RunResult, cfg: &VmConfig, wl: &dyn Workload, cpus: u32) {
+    // The program's accesses: with TLBs, the memory manager sees only those that walk the
+    // page table (a TLB hit sets no accessed bit), so its own count is smaller.
+    let st = &mut r.stats;
+    st.accesses = r.threads.iter().map(|t| t.accesses).sum();
+    st.writes = r.threads.iter().map(|t| t.writes).sum();
+    st.reads = st.accesses - st.writes;
+    r.vmstat = crate::timed::vmstat(&r.stats);
+    r.version = crate::replay::VERSION.to_string();
+    r.workload = wl.name();
+    r.seed = cfg.guest_options.seed;
+    r.options = cfg
+        .guest_options
+        .keys()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    r.footprint_pages = wl.footprint_pages();
+    r.cpus = cpus;
+    r.device = cfg
+        .guest_swap
+        .as_ref()
+        .map(|d| d.to_string())
+        .unwrap_or_default();
+    r.tlb = cfg.tlb;
 }
 
 /// Run several VMs, each with its workload, on one host: their guest memory shares the host's
@@ -337,8 +368,8 @@ pub fn run_with(
 /// `host_page`), so one VM's pressure reclaims another's pages. Each VM keeps its own guest
 /// OS, translation, vCPUs and (shadow paging) KVM MMU; all vCPUs run round-robin chunk by
 /// chunk, each on a host CPU of its own. Returns the merged result with each VM's in
-/// [`VmResult::per_vm`].
-pub fn run_many(cfgs: &[VmConfig], wls: &mut [Box<dyn Workload>]) -> Result<VmResult> {
+/// [`RunResult::per_vm`].
+pub fn run_many(cfgs: &[VmConfig], wls: &mut [Box<dyn Workload>]) -> Result<RunResult> {
     run_many_with(cfgs, wls, None)
 }
 
@@ -378,7 +409,7 @@ pub fn run_many_with(
     cfgs: &[VmConfig],
     wls: &mut [Box<dyn Workload>],
     cpus: Option<HostCpus>,
-) -> Result<VmResult> {
+) -> Result<RunResult> {
     if cfgs.is_empty() || cfgs.len() != wls.len() {
         return Err(Error::config(
             "vm",
@@ -410,6 +441,7 @@ pub fn run_many_with(
     }
     let n_vcpus = wls.iter().map(|w| w.threads()).sum();
     let hc = cpus.unwrap_or_else(|| HostCpus::own(n_vcpus));
+    let n_cpus = hc.cpus;
     let mut refs: Vec<&mut dyn Workload> = wls
         .iter_mut()
         .map(|w| -> &mut dyn Workload { &mut **w })
@@ -417,13 +449,11 @@ pub fn run_many_with(
     let out = schedule(&mut vms, &mut refs, hc, EngineOpts::default())?;
     let host = host.expect("several VMs have a host");
     let mut per = Vec::with_capacity(vms.len());
-    let mut hist = crate::timed::hist::Histogram::new();
     let mut hists: BTreeMap<u8, crate::timed::hist::Histogram> = BTreeMap::new();
-    for (vm, w) in vms.iter_mut().zip(wls.iter()) {
+    for ((vm, w), c) in vms.iter_mut().zip(wls.iter()).zip(cfgs) {
         vm.sync_host_unmaps();
         let mut r = vm.result();
-        r.workload = w.name();
-        hist.merge(&vm.latency_histogram());
+        describe(&mut r, c, w.as_ref(), n_cpus);
         for (k, h) in vm.hists_by_kind() {
             hists.entry(k).or_default().merge(&h);
         }
@@ -431,13 +461,13 @@ pub fn run_many_with(
     }
     let mut merged = merge_results(&per);
     let sh = host.borrow();
-    merged.host = sh.m.stats.clone();
+    // The host is shared: its counters and its swap device's are the host's own, not a sum
+    // of each VM's view of them.
+    merged.host_stats = sh.m.stats.clone();
+    merged.host_vmstat = crate::timed::vmstat(&merged.host_stats);
+    merged.host_device_stats = sh.dev.as_ref().map(|d| d.stats());
     merged.host_frames = per[0].host_frames;
-    if hist.count() > 0 {
-        merged.latency = Some(hist.summary());
-        merged.latency_buckets = hist.buckets();
-    }
-    (merged.latency_by_kind, merged.latency_by_kind_buckets) = by_kind(&hists);
+    (merged.latency, merged.latency_buckets) = by_kind(&hists);
     merged.per_vm = per;
     out.fill(&mut merged);
     Ok(merged)
@@ -445,7 +475,7 @@ pub fn run_many_with(
 
 impl EngineOut {
     /// The engine's own measurements into a run's result.
-    fn fill(self, r: &mut VmResult) {
+    fn fill(self, r: &mut RunResult) {
         r.host_kswapd_ns = self.kswapd_ns;
         r.cpu.kswapd_ns = self.kswapd_ns;
         r.cpu.kswapd_runs = self.kswapd_runs;

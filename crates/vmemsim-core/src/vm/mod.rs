@@ -11,5 +11,5 @@ mod tests;
 
 pub use machine::{
     host_for, run, run_many, run_many_with, shrink_slab_plan, Costs, HostCpus, HostShared, Paging,
-    Vm, VmConfig, VmResult, VmRun, VmRunConfig, VmTime,
+    RunResult, Vm, VmConfig, VmRun, VmRunConfig, VmTime,
 };

@@ -230,12 +230,12 @@ fn check(vms: &mut [Vm], what: &str) {
 fn note(vms: &[Vm], seen: &mut Seen) {
     for vm in vms {
         let r = vm.result();
-        seen.guest_evictions += r.guest.evictions;
+        seen.guest_evictions += r.stats.evictions;
         seen.shadow_zapped += r.kvm.as_ref().map_or(0, |k| k.mmu_recycled);
         seen.shrink_zapped += r.mmu_shrink_zapped;
         seen.nested_flushes += r.nested_flushes;
     }
-    let h = vms[0].result().host.evictions;
+    let h = vms[0].result().host_stats.evictions;
     seen.host_evictions += h;
     if vms.len() > 1 {
         seen.shared_host_reclaim += h;

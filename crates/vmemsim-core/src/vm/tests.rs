@@ -49,7 +49,7 @@ fn acc(page: u64, write: bool) -> Op {
 
 /// Pass 2 of a loop over `pages` pages (more than the TLBs hold, so every access misses
 /// them): walks and walk references of that pass alone.
-fn second_pass(paging: Paging, pages: u64) -> (u64, u64, VmResult) {
+fn second_pass(paging: Paging, pages: u64) -> (u64, u64, RunResult) {
     let c = cfg(
         paging,
         8_192,
@@ -84,7 +84,7 @@ fn a_nested_walk_reads_24_entries_and_a_native_one_4() {
     // Nothing was reclaimed: no guest or host major faults, and each of the 4,096 data pages
     // plus the guest page-table pages (1 root + 1 PUD + 1 PMD + 4096·7/512 ≈ 56 PT pages)
     // took exactly one EPT violation when first met.
-    assert_eq!((r.guest.major_faults, r.host.major_faults), (0, 0));
+    assert_eq!((r.stats.major_faults, r.host_stats.major_faults), (0, 0));
     let pt = r.pt_pages_peak;
     assert!((3 + 56..=3 + 57).contains(&pt), "{pt}");
     assert_eq!(r.ept_violations, 4_096 + pt);
@@ -182,13 +182,13 @@ fn shadow_paging_sees_host_reclaim_through_the_mmu_notifier() {
         vm.access(0, p, false).unwrap();
     }
     let b = vm.result();
-    assert_eq!(b.guest.faults, a.guest.faults);
+    assert_eq!(b.stats.faults, a.stats.faults);
     assert!(
         b.exits_pf - a.exits_pf >= 100 / 8,
         "{}",
         b.exits_pf - a.exits_pf
     );
-    assert!(b.host.major_faults > a.host.major_faults);
+    assert!(b.host_stats.major_faults > a.host_stats.major_faults);
     vm.check_mirror().unwrap();
     vm.validate().unwrap();
 }
@@ -204,10 +204,10 @@ fn guest_reclaim_takes_the_page_out_of_the_hardware_table() {
     for p in 0..200 {
         vm.access(0, p, true).unwrap();
     }
-    let before = vm.result().guest.major_faults;
+    let before = vm.result().stats.major_faults;
     vm.access(0, 0, false).unwrap();
     let r = vm.result();
-    assert_eq!(r.guest.major_faults, before + 1);
+    assert_eq!(r.stats.major_faults, before + 1);
     assert!(r.shootdown_pages > 0);
     vm.check_mirror().unwrap();
     vm.validate().unwrap();
@@ -230,10 +230,10 @@ fn host_reclaim_of_guest_memory_is_seen_as_ept_violations() {
         vm.access(0, p, false).unwrap();
     }
     let b = vm.result();
-    assert_eq!(b.guest.faults, a.guest.faults, "the guest itself has room");
+    assert_eq!(b.stats.faults, a.stats.faults, "the guest itself has room");
     let violations = b.ept_violations - a.ept_violations;
     assert!(violations >= 100, "{violations}");
-    assert!(b.host.major_faults > a.host.major_faults);
+    assert!(b.host_stats.major_faults > a.host_stats.major_faults);
     assert!(b.nested_flushes > 0);
     vm.check_mirror().unwrap();
     vm.validate().unwrap();
@@ -293,7 +293,7 @@ fn runs_are_deterministic() {
     let a = run(&c, &mut mk()).unwrap();
     let b = run(&c, &mut mk()).unwrap();
     assert_eq!(a, b);
-    assert!(a.guest.major_faults > 0 && a.host.major_faults > 0);
+    assert!(a.stats.major_faults > 0 && a.host_stats.major_faults > 0);
 }
 
 #[test]
@@ -347,7 +347,7 @@ fn every_guest_workload_runs_under_every_paging() {
             c.pt_pages = 2_048;
             let r = run(&c, wl.as_mut()).unwrap_or_else(|e| panic!("{spec} {paging:?}: {e}"));
             assert!(r.translate.accesses > 0, "{spec}");
-            guest_faults.push(r.guest.first_touch);
+            guest_faults.push(r.stats.first_touch);
         }
         assert!(
             guest_faults.windows(2).all(|w| w[0] == w[1]),
@@ -375,7 +375,7 @@ fn open_loop_requests_wait_for_their_arrival_and_queue_behind_earlier_ones() {
     let r = run(&c, &mut Script::new(vec![ops])).unwrap();
     assert_eq!(r.runtime_ns, 2_000);
     assert_eq!((r.time.idle_ns, r.time.compute_ns), (1_000, 1_000));
-    let l = r.latency.unwrap();
+    let l = &r.latency["all"];
     assert_eq!((l.count, l.min, l.max), (2, 500, 800));
 }
 
@@ -387,9 +387,9 @@ fn event_costs_add_up() {
     let ops: Vec<Op> = (0..10).map(|p| acc(p, true)).collect();
     let c = cfg(Paging::Tdp, 1_024, 4_096, TranslateConfig::default());
     let r = run(&c, &mut Script::new(vec![ops])).unwrap();
-    assert_eq!(r.guest.minor_faults, 10);
+    assert_eq!(r.stats.minor_faults, 10);
     assert_eq!(r.time.guest_fault_ns, 10 * 1_000);
-    assert_eq!(r.time.host_fault_ns, r.host.minor_faults * 1_000);
+    assert_eq!(r.time.host_fault_ns, r.host_stats.minor_faults * 1_000);
     assert_eq!(r.time.exit_ns, r.exits * 667);
     assert_eq!(r.exits, r.ept_violations);
     let t = &r.time;
@@ -428,7 +428,7 @@ fn refs_per_miss(
     sizes: (PageSize, PageSize),
     n: u64,
     stride: u64,
-) -> (u64, u64, VmResult) {
+) -> (u64, u64, RunResult) {
     let gunit = sizes.0.bytes() >> 12;
     let hunit = sizes.1.bytes() >> 12;
     // Guest memory for n guest pages (whole large pages), the host for all of it plus the
@@ -501,7 +501,7 @@ fn large_pages_remove_rows_and_columns_of_the_nested_walk() {
     for (host, want) in [(M2, 3), (K4, 4)] {
         let (walks, refs, r) = refs_per_miss(Paging::Shadow, (4, 4), (M2, host), 4, 512);
         assert_eq!((walks, refs), (4, want * 4), "{host:?}");
-        assert_eq!(r.guest.faults, 4);
+        assert_eq!(r.stats.faults, 4);
     }
 }
 
@@ -529,8 +529,8 @@ fn a_guest_large_page_on_small_host_pages_is_splintered_in_the_tlb() {
         }
         let r = vm.result();
         assert_eq!(r.translate.walks, walks, "{host:?}");
-        assert_eq!(r.guest.faults, 1, "{host:?}");
-        assert_eq!(r.guest.first_touch, 1, "{host:?}");
+        assert_eq!(r.stats.faults, 1, "{host:?}");
+        assert_eq!(r.stats.first_touch, 1, "{host:?}");
         assert_eq!(r.ept_violations, ept, "{host:?}");
         vm.check_mirror().unwrap();
         vm.validate().unwrap();
@@ -559,14 +559,14 @@ fn guest_2m_pages_are_reclaimed_and_swapped_whole() {
         vm.op(0, acc(p, true)).unwrap();
     }
     let a = vm.result();
-    assert_eq!(a.guest.first_touch, 12);
-    assert!(a.guest.evictions >= 4, "{}", a.guest.evictions);
+    assert_eq!(a.stats.first_touch, 12);
+    assert!(a.stats.evictions >= 4, "{}", a.stats.evictions);
     for p in 0..512 {
         vm.op(0, acc(p, false)).unwrap();
     }
     let b = vm.result();
-    assert_eq!(b.guest.major_faults - a.guest.major_faults, 1);
-    assert_eq!(b.guest.faults - a.guest.faults, 1);
+    assert_eq!(b.stats.major_faults - a.stats.major_faults, 1);
+    assert_eq!(b.stats.faults - a.stats.faults, 1);
     // A 2 MiB swap-in: 100 µs plus 511 × 1 µs.
     assert_eq!(
         b.time.guest_fault_ns - a.time.guest_fault_ns,
@@ -682,7 +682,7 @@ fn vms_on_one_host_share_its_memory_and_see_each_others_reclaim() {
             a.op(0, acc(p, true)).unwrap();
         }
         let a1 = a.result();
-        assert_eq!(a1.host.evictions, 0, "{paging:?}");
+        assert_eq!(a1.host_stats.evictions, 0, "{paging:?}");
         for p in 0..400 {
             b.op(0, acc(p, true)).unwrap();
         }
@@ -716,12 +716,15 @@ fn vms_on_one_host_share_its_memory_and_see_each_others_reclaim() {
             a.op(0, acc(p, false)).unwrap();
         }
         let a2 = a.result();
-        assert!(a2.host.faults - a1.host.faults - 404 >= taken, "{paging:?}");
+        assert!(
+            a2.host_stats.faults - a1.host_stats.faults - 404 >= taken,
+            "{paging:?}"
+        );
         if paging == Paging::Tdp {
             assert!(a2.ept_violations - a1.ept_violations >= taken, "{paging:?}");
         }
         // The guest saw none of it: no new guest faults.
-        assert_eq!(a2.guest.faults, a1.guest.faults, "{paging:?}");
+        assert_eq!(a2.stats.faults, a1.stats.faults, "{paging:?}");
         for vm in [&mut a, &mut b] {
             vm.op(0, Op::Barrier).unwrap();
             vm.check_mirror().unwrap();
@@ -739,7 +742,7 @@ fn vms_with_room_on_the_host_run_as_they_would_alone() {
         "kernbench-like:jobs=4,parallel=2",
     ];
     let mut c = cfg(Paging::Tdp, 4_096, 4_096 + 96, TranslateConfig::default());
-    let alone: Vec<VmResult> = spec
+    let alone: Vec<RunResult> = spec
         .iter()
         .map(|s| {
             let mut w = crate::vm::workloads::parse(s, 7).unwrap();
@@ -755,14 +758,14 @@ fn vms_with_room_on_the_host_run_as_they_would_alone() {
     let m = run_many(&cfgs, &mut wls).unwrap();
     assert_eq!(m.per_vm.len(), 2);
     for (one, shared) in alone.iter().zip(&m.per_vm) {
-        assert_eq!(one.guest, shared.guest);
+        assert_eq!(one.stats, shared.stats);
         assert_eq!(one.translate, shared.translate);
         assert_eq!(one.ept_violations, shared.ept_violations);
         assert_eq!(one.runtime_ns, shared.runtime_ns);
     }
     assert_eq!(
-        m.guest.accesses,
-        alone[0].guest.accesses + alone[1].guest.accesses
+        m.stats.accesses,
+        alone[0].stats.accesses + alone[1].stats.accesses
     );
     assert_eq!(
         m.ept_violations,
@@ -771,8 +774,8 @@ fn vms_with_room_on_the_host_run_as_they_would_alone() {
     assert_eq!(m.runtime_ns, alone[0].runtime_ns.max(alone[1].runtime_ns));
     assert_eq!(m.vcpu_ns.len(), 4);
     assert_eq!(
-        m.host.first_touch,
-        alone[0].host.first_touch + alone[1].host.first_touch
+        m.host_stats.first_touch,
+        alone[0].host_stats.first_touch + alone[1].host_stats.first_touch
     );
     assert_eq!(
         m.workload,
@@ -805,12 +808,12 @@ fn vms_sharing_a_disk_queue_their_swap_requests_together() {
     let apart = run_two(&c);
     c.shared_disk = true;
     let shared = run_two(&c);
-    let delay = |r: &VmResult| r.guest_device.as_ref().unwrap().queue_delay_total_ns;
+    let delay = |r: &RunResult| r.device_stats.as_ref().unwrap().queue_delay_total_ns;
     for r in [&apart, &shared] {
-        let mut sum = r.per_vm[0].guest_device.clone().unwrap();
-        sum.add(r.per_vm[1].guest_device.as_ref().unwrap());
-        assert_eq!(Some(sum), r.guest_device);
-        assert!(r.guest.pswpin > 0);
+        let mut sum = r.per_vm[0].device_stats.clone().unwrap();
+        sum.add(r.per_vm[1].device_stats.as_ref().unwrap());
+        assert_eq!(Some(sum), r.device_stats);
+        assert!(r.stats.pswpin > 0);
     }
     assert!(
         delay(&shared) > delay(&apart),
@@ -869,18 +872,18 @@ fn a_timed_host_swap_device_makes_the_faulting_access_wait_for_its_read() {
         vm.op(0, acc(p, true)).unwrap();
     }
     let a = vm.result();
-    assert!(a.host.pswpout > 0);
+    assert!(a.host_stats.pswpout > 0);
     vm.op(0, acc(0, false)).unwrap();
     let b = vm.result();
-    assert_eq!(b.host.major_faults - a.host.major_faults, 1);
-    assert_eq!(b.host.minor_faults - a.host.minor_faults, 0);
+    assert_eq!(b.host_stats.major_faults - a.host_stats.major_faults, 1);
+    assert_eq!(b.host_stats.minor_faults - a.host_stats.minor_faults, 0);
     assert_eq!(
         b.time.host_fault_ns - a.time.host_fault_ns,
         3_000 + 100_000 + 1_000
     );
-    let d = b.host_device.unwrap();
-    assert_eq!(d.pages_written, b.host.pswpout);
-    assert_eq!(d.pages_read, b.host.pswpin);
+    let d = b.host_device_stats.unwrap();
+    assert_eq!(d.pages_written, b.host_stats.pswpout);
+    assert_eq!(d.pages_read, b.host_stats.pswpin);
     // The same run with the flat cost instead: 100 µs per major fault.
     c.host_swap = None;
     let mut vm = Vm::new(&c, 1).unwrap();
@@ -891,7 +894,7 @@ fn a_timed_host_swap_device_makes_the_faulting_access_wait_for_its_read() {
     vm.op(0, acc(0, false)).unwrap();
     let b = vm.result();
     assert_eq!(b.time.host_fault_ns - a.time.host_fault_ns, 100_000);
-    assert!(b.host_device.is_none());
+    assert!(b.host_device_stats.is_none());
 }
 
 #[test]
@@ -901,13 +904,13 @@ fn the_guests_reclaim_costs_its_vcpus_and_the_hosts_kswapd_does_not() {
     let ops: Vec<Op> = (0..200).map(|p| acc(p, true)).collect();
     let c = cfg(Paging::Tdp, 64, 4_096, TranslateConfig::default());
     let r = run(&c, &mut Script::new(vec![ops])).unwrap();
-    let g = &r.guest;
+    let g = &r.stats;
     let (scanned, stolen) = (
         g.pgscan_kswapd + g.pgscan_direct,
         g.pgsteal_kswapd + g.pgsteal_direct,
     );
     assert!(stolen >= 200 - 64, "{stolen}");
-    assert_eq!(r.host.pgscan_kswapd + r.host.pgscan_direct, 0);
+    assert_eq!(r.host_stats.pgscan_kswapd + r.host_stats.pgscan_direct, 0);
     assert_eq!(r.time.reclaim_ns, scanned * 300 + stolen * 2_000);
     // Host pressure with kswapd keeping up costs the vCPUs nothing: kswapd, on a CPU of its
     // own, reclaims a page in at most 2.3 µs of scanning and reclaiming (at most a few
@@ -917,7 +920,7 @@ fn the_guests_reclaim_costs_its_vcpus_and_the_hosts_kswapd_does_not() {
         .collect();
     let c = cfg(Paging::Tdp, 512, 300, TranslateConfig::default());
     let r = run(&c, &mut Script::new(vec![ops])).unwrap();
-    assert!(r.host.pgsteal_kswapd > 0 && r.host.pgscan_direct == 0);
+    assert!(r.host_stats.pgsteal_kswapd > 0 && r.host_stats.pgscan_direct == 0);
     assert_eq!(r.time.reclaim_ns, 0);
     // Without the compute the vCPU takes a new host page every ~2.8 µs (guest and host
     // minor faults of 1 µs, an EPT-violation exit of 667 ns, the access's 100 ns), faster
@@ -925,7 +928,7 @@ fn the_guests_reclaim_costs_its_vcpus_and_the_hosts_kswapd_does_not() {
     // the vCPU's allocations reclaim directly, on the vCPU's time.
     let ops: Vec<Op> = (0..400).map(|p| acc(p, true)).collect();
     let r = run(&c, &mut Script::new(vec![ops])).unwrap();
-    let h = &r.host;
+    let h = &r.host_stats;
     assert!(h.pgsteal_kswapd > 0 && h.pgscan_direct > 0, "{h:?}");
     assert_eq!(
         r.time.reclaim_ns,
@@ -948,7 +951,7 @@ fn an_mglru_guests_aging_costs_its_vcpus() {
         vm.op(0, acc(p, false)).unwrap();
     }
     let r = vm.result();
-    let g = &r.guest;
+    let g = &r.stats;
     let (scanned, stolen) = (
         g.pgscan_kswapd + g.pgscan_direct,
         g.pgsteal_kswapd + g.pgsteal_direct,
@@ -1027,14 +1030,14 @@ fn an_idle_vcpu_gives_its_cpu_back_and_preempts_when_its_request_arrives() {
     assert_eq!(a.runtime_ns, 6_000_000);
     assert_eq!(a.time.idle_ns, 5_000_000);
     assert_eq!(a.time.steal_ns, 0);
-    let l = a.latency.as_ref().unwrap();
+    let l = &a.latency["all"];
     assert_eq!((l.count, l.max), (1, 1_000_000));
     assert_eq!(b.runtime_ns, 11_000_000);
     assert_eq!(b.time.steal_ns, 1_000_000);
 }
 
 /// One single-vCPU VM running `ops` on `cpus` host CPUs with 3 ms slices.
-fn one_vcpu_on_host_cpus(c: &VmConfig, ops: &[Op], cpus: u32) -> VmResult {
+fn one_vcpu_on_host_cpus(c: &VmConfig, ops: &[Op], cpus: u32) -> RunResult {
     let mut wls: Vec<Box<dyn Workload>> = vec![Box::new(Script::new(vec![ops.to_vec()]))];
     let hc = HostCpus {
         cpus,
@@ -1058,11 +1061,11 @@ fn the_hosts_kswapd_takes_cpu_time_from_the_vcpus_it_shares_a_cpu_with() {
     c.costs.context_switch_ns = 0; // switches aside
     let run_on = |cpus| one_vcpu_on_host_cpus(&c, &ops, cpus);
     let r = run_on(1);
-    let want = r.host.pgscan_kswapd * 300 + r.host.pgsteal_kswapd * 2_000;
-    assert!(r.host.pgsteal_kswapd > 0);
+    let want = r.host_stats.pgscan_kswapd * 300 + r.host_stats.pgsteal_kswapd * 2_000;
+    assert!(r.host_stats.pgsteal_kswapd > 0);
     assert_eq!(r.host_kswapd_ns, want);
     assert_eq!(r.time.steal_ns, want);
-    let own = |r: &VmResult| {
+    let own = |r: &RunResult| {
         let t = &r.time;
         t.translation_ns
             + t.guest_fault_ns
@@ -1073,10 +1076,10 @@ fn the_hosts_kswapd_takes_cpu_time_from_the_vcpus_it_shares_a_cpu_with() {
     };
     assert_eq!(r.runtime_ns, own(&r) + want);
     let r2 = run_on(2);
-    assert!(r2.host.pgsteal_kswapd > 0);
+    assert!(r2.host_stats.pgsteal_kswapd > 0);
     assert_eq!(
         r2.host_kswapd_ns,
-        r2.host.pgscan_kswapd * 300 + r2.host.pgsteal_kswapd * 2_000
+        r2.host_stats.pgscan_kswapd * 300 + r2.host_stats.pgsteal_kswapd * 2_000
     );
     assert_eq!(r2.time.steal_ns, 0);
     assert_eq!(r2.runtime_ns, own(&r2));
@@ -1115,7 +1118,7 @@ fn the_guests_kswapd_and_the_hosts_compete_with_the_vcpu_for_one_host_cpu() {
     };
     let run_on = |cpus| one_vcpu_on_host_cpus(&c, &ops, cpus);
     let r = run_on(1);
-    let (g, h) = (&r.guest, &r.host);
+    let (g, h) = (&r.stats, &r.host_stats);
     let guest_kswapd = g.pgscan_kswapd * 300 + g.pgsteal_kswapd * 2_000;
     let guest_direct = g.pgscan_direct * 300 + g.pgsteal_direct * 2_000;
     let host_kswapd = h.pgscan_kswapd * 300 + h.pgsteal_kswapd * 2_000;
@@ -1130,7 +1133,7 @@ fn the_guests_kswapd_and_the_hosts_compete_with_the_vcpu_for_one_host_cpu() {
         100_000_000 + guest_kswapd + guest_direct + host_direct + host_kswapd
     );
     let r2 = run_on(2);
-    let (g, h) = (&r2.guest, &r2.host);
+    let (g, h) = (&r2.stats, &r2.host_stats);
     let guest =
         (g.pgscan_kswapd + g.pgscan_direct) * 300 + (g.pgsteal_kswapd + g.pgsteal_direct) * 2_000;
     let host_direct = h.pgscan_direct * 300 + h.pgsteal_direct * 2_000;
@@ -1169,7 +1172,7 @@ fn a_vcpu_waking_after_a_long_sleep_keeps_only_two_slices_of_credit() {
     };
     let r = run_many_with(&cfgs, &mut wls, Some(hc)).unwrap();
     let (a, b) = (&r.per_vm[0], &r.per_vm[1]);
-    assert_eq!(a.latency.as_ref().unwrap().max, 13_000_000);
+    assert_eq!(a.latency["all"].max, 13_000_000);
     assert_eq!(a.runtime_ns, 33_000_000);
     assert_eq!(b.runtime_ns, 40_000_000);
     assert_eq!(b.time.steal_ns, 10_000_000);
@@ -1213,8 +1216,8 @@ fn a_reclaim_batch_flushes_the_tlbs_of_a_process_running_on_other_cpus() {
         vm.op(0, acc(p, true)).unwrap();
     }
     let r = vm.result();
-    assert!(r.guest.evictions > 0);
-    assert_eq!(r.shootdown_pages, r.guest.evictions);
+    assert!(r.stats.evictions > 0);
+    assert_eq!(r.shootdown_pages, r.stats.evictions);
     assert_eq!(r.reclaim_flushes, 0);
     // The same process also runs on a second CPU, which has page 500 in its TLB: the flush
     // is deferred to the batch's end and is a full flush of the process's entries on both
@@ -1229,7 +1232,7 @@ fn a_reclaim_batch_flushes_the_tlbs_of_a_process_running_on_other_cpus() {
         vm.op(0, acc(p, true)).unwrap();
     }
     let r = vm.result();
-    assert!(r.guest.evictions > 0);
+    assert!(r.stats.evictions > 0);
     assert_eq!(r.shootdown_pages, 0);
     assert!(
         r.reclaim_flushes > 0 && r.reclaim_flushes.is_multiple_of(2),

@@ -193,14 +193,14 @@ impl Vm {
                 major_faults: 0,
             });
         }
-        let r = VmResult {
+        let r = RunResult {
             paging: Some(cfg.paging),
-            guest_policy: cfg.guest_policy.name().to_string(),
+            policy: cfg.guest_policy.name().to_string(),
             host_policy: match cfg.paging {
                 Paging::Native => String::new(),
                 _ => cfg.host_policy.name().to_string(),
             },
-            guest_frames,
+            frames: guest_frames,
             host_frames: if cfg.paging == Paging::Native {
                 0
             } else {
@@ -209,7 +209,7 @@ impl Vm {
             guest_page: Some(cfg.guest_page),
             host_page: (cfg.paging != Paging::Native).then_some(cfg.host_page),
             processes_created: 1,
-            ..VmResult::default()
+            ..RunResult::default()
         };
         let mut vm = Vm {
             paging: cfg.paging,

@@ -1,5 +1,5 @@
 //! The machine's data types: how a run is set up ([`Paging`], [`VmConfig`], the one cost
-//! table [`Costs`] with its documented defaults) and what it counted ([`VmResult`],
+//! table [`Costs`] with its documented defaults) and what it counted ([`RunResult`],
 //! [`VmTime`]).
 //! No kernel code is modelled here; the costs price the kernel and KVM paths named on each
 //! field (`do_swap_page`, `clear_huge_page`, `wakeup_kswapd`, a VM exit and re-entry, KVM's
@@ -70,8 +70,8 @@ pub struct VmConfig {
     pub guest_swap: Option<crate::device::DeviceSpec>,
     /// The guests' swap devices are one block device of the host (their virtual disks are
     /// files on one host disk), with the host's swap when `host_swap` is the same device:
-    /// requests of all of them queue together on its channels. Each VM's `guest_device`
-    /// counts its own requests (queue delays included), the host's `host_device` its own.
+    /// requests of all of them queue together on its channels. Each VM's `device_stats`
+    /// counts its own requests (queue delays included), the host's `host_device_stats` its own.
     /// Needs a host (tdp or shadow paging) and a block `guest_swap` (zram is memory of the
     /// guest). Default false: each is a device of its own.
     pub shared_disk: bool,
@@ -125,25 +125,74 @@ impl VmConfig {
     }
 }
 
-/// What a VM run counted.
+/// What a run counted: the one result type of the one machine, for a native run (`vmemsim
+/// run`, [`crate::timed::run`]; no guest: `paging` is native and the host fields are empty)
+/// and for VMs (`vmemsim vm`, [`run_many`]). The same thing has the same name in both:
+/// `runtime_ns`, `cpu` (CPU time by category), `threads`, `stats` / `vmstat` (the counters of
+/// the kernel the workload runs under: the machine's natively, the guest's in a VM),
+/// `host_stats` / `host_vmstat` (the host's, in a VM), `device_stats` / `host_device_stats`
+/// (their swap devices), `latency` / `latency_buckets` (per request kind, with `all`),
+/// `policy_counters`, `series`, `translate`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct VmResult {
-    pub paging: Option<Paging>,
+pub struct RunResult {
+    /// The vmemsim version that ran it ([`crate::replay::VERSION`]).
+    #[serde(default)]
+    pub version: String,
+    /// The workload spec as run (several VMs: joined with " + ").
     pub workload: String,
-    pub guest_policy: String,
+    /// The run's seed (several VMs: the first VM's; VM `i` ran with `seed + i`).
+    #[serde(default)]
+    pub seed: u64,
+    /// `native`, `tdp` or `shadow`.
+    pub paging: Option<Paging>,
+    /// The policy of the kernel the workload runs under (natively the machine's, in a VM the
+    /// guest's), and the host's (VMs only).
+    #[serde(alias = "guest_policy")]
+    pub policy: String,
     pub host_policy: String,
-    pub guest_frames: u32,
+    /// Policy options given (`key=value`), when any.
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+    /// Frames of the workload's kernel (natively the machine's memory, in a VM the guest's;
+    /// summed over VMs) and of the host (VMs only).
+    #[serde(alias = "guest_frames")]
+    pub frames: u32,
     pub host_frames: u32,
+    /// Pages the workloads touch (their footprint, summed over VMs).
+    #[serde(default)]
+    pub footprint_pages: u64,
+    /// Host CPUs the threads ran on (VMs without shared host CPUs: one per vCPU and one for
+    /// the host's kswapd).
+    #[serde(default)]
+    pub cpus: u32,
+    /// The swap device of the workload's kernel (`ssd`, `zram:...`), empty for a VM's flat
+    /// major-fault cost.
+    #[serde(default)]
+    pub device: String,
+    /// Whether the CPUs' TLBs and page walks were modelled.
+    #[serde(default)]
+    pub tlb: bool,
     /// Page sizes of the guest's mappings and of the host's backing.
     pub guest_page: Option<PageSize>,
     pub host_page: Option<PageSize>,
-    /// The swap devices' counters (requests, queueing, busy time), when timed devices are set.
-    pub guest_device: Option<crate::device::DeviceStats>,
-    pub host_device: Option<crate::device::DeviceStats>,
-    /// Guest memory manager's counters (its faults are guest page faults).
-    pub guest: Stats,
-    /// Host memory manager's counters (tdp; its faults on guest memory are EPT violations).
-    pub host: Stats,
+    /// The swap devices' counters (requests, queueing, busy time): the workload kernel's
+    /// device and the host's, when timed devices are set.
+    #[serde(alias = "guest_device")]
+    pub device_stats: Option<crate::device::DeviceStats>,
+    #[serde(alias = "host_device")]
+    pub host_device_stats: Option<crate::device::DeviceStats>,
+    /// The counters of the workload's kernel (natively the machine's; in a VM the guest's,
+    /// whose faults are guest page faults), and the same under their `/proc/vmstat` names.
+    #[serde(alias = "guest")]
+    pub stats: Stats,
+    #[serde(default)]
+    pub vmstat: BTreeMap<String, u64>,
+    /// The host's counters in a VM (tdp and shadow; its faults on guest memory are EPT
+    /// violations), and under their `/proc/vmstat` names.
+    #[serde(alias = "host")]
+    pub host_stats: Stats,
+    #[serde(default)]
+    pub host_vmstat: BTreeMap<String, u64>,
     /// The vCPUs' translation hardware, summed.
     pub translate: TranslateStats,
     /// The 2D walk grid of seed 002 (lookups and PWC hits per cell, NTLB skips per row),
@@ -199,16 +248,14 @@ pub struct VmResult {
     pub vcpu_ns: Vec<u64>,
     /// Where the vCPUs' time went (ns, summed over vCPUs).
     pub time: VmTime,
-    /// Request latency (arrival or start to end), when the workload has requests.
-    pub latency: Option<crate::timed::hist::Summary>,
-    /// `(highest equivalent value ns, count)`: the latency histogram.
-    pub latency_buckets: Vec<(u64, u64)>,
-    /// Request latency per request kind (`read`, `update`, `insert`, `all`), and the
-    /// histograms, when the workload's requests have kinds (as `vmemsim run` reports them).
+    /// Request latency (from its arrival, or its start for closed-loop requests, to its
+    /// end) per request kind (`read`, `update`, `insert`, `kindN`) and `all`, when the
+    /// workload has requests; `latency_buckets` holds the histograms as `(highest equivalent
+    /// value ns, count)`.
     #[serde(default)]
-    pub latency_by_kind: BTreeMap<String, crate::timed::hist::Summary>,
+    pub latency: BTreeMap<String, crate::timed::hist::Summary>,
     #[serde(default)]
-    pub latency_by_kind_buckets: BTreeMap<String, Vec<(u64, u64)>>,
+    pub latency_buckets: BTreeMap<String, Vec<(u64, u64)>>,
     /// Where CPU time went, in the timing engine's categories: the vCPUs' (native: the
     /// application threads') CPU time, their waits for swap reads, for a CPU and at
     /// barriers; the reclaim on them (`direct_reclaim_ns`: in a VM the guest's, its kswapd's
@@ -242,10 +289,10 @@ pub struct VmResult {
     /// guest memory), the latest vCPU clock (`runtime_ns`), all vCPUs' clocks, all requests'
     /// latency, and the shared host's counters and memory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub per_vm: Vec<VmResult>,
+    pub per_vm: Vec<RunResult>,
 }
 
-impl VmResult {
+impl RunResult {
     /// Memory references per TLB miss (walk references / walks).
     pub fn refs_per_walk(&self) -> f64 {
         if self.translate.walks == 0 {
@@ -281,7 +328,7 @@ pub struct VmTime {
 /// guest memory) is simply not incurred by a native run. Set from the CLI with
 /// `--cost KEY=NS`, from Python with `costs={...}`, in a sweep as `machine.costs.KEY`.
 /// Defaults are estimates unless a source is named.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Costs {
     /// Converts the TLB model's translation cycles (page walks) to ns: 3 GHz (estimate).

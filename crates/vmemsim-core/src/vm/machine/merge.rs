@@ -2,26 +2,32 @@
 
 use super::*;
 
-/// The sums of several VMs' results (see [`VmResult::per_vm`]): counters and time categories
+/// The sums of several VMs' results (see [`RunResult::per_vm`]): counters and time categories
 /// add up (the longest KVM hash chain and device queue delay are maxima), the walk grid adds
 /// cell by cell, `runtime_ns` and `device_frames_peak` are the largest VM's, `vcpu_ns` and
 /// `threads` list every vCPU; strings and
 /// enums are the first VM's, except the workload names, joined with " + ". The caller sets
 /// the shared host's counters, frames and the merged latency.
-pub(super) fn merge_results(rs: &[VmResult]) -> VmResult {
+pub(super) fn merge_results(rs: &[RunResult]) -> RunResult {
     let first = &rs[0];
-    let mut m = VmResult {
+    let mut m = RunResult {
         paging: first.paging,
         workload: rs
             .iter()
             .map(|r| r.workload.as_str())
             .collect::<Vec<_>>()
             .join(" + "),
-        guest_policy: first.guest_policy.clone(),
+        policy: first.policy.clone(),
         host_policy: first.host_policy.clone(),
         guest_page: first.guest_page,
         host_page: first.host_page,
-        ..VmResult::default()
+        version: first.version.clone(),
+        seed: first.seed,
+        options: first.options.clone(),
+        cpus: first.cpus,
+        device: first.device.clone(),
+        tlb: first.tlb,
+        ..RunResult::default()
     };
     fn add_opt<T: Clone + Default>(a: &mut Option<T>, b: &Option<T>, add: fn(&mut T, &T)) {
         if let Some(b) = b {
@@ -31,7 +37,7 @@ pub(super) fn merge_results(rs: &[VmResult]) -> VmResult {
     let mut folded = String::new();
     for (i, r) in rs.iter().enumerate() {
         crate::util::add_fields!(m, r;
-            guest_frames, host_frames, ept_violations, ept_violations_pt, exits, exits_pf,
+            frames, host_frames, footprint_pages, ept_violations, ept_violations_pt, exits, exits_pf,
             exits_pt_write, exits_cr3, exits_invlpg, cr3_loads, cr3_flushes, shootdown_pages,
             deferred_flushes, reclaim_flushes, nested_flushes, host_kswapd_ns, guest_kswapd_ns,
             mmu_shrink_scans, mmu_shrink_zapped, processes_created, processes_exited,
@@ -40,17 +46,17 @@ pub(super) fn merge_results(rs: &[VmResult]) -> VmResult {
         crate::util::add_fields!(m.time, r.time;
             translation_ns, guest_fault_ns, host_fault_ns, exit_ns, kvm_ns, tlb_flush_ns,
             reclaim_ns, compute_ns, idle_ns, steal_ns);
-        m.guest.add(&r.guest);
-        m.host.add(&r.host);
+        m.stats.add(&r.stats);
+        m.host_stats.add(&r.host_stats);
         m.translate.add(&r.translate);
         add_opt(
-            &mut m.guest_device,
-            &r.guest_device,
+            &mut m.device_stats,
+            &r.device_stats,
             crate::device::DeviceStats::add,
         );
         add_opt(
-            &mut m.host_device,
-            &r.host_device,
+            &mut m.host_device_stats,
+            &r.host_device_stats,
             crate::device::DeviceStats::add,
         );
         add_opt(&mut m.kvm, &r.kvm, crate::kvm::KvmStats::add);
@@ -82,6 +88,8 @@ pub(super) fn merge_results(rs: &[VmResult]) -> VmResult {
         }
     }
     m.walk_breakdown = m.walk_grid.classify(WALK_HIT_AT_LEAST, WALK_MISS_AT_MOST);
+    m.vmstat = crate::timed::vmstat(&m.stats);
+    m.host_vmstat = crate::timed::vmstat(&m.host_stats);
     m.kvm_folded = folded;
     m
 }
@@ -157,16 +165,16 @@ mod tests {
 
     #[test]
     fn merged_results_sum_every_counter_of_the_vms() {
-        let shape = VmResult {
-            guest_device: Some(Default::default()),
-            host_device: Some(Default::default()),
+        let shape = RunResult {
+            device_stats: Some(Default::default()),
+            host_device_stats: Some(Default::default()),
             kvm: Some(Default::default()),
             vcpu_ns: vec![0],
             threads: vec![Default::default()],
             policy_counters: [("c".to_string(), 0)].into(),
             kvm_folded: "a;b 5".into(),
             workload: "w".into(),
-            ..VmResult::default()
+            ..RunResult::default()
         };
         let (a, b) = (filled(&shape, 1), filled(&shape, 2));
         let m = merge_results(&[a, b]);
@@ -176,19 +184,22 @@ mod tests {
                 ".runtime_ns",
                 ".device_frames_peak",
                 ".kvm.max_mmu_page_hash_collisions",
-                ".guest_device.queue_delay_max_ns",
-                ".host_device.queue_delay_max_ns",
+                ".device_stats.queue_delay_max_ns",
+                ".host_device_stats.queue_delay_max_ns",
             ],
             // Recomputed from the grid, and the per-vCPU clocks listed, not summed.
             // The engine's slice is set by the caller, as the latency by kind (from the
-            // histograms) and the series (of the first VM).
+            // histograms) and the series (of the first VM); the run's settings (seed, CPUs)
+            // are the first VM's.
             &[
                 ".walk_breakdown",
                 ".vcpu_ns",
                 ".threads",
                 ".slice_ns",
-                ".latency_by_kind",
+                ".latency",
                 ".series",
+                ".seed",
+                ".cpus",
             ],
         );
         assert_eq!(m.vcpu_ns, [1, 2]);

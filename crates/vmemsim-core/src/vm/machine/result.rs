@@ -34,11 +34,13 @@ pub(super) fn by_kind(
 
 impl Vm {
     /// The counters so far.
-    pub fn result(&self) -> VmResult {
+    pub fn result(&self) -> RunResult {
         let mut r = self.r.clone();
-        r.guest = self.guest.stats.clone();
+        r.stats = self.guest.stats.clone();
+        r.vmstat = crate::timed::vmstat(&r.stats);
         if let Some(h) = &self.host {
-            r.host = h.shared.borrow().m.stats.clone();
+            r.host_stats = h.shared.borrow().m.stats.clone();
+            r.host_vmstat = crate::timed::vmstat(&r.host_stats);
         }
         let mut t = TranslateStats::default();
         for v in &self.vcpus {
@@ -67,19 +69,14 @@ impl Vm {
         r.walk_breakdown = g.classify(WALK_HIT_AT_LEAST, WALK_MISS_AT_MOST);
         r.walk_grid = g;
         r.kvm = self.kvm.as_ref().map(|k| k.stats().clone());
-        r.guest_device = self.guest_dev.as_ref().map(|d| d.stats());
-        r.host_device = self
+        r.device_stats = self.guest_dev.as_ref().map(|d| d.stats());
+        r.host_device_stats = self
             .host
             .as_ref()
             .and_then(|h| h.shared.borrow().dev.as_ref().map(|d| d.stats()));
         r.vcpu_ns = self.vcpus.iter().map(|c| c.clock).collect();
         r.runtime_ns = r.vcpu_ns.iter().copied().max().unwrap_or(0);
-        let all = self.latency_histogram();
-        if all.count() > 0 {
-            r.latency = Some(all.summary());
-            r.latency_buckets = all.buckets();
-        }
-        (r.latency_by_kind, r.latency_by_kind_buckets) = by_kind(&self.hists_by_kind());
+        (r.latency, r.latency_buckets) = by_kind(&self.hists_by_kind());
         let c = &mut r.cpu;
         c.direct_reclaim_ns = self.cpu.direct_reclaim_ns;
         c.aging_ns = self.cpu.aging_ns;

@@ -17,45 +17,67 @@ use crate::translate::{PageSize, TranslateConfig};
 use crate::workload::Workload;
 
 /// A VM run as the front ends describe it. Every field has the default `vmemsim vm` uses.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct VmRunConfig {
-    /// The workload spec of each VM (one spec: every VM runs it, VM `i` with seed `seed + i`).
+    // Each field's documentation is the help of its option in `vmemsim vm --help`, of its
+    // `vm.*` key in a sweep and in `vmemsim.api.VM_SCHEMA` (through the exported schema):
+    // written for users, without links.
+    /// Guest workload specs: one VM each on one host (one spec: every VM runs it, VM `i`
+    /// with seed `seed + i`).
     pub workload: Vec<String>,
+    /// Random seed of the workloads and the policies (VM `i` runs with `seed + i`).
     pub seed: u64,
-    /// `native` (no VM), `tdp` (nested paging; `ept`, `npt`) or `shadow` (KVM's shadow MMU).
+    /// Translation: `native` (no VM), `tdp` (nested paging; also `ept`, `npt`) or `shadow`
+    /// (KVM's shadow MMU).
     pub paging: String,
-    /// Guest memory: a frame count or a percentage of each VM's own footprint (rounded up to
-    /// whole guest pages). Default 200%, which leaves room above the guest's watermarks.
+    /// Guest memory in pages, or a percentage of each VM's own footprint (rounded up to whole
+    /// guest pages). The default leaves room above the guest's watermarks: no reclaim in the
+    /// guest; the kernel's watermarks keep some memory free, so 100% already means pressure.
     pub guest_frames: String,
-    /// Host memory: a frame count or a percentage of all the VMs' memory (guest frames and
-    /// page-table pages; rounded up to whole host pages). Default 150%.
+    /// Host memory for the VMs in pages, or a percentage of all the VMs' memory (guest frames
+    /// and page-table pages; rounded up to whole host pages).
     pub host_frames: String,
+    /// The guest OS's reclaim policy (`vmemsim policies`; native paging: the machine's).
     pub guest_policy: String,
+    /// The host's reclaim policy (tdp and shadow paging).
     pub host_policy: String,
-    /// How KVM recycles shadow pages: `fifo` (KVM's), `clock`, `clock-leaf`, `clock-parent`.
+    /// Shadow paging: how KVM recycles shadow pages: `fifo` (upstream KVM's), `clock` (seed
+    /// 000's second chance), `clock-leaf`, `clock-parent`.
     pub eviction: String,
-    /// Shadow paging's pool (`n_max_mmu_pages`); `None`: KVM's default, 2% of guest pages.
+    /// Shadow paging: the pool of shadow pages, `n_max_mmu_pages` (unset: KVM's default, 2% of
+    /// guest pages, at least 64).
     pub mmu_pages: Option<u64>,
+    /// Guest page-table levels (native paging: the machine's), 4 or 5.
     pub guest_levels: u8,
+    /// EPT/NPT levels, 4 or 5.
     pub host_levels: u8,
-    /// Guest page-table pages; 0: one per 256 guest frames plus 64.
+    /// Guest page-table pages (0: one per 256 guest frames plus 64).
     pub pt_pages: u32,
+    /// The (v)CPUs' translation hardware: TLB geometries, page-walk caches, the nested TLB,
+    /// the caches page walks read through.
     pub translate: TranslateConfig,
+    /// The one cost table: CPU time of each event in ns (the same as native runs').
     pub costs: Costs,
-    /// `4k`, `2m` (THP) or `1g` (hugetlbfs): the guest's mappings and the host's backing.
+    /// Page size of the guest's mappings: `4k`, `2m` (as THP) or `1g` (as hugetlbfs).
     pub guest_page: String,
+    /// Page size the host backs guest memory with (tdp, shadow): `4k`, `2m` (as THP) or `1g`
+    /// (as hugetlbfs).
     pub host_page: String,
-    /// VMs sharing the host (default 1; with several workload specs, one per spec).
+    /// VMs of the workload (seeds S, S+1, ...) on one host sharing its memory (with several
+    /// workload specs: one per spec); host memory as a percentage is of all of them.
     pub vms: u32,
-    /// Timed swap devices (`ssd`, `nvme`, `zram`, `remote`, with `key=value` parameters);
-    /// `None`: a flat cost per major fault.
+    /// Timed swap device for the host's swap of guest memory: `ssd`, `nvme`, `zram`, `remote`,
+    /// with `key=value` parameters (unset: a flat `host_major_fault_ns` per major fault).
     pub host_swap: Option<String>,
+    /// Timed swap device for the guest's own swap, as for the host (unset: a flat
+    /// `guest_major_fault_ns` per guest major fault).
     pub guest_swap: Option<String>,
-    /// The guests' swap devices are one disk of the host (with the host's swap when it is
-    /// the same device): see [`VmConfig::shared_disk`].
+    /// The guests' swap devices are one disk of the host (with the host's swap when it is the
+    /// same device): their requests queue together.
     pub shared_disk: bool,
-    /// Host CPUs all vCPUs share in time slices; `None`: a CPU per vCPU.
+    /// Host CPUs all vCPUs share, in time slices (unset: a CPU per vCPU); waiting for one is
+    /// steal time.
     pub host_cpus: Option<u32>,
 }
 
@@ -97,7 +119,7 @@ pub struct VmRun {
 
 impl VmRun {
     /// Run it ([`super::run_many_with`]).
-    pub fn run(mut self) -> Result<super::VmResult> {
+    pub fn run(mut self) -> Result<super::RunResult> {
         super::run_many_with(&self.cfgs, &mut self.workloads, self.host_cpus)
     }
 }
@@ -116,6 +138,13 @@ pub fn parse_page_size(key: &str, s: &str) -> Result<PageSize> {
 }
 
 impl VmRunConfig {
+    /// The settings' schema (JSON Schema, draft 7): every key with its type, default and
+    /// the documentation written on its field here. The front ends take their keys, defaults
+    /// and help from it (`vmemsim.api.VM_SCHEMA`).
+    pub fn schema() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(VmRunConfig)).expect("a JSON schema serializes")
+    }
+
     /// Read from JSON (missing keys keep their defaults; an unknown key or a bad value is an
     /// error naming it, e.g. `costs.exit_ns`).
     pub fn from_json(json: &str) -> Result<VmRunConfig> {
@@ -265,6 +294,33 @@ impl VmRunConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_schema_lists_every_key_with_its_default_and_documentation() {
+        let schema = VmRunConfig::schema();
+        let props = schema["properties"].as_object().unwrap();
+        let defaults = serde_json::to_value(VmRunConfig::default()).unwrap();
+        let keys = defaults.as_object().unwrap();
+        // Every key of the declaration, none more, each documented, with the default that
+        // `Default` gives it.
+        assert_eq!(
+            props.keys().collect::<Vec<_>>(),
+            keys.keys().collect::<Vec<_>>()
+        );
+        for (k, p) in props {
+            let doc = p["description"].as_str().unwrap_or("");
+            assert!(!doc.is_empty(), "{k} has no documentation");
+            assert_eq!(p["default"], keys[k], "{k}");
+        }
+        assert_eq!(props["paging"]["default"], "tdp");
+        assert_eq!(props["pt_pages"]["format"], "uint32");
+        // The nested tables are described too: the cost table's keys.
+        let costs = &schema["definitions"]["Costs"]["properties"];
+        assert!(costs["access_ns"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("100 ns"));
+    }
 
     #[test]
     fn a_bad_entry_is_named_by_its_path() {

@@ -348,8 +348,8 @@ mod tests {
         // Each of the 24 pages is accessed once: one guest fault (first touch) each, and the
         // guest's manager sees each access once (every one misses the TLB); compute is the
         // last stamp, 16,000 instructions, × 0.3 ns.
-        assert_eq!(r.guest.first_touch, 24);
-        assert_eq!(r.guest.accesses, 24);
+        assert_eq!(r.stats.first_touch, 24);
+        assert_eq!(r.stats.accesses, 24);
         assert_eq!(r.time.compute_ns, 4_800);
         std::fs::remove_file(&path).ok();
         for (spec, key) in [
@@ -423,7 +423,7 @@ mod fork_tests {
         let mut g = TraceGuest::parse(&format!("path={path}"), 0).unwrap();
         let cfg = crate::vm::VmConfig::new(crate::vm::Paging::Tdp, 64, 256);
         let r = crate::vm::run(&cfg, &mut g).unwrap();
-        assert_eq!(r.guest.first_touch, 9);
+        assert_eq!(r.stats.first_touch, 9);
         assert_eq!(r.processes_created, 2);
         std::fs::remove_file(&path).ok();
     }
