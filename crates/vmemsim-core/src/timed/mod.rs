@@ -47,6 +47,7 @@
 //! timing, data caches (an access's data reference costs `access_ns`), interrupts.
 
 pub mod hist;
+mod run_config;
 
 use std::collections::BTreeMap;
 
@@ -60,6 +61,7 @@ use crate::translate::{TranslateConfig, TranslateStats};
 pub use crate::vm::machine::Costs;
 use crate::vm::machine::{EngineOpts, HostCpus, Paging, VmConfig};
 use hist::Summary;
+pub use run_config::{RunConfig, TimedRun};
 
 /// The timed part of a run's configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
