@@ -26,6 +26,7 @@ __all__ = [
     "generator_plan",
     "replay",
     "run_timed",
+    "run_config_defaults",
     "workload_kinds",
     "cost_defaults",
     "vm_config_defaults",
@@ -139,19 +140,12 @@ def workload_kinds() -> List[Tuple[str, str]]:
 def check_workload(spec: str, seed: int) -> Tuple[str, int, int]:
     """Check a workload spec: ``(canonical spec, threads, footprint pages)``."""
 
-def run_timed(
-    workload: str,
-    policy: str,
-    frames: str,
-    seed: int = 0,
-    options: Optional[Mapping[str, str]] = None,
-    machine: Optional[Mapping[str, Any]] = None,
-    device: str = "ssd",
-    timed: str = "{}",
-    progress: Optional[_ProgressFn] = None,
-) -> str:
-    """A timed run of a workload spec; ``timed`` is the JSON of the rest of ``TimedConfig``
-    (cpus, slice_ns, costs, sample_every_ns, step_ns). Returns the JSON of ``TimedResult``."""
+def run_timed(config: str, progress: Optional[_ProgressFn] = None) -> str:
+    """A timed run: ``config`` is the JSON of the core's ``RunConfig`` (unknown keys and bad
+    values are errors naming them); returns the JSON of ``TimedResult``."""
+
+def run_config_defaults() -> str:
+    """The defaults of a timed run (``RunConfig``) as JSON."""
 
 def import_formats() -> List[Tuple[str, str]]:
     """Every import format as ``(name, description)``."""
