@@ -45,6 +45,10 @@
 //! Left out: waiting on the page lock (another thread touching a page whose read is in
 //! flight does not wait for it), writeback completion before a page can be freed, file I/O
 //! timing, data caches (an access's data reference costs `access_ns`), interrupts.
+//!
+//! The front ends (`vmemsim run`, `vmemsim.run`, a sweep's timed runs) describe a run with
+//! [`RunConfig`], its settings and their defaults declared once; [`RunConfig::build`] makes
+//! the [`TimedSpec`] and the workload.
 
 pub mod hist;
 mod run_config;
