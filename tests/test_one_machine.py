@@ -182,3 +182,49 @@ def test_one_result_type_with_the_same_names_natively_and_in_a_vm(tmp_path):
     assert mv["host.major_faults"] == v.host_stats["major_faults"]
     assert mv["host_device.read_requests"] == v.host_device_stats["read_requests"]
     assert mv["latency.all.count"] == 4_000
+
+
+def test_run_settings_are_declared_once_in_the_core():
+    # A native timed run's settings are declared once, in the core (timed::RunConfig); the
+    # Python API's, the CLI's and the sweep's defaults are those.
+    import inspect
+    import json
+
+    from vmemsim.cli import build_parser
+    from vmemsim.sweep import runner
+    from vmemsim.sweep.spec import SCHEMA
+
+    core = vmemsim.api.RUN_DEFAULTS
+    # The core's schema documents every setting (its keys are the defaults' keys).
+    assert set(vmemsim.api.RUN_SCHEMA["properties"]) == set(core)
+    assert all(p.get("description") for p in vmemsim.api.RUN_SCHEMA["properties"].values())
+    sig = inspect.signature(vmemsim.run).parameters
+    # translate: not an argument of run(); costs, options: None there is the empty table.
+    for k, v in core.items():
+        if k not in ("workload", "translate", "costs", "options"):
+            assert sig[k].default == v, k
+    assert sig["costs"].default is None and sig["options"].default is None
+    # The sweep's timed-run keys and the machine's knobs (cgroup: charge_device_ram inverted).
+    for path, arg in runner._TIMED_KEYS.items():
+        want = not core["charge_device_ram"] if arg == "cgroup" else core[arg]
+        assert SCHEMA[path].default == want, path
+    for k in ("swappiness", "page_cluster", "watermarks", "check_invariants"):
+        assert SCHEMA[f"machine.{k}"].default == core[k], k
+        # a replay's default is the same
+        assert inspect.signature(vmemsim.replay).parameters[k].default == core[k], k
+    args = build_parser().parse_args(["run", "ycsb-c"])
+    for k in ("policy", "frames", "seed", "device", "cpus", "slice_ns", "sample_every_ns",
+              "step_ns", "tlb", "swappiness", "page_cluster", "watermarks",
+              "check_invariants"):
+        assert getattr(args, k) == core[k], k
+    assert args.cgroup == (not core["charge_device_ram"])
+    # The core reads its own defaults back, and names an unknown key or a bad value.
+    run_timed = vmemsim._native.run_timed
+    with pytest.raises(VmemsimError, match=r"^swapiness: unknown field"):
+        run_timed(json.dumps({"swapiness": 60}))
+    with pytest.raises(VmemsimError, match=r"^swappiness: must be 0..=200, got 201"):
+        run_timed(json.dumps({**core, "workload": "ycsb-c", "swappiness": 201}))
+    with pytest.raises(VmemsimError, match=r"^workload: "):
+        run_timed(json.dumps(core))
+    with pytest.raises(VmemsimError, match=r"^cgroup: cgroup and charge_device_ram disagree"):
+        vmemsim.run("ycsb-c:footprint=1MiB,requests=10", charge_device_ram=False, cgroup=False)

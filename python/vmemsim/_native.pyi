@@ -26,10 +26,12 @@ __all__ = [
     "generator_plan",
     "replay",
     "run_timed",
+    "run_config_defaults",
     "workload_kinds",
     "cost_defaults",
     "vm_config_defaults",
     "vm_config_schema",
+    "run_config_schema",
     "guest_workload_kinds",
     "run_vm",
     "check_guest_workload",
@@ -140,19 +142,12 @@ def workload_kinds() -> List[Tuple[str, str]]:
 def check_workload(spec: str, seed: int) -> Tuple[str, int, int]:
     """Check a workload spec: ``(canonical spec, threads, footprint pages)``."""
 
-def run_timed(
-    workload: str,
-    policy: str,
-    frames: str,
-    seed: int = 0,
-    options: Optional[Mapping[str, str]] = None,
-    machine: Optional[Mapping[str, Any]] = None,
-    device: str = "ssd",
-    timed: str = "{}",
-    progress: Optional[_ProgressFn] = None,
-) -> str:
-    """A timed run of a workload spec; ``timed`` is the JSON of the rest of ``TimedConfig``
-    (cpus, slice_ns, costs, sample_every_ns, step_ns). Returns the JSON of ``TimedResult``."""
+def run_timed(config: str, progress: Optional[_ProgressFn] = None) -> str:
+    """A timed run: ``config`` is the JSON of the core's ``RunConfig`` (unknown keys and bad
+    values are errors naming them); returns the JSON of ``TimedResult``."""
+
+def run_config_defaults() -> str:
+    """The defaults of a timed run (``RunConfig``) as JSON."""
 
 def import_formats() -> List[Tuple[str, str]]:
     """Every import format as ``(name, description)``."""
@@ -170,6 +165,9 @@ def run_vm(config: str) -> str:
 
 def vm_config_defaults() -> str:
     """The defaults of a VM run (``VmRunConfig``) as JSON."""
+
+def run_config_schema() -> str:
+    """The JSON Schema of a native timed run's settings (``timed::RunConfig``): each key's type, default and documentation."""
 
 def vm_config_schema() -> str:
     """The JSON Schema of a VM run's settings (``VmRunConfig``): each key's type, default and documentation."""

@@ -334,7 +334,8 @@ def _bool_arg(name: str, v: Any) -> bool:
 def _charge(charge_device_ram: bool, cgroup: Optional[bool]) -> bool:
     """Whether zram's pool counts against ``frames``. ``cgroup=True`` (the CLI's ``--cgroup``:
     frames is a memory cgroup limit, which zsmalloc's pages are not charged to) is the same as
-    ``charge_device_ram=False`` (the older name, kept); giving both, they must agree."""
+    ``charge_device_ram=False`` (the older name, kept); giving both, they must agree. (Replays;
+    a timed run's is the core's ``RunConfig::charges_device_ram``, the same rule.)"""
     if cgroup is None:
         return bool(charge_device_ram)
     if not isinstance(cgroup, bool):
@@ -716,6 +717,13 @@ def _pandas(what: str) -> Any:
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError(f"{what} needs pandas: pip install 'vmemsim[pandas]'") from e
     return pd
+
+
+def _int_arg(key: str, v: Any) -> int:
+    """A whole number (its range is the core's to check)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise VmemsimError(f"{key}: expected an integer, got {v!r}")
+    return int(v)
 
 
 def _count_arg(key: str, v: Any, lo: int = 1) -> int:
@@ -1223,6 +1231,12 @@ COST_KEYS = tuple(COST_DEFAULTS)
 #: The defaults of a VM run (``vmemsim_core::vm::VmRunConfig``, declared once in the core):
 #: :func:`run_vm`'s, ``vmemsim vm``'s and the sweep's ``vm.*`` defaults are these.
 VM_DEFAULTS: Dict[str, Any] = json.loads(_native.vm_config_defaults())
+#: The defaults of a native timed run (``vmemsim_core::timed::RunConfig``, declared once in
+#: the core): :func:`run`'s, ``vmemsim run``'s and the sweep's timed-run defaults are these.
+RUN_DEFAULTS: Dict[str, Any] = json.loads(_native.run_config_defaults())
+#: The schema of a native timed run's settings (JSON Schema of ``timed::RunConfig``): each
+#: key's type, default and documentation as written in the core.
+RUN_SCHEMA: Dict[str, Any] = json.loads(_native.run_config_schema())
 #: The schema of a VM run's settings (JSON Schema of ``VmRunConfig``): each key's type,
 #: default and documentation as written in the core, which ``vmemsim vm --help`` and the
 #: sweep's ``vm.*`` keys show (:func:`vm_setting_help`).
@@ -1313,34 +1327,38 @@ def run(
         raise VmemsimError(f"policy: expected a policy name, got {policy!r}")
     if swap is not None:
         # swap= is the name of the CLI's --swap and of machine.swap; device= the older one
-        if device != "ssd" and device != swap:
+        if device != RUN_DEFAULTS["device"] and device != swap:
             raise VmemsimError(f"swap and device are the same setting (swap={swap!r}, "
                                f"device={device!r}); give one")
         device = swap
     if not isinstance(device, str):
         raise VmemsimError(f"device: expected a device spec string, got {device!r}")
-    timed: Dict[str, Any] = {
+    if cgroup is not None and not isinstance(cgroup, bool):
+        raise VmemsimError(f"cgroup: expected True or False, got {cgroup!r}")
+    if watermarks is not None:
+        w = tuple(watermarks)
+        if len(w) != 3:
+            raise VmemsimError(f"watermarks: expected (min, low, high), got {watermarks!r}")
+        watermarks = [_int_arg("watermarks", x) for x in w]
+    # The core's RunConfig (RUN_DEFAULTS): its build() resolves frames, checks the
+    # machine's ranges and the policy's options, and maps cgroup onto charge_device_ram.
+    config: Dict[str, Any] = {
+        "workload": workload, "seed": _seed_arg(seed), "policy": policy,
+        "frames": _frames_arg(frames), "options": _options_arg(options), "device": device,
         "cpus": _count_arg("cpus", cpus),
+        "slice_ns": None if slice_ns is None else _count_arg("slice_ns", slice_ns),
+        "costs": _costs_arg(costs),
         "sample_every_ns": _count_arg("sample_every_ns", sample_every_ns, lo=0),
         "step_ns": _count_arg("step_ns", step_ns),
-        "charge_device_ram": _charge(charge_device_ram, cgroup),
+        "charge_device_ram": bool(charge_device_ram), "cgroup": cgroup,
         "tlb": _bool_arg("tlb", tlb),
+        "page_cluster": None if page_cluster is None else _int_arg("page_cluster", page_cluster),
+        "watermarks": watermarks, "swappiness": _int_arg("swappiness", swappiness),
+        "check_invariants": bool(check_invariants),
     }
-    in_cgroup = not timed["charge_device_ram"]
-    if slice_ns is not None:
-        timed["slice_ns"] = _count_arg("slice_ns", slice_ns)
-    if costs:
-        timed["costs"] = _costs_arg(costs)
-    config: Dict[str, Any] = {
-        "workload": workload, "policy": policy, "frames": _frames_arg(frames),
-        "seed": _seed_arg(seed), "options": _options_arg(options),
-        "machine": _machine_arg(page_cluster, watermarks, swappiness, check_invariants),
-        "device": device, "timed": timed,
-    }
-    out = _native.run_timed(
-        config["workload"], config["policy"], config["frames"], config["seed"],
-        config["options"], config["machine"], device, json.dumps(timed), progress,
-    )
+    out = _native.run_timed(json.dumps(config), progress)
+    # The core refused a cgroup that disagrees with charge_device_ram; one decides.
+    in_cgroup = cgroup if cgroup is not None else not config["charge_device_ram"]
     return RunResult.from_json(out, cgroup=in_cgroup, config=config)
 
 

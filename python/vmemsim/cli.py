@@ -68,6 +68,7 @@ from .api import (
     COST_DEFAULTS,
     COST_KEYS,
     VM_DEFAULTS,
+    RUN_DEFAULTS,
     vm_setting_help,
     ReplayResult,
     RunResult,
@@ -717,27 +718,32 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
         " or a guest model run natively ('redis-like:rps=20000', stress-vm, kernbench-like,"
         " lmbench-like: the same run as `vmemsim vm W --paging native`)",
     )
-    add_policy_arguments(p, frames_required=False, policy_default="mglru")
-    p.set_defaults(frames="50%")
-    p.add_argument("--device", "--swap", dest="device", default="ssd", metavar="SPEC",
+    RUN = RUN_DEFAULTS  # the core's defaults of a timed run (RunConfig), declared once there
+    add_policy_arguments(p, frames_required=False, policy_default=RUN["policy"])
+    p.set_defaults(frames=RUN["frames"], seed=RUN["seed"], swappiness=RUN["swappiness"],
+                   page_cluster=RUN["page_cluster"], watermarks=RUN["watermarks"],
+                   check_invariants=RUN["check_invariants"])
+    p.add_argument("--device", "--swap", dest="device", default=RUN["device"], metavar="SPEC",
                    help="swap device: ssd (a SATA SSD as the MG-LRU characterization paper "
                    "measured it: 7.5 ms per 4 KiB request, queue depth 32), nvme, zram or "
                    "remote, with key=value parameters (e.g. 'zram:read_us=20,write_us=35'; "
-                   "docs/models.md gives each one's defaults; default ssd)")
-    p.add_argument("--cpus", type=_positive, default=6, metavar="N",
-                   help="host CPUs shared by the workload's threads and kswapd (default 6)")
+                   "docs/models.md gives each one's defaults; default %(default)s)")
+    p.add_argument("--cpus", type=_positive, default=RUN["cpus"], metavar="N",
+                   help="host CPUs shared by the workload's threads and kswapd (default "
+                   "%(default)s)")
     add_cost_argument(p)
-    p.add_argument("--slice-ns", type=_positive, default=None, metavar="NS",
+    p.add_argument("--slice-ns", type=_positive, default=RUN["slice_ns"], metavar="NS",
                    help="scheduler time slice (default: EEVDF's base slice for --cpus)")
-    p.add_argument("--sample-every-ns", type=_int, default=0, metavar="NS",
+    p.add_argument("--sample-every-ns", type=_int, default=RUN["sample_every_ns"], metavar="NS",
                    help="sample the counters every NS of simulated time (with --json)")
-    p.add_argument("--step-ns", type=_positive, default=2000, metavar="NS",
+    p.add_argument("--step-ns", type=_positive, default=RUN["step_ns"], metavar="NS",
                    help="interleaving granularity of threads on different CPUs (default "
-                   "2000; run(step_ns=...), run.step_ns)")
-    p.add_argument("--cgroup", action="store_true",
+                   "%(default)s; run(step_ns=...), run.step_ns)")
+    # --cgroup sets RunConfig.cgroup; unset, charge_device_ram's default decides
+    p.add_argument("--cgroup", action="store_true", default=not RUN["charge_device_ram"],
                    help="frames is a memory cgroup limit: zram's compressed pool is not "
                    "charged to it (zsmalloc memory is not memcg-accounted)")
-    p.add_argument("--tlb", action="store_true",
+    p.add_argument("--tlb", action="store_true", default=RUN["tlb"],
                    help="model the CPUs' TLBs and page walks (the run of `vmemsim vm W "
                    "--paging native`; several times slower): a TLB hit sets no accessed bit "
                    "(default: every access sets it and costs access_ns)")

@@ -829,54 +829,20 @@ fn replay_source(
 
 // ------------------------------------------------------------------------------------ timed
 
-/// A timed run (`vmemsim_core::timed`): the workload spec (seeded by `seed` unless it gives
-/// its own), the policy, `frames` as a count or a percentage of the workload's footprint,
-/// the swap `device` spec (`ssd`, `zram:read_us=20`, ...) and `timed`, the JSON of the rest of
-/// `TimedConfig` (cpus, slice_ns, costs, sample_every_ns, step_ns; unknown keys are errors).
-/// Progress reports simulated nanoseconds. Returns the JSON of the core's `RunResult`.
+/// A timed run (`vmemsim_core::timed`): `config` is the JSON of the core's `RunConfig` (the
+/// one declaration of a native run's settings and their defaults: workload, policy, frames
+/// as a count or a percentage of the footprint, the swap device, the CPUs, the costs, the
+/// machine's knobs; unknown keys and bad values are errors naming them). Progress reports
+/// simulated nanoseconds. Returns the JSON of the core's `RunResult`.
 #[pyfunction]
-#[pyo3(signature = (workload, policy, frames, seed=0, options=None, machine=None, device="ssd", timed="{}", progress=None))]
-#[allow(clippy::too_many_arguments)]
-fn run_timed(
-    py: Python<'_>,
-    workload: &str,
-    policy: &str,
-    frames: &str,
-    seed: u64,
-    options: Option<&Bound<'_, PyDict>>,
-    machine: Option<&Bound<'_, PyDict>>,
-    device: &str,
-    timed: &str,
-    progress: Option<PyObject>,
-) -> PyResult<String> {
-    use vmemsim_core::timed::{self, TimedConfig, TimedSpec};
-    let kind = PolicyKind::from_name(policy).map_err(py_err)?;
-    let frames = FramesSpec::parse(frames).map_err(py_err)?;
-    let mut machine = machine_config(0, machine)?;
-    let options = policy_options(seed, options)?;
-    let mut cfg: TimedConfig =
-        vmemsim_core::util::from_json_keyed(timed, "timed").map_err(py_err)?;
-    cfg.device = vmemsim_core::device::DeviceSpec::parse(device).map_err(py_err)?;
-    let mut wl = timed::parse_workload(workload, seed).map_err(py_err)?;
-    let footprint = wl.footprint_pages();
-    machine.frames = match frames {
-        FramesSpec::Count(n) => n,
-        FramesSpec::Percent(_) => {
-            if footprint == 0 {
-                return Err(config_err(
-                    "frames",
-                    "a percentage needs a workload with a footprint",
-                ));
-            }
-            frames.resolve(footprint)
-        }
-    };
-    check_options(kind, machine.frames.min(PROBE_FRAMES), &options)?;
-    let spec = TimedSpec {
-        policy: kind,
-        machine,
-        options,
-        timed: cfg,
+#[pyo3(signature = (config, progress=None))]
+fn run_timed(py: Python<'_>, config: &str, progress: Option<PyObject>) -> PyResult<String> {
+    // Building checks the policy's options by building it (a panic there is a bug).
+    let run = match catch_unwind(AssertUnwindSafe(|| {
+        vmemsim_core::timed::RunConfig::from_json(config).and_then(|c| c.build())
+    })) {
+        Ok(r) => r.map_err(py_err)?,
+        Err(p) => return Err(internal(p)),
     };
     let result = with_progress(py, progress, move |meter| {
         let mut report = |now: u64| {
@@ -885,9 +851,16 @@ fn run_timed(
                 std::panic::resume_unwind(Box::new(Cancelled));
             }
         };
-        timed::run(&spec, &mut *wl, Some(&mut report)).map_err(py_err)
+        run.run(Some(&mut report)).map_err(py_err)
     })?;
     to_json(&result)
+}
+
+/// The defaults of a timed run (`RunConfig`) as JSON: what `run_timed` uses for a key it is
+/// not given.
+#[pyfunction]
+fn run_config_defaults() -> PyResult<String> {
+    to_json(&vmemsim_core::timed::RunConfig::default())
 }
 
 /// Check a guest workload spec: `(canonical spec, vCPUs, footprint pages)`.
@@ -931,6 +904,12 @@ fn run_vm(py: Python<'_>, config: &str) -> PyResult<String> {
 #[pyfunction]
 fn vm_config_defaults() -> PyResult<String> {
     to_json(&vmemsim_core::vm::VmRunConfig::default())
+}
+
+/// The schema of a native timed run's settings (`timed::RunConfig::schema`, JSON Schema).
+#[pyfunction]
+fn run_config_schema() -> PyResult<String> {
+    to_json(&vmemsim_core::timed::RunConfig::schema())
 }
 
 /// The schema of a VM run's settings (`VmRunConfig::schema`, JSON Schema): every key with its
@@ -1481,10 +1460,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(generator_plan, m)?)?;
     m.add_function(wrap_pyfunction!(replay_source, m)?)?;
     m.add_function(wrap_pyfunction!(run_timed, m)?)?;
+    m.add_function(wrap_pyfunction!(run_config_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(workload_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(cost_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(vm_config_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(vm_config_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(run_config_schema, m)?)?;
     m.add_function(wrap_pyfunction!(guest_workload_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(run_vm, m)?)?;
     m.add_function(wrap_pyfunction!(check_guest_workload, m)?)?;

@@ -46,7 +46,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from .._native import VmemsimError
 from .._hints import did_you_mean
-from ..api import COST_KEYS, VM_DEFAULTS, vm_setting_help
+from ..api import COST_KEYS, RUN_DEFAULTS, VM_DEFAULTS, vm_setting_help
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -199,16 +199,19 @@ def _builtin_schema() -> None:
     reg("machine.frames", Key(check_frames, None,
         "memory in 4 KiB frames, or a percentage of the trace's distinct pages ('25%')",
         required=True))
-    reg("machine.swappiness", Key(check_int(0, 200), 60, "vm.swappiness"))
-    reg("machine.page_cluster", Key(optional(check_int(0, 10)), None,
+    # The machine's knobs and the timed-run keys take the core's defaults of a timed run
+    # (RunConfig, declared once there); a replay's are the same (vmemsim.replay's).
+    RUN = RUN_DEFAULTS
+    reg("machine.swappiness", Key(check_int(0, 200), RUN["swappiness"], "vm.swappiness"))
+    reg("machine.page_cluster", Key(optional(check_int(0, 10)), RUN["page_cluster"],
         "vm.page-cluster: swap readahead of 2^N pages (unset: 3 for kernel policies, 0 for "
         "demand policies)"))
-    reg("machine.watermarks", Key(optional(check_watermarks), None,
+    reg("machine.watermarks", Key(optional(check_watermarks), RUN["watermarks"],
         "[min, low, high] zone watermarks in pages (unset: derived as Linux does)"))
     reg("machine.kernel", Key(check_choice("6.8", "6.1"), "6.8",
         "whose reclaim rules the kernel policies follow where Linux versions differ (replays; "
         "docs/kernel-6.1-vs-6.8.md)"))
-    reg("machine.check_invariants", Key(check_bool, False,
+    reg("machine.check_invariants", Key(check_bool, RUN["check_invariants"],
         "check every invariant after every access (slow)"))
     register_open_table("machine.options", "the policy's options, key = value")
     reg("workload.name", Key(optional(check_str), None,
@@ -252,23 +255,24 @@ def _builtin_schema() -> None:
     reg("workload.csv", Key(optional(check_str), None, "CSV column mapping"))
     reg("run.sample_every", Key(check_int(0), 0,
         "replays: accesses between samples of the counters' time series (0: no series)"))
-    reg("run.sample_every_ns", Key(check_int(0), 0,
+    reg("run.sample_every_ns", Key(check_int(0), RUN["sample_every_ns"],
         "timed runs: simulated ns between samples of the counters (0: no series)"))
-    reg("machine.cpus", Key(check_int(1, 4096), 6,
+    reg("machine.cpus", Key(check_int(1, 4096), RUN["cpus"],
         "timed runs: host CPUs shared by the workload's threads and kswapd"))
-    reg("machine.swap", Key(check_str, "ssd",
+    reg("machine.swap", Key(check_str, RUN["device"],
         "timed runs: swap device spec: ssd, nvme, zram or remote, with key=value "
         "parameters (e.g. 'zram:read_us=20')"))
-    reg("machine.tlb", Key(check_bool, False,
+    reg("machine.tlb", Key(check_bool, RUN["tlb"],
         "timed runs: model the CPUs' TLBs and page walks (a TLB hit sets no accessed bit; "
         "several times slower); 'vmemsim run --tlb', vmemsim.run(tlb=...)"))
-    reg("machine.cgroup", Key(check_bool, False,
+    # cgroup is RunConfig.charge_device_ram inverted (RunConfig.cgroup)
+    reg("machine.cgroup", Key(check_bool, not RUN["charge_device_ram"],
         "timed runs: machine.frames is a memory cgroup limit, which zram's compressed pool "
         "(zsmalloc's pages) is not charged to (false: the pool counts against "
         "machine.frames); 'vmemsim run --cgroup', vmemsim.run(cgroup=...)"))
-    reg("machine.slice_ns", Key(optional(check_int(1)), None,
+    reg("machine.slice_ns", Key(optional(check_int(1)), RUN["slice_ns"],
         "timed runs: scheduler time slice (unset: EEVDF's base slice for the CPU count)"))
-    reg("run.step_ns", Key(check_int(1), 2000,
+    reg("run.step_ns", Key(check_int(1), RUN["step_ns"],
         "timed runs: interleaving granularity of threads on different CPUs"))
     register_open_table("machine.costs", "timed and VM runs: the one cost table, CPU time "
                         "of each event in ns (cpu_ghz in GHz, kvm_work_ns a list): "

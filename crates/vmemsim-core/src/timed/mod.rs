@@ -45,8 +45,13 @@
 //! Left out: waiting on the page lock (another thread touching a page whose read is in
 //! flight does not wait for it), writeback completion before a page can be freed, file I/O
 //! timing, data caches (an access's data reference costs `access_ns`), interrupts.
+//!
+//! The front ends (`vmemsim run`, `vmemsim.run`, a sweep's timed runs) describe a run with
+//! [`RunConfig`], its settings and their defaults declared once; [`RunConfig::build`] makes
+//! the [`TimedSpec`] and the workload.
 
 pub mod hist;
+mod run_config;
 
 use std::collections::BTreeMap;
 
@@ -59,6 +64,7 @@ use crate::policy::{PolicyKind, PolicyOptions};
 use crate::translate::TranslateConfig;
 pub use crate::vm::machine::Costs;
 use crate::vm::machine::{EngineOpts, HostCpus, Paging, RunResult, VmConfig};
+pub use run_config::{RunConfig, TimedRun};
 
 /// The timed part of a run's configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,433 @@
+//! A native timed run's configuration, declared once: [`RunConfig`] is what `vmemsim run`,
+//! `vmemsim.run` and a sweep's timed-run keys set, with the defaults a user gets, read from
+//! JSON with errors that name the key ([`crate::util::from_json_keyed`]), as
+//! [`crate::vm::VmRunConfig`] is for VM runs. [`RunConfig::build`] turns it into the
+//! [`TimedSpec`] and the workload: the domain rules that used to live in the Python binding
+//! (`run_timed` and its `machine_config`) live here: frames as a percentage of the
+//! workload's footprint, the machine's ranges (swappiness, page_cluster, watermarks), the
+//! policy's options checked before the run, `cgroup` as the inverse of `charge_device_ram`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize};
+
+use super::{Costs, RunResult, TimedConfig, TimedSpec};
+use crate::device::DeviceSpec;
+use crate::engine::MachineConfig;
+use crate::error::{Error, Result};
+use crate::policy::registry::PolicyVisitor;
+use crate::policy::{PolicyKind, PolicyOptions};
+use crate::replay::FramesSpec;
+use crate::translate::TranslateConfig;
+use crate::watermarks::Watermarks;
+use crate::workload::Workload;
+
+/// A native timed run as the front ends describe it. Every field has the default
+/// `vmemsim run` uses (its options, `vmemsim.run`'s keyword arguments and the sweep's
+/// timed-run keys are these).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunConfig {
+    /// The workload spec ([`super::parse_workload`]): a process model of
+    /// [`crate::workload`] or a guest model of [`super::GUEST_KINDS`] run natively.
+    pub workload: String,
+    /// Seeds the workload (unless its spec gives its own seed) and the policy.
+    pub seed: u64,
+    /// The reclaim policy (`vmemsim policies`). Default `mglru`.
+    pub policy: String,
+    /// Memory: a frame count (`1024`, or the string `"1024"`) or a percentage of the
+    /// workload's footprint (`"50%"`, rounded to the nearest frame). Default 50%.
+    #[serde(deserialize_with = "frames_text")]
+    pub frames: String,
+    /// The policy's own `key = value` options (`--opt`); a key the policy does not read is
+    /// an error.
+    pub options: BTreeMap<String, String>,
+    /// The swap device spec (`--device`/`--swap`, `machine.swap`): `ssd`, `nvme`, `zram` or
+    /// `remote`, with `key=value` parameters (`"zram:read_us=20"`). Default `ssd`.
+    pub device: String,
+    /// Host CPUs the workload's threads and kswapd share ([`TimedConfig::cpus`]). Default 6.
+    pub cpus: u32,
+    /// Scheduler time slice; `None`: EEVDF's base slice for `cpus` ([`TimedConfig::slice_ns`]).
+    pub slice_ns: Option<u64>,
+    /// The one cost table ([`Costs`]); keys not given keep their defaults.
+    pub costs: Costs,
+    /// Simulated ns between samples of the counters (0: no time series).
+    pub sample_every_ns: u64,
+    /// Interleaving granularity of threads on different CPUs ([`TimedConfig::step_ns`]).
+    /// Default 2,000 ns.
+    pub step_ns: u64,
+    /// Whether the swap device's own memory (zram's compressed pool) is taken from `frames`
+    /// ([`TimedConfig::charge_device_ram`]). Default true.
+    pub charge_device_ram: bool,
+    /// `frames` is a memory cgroup limit (`--cgroup`, `machine.cgroup`): the same setting as
+    /// `charge_device_ram`, inverted. `None`: `charge_device_ram` decides; given with
+    /// `charge_device_ram = false`, the two must agree (as `vmemsim.api._charge`).
+    pub cgroup: Option<bool>,
+    /// Model the CPUs' TLBs and page walks (`--tlb`; [`TimedConfig::tlb`]). Default false.
+    pub tlb: bool,
+    /// With `tlb`: the translation hardware ([`TranslateConfig`]); keys not given keep their
+    /// defaults.
+    pub translate: TranslateConfig,
+    /// `vm.page-cluster`, 0..=10: swap readahead of 2^N pages. `None`: 3 for kernel
+    /// policies, 0 for demand policies ([`MachineConfig::page_cluster`]).
+    pub page_cluster: Option<u32>,
+    /// `[min, low, high]` zone watermarks in pages, `min <= low <= high`. `None`: derived
+    /// from the memory size as Linux does.
+    pub watermarks: Option<[u32; 3]>,
+    /// `vm.swappiness`, 0..=200. Default 60.
+    pub swappiness: u32,
+    /// Check every invariant after every access (slow; for debugging).
+    pub check_invariants: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        let timed = TimedConfig::default();
+        let machine = MachineConfig::new(0);
+        RunConfig {
+            workload: String::new(),
+            seed: 0,
+            policy: "mglru".into(),
+            frames: "50%".into(),
+            options: BTreeMap::new(),
+            device: timed.device.kind().into(),
+            cpus: timed.cpus,
+            slice_ns: timed.slice_ns,
+            costs: timed.costs,
+            sample_every_ns: timed.sample_every_ns,
+            step_ns: timed.step_ns,
+            charge_device_ram: timed.charge_device_ram,
+            cgroup: None,
+            tlb: timed.tlb,
+            translate: timed.translate,
+            page_cluster: machine.page_cluster.map(u32::from),
+            watermarks: None,
+            swappiness: machine.swappiness,
+            check_invariants: machine.check_invariants,
+        }
+    }
+}
+
+/// `frames` as text: a JSON whole number or a string (the form [`FramesSpec::parse`] reads).
+fn frames_text<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<String, D::Error> {
+    struct Text;
+    impl Visitor<'_> for Text {
+        type Value = String;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a frame count or a percentage string such as \"50%\"")
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<String, E> {
+            Ok(v.to_string())
+        }
+    }
+    d.deserialize_any(Text)
+}
+
+/// What [`RunConfig::build`] makes: the run's specification and its workload.
+pub struct TimedRun {
+    pub spec: TimedSpec,
+    pub workload: Box<dyn Workload>,
+}
+
+impl TimedRun {
+    /// Run it ([`super::run`]); `progress(now_ns)` is called now and then.
+    pub fn run(mut self, progress: Option<&mut dyn FnMut(u64)>) -> Result<RunResult> {
+        super::run(&self.spec, &mut *self.workload, progress)
+    }
+}
+
+/// The policy's options are checked on a policy of at most this many frames, so that a huge
+/// machine is not allocated twice (as the binding's `check_options` did).
+const PROBE_FRAMES: u32 = 4096;
+
+/// Receives the probe policy and drops it.
+struct OptionsProbe;
+
+impl PolicyVisitor for OptionsProbe {
+    type Out = ();
+    fn visit<P: crate::policy::Policy>(self, _p: P) {}
+}
+
+impl RunConfig {
+    /// The settings' schema (JSON Schema, draft 7): every key with its type, default and the
+    /// documentation written on its field here (`vmemsim.api.RUN_SCHEMA`), as
+    /// [`crate::vm::VmRunConfig::schema`] for VM runs.
+    pub fn schema() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(RunConfig)).expect("a JSON schema serializes")
+    }
+
+    /// Read from JSON (missing keys keep their defaults; an unknown key or a bad value is an
+    /// error naming it, e.g. `costs.access_ns`).
+    pub fn from_json(json: &str) -> Result<RunConfig> {
+        crate::util::from_json_keyed(json, "run")
+    }
+
+    /// Whether zram's pool is charged to `frames`: `cgroup` when given (the inverse), else
+    /// `charge_device_ram`; `cgroup` with `charge_device_ram = false` must agree
+    /// (`vmemsim.api._charge`'s rule).
+    pub fn charges_device_ram(&self) -> Result<bool> {
+        match self.cgroup {
+            None => Ok(self.charge_device_ram),
+            Some(cgroup) if !self.charge_device_ram && !cgroup => Err(Error::config(
+                "cgroup",
+                "cgroup and charge_device_ram disagree (cgroup=True is \
+                 charge_device_ram=False); give one",
+            )),
+            Some(cgroup) => Ok(!cgroup),
+        }
+    }
+
+    /// Check every setting, build the workload and resolve `frames` against its footprint;
+    /// the policy's options are checked by building the policy before the run.
+    pub fn build(&self) -> Result<TimedRun> {
+        let policy = PolicyKind::from_name(&self.policy)?;
+        let frames = FramesSpec::parse(&self.frames)?;
+        // The machine's ranges (engine::Machine::new checks them again).
+        if self.swappiness > 200 {
+            return Err(Error::config(
+                "swappiness",
+                format!("must be 0..=200, got {}", self.swappiness),
+            ));
+        }
+        let page_cluster = match self.page_cluster {
+            Some(n) if n > 10 => {
+                return Err(Error::config(
+                    "page_cluster",
+                    format!("must be 0..=10, got {n}"),
+                ))
+            }
+            n => n.map(|n| n as u8),
+        };
+        let watermarks = self
+            .watermarks
+            .map(|[min, low, high]| Watermarks { min, low, high });
+        if let Some(w) = watermarks {
+            if !(w.min <= w.low && w.low <= w.high) {
+                return Err(Error::config(
+                    "watermarks",
+                    format!(
+                        "must satisfy min <= low <= high, got min {}, low {}, high {}",
+                        w.min, w.low, w.high
+                    ),
+                ));
+            }
+        }
+        let mut options = PolicyOptions::new(self.seed);
+        for (k, v) in &self.options {
+            options.set(k, v);
+        }
+        let timed = TimedConfig {
+            cpus: self.cpus,
+            slice_ns: self.slice_ns,
+            costs: self.costs.clone(),
+            device: DeviceSpec::parse(&self.device)?,
+            charge_device_ram: self.charges_device_ram()?,
+            sample_every_ns: self.sample_every_ns,
+            step_ns: self.step_ns,
+            tlb: self.tlb,
+            translate: self.translate.clone(),
+        };
+        let workload = super::parse_workload(&self.workload, self.seed)?;
+        let footprint = workload.footprint_pages();
+        let frames = match frames {
+            FramesSpec::Count(n) => n,
+            FramesSpec::Percent(_) => {
+                if footprint == 0 {
+                    return Err(Error::config(
+                        "frames",
+                        "a percentage needs a workload with a footprint",
+                    ));
+                }
+                frames.resolve(footprint)
+            }
+        };
+        // Building the policy reads its option keys and values: an unknown key or a
+        // malformed value is reported before the run.
+        policy.build(frames.min(PROBE_FRAMES), &options, OptionsProbe)?;
+        let machine = MachineConfig {
+            page_cluster,
+            watermarks,
+            swappiness: self.swappiness,
+            check_invariants: self.check_invariants,
+            ..MachineConfig::new(frames)
+        };
+        Ok(TimedRun {
+            spec: TimedSpec {
+                policy,
+                machine,
+                options,
+                timed,
+            },
+            workload,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_lists_every_key_with_its_default_and_documentation() {
+        let schema = RunConfig::schema();
+        let props = schema["properties"].as_object().unwrap();
+        let defaults = serde_json::to_value(RunConfig::default()).unwrap();
+        let keys = defaults.as_object().unwrap();
+        assert_eq!(
+            props.keys().collect::<Vec<_>>(),
+            keys.keys().collect::<Vec<_>>()
+        );
+        for (k, p) in props {
+            let doc = p["description"].as_str().unwrap_or("");
+            assert!(!doc.is_empty(), "{k} has no documentation");
+            assert_eq!(p["default"], keys[k], "{k}");
+        }
+        // vmemsim run's defaults (README, `vmemsim run --help`): mglru at 50% on ssd, 6 CPUs.
+        assert_eq!(
+            (
+                &props["policy"]["default"],
+                &props["frames"]["default"],
+                &props["device"]["default"],
+                &props["cpus"]["default"]
+            ),
+            (
+                &serde_json::json!("mglru"),
+                &serde_json::json!("50%"),
+                &serde_json::json!("ssd"),
+                &serde_json::json!(6)
+            )
+        );
+    }
+
+    const YCSB: &str = "ycsb-c:footprint=4MiB,requests=100";
+
+    #[test]
+    fn the_defaults_are_vmemsim_runs() {
+        let c = RunConfig::default();
+        assert_eq!(
+            (c.policy.as_str(), c.frames.as_str(), c.device.as_str()),
+            ("mglru", "50%", "ssd")
+        );
+        assert_eq!((c.cpus, c.step_ns, c.swappiness), (6, 2_000, 60));
+        assert_eq!(
+            (c.slice_ns, c.page_cluster, c.watermarks),
+            (None, None, None)
+        );
+        assert!(c.charge_device_ram && !c.tlb && !c.check_invariants && c.cgroup.is_none());
+        // Every key has its default: the empty object is the default configuration, and the
+        // defaults' JSON reads back as themselves.
+        assert_eq!(RunConfig::from_json("{}").unwrap(), c);
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(RunConfig::from_json(&json).unwrap(), c);
+        // The built specification's timed part is TimedConfig's default.
+        let run = RunConfig {
+            workload: YCSB.into(),
+            ..c
+        }
+        .build()
+        .unwrap();
+        assert_eq!(run.spec.timed, TimedConfig::default());
+        assert_eq!(run.spec.policy.name(), "mglru");
+    }
+
+    #[test]
+    fn a_bad_entry_is_named_by_its_path() {
+        let e = RunConfig::from_json(r#"{"costs": {"acess_ns": 5}}"#).unwrap_err();
+        assert!(
+            e.to_string().contains("costs.acess_ns: unknown field"),
+            "{e}"
+        );
+        let e = RunConfig::from_json(r#"{"swapiness": 60}"#).unwrap_err();
+        assert!(e.to_string().starts_with("swapiness: unknown field"), "{e}");
+        let e = RunConfig::from_json(r#"{"cpus": -1}"#).unwrap_err();
+        assert!(
+            e.to_string().starts_with("cpus: -1 is not a valid value"),
+            "{e}"
+        );
+        let e = RunConfig::from_json(r#"{"frames": true}"#).unwrap_err();
+        assert!(e.to_string().starts_with("frames: "), "{e}");
+        let e = RunConfig::from_json("[1]").unwrap_err();
+        assert!(e.to_string().starts_with("run: "), "{e}");
+    }
+
+    #[test]
+    fn the_machines_ranges_name_their_key() {
+        let c = |json: &str| {
+            RunConfig::from_json(json)
+                .unwrap()
+                .build()
+                .err()
+                .expect("refused")
+                .to_string()
+        };
+        assert_eq!(
+            c(r#"{"swappiness": 201}"#),
+            "swappiness: must be 0..=200, got 201"
+        );
+        assert_eq!(
+            c(r#"{"page_cluster": 11}"#),
+            "page_cluster: must be 0..=10, got 11"
+        );
+        assert!(c(r#"{"watermarks": [10, 30, 20]}"#)
+            .starts_with("watermarks: must satisfy min <= low <= high"),);
+        assert!(c(r#"{"frames": "0"}"#).starts_with("frames: "));
+        assert!(c(r#"{"workload": "ycsb-c", "device": "floppy"}"#).contains("floppy"));
+        assert!(c(&format!(
+            r#"{{"workload": "{YCSB}", "policy": "clock", "options": {{"hnd": "1"}}}}"#
+        ))
+        .contains("hnd"));
+    }
+
+    #[test]
+    fn cgroup_is_charge_device_ram_inverted() {
+        let c = |charge: bool, cgroup: Option<bool>| {
+            RunConfig {
+                charge_device_ram: charge,
+                cgroup,
+                ..RunConfig::default()
+            }
+            .charges_device_ram()
+        };
+        assert_eq!(c(true, None), Ok(true));
+        assert_eq!(c(false, None), Ok(false));
+        assert_eq!(c(true, Some(true)), Ok(false));
+        assert_eq!(c(true, Some(false)), Ok(true));
+        assert_eq!(c(false, Some(true)), Ok(false));
+        let e = c(false, Some(false)).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("cgroup: cgroup and charge_device_ram disagree"));
+    }
+
+    #[test]
+    fn frames_are_a_count_or_a_percentage_of_the_footprint() {
+        // stress-vm of 4 MiB on one vCPU: 1,024 pages and its program image's 6, 1,030 (as
+        // VmRunConfig's test). A percentage of it is rounded to the nearest frame: 50% is
+        // 515, 25% is 257.5 → 258, 33% is 339.9 → 340; a count is as given (a JSON number or
+        // a string).
+        let frames = |f: &str| {
+            RunConfig::from_json(&format!(
+                r#"{{"workload": "stress-vm:vcpus=1,bytes=4MiB,rounds=1", "frames": {f}}}"#
+            ))
+            .unwrap()
+            .build()
+            .unwrap()
+            .spec
+            .machine
+            .frames
+        };
+        assert_eq!(frames(r#""50%""#), 515);
+        assert_eq!(frames(r#""25%""#), 258);
+        assert_eq!(frames(r#""33%""#), 340);
+        assert_eq!(frames("300"), 300);
+        assert_eq!(frames(r#""300""#), 300);
+    }
+}
