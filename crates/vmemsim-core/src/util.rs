@@ -177,6 +177,34 @@ macro_rules! add_fields {
 }
 pub(crate) use add_fields;
 
+/// The JSON Schema (draft 7) of a front end's settings (`RunConfig`, `VmRunConfig`): every
+/// key with its type, default and the documentation written on its field, which the Python
+/// front ends show as help.
+pub fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(T)).expect("a JSON schema serializes")
+}
+
+/// For tests: `T`'s schema lists exactly the keys `T::default()` serializes, each documented
+/// and with that default; returns the schema for further checks.
+#[cfg(test)]
+pub(crate) fn checked_schema<T: schemars::JsonSchema + serde::Serialize + Default>(
+) -> serde_json::Value {
+    let schema = schema_of::<T>();
+    let props = schema["properties"].as_object().unwrap();
+    let defaults = serde_json::to_value(T::default()).unwrap();
+    let keys = defaults.as_object().unwrap();
+    assert_eq!(
+        props.keys().collect::<Vec<_>>(),
+        keys.keys().collect::<Vec<_>>()
+    );
+    for (k, p) in props {
+        let doc = p["description"].as_str().unwrap_or("");
+        assert!(!doc.is_empty(), "{k} has no documentation");
+        assert_eq!(p["default"], keys[k], "{k}");
+    }
+    schema
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
