@@ -312,21 +312,33 @@ impl VmExec<'_, '_> {
             Some(Held::Arrival(u)) => vm.idle_until(v, u),
             None => {}
         }
-        // The first allocation of the step that wakes the sleeping kswapd pays `wakeup_ns`
-        // and wakes it (`wakeup_kswapd`).
-        let mut wake = (s.threads[self.kswapd].state == State::Sleeping).then_some(None);
-        let out = Self::run_ops(
-            vm,
-            &mut *self.wls[0],
-            (&mut vc.buf, &mut vc.pos),
-            v,
-            self.step_ns,
-            &mut wake,
-        )?;
-        if let Some(Some(at)) = wake {
-            s.wake(self.kswapd, at.max(self.k_busy_until));
+        loop {
+            // The first allocation of the step that wakes the sleeping kswapd pays
+            // `wakeup_ns` and wakes it (`wakeup_kswapd`).
+            let mut wake = (s.threads[self.kswapd].state == State::Sleeping).then_some(None);
+            let out = Self::run_ops(
+                vm,
+                &mut *self.wls[0],
+                (&mut vc.buf, &mut vc.pos),
+                v,
+                self.step_ns,
+                &mut wake,
+            )?;
+            if let Some(Some(at)) = wake {
+                s.wake(self.kswapd, at.max(self.k_busy_until));
+            }
+            // A step that ran its time and would be followed at once by the thread's next
+            // step on this CPU, with nothing in between (`Sched::may_go_on`), goes on as
+            // that step: what it does first is the write room (the thread's clock is the
+            // step's start, so no steal time; it holds nothing).
+            if let Ran::On = out {
+                if s.may_go_on(t, now, vm.clock(v)) {
+                    vm.set_write_room();
+                    continue;
+                }
+            }
+            return Ok(out.into_step(vm, v, &mut vc.held));
         }
-        Ok(out.into_step(vm, v, &mut vc.held))
     }
 
     /// vCPU `v` of `vm` runs its stream's ops from its clock for about `step_ns`.
