@@ -194,6 +194,8 @@ pub struct Sched {
     pub end_ns: u64,
     /// When [`Exec::before`] is to be called next (`u64::MAX`: never).
     pub hook_at: u64,
+    /// The first event time at which `run`'s progress callback is due (`u64::MAX`: none).
+    report_due: u64,
 }
 
 impl Sched {
@@ -212,6 +214,7 @@ impl Sched {
             now: 0,
             end_ns: 0,
             hook_at: u64::MAX,
+            report_due: u64::MAX,
         }
     }
 
@@ -309,7 +312,12 @@ impl Sched {
         mut progress: Option<&mut dyn FnMut(u64)>,
     ) -> Result<()> {
         self.dispatch(0);
-        let mut last_report = 0u64;
+        const REPORT_EVERY_NS: u64 = 50_000_000;
+        self.report_due = if progress.is_some() {
+            REPORT_EVERY_NS
+        } else {
+            u64::MAX
+        };
         while let Some((now, _, ev)) = self
             .next
             .take()
@@ -334,8 +342,8 @@ impl Sched {
                 break;
             }
             if let Some(cb) = progress.as_mut() {
-                if now - last_report >= 50_000_000 {
-                    last_report = now;
+                if now >= self.report_due {
+                    self.report_due = now + REPORT_EVERY_NS;
                     cb(now);
                 }
             }
@@ -347,6 +355,25 @@ impl Sched {
             ));
         }
         Ok(())
+    }
+
+    /// Whether running thread `t`, whose step began at `now` and has run until `at`, may
+    /// go on in the same step as if a next step began at `at`: that step would be the next
+    /// event (every queued one is later, so no other CPU, wake-up or timer comes first), no
+    /// hook or progress report falls due at it, and its slice is not over (so no pick is
+    /// made). Such a step would start with the same thread on the same CPU at its own clock,
+    /// and its CPU time adds up the same: the caller does what that step would do first and
+    /// goes on.
+    pub fn may_go_on(&self, t: usize, now: u64, at: u64) -> bool {
+        self.next.is_none()
+            && self
+                .events
+                .peek()
+                .is_none_or(|Reverse((t0, _, _))| *t0 > at)
+            && at < self.hook_at
+            && at < self.report_due
+            && !self.threads[t].preempt
+            && self.threads[t].slice_used + (at - now) < self.cfg.slice_ns
     }
 
     /// The least virtual runtime among threads running or waiting for a CPU, but `t`.

@@ -227,3 +227,43 @@ fn a_wake_up_queued_for_the_same_time_comes_before_the_cpus_next_step() {
     assert_eq!(x.started[1], vec![0, 2 * MS, 3 * MS]);
     assert_eq!(s.end_ns, 4 * MS);
 }
+
+/// Asks `may_go_on` of its one thread's first step at 0 for each of `ats`, after queueing
+/// a timer at 500 ns; the thread is then done.
+struct GoOnProbe {
+    ats: Vec<u64>,
+    answers: Vec<bool>,
+}
+
+impl Exec for GoOnProbe {
+    fn step(&mut self, s: &mut Sched, t: usize, _c: usize, now: u64) -> Result<Step> {
+        s.timer(500, 0);
+        self.answers = self.ats.iter().map(|&at| s.may_go_on(t, now, at)).collect();
+        Ok(Step::Done(now))
+    }
+}
+
+#[test]
+fn a_step_may_go_on_only_until_the_next_event_hook_or_slice_end() {
+    // (slice, hook): a queued event at 500 ns stops it at 500 (a tie goes to the queued
+    // event); a slice of 400 ns at 400; a hook due at 300 ns at 300.
+    for (slice, hook, last) in [
+        (1_000, u64::MAX, 499),
+        (400, u64::MAX, 399),
+        (1_000, 300, 299),
+    ] {
+        let mut s = Sched::new(SchedConfig::new(1, Some(slice), 0).unwrap());
+        s.spawn(true, 0);
+        s.hook_at = hook;
+        let mut x = GoOnProbe {
+            ats: vec![100, last, last + 1],
+            answers: Vec::new(),
+        };
+        s.run(&mut x, None).unwrap();
+        assert_eq!(
+            x.answers,
+            vec![true, true, false],
+            "slice {slice}, hook {hook}"
+        );
+    }
+}

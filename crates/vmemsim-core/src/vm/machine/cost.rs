@@ -239,8 +239,14 @@ impl Vm {
     /// Advance vCPU `v`'s clock by what the op cost.
     pub(super) fn charge(&mut self, v: usize, a: &Work, b: &Work, access: bool, cls: Classes<'_>) {
         let c = &self.costs;
-        let translation = ((b.tcycles - a.tcycles) as f64 / c.cpu_ghz).round() as u64
-            + if access { c.access_ns } else { 0 };
+        // (no translation cycles, as without a TLB model, cost nothing: the division and
+        // `round`, a libm call, are skipped; 0 / ghz rounds to 0 for every `cpu_ghz`)
+        let tcycles = b.tcycles - a.tcycles;
+        let translation = if tcycles == 0 {
+            0
+        } else {
+            (tcycles as f64 / c.cpu_ghz).round() as u64
+        } + if access { c.access_ns } else { 0 };
         // A large page's fault clears (first touch) or reads (swap-in) all of it.
         let gx = (1u64 << self.gshift) - 1;
         let hx = self.host.as_ref().map_or(0, |h| (1u64 << h.shift) - 1);

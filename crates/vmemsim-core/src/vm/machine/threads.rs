@@ -257,6 +257,7 @@ impl VmExec<'_, '_> {
                     v,
                     self.step_ns,
                     &mut None,
+                    &mut |_| None,
                 )?;
                 let vm = &mut self.vms[i];
                 let out = out.into_step(vm, v, &mut vc.held);
@@ -312,26 +313,44 @@ impl VmExec<'_, '_> {
             Some(Held::Arrival(u)) => vm.idle_until(v, u),
             None => {}
         }
-        // The first allocation of the step that wakes the sleeping kswapd pays `wakeup_ns`
-        // and wakes it (`wakeup_kswapd`).
-        let mut wake = (s.threads[self.kswapd].state == State::Sleeping).then_some(None);
-        let out = Self::run_ops(
-            vm,
-            &mut *self.wls[0],
-            (&mut vc.buf, &mut vc.pos),
-            v,
-            self.step_ns,
-            &mut wake,
-        )?;
-        if let Some(Some(at)) = wake {
-            s.wake(self.kswapd, at.max(self.k_busy_until));
+        loop {
+            // The first allocation of the step that wakes the sleeping kswapd pays
+            // `wakeup_ns` and wakes it (`wakeup_kswapd`).
+            let mut wake = (s.threads[self.kswapd].state == State::Sleeping).then_some(None);
+            let step_ns = self.step_ns;
+            let out = Self::run_ops(
+                vm,
+                &mut *self.wls[0],
+                (&mut vc.buf, &mut vc.pos),
+                v,
+                step_ns,
+                &mut wake,
+                &mut |at| s.may_go_on(t, now, at).then(|| at.saturating_add(step_ns)),
+            )?;
+            if let Some(Some(at)) = wake {
+                s.wake(self.kswapd, at.max(self.k_busy_until));
+            }
+            // A step that ran its time and would be followed at once by the thread's next
+            // step on this CPU, with nothing in between (`Sched::may_go_on`), goes on as
+            // that step: what it does first is the write room (the thread's clock is the
+            // step's start, so no steal time; it holds nothing).
+            if let Ran::On = out {
+                if s.may_go_on(t, now, vm.clock(v)) {
+                    vm.set_write_room();
+                    continue;
+                }
+            }
+            return Ok(out.into_step(vm, v, &mut vc.held));
         }
-        Ok(out.into_step(vm, v, &mut vc.held))
     }
 
     /// vCPU `v` of `vm` runs its stream's ops from its clock for about `step_ns`.
     /// With `wake` = `Some(None)` (native paging, kswapd asleep), the first op that wakes
-    /// kswapd pays `wakeup_ns` and leaves in `wake` when kswapd wakes.
+    /// kswapd pays `wakeup_ns` and leaves in `wake` when kswapd wakes. Ops that reach the
+    /// step's end may go on as the next step when `go_on(clock)` gives its end (the
+    /// engine's: see [`crate::sched::Sched::may_go_on`]), unless a wake-up of kswapd is
+    /// still to be queued (the engine does that between steps).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn run_ops(
         vm: &mut Vm,
@@ -340,8 +359,9 @@ impl VmExec<'_, '_> {
         v: usize,
         step_ns: u64,
         wake: &mut Option<Option<u64>>,
+        go_on: &mut dyn FnMut(u64) -> Option<u64>,
     ) -> Result<Ran> {
-        let end = vm.vcpus[v].clock.saturating_add(step_ns);
+        let mut end = vm.vcpus[v].clock.saturating_add(step_ns);
         let mut step_over = false;
         loop {
             if *pos == buf.len() {
@@ -401,6 +421,15 @@ impl VmExec<'_, '_> {
                             at: vc.clock - w,
                             until: vc.clock,
                         });
+                    }
+                    // The step's time is up: it may go on as the next step (after what
+                    // that does first) unless a wake-up of kswapd is still to be queued.
+                    if !matches!(*wake, Some(Some(_))) {
+                        if let Some(e) = go_on(vc.clock) {
+                            vm.set_write_room();
+                            end = e;
+                            continue;
+                        }
                     }
                     step_over = true;
                     break;

@@ -500,7 +500,10 @@ impl Vm {
         // The manager's part of `serve` (no hardware table, no host): a hit changes none of
         // the counters `after_guest_access` and `charge` look at.
         let key = self.key(v, pid, vpn)?;
-        let Some(before) = self.untranslated_manager_access(key, write, self.vcpus[v].clock) else {
+        let counts = self.fault_counts();
+        let Some(before) =
+            self.untranslated_manager_access(key, write, self.vcpus[v].clock, counts)
+        else {
             let ns = self.costs.access_ns;
             self.r.time.translation_ns += ns;
             self.vcpus[v].clock += ns;
@@ -509,18 +512,29 @@ impl Vm {
         self.untranslated_fault(v, pid, vpn, before, cls)
     }
 
-    /// The guest's manager serves `key` at `now`: `None` on a hit (which changes none of
-    /// the counters `after_guest_access` and `charge` look at), else the counters
-    /// `untranslated_fault` needs from before the fault (first touches, evictions).
+    /// The guest manager's faults, first touches and evictions: what
+    /// [`Vm::untranslated_manager_access`] is given from before its access. Only a fault
+    /// changes them (`do_anonymous_page`, `do_swap_page` and the reclaim they enter), so a
+    /// run of accesses that ends at its first fault reads them once.
+    #[inline(always)]
+    fn fault_counts(&self) -> (u64, u64, u64) {
+        let st = &self.guest.stats;
+        (st.faults, st.first_touch, st.evictions)
+    }
+
+    /// The guest's manager serves `key` at `now`, its fault counters being `counts`
+    /// ([`Vm::fault_counts`]) before: `None` on a hit (which changes none of the counters
+    /// `after_guest_access` and `charge` look at), else the counters `untranslated_fault`
+    /// needs from before the fault (first touches, evictions).
     #[inline(always)]
     fn untranslated_manager_access(
         &mut self,
         key: u64,
         write: bool,
         now: u64,
+        (faults, first, evictions): (u64, u64, u64),
     ) -> Option<(u64, u64)> {
         let g = &mut self.guest;
-        let (faults, first, evictions) = (g.stats.faults, g.stats.first_touch, g.stats.evictions);
         g.mm.now = now;
         g.access(
             Access {
@@ -560,6 +574,9 @@ impl Vm {
         let (mut accesses, mut writes, mut hit_ns, mut compute_ns) = (0u64, 0u64, 0u64, 0u64);
         let mut n = 0;
         let mut out = Ok(());
+        // (hits, compute and request boundaries leave them as they are; the run ends at a
+        // fault)
+        let counts = self.fault_counts();
         for &op in ops {
             let (vpn, write) = match op {
                 Op::Access { page, write } => (page, write),
@@ -601,7 +618,7 @@ impl Vm {
                 }
             }
             let key = ((cs as u64) << per) | ((vpn & REGION_MASK) >> gshift);
-            let Some(before) = self.untranslated_manager_access(key, write, clock) else {
+            let Some(before) = self.untranslated_manager_access(key, write, clock, counts) else {
                 clock += access_ns;
                 hit_ns += access_ns;
                 if clock >= end {
