@@ -218,6 +218,13 @@ def test_run_settings_are_declared_once_in_the_core():
               "check_invariants"):
         assert getattr(args, k) == core[k], k
     assert args.cgroup == (not core["charge_device_ram"])
+    # The timed-run settings' help, in `vmemsim run --help` and in the sweep, is the core's.
+    run = build_parser()._subparsers._group_actions[0].choices["run"]
+    options = {o.dest: o for o in run._actions}
+    for path, arg in runner._TIMED_KEYS.items():
+        text = vmemsim.api.run_setting_help(arg)
+        assert text in SCHEMA[path].doc, path
+        assert options[arg].help.startswith(text.replace("%", "%%")), arg
     # The core reads its own defaults back, and names an unknown key or a bad value.
     run_timed = vmemsim._native.run_timed
     with pytest.raises(VmemsimError, match=r"^swapiness: unknown field"):

@@ -1243,10 +1243,20 @@ RUN_SCHEMA: Dict[str, Any] = json.loads(_native.run_config_schema())
 VM_SCHEMA: Dict[str, Any] = json.loads(_native.vm_config_schema())
 
 
+def _setting_help(schema: Mapping[str, Any], key: str) -> str:
+    return " ".join(schema["properties"][key]["description"].replace("`", "").split())
+
+
 def vm_setting_help(key: str) -> str:
     """The documentation of the VM run setting ``key`` (a key of :data:`VM_DEFAULTS`), as
     the core declares it, on one line."""
-    return " ".join(VM_SCHEMA["properties"][key]["description"].replace("`", "").split())
+    return _setting_help(VM_SCHEMA, key)
+
+
+def run_setting_help(key: str) -> str:
+    """The documentation of the native run setting ``key`` (a key of :data:`RUN_DEFAULTS`),
+    as the core declares it, on one line."""
+    return _setting_help(RUN_SCHEMA, key)
 #: Old names of cost keys, still read.
 COST_ALIASES = {"guest_minor_fault_ns": "minor_fault_ns"}
 

@@ -70,6 +70,7 @@ from .api import (
     VM_DEFAULTS,
     RUN_DEFAULTS,
     vm_setting_help,
+    run_setting_help,
     ReplayResult,
     RunResult,
     TraceInfo,
@@ -723,30 +724,26 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.set_defaults(frames=RUN["frames"], seed=RUN["seed"], swappiness=RUN["swappiness"],
                    page_cluster=RUN["page_cluster"], watermarks=RUN["watermarks"],
                    check_invariants=RUN["check_invariants"])
+    def doc(key: str, default: bool = True) -> str:
+        # The core's documentation of the setting (its schema), as argparse help.
+        h = run_setting_help(key).replace("%", "%%")
+        return h + (" (default %(default)s)" if default else "")
+
     p.add_argument("--device", "--swap", dest="device", default=RUN["device"], metavar="SPEC",
-                   help="swap device: ssd (a SATA SSD as the MG-LRU characterization paper "
-                   "measured it: 7.5 ms per 4 KiB request, queue depth 32), nvme, zram or "
-                   "remote, with key=value parameters (e.g. 'zram:read_us=20,write_us=35'; "
-                   "docs/models.md gives each one's defaults; default %(default)s)")
-    p.add_argument("--cpus", type=_positive, default=RUN["cpus"], metavar="N",
-                   help="host CPUs shared by the workload's threads and kswapd (default "
-                   "%(default)s)")
+                   help=doc("device"))
+    p.add_argument("--cpus", type=_positive, default=RUN["cpus"], metavar="N", help=doc("cpus"))
     add_cost_argument(p)
     p.add_argument("--slice-ns", type=_positive, default=RUN["slice_ns"], metavar="NS",
-                   help="scheduler time slice (default: EEVDF's base slice for --cpus)")
+                   help=doc("slice_ns", default=False))
     p.add_argument("--sample-every-ns", type=_int, default=RUN["sample_every_ns"], metavar="NS",
-                   help="sample the counters every NS of simulated time (with --json)")
+                   help=doc("sample_every_ns") + "; with --json")
     p.add_argument("--step-ns", type=_positive, default=RUN["step_ns"], metavar="NS",
-                   help="interleaving granularity of threads on different CPUs (default "
-                   "%(default)s; run(step_ns=...), run.step_ns)")
+                   help=doc("step_ns"))
     # --cgroup sets RunConfig.cgroup; unset, charge_device_ram's default decides
     p.add_argument("--cgroup", action="store_true", default=not RUN["charge_device_ram"],
-                   help="frames is a memory cgroup limit: zram's compressed pool is not "
-                   "charged to it (zsmalloc memory is not memcg-accounted)")
+                   help=doc("cgroup", default=False))
     p.add_argument("--tlb", action="store_true", default=RUN["tlb"],
-                   help="model the CPUs' TLBs and page walks (the run of `vmemsim vm W "
-                   "--paging native`; several times slower): a TLB hit sets no accessed bit "
-                   "(default: every access sets it and costs access_ns)")
+                   help=doc("tlb", default=False))
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_progress_argument(p)
 

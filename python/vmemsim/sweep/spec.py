@@ -46,7 +46,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from .._native import VmemsimError
 from .._hints import did_you_mean
-from ..api import COST_KEYS, RUN_DEFAULTS, VM_DEFAULTS, vm_setting_help
+from ..api import COST_KEYS, RUN_DEFAULTS, VM_DEFAULTS, run_setting_help, vm_setting_help
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -255,25 +255,19 @@ def _builtin_schema() -> None:
     reg("workload.csv", Key(optional(check_str), None, "CSV column mapping"))
     reg("run.sample_every", Key(check_int(0), 0,
         "replays: accesses between samples of the counters' time series (0: no series)"))
-    reg("run.sample_every_ns", Key(check_int(0), RUN["sample_every_ns"],
-        "timed runs: simulated ns between samples of the counters (0: no series)"))
-    reg("machine.cpus", Key(check_int(1, 4096), RUN["cpus"],
-        "timed runs: host CPUs shared by the workload's threads and kswapd"))
-    reg("machine.swap", Key(check_str, RUN["device"],
-        "timed runs: swap device spec: ssd, nvme, zram or remote, with key=value "
-        "parameters (e.g. 'zram:read_us=20')"))
-    reg("machine.tlb", Key(check_bool, RUN["tlb"],
-        "timed runs: model the CPUs' TLBs and page walks (a TLB hit sets no accessed bit; "
-        "several times slower); 'vmemsim run --tlb', vmemsim.run(tlb=...)"))
+    # The timed-run keys' defaults and documentation are the core's (RunConfig and its
+    # schema), declared once there.
+    def timed(path: str, field: str, check: Callable[[Any, str], Any], default: Any) -> None:
+        reg(path, Key(check, default, f"timed runs: {run_setting_help(field)}"))
+
+    timed("run.sample_every_ns", "sample_every_ns", check_int(0), RUN["sample_every_ns"])
+    timed("machine.cpus", "cpus", check_int(1, 4096), RUN["cpus"])
+    timed("machine.swap", "device", check_str, RUN["device"])
+    timed("machine.tlb", "tlb", check_bool, RUN["tlb"])
     # cgroup is RunConfig.charge_device_ram inverted (RunConfig.cgroup)
-    reg("machine.cgroup", Key(check_bool, not RUN["charge_device_ram"],
-        "timed runs: machine.frames is a memory cgroup limit, which zram's compressed pool "
-        "(zsmalloc's pages) is not charged to (false: the pool counts against "
-        "machine.frames); 'vmemsim run --cgroup', vmemsim.run(cgroup=...)"))
-    reg("machine.slice_ns", Key(optional(check_int(1)), RUN["slice_ns"],
-        "timed runs: scheduler time slice (unset: EEVDF's base slice for the CPU count)"))
-    reg("run.step_ns", Key(check_int(1), RUN["step_ns"],
-        "timed runs: interleaving granularity of threads on different CPUs"))
+    timed("machine.cgroup", "cgroup", check_bool, not RUN["charge_device_ram"])
+    timed("machine.slice_ns", "slice_ns", optional(check_int(1)), RUN["slice_ns"])
+    timed("run.step_ns", "step_ns", check_int(1), RUN["step_ns"])
     register_open_table("machine.costs", "timed and VM runs: the one cost table, CPU time "
                         "of each event in ns (cpu_ghz in GHz, kvm_work_ns a list): "
                         + ", ".join(COST_KEYS) + "; vmemsim.COST_DEFAULTS has the defaults")

@@ -30,53 +30,59 @@ use crate::workload::Workload;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct RunConfig {
-    /// The workload spec ([`super::parse_workload`]): a process model of
-    /// [`crate::workload`] or a guest model of [`super::GUEST_KINDS`] run natively.
+    // Each field's documentation is the help of its setting in `vmemsim run --help`, in a
+    // sweep and in `vmemsim.api.RUN_SCHEMA` (through the exported schema): written for
+    // users, without links.
+    /// Workload model spec: a process model (ycsb-a, 'pagerank:scale=16', tpch-like, custom,
+    /// trace:path=...) or a guest model run natively (redis-like, stress-vm, kernbench-like,
+    /// lmbench-like: the same run as `vmemsim vm W --paging native`).
     pub workload: String,
-    /// Seeds the workload (unless its spec gives its own seed) and the policy.
+    /// Random seed of the workload (unless its spec gives its own) and the policy.
     pub seed: u64,
-    /// The reclaim policy (`vmemsim policies`). Default `mglru`.
+    /// The reclaim policy (`vmemsim policies`).
     pub policy: String,
-    /// Memory: a frame count (`1024`, or the string `"1024"`) or a percentage of the
-    /// workload's footprint (`"50%"`, rounded to the nearest frame). Default 50%.
+    /// Memory in 4 KiB frames, or a percentage of the workload's footprint (rounded to the
+    /// nearest frame).
     #[serde(deserialize_with = "frames_text")]
     pub frames: String,
-    /// The policy's own `key = value` options (`--opt`); a key the policy does not read is
-    /// an error.
+    /// The policy's own `key = value` options; a key the policy does not read is an error.
     pub options: BTreeMap<String, String>,
-    /// The swap device spec (`--device`/`--swap`, `machine.swap`): `ssd`, `nvme`, `zram` or
-    /// `remote`, with `key=value` parameters (`"zram:read_us=20"`). Default `ssd`.
+    /// Swap device: `ssd` (a SATA SSD as the MG-LRU characterization paper measured it: 7.5 ms
+    /// per 4 KiB request, queue depth 32), `nvme`, `zram` or `remote`, with `key=value`
+    /// parameters (e.g. 'zram:read_us=20,write_us=35'; docs/models.md gives each one's
+    /// defaults).
     pub device: String,
-    /// Host CPUs the workload's threads and kswapd share ([`TimedConfig::cpus`]). Default 6.
+    /// Host CPUs shared by the workload's threads and kswapd.
     pub cpus: u32,
-    /// Scheduler time slice; `None`: EEVDF's base slice for `cpus` ([`TimedConfig::slice_ns`]).
+    /// Scheduler time slice in ns (unset: EEVDF's base slice for the CPU count).
     pub slice_ns: Option<u64>,
-    /// The one cost table ([`Costs`]); keys not given keep their defaults.
+    /// The one cost table: CPU time of each event in ns (the same as VM runs').
     pub costs: Costs,
-    /// Simulated ns between samples of the counters (0: no time series).
+    /// Sample the counters every this many ns of simulated time (0: no time series).
     pub sample_every_ns: u64,
-    /// Interleaving granularity of threads on different CPUs ([`TimedConfig::step_ns`]).
-    /// Default 2,000 ns.
+    /// Interleaving granularity of threads on different CPUs, in ns of CPU time (not a model
+    /// parameter: smaller is finer and slower).
     pub step_ns: u64,
-    /// Whether the swap device's own memory (zram's compressed pool) is taken from `frames`
-    /// ([`TimedConfig::charge_device_ram`]). Default true.
+    /// The swap device's own memory (zram's compressed pool) is taken from the frames, as on
+    /// a machine whose RAM they are (false: a memory cgroup limit, as `cgroup`).
     pub charge_device_ram: bool,
-    /// `frames` is a memory cgroup limit (`--cgroup`, `machine.cgroup`): the same setting as
-    /// `charge_device_ram`, inverted. `None`: `charge_device_ram` decides; given with
-    /// `charge_device_ram = false`, the two must agree (as `vmemsim.api._charge`).
+    /// The frames are a memory cgroup limit: zram's compressed pool is not charged to it
+    /// (zsmalloc memory is not memcg-accounted). The inverse of `charge_device_ram` (unset:
+    /// that decides; given with it false, the two must agree).
     pub cgroup: Option<bool>,
-    /// Model the CPUs' TLBs and page walks (`--tlb`; [`TimedConfig::tlb`]). Default false.
+    /// Model the CPUs' TLBs and page walks (several times slower): a TLB hit sets no
+    /// accessed bit (false: every access sets it and costs access_ns).
     pub tlb: bool,
-    /// With `tlb`: the translation hardware ([`TranslateConfig`]); keys not given keep their
-    /// defaults.
+    /// With `tlb`: the translation hardware (TLB geometries, page-walk caches, the caches
+    /// page walks read through).
     pub translate: TranslateConfig,
-    /// `vm.page-cluster`, 0..=10: swap readahead of 2^N pages. `None`: 3 for kernel
-    /// policies, 0 for demand policies ([`MachineConfig::page_cluster`]).
+    /// vm.page-cluster, 0 to 10: swap readahead of 2^N pages (unset: 3 for kernel policies,
+    /// 0 for demand policies).
     pub page_cluster: Option<u32>,
-    /// `[min, low, high]` zone watermarks in pages, `min <= low <= high`. `None`: derived
-    /// from the memory size as Linux does.
+    /// [min, low, high] zone watermarks in pages, min <= low <= high (unset: derived from
+    /// the memory size as Linux does).
     pub watermarks: Option<[u32; 3]>,
-    /// `vm.swappiness`, 0..=200. Default 60.
+    /// vm.swappiness, 0 to 200.
     pub swappiness: u32,
     /// Check every invariant after every access (slow; for debugging).
     pub check_invariants: bool,
