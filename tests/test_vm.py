@@ -292,6 +292,16 @@ def test_a_shipped_real_program_trace_runs_in_a_vm():
         vmemsim.run_vm("trace:path=/nonexistent.vmt")
 
 
+def test_vms_sharing_a_host_report_its_swap_device_once():
+    # The host and its swap device are shared by the VMs: the merged result's host device is
+    # the host's own, every page the host swapped out written once (it was each VM's view of
+    # the one device summed: twice the host's pswpout with two VMs).
+    r = vmemsim.run_vm("stress-vm:vcpus=1,bytes=8MiB,rounds=2", vms=2, host_frames="50%",
+                       host_swap="ssd")
+    assert r.host_device_stats["pages_written"] == r.host_stats["pswpout"] > 0
+    assert r.host_vmstat["pswpout"] == r.host_stats["pswpout"]
+
+
 def test_timed_swap_devices_for_the_host():
     # stress-vm with the host at 50% of guest memory swaps guest memory out and in. With a
     # timed device every page the host swapped out is a device write (pages written =
