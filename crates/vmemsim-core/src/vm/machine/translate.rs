@@ -626,23 +626,30 @@ impl Vm {
                 }
                 continue;
             };
-            let vc = &mut self.vcpus[v];
-            vc.clock = clock;
-            vc.accesses += accesses;
-            vc.writes += writes;
-            self.r.time.translation_ns += hit_ns;
-            self.r.time.compute_ns += compute_ns;
+            self.end_untranslated_run(v, clock, [accesses, writes, hit_ns, compute_ns]);
             return self
                 .untranslated_fault(v, pid, vpn, before, cls)
                 .map(|()| n);
         }
+        self.end_untranslated_run(v, clock, [accesses, writes, hit_ns, compute_ns]);
+        out.map(|()| n)
+    }
+
+    /// The end of a run of `run_untranslated`: the vCPU's clock, and the counts kept in
+    /// registers during it (accesses, writes, hit time, compute time) added where they go.
+    #[inline(always)]
+    fn end_untranslated_run(
+        &mut self,
+        v: usize,
+        clock: u64,
+        [accesses, writes, hit_ns, compute_ns]: [u64; 4],
+    ) {
         let vc = &mut self.vcpus[v];
         vc.clock = clock;
         vc.accesses += accesses;
         vc.writes += writes;
         self.r.time.translation_ns += hit_ns;
         self.r.time.compute_ns += compute_ns;
-        out.map(|()| n)
     }
 
     /// The rest of an untranslated access that faulted: its checks and its cost.
