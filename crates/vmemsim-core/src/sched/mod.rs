@@ -285,6 +285,16 @@ impl Sched {
         }
     }
 
+    /// Whether thread `t` sleeps with no wake-up queued: a waker would find it on its wait
+    /// queue. `wakeup_kswapd` (mm/vmscan.c, 6.8) returns at once when
+    /// `!waitqueue_active(&pgdat->kswapd_wait)`: kswapd is running, or an earlier wake-up
+    /// has already taken it off the queue (`autoremove_wake_function`), so only the first
+    /// waker pays for the wake-up.
+    pub fn wakeable(&self, t: usize) -> bool {
+        let th = &self.threads[t];
+        th.state == State::Sleeping && !th.wake_queued
+    }
+
     /// Wake a blocked or sleeping thread at `at` even if a wake-up is queued for later (the
     /// thread has something to do before what it waits for): its step decides.
     pub fn kick(&mut self, t: usize, at: u64) {

@@ -458,3 +458,34 @@ fn a_sampling_interval_that_would_exceed_the_sample_cap_is_refused() {
     let r = run(&s, w(), None).unwrap();
     assert_eq!(r.series.len(), 2_001);
 }
+
+#[test]
+fn only_the_allocation_that_finds_kswapd_asleep_pays_its_wake_up() {
+    // wakeup_kswapd (mm/vmscan.c) returns at once unless kswapd sleeps on its wait queue:
+    // once a wake-up is queued (or kswapd runs), later allocations pay nothing. Every cost
+    // but `wakeup_ns` and the reclaim of a page is zero and the swap device takes no CPU, so
+    // the application thread's CPU time is its direct reclaim plus 1 µs per wake-up it paid,
+    // and each of kswapd's runs began with one wake-up (on its own CPU it is never
+    // preempted: a run ends when it sleeps). kswapd's passes take 20 µs a page, so the
+    // thread goes on allocating below the low watermark while a wake-up waits for the
+    // pass to end.
+    let costs = Costs {
+        wakeup_ns: 1_000,
+        reclaim_page_ns: 20_000,
+        ..zero_costs()
+    };
+    let w = Script::new(vec![loop_thread(400, 4, 100)]);
+    let s = spec(
+        "clock-lru",
+        100,
+        2,
+        costs,
+        "ssd:latency_us=10,bw_mbps=4096,qd=1,submit_us=0",
+    );
+    let r = run(&s, w, None).unwrap();
+    assert!(r.cpu.kswapd_runs > 5, "{:?}", r.cpu);
+    assert_eq!(
+        r.threads[0].cpu_ns,
+        1_000 * r.cpu.kswapd_runs + r.cpu.direct_reclaim_ns + 100 * 1_600
+    );
+}

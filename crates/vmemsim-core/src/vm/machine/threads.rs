@@ -2,7 +2,6 @@
 //! kswapd on them (a small fair scheduler per VM), and the host's kswapd.
 
 use super::*;
-use crate::sched::State;
 
 /// Why a vCPU's stream is not running: it waits for a swap read, or idles until its next
 /// request arrives (both until the given time). Meanwhile the vCPU halts, unless the
@@ -315,8 +314,9 @@ impl VmExec<'_, '_> {
         }
         loop {
             // The first allocation of the step that wakes the sleeping kswapd pays
-            // `wakeup_ns` and wakes it (`wakeup_kswapd`).
-            let mut wake = (s.threads[self.kswapd].state == State::Sleeping).then_some(None);
+            // `wakeup_ns` and wakes it (`wakeup_kswapd`); once a wake-up is queued, later
+            // allocations find it off its wait queue and pay nothing (`Sched::wakeable`).
+            let mut wake = s.wakeable(self.kswapd).then_some(None);
             let step_ns = self.step_ns;
             let out = Self::run_ops(
                 vm,
