@@ -48,7 +48,7 @@ def test_mglru_characterization_quick_run_and_findings(tmp_path):
     # The paper's §V-D/§VI-A tail finding (MG-LRU's p99.99 2-5x Clock's on YCSB with zram):
     # its direction, MG-LRU's tail the longer on A, B and C. Two seeds' p99.99 is too few
     # requests to pin the [2, 5] range (this quick run gives 1.98-2.61x); the full run's
-    # 25 seeds do, and FINDINGS.md reports that verdict (2.18-2.38x: reproduces).
+    # 25 seeds do, and FINDINGS.md reports that verdict (2.31-2.46x: reproduces).
     tail = next(line for line in table if line.startswith("| §V-D, §VI-A"))
     for wl in ("ycsb-a", "ycsb-b", "ycsb-c"):
         ratio = float(tail.split(f"{wl} ")[1].split("×")[0])
