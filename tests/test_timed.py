@@ -46,6 +46,24 @@ def test_slower_swap_takes_longer():
     assert slow.cpu["io_wait_ns"] > fast.cpu["io_wait_ns"]
 
 
+def test_swap_on_a_disk_waits_for_seeks_and_turns():
+    # A 7,200 rpm disk serves one request at a time and seeks between them: YCSB's random
+    # swap-ins wait far longer than on the SSD with its 32 channels, and the device was busy
+    # for no more than the run (one head). Its slots come from the rotational allocator.
+    kw = dict(policy="mglru", frames="50%", seed=1, cpus=2)
+    ssd = vmemsim.run(YCSB, device="ssd", **kw)
+    hdd = vmemsim.run(YCSB, device="hdd:size=1GiB", **kw)
+    d = hdd.device_stats
+    assert d["read_requests"] > 0 and d["write_requests"] > 0
+    assert d["busy_ns"] == d["service_total_ns"] <= hdd.runtime_ns + 20_000_000
+    assert hdd.runtime_ns > 2 * ssd.runtime_ns
+    # Every request took at least a page's transfer at 150 MB/s (27.3 µs) and a random one
+    # a seek of at least 1 ms and half a turn (4.17 ms): the mean is well above 1 ms.
+    assert d["service_total_ns"] / (d["read_requests"] + d["write_requests"]) > 1_000_000
+    with pytest.raises(VmemsimError, match="hdd.size"):
+        vmemsim.run(YCSB, device="hdd:size=12XB", **kw)
+
+
 @pytest.mark.parametrize(
     "kw, needle",
     [

@@ -7,12 +7,16 @@
 //!   three kinds differ only in their defaults (documented on [`QueuedParams`]).
 //! - `zram` ([`zram::Zram`]): synchronous compression in the submitting thread's CPU time, with
 //!   the compressed pool's size tracked per slot from each page's [`ContentClass`].
+//! - `hdd` ([`hdd::Hdd`]): a rotating disk, one head that seeks (by the distance from the
+//!   previous request), waits for the platter and transfers, one request at a time. Swap on
+//!   it is rotational swap (the kernel's rotational slot allocator and cluster readahead).
 //!
 //! Times are u64 nanoseconds of simulated time. A request is `pages` contiguous 4 KiB slots.
 //! Left out everywhere: I/O errors, the block layer's request merging and plugging (the caller
 //! decides how many slots one request carries), and device-internal effects such as SSD garbage
 //! collection or write caches beyond what the configured latencies already contain.
 
+pub mod hdd;
 pub mod queued;
 pub mod zram;
 
@@ -462,6 +466,155 @@ impl ZramParams {
     }
 }
 
+/// Parameters of `hdd` (see [`hdd::Hdd`] for the model).
+///
+/// Defaults and their sources:
+/// - `rpm = 7200`: the common speed of 3.5-inch desktop and nearline SATA disks; half a
+///   revolution, the average rotational wait, is then 4.17 ms by arithmetic.
+/// - `seek_us = 8500`, `min_seek_us = 1000`: average and track-to-track seek. Estimates of the
+///   order 7,200 rpm drives' data sheets give (8–9 ms average read seek, about 1 ms
+///   track-to-track), not one drive's figures.
+/// - `bw_mbps = 150`: sustained media rate, an estimate between such a drive's inner and outer
+///   zones (about 100–200 MB/s); reads and writes alike.
+/// - `size = 4 GiB`: the swap partition (`hdd:size=SIZE` of `vmemsim replay --swap` too); the
+///   seek distances are fractions of it. Written with a unit (`512MiB`, `4GiB`) or in bytes.
+///   Swap on it has `size / 4 KiB − 1` slots (mkswap's header page).
+/// - `submit_us = 2`: the block layer's submission path, as for `ssd` (estimate).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HddParams {
+    pub size_bytes: u64,
+    pub rpm: f64,
+    pub seek_us: f64,
+    pub min_seek_us: f64,
+    pub bw_mbps: f64,
+    pub submit_us: f64,
+}
+
+impl Default for HddParams {
+    fn default() -> Self {
+        HddParams {
+            size_bytes: 4 << 30,
+            rpm: 7200.0,
+            seek_us: 8500.0,
+            min_seek_us: 1000.0,
+            bw_mbps: 150.0,
+            submit_us: 2.0,
+        }
+    }
+}
+
+impl HddParams {
+    pub const KEYS: &'static [&'static str] = &[
+        "size",
+        "rpm",
+        "seek_us",
+        "min_seek_us",
+        "bw_mbps",
+        "submit_us",
+    ];
+    /// Sizes accepted: two pages (a header and one slot) to 1 TiB (2^28 slots, the swap
+    /// map's bound here).
+    pub const MIN_SIZE: u64 = 2 * PAGE_BYTES;
+    pub const MAX_SIZE: u64 = 1 << 40;
+    /// Speeds accepted, rpm.
+    pub const RPM: (f64, f64) = (60.0, 100_000.0);
+
+    /// Pages the disk holds.
+    pub fn pages(&self) -> u64 {
+        self.size_bytes / PAGE_BYTES
+    }
+
+    /// Swap slots on it: its pages less mkswap's header page (`last_page`).
+    pub fn swap_slots(&self) -> u32 {
+        self.pages().saturating_sub(1).min(u32::MAX as u64) as u32
+    }
+
+    fn set(&mut self, key: &str, v: &str) -> Result<()> {
+        let k = format!("hdd.{key}");
+        match key {
+            "size" => self.size_bytes = size_bytes(&k, v)?,
+            "rpm" => self.rpm = number(&k, v)?,
+            "seek_us" => self.seek_us = time_us(&k, v)?,
+            "min_seek_us" => self.min_seek_us = time_us(&k, v)?,
+            "bw_mbps" => self.bw_mbps = bandwidth(&k, v)?,
+            "submit_us" => self.submit_us = time_us(&k, v)?,
+            _ => return Err(unknown_key("hdd", key, Self::KEYS)),
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<()> {
+        check_time("hdd.seek_us", self.seek_us)?;
+        check_time("hdd.min_seek_us", self.min_seek_us)?;
+        check_time("hdd.submit_us", self.submit_us)?;
+        check_bw("hdd.bw_mbps", self.bw_mbps)?;
+        if self.min_seek_us > self.seek_us {
+            return Err(Error::config(
+                "hdd.min_seek_us",
+                format!(
+                    "{}: the shortest seek cannot exceed the average (seek_us = {})",
+                    self.min_seek_us, self.seek_us
+                ),
+            ));
+        }
+        let (lo, hi) = Self::RPM;
+        if !(self.rpm.is_finite() && (lo..=hi).contains(&self.rpm)) {
+            return Err(Error::config(
+                "hdd.rpm",
+                format!("{}: must be {lo} to {hi}", self.rpm),
+            ));
+        }
+        if !(Self::MIN_SIZE..=Self::MAX_SIZE).contains(&self.size_bytes) {
+            return Err(Error::config(
+                "hdd.size",
+                format!("{} bytes: must be 8 KiB to 1 TiB", self.size_bytes),
+            ));
+        }
+        Ok(())
+    }
+
+    fn entries(&self) -> Vec<(&'static str, Num)> {
+        vec![
+            ("size", Num::U(self.size_bytes)),
+            ("rpm", Num::F(self.rpm)),
+            ("seek_us", Num::F(self.seek_us)),
+            ("min_seek_us", Num::F(self.min_seek_us)),
+            ("bw_mbps", Num::F(self.bw_mbps)),
+            ("submit_us", Num::F(self.submit_us)),
+        ]
+    }
+}
+
+/// A size in bytes: a whole number with an optional unit (B, K/KiB, M/MiB, G/GiB, T/TiB;
+/// powers of 1024).
+fn size_bytes(key: &str, v: &str) -> Result<u64> {
+    let t = v.trim().replace('_', "");
+    let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let (num, unit) = t.split_at(digits);
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "K" | "KiB" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        "G" | "GiB" => 1 << 30,
+        "T" | "TiB" => 1 << 40,
+        _ => {
+            return Err(Error::config(
+                key,
+                format!("'{v}': expected a size such as 512MiB or 4GiB"),
+            ))
+        }
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| {
+            Error::config(
+                key,
+                format!("'{v}': expected a size such as 512MiB or 4GiB"),
+            )
+        })
+}
+
 /// A device kind with its parameters: the config of one swap device.
 ///
 /// Written as a spec string `kind[:key=value,...]` (e.g. `ssd:latency_us=7500,qd=32`; keys not
@@ -474,6 +627,7 @@ pub enum DeviceSpec {
     Nvme(QueuedParams),
     Remote(QueuedParams),
     Zram(ZramParams),
+    Hdd(HddParams),
 }
 
 impl DeviceSpec {
@@ -483,6 +637,7 @@ impl DeviceSpec {
         ("nvme", "NVMe SSD: 90 µs per 4 KiB, qd 64, GB/s bandwidth"),
         ("zram", "compressed RAM: LZO-RLE 20 µs read / 35 µs write of CPU time, pool counted against RAM"),
         ("remote", "RDMA far memory (Infiniswap-like): ~3.6 µs per 4 KiB over 56 Gb/s"),
+        ("hdd", "7,200 rpm disk: seek by distance (8.5 ms average), half a turn, 150 MB/s; rotational swap"),
     ];
 
     /// The defaults of kind `name`.
@@ -492,6 +647,7 @@ impl DeviceSpec {
             "nvme" => Ok(DeviceSpec::Nvme(QueuedParams::NVME)),
             "remote" => Ok(DeviceSpec::Remote(QueuedParams::REMOTE)),
             "zram" => Ok(DeviceSpec::Zram(ZramParams::default())),
+            "hdd" => Ok(DeviceSpec::Hdd(HddParams::default())),
             _ => {
                 let names: Vec<&str> = Self::KINDS.iter().map(|k| k.0).collect();
                 Err(Error::config(
@@ -508,6 +664,18 @@ impl DeviceSpec {
             DeviceSpec::Nvme(_) => "nvme",
             DeviceSpec::Remote(_) => "remote",
             DeviceSpec::Zram(_) => "zram",
+            DeviceSpec::Hdd(_) => "hdd",
+        }
+    }
+
+    /// The swap slots of a rotating disk (`hdd`): swap on it is rotational (no
+    /// `SWP_SOLIDSTATE`), which the kernel serves with its rotational slot allocator
+    /// (`scan_swap_map_slots` without per-CPU clusters) and cluster readahead
+    /// (`swap_use_vma_readahead` is false while `nr_rotate_swap` > 0). `None` for the others.
+    pub fn rotational_slots(&self) -> Option<u32> {
+        match self {
+            DeviceSpec::Hdd(p) => Some(p.swap_slots()),
+            _ => None,
         }
     }
 
@@ -519,6 +687,7 @@ impl DeviceSpec {
                 p.set(kind, key, value)
             }
             DeviceSpec::Zram(p) => p.set(key, value),
+            DeviceSpec::Hdd(p) => p.set(key, value),
         }
     }
 
@@ -529,6 +698,7 @@ impl DeviceSpec {
                 p.check(self.kind())
             }
             DeviceSpec::Zram(p) => p.check(),
+            DeviceSpec::Hdd(p) => p.check(),
         }
     }
 
@@ -536,6 +706,7 @@ impl DeviceSpec {
         match self {
             DeviceSpec::Ssd(p) | DeviceSpec::Nvme(p) | DeviceSpec::Remote(p) => p.entries(),
             DeviceSpec::Zram(p) => p.entries(),
+            DeviceSpec::Hdd(p) => p.entries(),
         }
     }
 
@@ -787,6 +958,7 @@ pub fn build(spec: &DeviceSpec) -> Result<Box<dyn SwapDevice>> {
         DeviceSpec::Nvme(p) => Box::new(queued::QueuedDevice::new("nvme", p)),
         DeviceSpec::Remote(p) => Box::new(queued::QueuedDevice::new("remote", p)),
         DeviceSpec::Zram(p) => Box::new(zram::Zram::new(p)),
+        DeviceSpec::Hdd(p) => Box::new(hdd::Hdd::new(p)),
     })
 }
 
@@ -848,6 +1020,16 @@ mod tests {
         let s = DeviceSpec::parse("zram:text_ratio=2.5,disksize_mib=1,same_us=0").unwrap();
         let DeviceSpec::Zram(z) = s else { panic!() };
         assert_eq!((z.text_ratio, z.disksize_mib, z.same_us), (2.5, 1, 0.0));
+        let s = DeviceSpec::parse("hdd:size=512MiB,rpm=5400,seek_us=12000").unwrap();
+        let DeviceSpec::Hdd(h) = s else { panic!() };
+        assert_eq!(
+            (h.size_bytes, h.rpm, h.seek_us),
+            (512 << 20, 5400.0, 12000.0)
+        );
+        // 512 MiB is 131,072 pages, one of them mkswap's header.
+        assert_eq!(s.rotational_slots(), Some(131_071));
+        assert_eq!(DeviceSpec::parse(&s.to_string()).unwrap(), s);
+        assert_eq!(DeviceSpec::parse("ssd").unwrap().rotational_slots(), None);
     }
 
     #[test]
@@ -875,7 +1057,13 @@ mod tests {
             ("ssd:qd", "ssd.qd"),
             ("ssd:qd=4,qd=8", "ssd.qd"),
             ("ssd:qd=4,,submit_us=1", "ssd"),
-            ("hdd", "device"),
+            ("tape", "device"),
+            ("hdd:size=3", "hdd.size"),
+            ("hdd:size=4XB", "hdd.size"),
+            ("hdd:size=2TiB", "hdd.size"),
+            ("hdd:rpm=0", "hdd.rpm"),
+            ("hdd:min_seek_us=9000", "hdd.min_seek_us"),
+            ("hdd:qd=2", "hdd.qd"),
             ("", "device"),
             (":qd=4", "device"),
         ];

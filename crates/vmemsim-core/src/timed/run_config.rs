@@ -48,8 +48,9 @@ pub struct RunConfig {
     /// The policy's own `key = value` options; a key the policy does not read is an error.
     pub options: BTreeMap<String, String>,
     /// Swap device: `ssd` (a SATA SSD as the MG-LRU characterization paper measured it: 7.5 ms
-    /// per 4 KiB request, queue depth 32), `nvme`, `zram` or `remote`, with `key=value`
-    /// parameters (e.g. 'zram:read_us=20,write_us=35'; docs/models.md gives each one's
+    /// per 4 KiB request, queue depth 32), `nvme`, `zram`, `remote` or `hdd` (a 7,200 rpm
+    /// disk: seeks, half a turn, 150 MB/s; rotational swap), with `key=value` parameters (e.g.
+    /// 'zram:read_us=20,write_us=35', 'hdd:size=8GiB'; docs/models.md gives each one's
     /// defaults).
     pub device: String,
     /// Host CPUs shared by the workload's threads and kswapd.

@@ -489,3 +489,26 @@ fn only_the_allocation_that_finds_kswapd_asleep_pays_its_wake_up() {
         1_000 * r.cpu.kswapd_runs + r.cpu.direct_reclaim_ns + 100 * 1_600
     );
 }
+
+#[test]
+fn swap_on_a_disk_takes_consecutive_slots_and_seeks_back_for_a_read() {
+    // One frame, FIFO, every cost zero: pages 0..3 are swapped out as 1, 2 and 3 arrive and
+    // page 3 as 0 comes back, all at time 0. Swap on `hdd` is rotational: the slots come from
+    // the rotational allocator in order, 1 to 4 (slot 0 is mkswap's header). The disk turns
+    // at 6,000 rpm (10 ms), every seek takes 3 ms and a page 1 µs: the first write seeks
+    // from 0 to 1 and waits half a turn (3 + 5 + 0.001 ms), the next three follow on the
+    // platter without a seek or a wait (1 µs each, done at 8.004 ms), and the read of slot 1
+    // seeks back: 8.004 + 3 + 5 + 0.001 = 16.005 ms, when the thread has its page.
+    let w = Script::new(vec![vec![acc(0), acc(1), acc(2), acc(3), acc(0)]]);
+    let dev = "hdd:size=64MiB,rpm=6000,seek_us=3000,min_seek_us=3000,bw_mbps=4096,submit_us=0";
+    let r = run(&spec("fifo", 1, 1, zero_costs(), dev), w, None).unwrap();
+    assert_eq!(r.runtime_ns, 16_005_000);
+    let d = r.device_stats.as_ref().unwrap();
+    assert_eq!((d.write_requests, d.read_requests), (4, 1));
+    assert_eq!(d.service_total_ns, 8_004_000 + 8_001_000);
+    // The writes queued behind each other: 8.001, 8.002 and 8.003 ms; the read 8.004 ms.
+    assert_eq!(
+        d.queue_delay_total_ns,
+        8_001_000 + 8_002_000 + 8_003_000 + 8_004_000
+    );
+}

@@ -95,6 +95,12 @@ impl Vm {
         guest_cfg.frames = units("vm.guest_frames", cfg.guest.frames, gshift, "guest memory")?;
         guest_cfg.watermarks = unit_marks(&cfg.guest, gshift);
         guest_cfg.swap_sync_io |= cfg.guest_swap.as_ref().is_some_and(|d| d.kind() == "zram");
+        // Swap on a rotating disk is rotational swap (`DeviceSpec::rotational_slots`).
+        if let Some(n) = cfg.guest_swap.as_ref().and_then(|d| d.rotational_slots()) {
+            guest_cfg
+                .swap_rotational
+                .get_or_insert((n >> gshift).max(1));
+        }
         let guest_policy = cfg
             .guest_policy
             .build(guest_cfg.frames, &cfg.guest_options, Boxer)?;

@@ -63,7 +63,7 @@ pub struct VmConfig {
     /// module docs' "Large pages".
     pub guest_page: PageSize,
     pub host_page: PageSize,
-    /// Swap devices with timing (`crate::device`: ssd, nvme, zram, remote) for the host's
+    /// Swap devices with timing (`crate::device`: ssd, nvme, zram, remote, hdd) for the host's
     /// swap of guest memory and the guest's own swap. `None`: a major fault costs the flat
     /// `host_major_fault_ns` / `guest_major_fault_ns`. See the module docs' "Swap devices".
     pub host_swap: Option<crate::device::DeviceSpec>,
