@@ -25,6 +25,8 @@ __all__ = [
     "check_generator",
     "generator_plan",
     "replay",
+    "replay_config_defaults",
+    "replay_config_schema",
     "run_timed",
     "run_config_defaults",
     "workload_kinds",
