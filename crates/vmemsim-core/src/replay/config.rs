@@ -378,10 +378,7 @@ mod tests {
         .unwrap();
         // The machine of the defaults is MachineConfig::new's (as the binding's
         // machine_config gave with no machine dict), and so is the rest of the spec.
-        assert_eq!(
-            format!("{:?}", spec.machine),
-            format!("{:?}", MachineConfig::new(100))
-        );
+        assert_eq!(spec.machine, MachineConfig::new(100));
         assert_eq!(spec.policy.name(), "lru");
         assert_eq!((spec.options.seed, spec.options.keys().count()), (0, 0));
         assert_eq!((spec.sample_every, spec.warmup), (0, 0));
