@@ -4,6 +4,7 @@ errors as VmemsimError, progress callbacks, and the GIL released while the core 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import sys
@@ -180,12 +181,15 @@ def test_bad_in_memory_traces(trace, needle) -> None:
 def test_native_rejects_wrong_arrays() -> None:
     from vmemsim import _native
 
+    # The settings are the JSON of the core's ReplayConfig (vmemsim.api.REPLAY_DEFAULTS).
+    config = json.dumps({"policy": "lru", "frames": 3})
     with pytest.raises(VmemsimError, match="uint64 or int64"):
-        _native.replay({"pages": np.array([1.0])}, "lru", "3")
+        _native.replay({"pages": np.array([1.0])}, config)
     with pytest.raises(VmemsimError, match="negative page number -1"):
-        _native.replay({"pages": np.array([-1], dtype=np.int64)}, "lru", "3")
-    with pytest.raises(VmemsimError, match="machine: unknown key 'nope'"):
-        _native.replay({"pages": np.array([1], dtype=np.uint64)}, "lru", "3", 0, None, {"nope": 1})
+        _native.replay({"pages": np.array([-1], dtype=np.int64)}, config)
+    with pytest.raises(VmemsimError, match="^nope: unknown field `nope`"):
+        _native.replay({"pages": np.array([1], dtype=np.uint64)},
+                       json.dumps({"policy": "lru", "frames": 3, "nope": 1}))
 
 
 def test_malformed_file(tmp_path: Path) -> None:

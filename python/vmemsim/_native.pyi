@@ -25,6 +25,8 @@ __all__ = [
     "check_generator",
     "generator_plan",
     "replay",
+    "replay_config_defaults",
+    "replay_config_schema",
     "run_timed",
     "run_config_defaults",
     "workload_kinds",
@@ -74,34 +76,31 @@ def generator_plan(spec: str, seed: int) -> str:
     """The generator as the token plan of the kernel harness's workload program."""
 
 def replay(
-    source: Mapping[str, Any],
-    policy: str,
-    frames: str,
-    seed: int = 0,
-    options: Optional[Mapping[str, str]] = None,
-    machine: Optional[Mapping[str, Any]] = None,
-    progress: Optional[_ProgressFn] = None,
-    sample_every: int = 0,
-    warmup: int = 0,
+    source: Mapping[str, Any], config: str, progress: Optional[_ProgressFn] = None
 ) -> str:
-    """Replay a source; returns the JSON of the core's ``ReplayResult`` (with ``series``, the
-    cumulative ``Stats`` every ``sample_every`` accesses, when that is above 0). The first
-    ``warmup`` accesses are replayed before counting starts."""
+    """Replay a source: ``config`` is the JSON of the core's ``ReplayConfig`` (unknown keys
+    and bad values are errors naming them); returns the JSON of the core's ``ReplayResult``
+    (with ``series``, the cumulative ``Stats`` every ``sample_every`` accesses, when that is
+    above 0)."""
+
+def replay_config_defaults() -> str:
+    """The defaults of a replay (``ReplayConfig``) as JSON."""
+
+def replay_config_schema() -> str:
+    """The JSON Schema of a replay's settings (``replay::ReplayConfig``): each key's type, default and documentation."""
 
 def miss_ratio_curve(
     source: Mapping[str, Any],
-    policy: str = "lru",
+    config: str,
     sizes: Optional[Sequence[int]] = None,
     points: Optional[int] = None,
     shards: Optional[float] = None,
-    seed: int = 0,
-    options: Optional[Mapping[str, str]] = None,
-    machine: Optional[Mapping[str, Any]] = None,
     workers: Optional[int] = None,
     progress: Optional[_ProgressFn] = None,
 ) -> str:
     """The miss-ratio curve as JSON: the core's ``MissCurve`` plus ``policy``, ``method``,
-    ``seed``, ``version``, ``distinct_pages`` and ``workers``."""
+    ``seed``, ``version``, ``distinct_pages`` and ``workers``. ``config`` is the JSON of the
+    core's ``ReplayConfig`` without ``frames``, ``sample_every`` and ``warmup``."""
 
 def trace_info(
     source: Mapping[str, Any], reuse: bool = True, progress: Optional[_ProgressFn] = None

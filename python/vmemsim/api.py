@@ -377,8 +377,10 @@ def _machine_arg(
     content_class: str = "numeric",
     charge_device_ram: bool = True,
 ) -> Dict[str, Any]:
-    if kernel not in KERNEL_VERSIONS:
-        raise VmemsimError(f"kernel: expected one of {', '.join(KERNEL_VERSIONS)}, got {kernel!r}")
+    """The machine's keys of the core's ReplayConfig (:data:`REPLAY_DEFAULTS`): ``swap`` and
+    ``content_class`` become ``swap_sync_io``, ``swap_rotational`` and ``zram_pool``. The
+    ranges (swappiness, page_cluster, watermarks, the kernel version, zram's parameters) are
+    the core's to check, in errors naming the key."""
     if not isinstance(swap, str):
         raise VmemsimError(f"swap: expected one of {', '.join(REPLAY_SWAPS)}, got {swap!r}")
     kind = swap.split(":", 1)[0].strip().lower()
@@ -390,22 +392,23 @@ def _machine_arg(
         raise VmemsimError(
             f"content_class: expected one of {', '.join(CONTENT_CLASSES)}, got {content_class!r}"
         )
-    m: Dict[str, Any] = {"swappiness": swappiness, "check_invariants": bool(check_invariants)}
-    if kernel != "6.8":
-        m["kernel"] = kernel
+    m: Dict[str, Any] = {
+        "swappiness": _int_arg("swappiness", swappiness),
+        "check_invariants": bool(check_invariants),
+        "kernel": kernel,
+        "page_cluster": None if page_cluster is None else _int_arg("page_cluster", page_cluster),
+    }
     if kind == "hdd":
         m["swap_rotational"] = _hdd_slots(swap)
     if kind == "zram":
         m["swap_sync_io"] = True
         if charge_device_ram:
             m["zram_pool"] = {"class": content_class, "device": swap.strip()}
-    if page_cluster is not None:
-        m["page_cluster"] = page_cluster
     if watermarks is not None:
         w = tuple(watermarks)
         if len(w) != 3:
             raise VmemsimError(f"watermarks: expected (min, low, high), got {watermarks!r}")
-        m["watermarks"] = w
+        m["watermarks"] = [_int_arg("watermarks", x) for x in w]
     return m
 
 
@@ -610,7 +613,13 @@ def replay(
         trace, format=format, page_size=page_size, addresses=addresses, csv=csv, seed=seed_i,
         writes=writes, gup=gup,
     )
-    out = _native.replay(src, policy, frames_s, seed_i, opts, machine, progress, every, warm)
+    # The core's ReplayConfig (REPLAY_DEFAULTS): its build() checks the machine's ranges and
+    # the policy's options before the trace is read, and resolves a percentage of frames.
+    config: Dict[str, Any] = {
+        "policy": policy, "frames": frames_s, "seed": seed_i, "options": opts, **machine,
+        "sample_every": every, "warmup": warm,
+    }
+    out = _native.replay(src, json.dumps(config), progress)
     return ReplayResult.from_json(out)
 
 
@@ -779,9 +788,13 @@ def mrc(
         trace, format=format, page_size=page_size, addresses=addresses, csv=csv, seed=seed_i,
         writes=writes,
     )
+    # The machine every size is replayed on: the core's ReplayConfig, as replay()'s.
+    config: Dict[str, Any] = {
+        "policy": policy, "seed": seed_i, "options": _options_arg(options),
+        **_machine_arg(page_cluster, watermarks, swappiness, check_invariants),
+    }
     out = _native.miss_ratio_curve(
-        src, policy, sizes_l, points_i, shards_f, seed_i, _options_arg(options),
-        _machine_arg(page_cluster, watermarks, swappiness, check_invariants), workers_i, progress,
+        src, json.dumps(config), sizes_l, points_i, shards_f, workers_i, progress,
     )
     return MissRatioCurve.from_json(out)
 
@@ -1237,6 +1250,14 @@ RUN_DEFAULTS: Dict[str, Any] = json.loads(_native.run_config_defaults())
 #: The schema of a native timed run's settings (JSON Schema of ``timed::RunConfig``): each
 #: key's type, default and documentation as written in the core.
 RUN_SCHEMA: Dict[str, Any] = json.loads(_native.run_config_schema())
+#: The defaults of a trace replay (``vmemsim_core::replay::ReplayConfig``, declared once in
+#: the core): :func:`replay`'s, :func:`mrc`'s, ``vmemsim replay``'s and the sweep's replay
+#: defaults are these.
+REPLAY_DEFAULTS: Dict[str, Any] = json.loads(_native.replay_config_defaults())
+#: The schema of a trace replay's settings (JSON Schema of ``replay::ReplayConfig``): each
+#: key's type, default and documentation as written in the core, which ``vmemsim replay
+#: --help`` and the sweep's replay keys show (:func:`replay_setting_help`).
+REPLAY_SCHEMA: Dict[str, Any] = json.loads(_native.replay_config_schema())
 #: The schema of a VM run's settings (JSON Schema of ``VmRunConfig``): each key's type,
 #: default and documentation as written in the core, which ``vmemsim vm --help`` and the
 #: sweep's ``vm.*`` keys show (:func:`vm_setting_help`).
@@ -1244,7 +1265,16 @@ VM_SCHEMA: Dict[str, Any] = json.loads(_native.vm_config_schema())
 
 
 def _setting_help(schema: Mapping[str, Any], key: str) -> str:
-    return " ".join(schema["properties"][key]["description"].replace("`", "").split())
+    # A dotted key is a field of a table (``zram_pool.class``): its schema is a definition,
+    # referred to from the table's entry (through ``anyOf`` when the table is optional).
+    *tables, last = key.split(".")
+    props = schema["properties"]
+    for t in tables:
+        entry = props[t]
+        ref = next(x["$ref"] for x in [entry, *entry.get("anyOf", []), *entry.get("allOf", [])]
+                   if "$ref" in x)
+        props = schema["definitions"][ref.rsplit("/", 1)[1]]["properties"]
+    return " ".join(props[last]["description"].replace("`", "").split())
 
 
 def vm_setting_help(key: str) -> str:
@@ -1257,6 +1287,12 @@ def run_setting_help(key: str) -> str:
     """The documentation of the native run setting ``key`` (a key of :data:`RUN_DEFAULTS`),
     as the core declares it, on one line."""
     return _setting_help(RUN_SCHEMA, key)
+
+
+def replay_setting_help(key: str) -> str:
+    """The documentation of the replay setting ``key`` (a key of :data:`REPLAY_DEFAULTS`, or
+    ``zram_pool.class`` for a table's field), as the core declares it, on one line."""
+    return _setting_help(REPLAY_SCHEMA, key)
 #: Old names of cost keys, still read.
 COST_ALIASES = {"guest_minor_fault_ns": "minor_fault_ns"}
 

@@ -69,8 +69,10 @@ from .api import (
     COST_KEYS,
     VM_DEFAULTS,
     RUN_DEFAULTS,
+    REPLAY_DEFAULTS,
     vm_setting_help,
     run_setting_help,
+    replay_setting_help,
     ReplayResult,
     RunResult,
     TraceInfo,
@@ -449,61 +451,72 @@ def add_policy_arguments(
     frames_required: bool = True,
     frames: bool = True,
     policy_default: Optional[str] = None,
+    setting_help: Callable[[str], str] = replay_setting_help,
 ) -> None:
     """``--policy``, ``--frames`` (unless ``frames`` is false), ``--seed``, ``--opt`` and the
-    machine knobs; read them back with :func:`replay_kwargs`."""
+    machine knobs; read them back with :func:`replay_kwargs`. Their help is the core's
+    documentation of each setting, ``setting_help(key)`` (a replay's, :data:`REPLAY_DEFAULTS`
+    giving the defaults; a timed run passes ``run_setting_help``)."""
+    REPLAY = REPLAY_DEFAULTS  # the core's defaults of a replay (ReplayConfig), declared once
+
+    def doc(key: str, default: bool = False) -> str:
+        # The core's documentation of the setting (its schema), as argparse help.
+        h = setting_help(key).replace("%", "%%")
+        return h + (" (default %(default)s)" if default else "")
+
     if policy_default is None:
         p.add_argument(
-            "--policy", required=True, metavar="NAME", help="policy name (see 'vmemsim policies')"
+            "--policy", required=True, metavar="NAME", help=doc("policy")
         )
     else:
         p.add_argument(
             "--policy",
             default=policy_default,
             metavar="NAME",
-            help=f"policy name (see 'vmemsim policies'; default {policy_default})",
+            help=doc("policy", default=True),
         )
     if frames:
         p.add_argument(
             "--frames",
             required=frames_required,
             metavar="N",
-            help="memory size in 4 KiB frames, or a percentage of the trace's distinct pages "
-            "(25%%)",
+            help=doc("frames"),
         )
-    p.add_argument("--seed", type=_seed, default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument(
+        "--seed", type=_seed, default=REPLAY["seed"], metavar="S", help=doc("seed", default=True)
+    )
     p.add_argument(
         "--opt",
         action="append",
         metavar="KEY=VALUE",
-        help="policy option (repeatable); unknown keys are an error",
+        help=doc("options") + " (repeatable)",
     )
     p.add_argument(
         "--page-cluster",
         type=_int,
-        default=None,
+        default=REPLAY["page_cluster"],
         metavar="N",
-        help="vm.page-cluster: swap readahead of 2^N pages (default 3 for kernel policies, "
-        "0 for demand policies)",
+        help=doc("page_cluster"),
     )
     p.add_argument(
         "--swappiness",
         type=_int,
-        default=60,
+        default=REPLAY["swappiness"],
         metavar="N",
-        help="vm.swappiness, 0..200 (default 60)",
+        help=doc("swappiness", default=True),
     )
     p.add_argument(
         "--watermarks",
         type=_watermarks,
-        default=None,
+        default=REPLAY["watermarks"],
         metavar="MIN,LOW,HIGH",
-        help="zone watermarks in pages (default: derived from the size as Linux does)",
+        help=doc("watermarks"),
     )
     p.add_argument(
         "--check-invariants",
         action="store_true",
-        help="check every invariant after every access (slow; for debugging)",
+        default=REPLAY["check_invariants"],
+        help=doc("check_invariants"),
     )
 
 
@@ -606,8 +619,8 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
         dest="content_class",
         default="numeric",
         choices=("zero", "text", "numeric", "random", "sparse"),
-        help="content class of the trace's pages, for zram's compressed sizes (as custom "
-        "workloads' class=; default numeric)",
+        help=replay_setting_help("zram_pool.class").replace("%", "%%")
+        + " (with --swap zram; default %(default)s)",
     )
     p.add_argument(
         "--cgroup",
@@ -616,19 +629,17 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--kernel",
-        default="6.8",
+        default=REPLAY_DEFAULTS["kernel"],
         choices=("6.8", "6.1"),
-        help="whose reclaim rules the kernel policies follow where Linux versions differ "
-        "(default 6.8; docs/kernel-6.1-vs-6.8.md)",
+        help=replay_setting_help("kernel").replace("%", "%%") + " (default %(default)s)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--sample-every",
         type=_int,
-        default=0,
+        default=REPLAY_DEFAULTS["sample_every"],
         metavar="N",
-        help="record the cumulative counters every N accesses and at the end (0 = off; "
-        "at most a million samples)",
+        help=replay_setting_help("sample_every").replace("%", "%%"),
     )
     p.add_argument(
         "--series-out",
@@ -720,7 +731,8 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
         " lmbench-like: the same run as `vmemsim vm W --paging native`)",
     )
     RUN = RUN_DEFAULTS  # the core's defaults of a timed run (RunConfig), declared once there
-    add_policy_arguments(p, frames_required=False, policy_default=RUN["policy"])
+    add_policy_arguments(p, frames_required=False, policy_default=RUN["policy"],
+                         setting_help=run_setting_help)
     p.set_defaults(frames=RUN["frames"], seed=RUN["seed"], swappiness=RUN["swappiness"],
                    page_cluster=RUN["page_cluster"], watermarks=RUN["watermarks"],
                    check_invariants=RUN["check_invariants"])
@@ -953,7 +965,7 @@ def _latency_lines(latency: Dict[str, Dict[str, float]]) -> List[str]:
 
 def _configure_mrc(p: argparse.ArgumentParser) -> None:
     add_trace_arguments(p)
-    add_policy_arguments(p, frames=False, policy_default="lru")
+    add_policy_arguments(p, frames=False, policy_default=REPLAY_DEFAULTS["policy"])
     sizes = p.add_mutually_exclusive_group()
     sizes.add_argument(
         "--sizes", type=_sizes, metavar="N,N,..", help="memory sizes in frames, e.g. 10,100,1000"

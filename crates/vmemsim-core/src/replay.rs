@@ -1,4 +1,5 @@
 //! Replaying a trace through one policy on one machine: the smallest useful run.
+//! [`ReplayConfig`] is its settings as the front ends give them.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -10,6 +11,9 @@ use crate::policy::registry::PolicyVisitor;
 use crate::policy::{Policy, PolicyKind, PolicyOptions};
 use crate::trace::{collect, TraceSource, CHUNK};
 use crate::watermarks::Watermarks;
+
+pub(crate) mod config;
+pub use config::{ReplayConfig, ReplayRun, ZramPoolConfig};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 

@@ -47,18 +47,17 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use vmemsim_core::engine::{MachineConfig, MAX_FRAMES};
+use vmemsim_core::engine::MAX_FRAMES;
 use vmemsim_core::generate::{self, GenSpec};
 use vmemsim_core::mrc::{self, MissCurve, ShardsConfig};
 use vmemsim_core::policy::registry::PolicyVisitor;
-use vmemsim_core::policy::{KernelVersion, Policy, PolicyKind, PolicyOptions};
-use vmemsim_core::replay::{self, FramesSpec, ReplaySpec};
+use vmemsim_core::policy::{Policy, PolicyKind, PolicyOptions};
+use vmemsim_core::replay;
 use vmemsim_core::trace::info::{self, TraceInfo};
 use vmemsim_core::trace::{
     self, CsvOptions, ReaderOptions, TraceFormat, TraceMeta, TraceSource, VecSource, CHUNK,
 };
 use vmemsim_core::util::PageMap;
-use vmemsim_core::watermarks::Watermarks;
 use vmemsim_core::{Access, Error};
 
 create_exception!(
@@ -468,13 +467,13 @@ fn metered(src: &Source, meter: &Arc<Meter>) -> vmemsim_core::Result<Box<dyn Tra
 }
 
 /// Distinct pages of a source, in a pass that can be stopped but is not reported.
-fn count_distinct(src: &Source, meter: &Arc<Meter>) -> PyResult<u64> {
+fn count_distinct(src: &Source, meter: &Arc<Meter>) -> vmemsim_core::Result<u64> {
     let mut s = Metered {
-        inner: src.open().map_err(py_err)?,
+        inner: src.open()?,
         meter: meter.clone(),
         count: false,
     };
-    replay::count_distinct(&mut s).map_err(py_err)
+    replay::count_distinct(&mut s)
 }
 
 /// Unwind payload that stops a replay between two chunks once the meter is cancelled (the
@@ -551,7 +550,7 @@ fn internal(payload: Box<dyn std::any::Any + Send>) -> PyErr {
     VmemsimError::new_err(format!("internal error (a bug, please report): {msg}"))
 }
 
-// ---------------------------------------------------------------------------------- machine
+// ----------------------------------------------------------------------------------- values
 
 fn int_in(key: &str, v: &Bound<'_, PyAny>, lo: i128, hi: i128, what: &str) -> PyResult<i128> {
     if v.is_instance_of::<pyo3::types::PyBool>() {
@@ -575,244 +574,34 @@ fn repr(v: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
-const MACHINE_KEYS: &[&str] = &[
-    "page_cluster",
-    "watermarks",
-    "swappiness",
-    "check_invariants",
-    "swap_sync_io",
-    "kernel",
-    "zram_pool",
-    "swap_rotational",
-];
-
-/// The machine dict of the Python API: `page_cluster` (None or 0..=10), `watermarks`
-/// (None or `(min, low, high)`), `swappiness` (0..=200), `check_invariants` (bool),
-/// `swap_sync_io` (bool: the swap device is zram, `SWP_SYNCHRONOUS_IO`), `kernel` ("6.1" or
-/// "6.8": whose reclaim rules apply where the versions differ), `zram_pool` (None or a dict
-/// `{"class": content class name, "device": "zram[:key=value,...]"}`: zram's pool charged to
-/// the machine's memory, implies `swap_sync_io`), `swap_rotational` (None or the usable slots
-/// of a rotational swap disk: its slot allocator).
-/// The `zram_pool` entry of a machine dict.
-fn zram_pool(v: &Bound<'_, PyAny>) -> PyResult<vmemsim_core::engine::ZramPool> {
-    use vmemsim_core::device::{ContentClass, DeviceSpec};
-    let d = v.downcast::<PyDict>().map_err(|_| {
-        config_err(
-            "zram_pool",
-            format!("expected a dict with keys class, device, got {}", repr(v)),
-        )
-    })?;
-    let mut class = ContentClass::Numeric;
-    let mut params = vmemsim_core::device::ZramParams::default();
-    for (k, x) in d.iter() {
-        let key: String = k.extract().unwrap_or_default();
-        let text: String = x.extract().map_err(|_| {
-            config_err(
-                &format!("zram_pool.{key}"),
-                format!("expected a string, got {}", repr(&x)),
-            )
-        })?;
-        match key.as_str() {
-            "class" => class = ContentClass::parse("class", &text).map_err(py_err)?,
-            "device" => match DeviceSpec::parse(&text).map_err(py_err)? {
-                DeviceSpec::Zram(p) => params = p,
-                other => {
-                    return Err(config_err(
-                        "swap",
-                        format!("expected zram[:key=value,...], got '{}'", other.kind()),
-                    ))
-                }
-            },
-            _ => {
-                return Err(config_err(
-                    "zram_pool",
-                    format!("unknown key '{key}'; valid: class, device"),
-                ))
-            }
-        }
-    }
-    Ok(vmemsim_core::engine::ZramPool { class, params })
-}
-
-fn machine_config(frames: u32, d: Option<&Bound<'_, PyDict>>) -> PyResult<MachineConfig> {
-    let mut m = MachineConfig::new(frames);
-    let Some(d) = d else { return Ok(m) };
-    for (k, v) in d.iter() {
-        let key: String = k.extract().map_err(|_| {
-            config_err("machine", format!("keys must be strings, got {}", repr(&k)))
-        })?;
-        match key.as_str() {
-            "page_cluster" => {
-                if !v.is_none() {
-                    m.page_cluster = Some(int_in(&key, &v, 0, 10, "0..=10")? as u8);
-                }
-            }
-            "swappiness" => {
-                if !v.is_none() {
-                    m.swappiness = int_in(&key, &v, 0, 200, "0..=200")? as u32;
-                }
-            }
-            "check_invariants" => {
-                m.check_invariants = v.is_truthy()?;
-            }
-            "swap_sync_io" => {
-                m.swap_sync_io = v.is_truthy()?;
-            }
-            "swap_rotational" => {
-                if !v.is_none() {
-                    m.swap_rotational =
-                        Some(int_in(&key, &v, 1, MAX_FRAMES as i128, "1..=2^28 slots")? as u32);
-                }
-            }
-            "zram_pool" => {
-                if !v.is_none() {
-                    m.zram_pool = Some(zram_pool(&v)?);
-                }
-            }
-            "kernel" => {
-                let name: String = v.extract().map_err(|_| {
-                    config_err(
-                        &key,
-                        format!("expected \"6.1\" or \"6.8\", got {}", repr(&v)),
-                    )
-                })?;
-                m.kernel = KernelVersion::from_name(&name).ok_or_else(|| {
-                    config_err(
-                        &key,
-                        format!(
-                            "unknown kernel version '{name}'; valid: {}",
-                            KernelVersion::NAMES.join(", ")
-                        ),
-                    )
-                })?;
-            }
-            "watermarks" => {
-                if !v.is_none() {
-                    let bad =
-                        || config_err(&key, format!("expected (min, low, high), got {}", repr(&v)));
-                    let t: Vec<Bound<'_, PyAny>> = v.extract().map_err(|_| bad())?;
-                    if t.len() != 3 {
-                        return Err(bad());
-                    }
-                    let w: Vec<u32> = t
-                        .iter()
-                        .map(|x| {
-                            int_in(&key, x, 0, u32::MAX as i128, "a page count").map(|n| n as u32)
-                        })
-                        .collect::<PyResult<_>>()?;
-                    m.watermarks = Some(Watermarks {
-                        min: w[0],
-                        low: w[1],
-                        high: w[2],
-                    });
-                }
-            }
-            _ => {
-                return Err(config_err(
-                    "machine",
-                    format!("unknown key '{key}'; valid: {}", MACHINE_KEYS.join(", ")),
-                ))
-            }
-        }
-    }
-    Ok(m)
-}
-
-fn policy_options(seed: u64, d: Option<&Bound<'_, PyDict>>) -> PyResult<PolicyOptions> {
-    let mut o = PolicyOptions::new(seed);
-    if let Some(d) = d {
-        for (k, v) in d.iter() {
-            let key: String = k.extract().map_err(|_| {
-                config_err("options", format!("keys must be strings, got {}", repr(&k)))
-            })?;
-            // Values are given as text, like `--opt key=value`; numbers and booleans from
-            // Python are spelled the way the core parses them.
-            let val: String = if let Ok(b) = v.extract::<bool>() {
-                if b { "true" } else { "false" }.to_string()
-            } else {
-                v.str()?.to_string()
-            };
-            o.set(&key, &val);
-        }
-    }
-    Ok(o)
-}
-
-/// Checks a policy's options before any trace is read: building the policy reads its option
-/// keys and values, so an unknown key or a malformed value is reported at once, not after a
-/// long run. The probe is built with at most [`PROBE_FRAMES`] frames so that a huge machine is
-/// not allocated twice; the machine itself (frames, watermarks, swappiness, page_cluster) is
-/// checked by the engine before the run reads the trace.
-struct OptionsProbe;
-
-const PROBE_FRAMES: u32 = 4096;
-
-impl PolicyVisitor for OptionsProbe {
-    type Out = ();
-    fn visit<P: Policy>(self, _p: P) {}
-}
-
-fn check_options(kind: PolicyKind, frames: u32, options: &PolicyOptions) -> PyResult<()> {
-    match catch_unwind(AssertUnwindSafe(|| {
-        kind.build(frames, options, OptionsProbe)
-    })) {
-        Ok(r) => r.map_err(py_err),
-        Err(p) => Err(internal(p)),
-    }
-}
-
 // ----------------------------------------------------------------------------------- replay
 
-/// Replay a source through one policy. `frames` is a count or a percentage of the trace's
-/// distinct pages ("25%"). `sample_every` > 0 records the cumulative counters every that many
-/// accesses (the result's `series`). `warmup` accesses are replayed before counting starts
-/// (`ReplaySpec::warmup`). Returns the JSON of the core's `ReplayResult`.
+/// Replay a source through one policy: `config` is the JSON of the core's `ReplayConfig`
+/// (the one declaration of a replay's settings and their defaults: policy, frames as a count
+/// or a percentage of the trace's distinct pages, seed, the policy's options, the machine's
+/// knobs, the swap device's kind, `sample_every`, `warmup`; unknown keys and bad values are
+/// errors naming them). Every setting and the policy's options are checked before the trace
+/// is read. Returns the JSON of the core's `ReplayResult`.
 #[pyfunction]
-#[pyo3(name = "replay", signature = (source, policy, frames, seed=0, options=None, machine=None, progress=None, sample_every=0, warmup=0))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(name = "replay", signature = (source, config, progress=None))]
 fn replay_source(
     py: Python<'_>,
     source: &Bound<'_, PyDict>,
-    policy: &str,
-    frames: &str,
-    seed: u64,
-    options: Option<&Bound<'_, PyDict>>,
-    machine: Option<&Bound<'_, PyDict>>,
+    config: &str,
     progress: Option<PyObject>,
-    sample_every: u64,
-    warmup: u64,
 ) -> PyResult<String> {
-    let kind = PolicyKind::from_name(policy).map_err(py_err)?;
-    let frames = FramesSpec::parse(frames).map_err(py_err)?;
-    let probe_frames = match frames {
-        FramesSpec::Count(n) => n.min(PROBE_FRAMES),
-        FramesSpec::Percent(_) => PROBE_FRAMES,
+    // Building checks the policy's options by building it (a panic there is a bug).
+    let run = match catch_unwind(AssertUnwindSafe(|| {
+        replay::ReplayConfig::from_json(config).and_then(|c| c.build())
+    })) {
+        Ok(r) => r.map_err(py_err)?,
+        Err(p) => return Err(internal(p)),
     };
-    let mut machine = machine_config(0, machine)?;
-    let options = policy_options(seed, options)?;
-    check_options(kind, probe_frames, &options)?;
     let src = Source::from_dict(source)?;
     let result = with_progress(py, progress, move |meter| {
-        machine.frames = match frames {
-            FramesSpec::Count(n) => n,
-            FramesSpec::Percent(_) => {
-                let distinct = count_distinct(&src, meter)?;
-                if distinct == 0 {
-                    return Err(config_err(
-                        "frames",
-                        "a percentage needs a trace with at least one access",
-                    ));
-                }
-                frames.resolve(distinct)
-            }
-        };
-        let spec = ReplaySpec {
-            policy: kind,
-            machine,
-            options,
-            sample_every,
-            warmup,
-        };
+        let spec = run
+            .resolve(|| count_distinct(&src, meter))
+            .map_err(py_err)?;
         let mut s = src.open().map_err(py_err)?;
         meter.set_total(s.len_hint());
         // The replay reports after each chunk; stopping unwinds out of the core.
@@ -825,6 +614,20 @@ fn replay_source(
         replay::replay(s.as_mut(), &spec, Some(&mut report)).map_err(py_err)
     })?;
     to_json(&result)
+}
+
+/// The defaults of a replay (`ReplayConfig`) as JSON: what `replay` and `miss_ratio_curve`
+/// use for a key they are not given.
+#[pyfunction]
+fn replay_config_defaults() -> PyResult<String> {
+    to_json(&replay::ReplayConfig::default())
+}
+
+/// The schema of a replay's settings (`ReplayConfig::schema`, JSON Schema): every key with
+/// its type, default and documentation, from which the front ends take their help.
+#[pyfunction]
+fn replay_config_schema() -> PyResult<String> {
+    to_json(&replay::ReplayConfig::schema())
 }
 
 // ------------------------------------------------------------------------------------ timed
@@ -942,38 +745,42 @@ fn to_json<T: serde::Serialize>(v: &T) -> PyResult<String> {
 
 // -------------------------------------------------------------------------------------- mrc
 
-/// The miss-ratio curve of `policy` on a source, at `sizes` frames or at `points` sizes
-/// log-spaced up to the trace's distinct pages. Method: `exact-lru` (one pass of stack
-/// distances) for `lru` with no options and no swap readahead; `shards-lru` when `shards`
-/// (a sampling rate) is given; otherwise `replay`, one replay per size in parallel on
-/// `workers` threads (default: one per core). Returns JSON: the core's `MissCurve` plus
-/// `policy`, `method`, `seed`, `version`, `distinct_pages` (exact when known, else None;
-/// SHARDS estimates it) and `workers`.
+/// The miss-ratio curve of a policy on a source, at `sizes` frames or at `points` sizes
+/// log-spaced up to the trace's distinct pages. `config` is the JSON of the core's
+/// `ReplayConfig` without a single replay's `frames`, `sample_every` and `warmup`: the
+/// policy, its seed and options and the machine every size is replayed on. Method:
+/// `exact-lru` (one pass of stack distances) for `lru` with no options and no swap
+/// readahead; `shards-lru` when `shards` (a sampling rate) is given; otherwise `replay`, one
+/// replay per size in parallel on `workers` threads (default: one per core). Returns JSON:
+/// the core's `MissCurve` plus `policy`, `method`, `seed`, `version`, `distinct_pages`
+/// (exact when known, else None; SHARDS estimates it) and `workers`.
 #[pyfunction]
-#[pyo3(signature = (source, policy="lru", sizes=None, points=None, shards=None, seed=0,
-                    options=None, machine=None, workers=None, progress=None))]
+#[pyo3(signature = (source, config, sizes=None, points=None, shards=None, workers=None,
+                    progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn miss_ratio_curve(
     py: Python<'_>,
     source: &Bound<'_, PyDict>,
-    policy: &str,
+    config: &str,
     sizes: Option<Vec<u64>>,
     points: Option<u32>,
     shards: Option<f64>,
-    seed: u64,
-    options: Option<&Bound<'_, PyDict>>,
-    machine: Option<&Bound<'_, PyDict>>,
     workers: Option<usize>,
     progress: Option<PyObject>,
 ) -> PyResult<String> {
-    let kind = PolicyKind::from_name(policy).map_err(py_err)?;
-    let machine = machine_config(0, machine)?;
-    let options = policy_options(seed, options)?;
-    check_options(kind, PROBE_FRAMES, &options)?;
+    // Building checks the policy's options by building it (a panic there is a bug).
+    let spec = match catch_unwind(AssertUnwindSafe(|| {
+        replay::ReplayConfig::from_json(config).and_then(|c| c.curve_spec())
+    })) {
+        Ok(r) => r.map_err(py_err)?,
+        Err(p) => return Err(internal(p)),
+    };
+    let (kind, seed) = (spec.policy, spec.options.seed);
+    let policy = kind.name();
     let method = mrc::Method::choose(
         kind.name(),
-        options.keys().next().is_some(),
-        machine.page_cluster,
+        spec.options.keys().next().is_some(),
+        spec.machine.page_cluster,
         shards,
         sizes.as_deref(),
         points,
@@ -1036,7 +843,7 @@ fn miss_ratio_curve(
                 let (sizes, distinct) = match sizes {
                     Some(s) => (s, None),
                     None => {
-                        let d = count_distinct(&src, meter)?;
+                        let d = count_distinct(&src, meter).map_err(py_err)?;
                         (mrc::log_sizes(d, points), Some(d))
                     }
                 };
@@ -1046,7 +853,6 @@ fn miss_ratio_curve(
                     .collect();
                 let hint = src.open().map_err(py_err)?.len_hint();
                 meter.set_total(hint.map(|n| n * frames.len() as u64));
-                let spec = ReplaySpec::new(kind, machine, options);
                 // ReplaySpec is Send, not Sync: it moves into the pool.
                 let run = move || mrc::policy_curve(open, &spec, &frames);
                 let c = match &pool {
@@ -1459,6 +1265,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_generator, m)?)?;
     m.add_function(wrap_pyfunction!(generator_plan, m)?)?;
     m.add_function(wrap_pyfunction!(replay_source, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_config_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_config_schema, m)?)?;
     m.add_function(wrap_pyfunction!(run_timed, m)?)?;
     m.add_function(wrap_pyfunction!(run_config_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(workload_kinds, m)?)?;

@@ -46,7 +46,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from .._native import VmemsimError
 from .._hints import did_you_mean
-from ..api import COST_KEYS, RUN_DEFAULTS, VM_DEFAULTS, run_setting_help, vm_setting_help
+from ..api import (COST_KEYS, REPLAY_DEFAULTS, RUN_DEFAULTS, VM_DEFAULTS, replay_setting_help,
+                   run_setting_help, vm_setting_help)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -195,24 +196,23 @@ def check_trace(v: Any, where: str) -> str:
 
 def _builtin_schema() -> None:
     reg = register_key
-    reg("machine.policy", Key(check_policy, "lru", "page-replacement policy ('vmemsim policies')"))
-    reg("machine.frames", Key(check_frames, None,
-        "memory in 4 KiB frames, or a percentage of the trace's distinct pages ('25%')",
-        required=True))
-    # The machine's knobs and the timed-run keys take the core's defaults of a timed run
-    # (RunConfig, declared once there); a replay's are the same (vmemsim.replay's).
-    RUN = RUN_DEFAULTS
-    reg("machine.swappiness", Key(check_int(0, 200), RUN["swappiness"], "vm.swappiness"))
-    reg("machine.page_cluster", Key(optional(check_int(0, 10)), RUN["page_cluster"],
-        "vm.page-cluster: swap readahead of 2^N pages (unset: 3 for kernel policies, 0 for "
-        "demand policies)"))
-    reg("machine.watermarks", Key(optional(check_watermarks), RUN["watermarks"],
-        "[min, low, high] zone watermarks in pages (unset: derived as Linux does)"))
-    reg("machine.kernel", Key(check_choice("6.8", "6.1"), "6.8",
-        "whose reclaim rules the kernel policies follow where Linux versions differ (replays; "
-        "docs/kernel-6.1-vs-6.8.md)"))
-    reg("machine.check_invariants", Key(check_bool, RUN["check_invariants"],
-        "check every invariant after every access (slow)"))
+    # The replay keys and the machine's knobs take the core's defaults and documentation of
+    # a replay (ReplayConfig and its schema), declared once there; a timed run's knobs are
+    # the same (RunConfig's, which a test checks).
+    REPLAY = REPLAY_DEFAULTS
+
+    def replay(path: str, field: str, check: Callable[[Any, str], Any], note: str = "",
+               required: bool = False) -> None:
+        reg(path, Key(check, REPLAY[field], f"{note}{replay_setting_help(field)}",
+                      required=required))
+
+    replay("machine.policy", "policy", check_policy)
+    replay("machine.frames", "frames", check_frames, required=True)
+    replay("machine.swappiness", "swappiness", check_int(0, 200))
+    replay("machine.page_cluster", "page_cluster", optional(check_int(0, 10)))
+    replay("machine.watermarks", "watermarks", optional(check_watermarks))
+    replay("machine.kernel", "kernel", check_choice("6.8", "6.1"), "replays: ")
+    replay("machine.check_invariants", "check_invariants", check_bool)
     register_open_table("machine.options", "the policy's options, key = value")
     reg("workload.name", Key(optional(check_str), None,
         "label of the workload in tables and figures (unset: the trace)"))
@@ -253,10 +253,11 @@ def _builtin_schema() -> None:
     reg("workload.page_size", Key(check_int(1), 4096, "bytes per page of the trace"))
     reg("workload.addresses", Key(check_bool, False, "the trace holds byte addresses"))
     reg("workload.csv", Key(optional(check_str), None, "CSV column mapping"))
-    reg("run.sample_every", Key(check_int(0), 0,
-        "replays: accesses between samples of the counters' time series (0: no series)"))
+    replay("run.sample_every", "sample_every", check_int(0), "replays: ")
     # The timed-run keys' defaults and documentation are the core's (RunConfig and its
     # schema), declared once there.
+    RUN = RUN_DEFAULTS
+
     def timed(path: str, field: str, check: Callable[[Any, str], Any], default: Any) -> None:
         reg(path, Key(check, default, f"timed runs: {run_setting_help(field)}"))
 

@@ -51,7 +51,7 @@
 //! the [`TimedSpec`] and the workload.
 
 pub mod hist;
-mod run_config;
+pub(crate) mod run_config;
 
 use std::collections::BTreeMap;
 

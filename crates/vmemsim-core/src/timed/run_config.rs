@@ -19,9 +19,9 @@ use crate::engine::MachineConfig;
 use crate::error::{Error, Result};
 use crate::policy::registry::PolicyVisitor;
 use crate::policy::{PolicyKind, PolicyOptions};
+use crate::replay::config::machine_knobs;
 use crate::replay::FramesSpec;
 use crate::translate::TranslateConfig;
-use crate::watermarks::Watermarks;
 use crate::workload::Workload;
 
 /// A native timed run as the front ends describe it. Every field has the default
@@ -118,7 +118,9 @@ impl Default for RunConfig {
 }
 
 /// `frames` as text: a JSON whole number or a string (the form [`FramesSpec::parse`] reads).
-fn frames_text<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<String, D::Error> {
+pub(crate) fn frames_text<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<String, D::Error> {
     struct Text;
     impl Visitor<'_> for Text {
         type Value = String;
@@ -153,10 +155,10 @@ impl TimedRun {
 
 /// The policy's options are checked on a policy of at most this many frames, so that a huge
 /// machine is not allocated twice (as the binding's `check_options` did).
-const PROBE_FRAMES: u32 = 4096;
+pub(crate) const PROBE_FRAMES: u32 = 4096;
 
 /// Receives the probe policy and drops it.
-struct OptionsProbe;
+pub(crate) struct OptionsProbe;
 
 impl PolicyVisitor for OptionsProbe {
     type Out = ();
@@ -197,36 +199,9 @@ impl RunConfig {
     pub fn build(&self) -> Result<TimedRun> {
         let policy = PolicyKind::from_name(&self.policy)?;
         let frames = FramesSpec::parse(&self.frames)?;
-        // The machine's ranges (engine::Machine::new checks them again).
-        if self.swappiness > 200 {
-            return Err(Error::config(
-                "swappiness",
-                format!("must be 0..=200, got {}", self.swappiness),
-            ));
-        }
-        let page_cluster = match self.page_cluster {
-            Some(n) if n > 10 => {
-                return Err(Error::config(
-                    "page_cluster",
-                    format!("must be 0..=10, got {n}"),
-                ))
-            }
-            n => n.map(|n| n as u8),
-        };
-        let watermarks = self
-            .watermarks
-            .map(|[min, low, high]| Watermarks { min, low, high });
-        if let Some(w) = watermarks {
-            if !(w.min <= w.low && w.low <= w.high) {
-                return Err(Error::config(
-                    "watermarks",
-                    format!(
-                        "must satisfy min <= low <= high, got min {}, low {}, high {}",
-                        w.min, w.low, w.high
-                    ),
-                ));
-            }
-        }
+        // The machine's ranges (engine::Machine::new checks them again), as a replay's.
+        let (page_cluster, watermarks) =
+            machine_knobs(self.swappiness, self.page_cluster, self.watermarks)?;
         let mut options = PolicyOptions::new(self.seed);
         for (k, v) in &self.options {
             options.set(k, v);
