@@ -636,8 +636,13 @@ pub(super) fn schedule(
     if opts.step_ns == 0 {
         return Err(Error::config("step_ns", "must be at least 1"));
     }
-    let cfg = SchedConfig::new(hc.cpus, hc.slice_ns, vms[0].costs.context_switch_ns)
-        .map_err(|_| Error::config("vm.host_cpus", format!("must be 1..=4096, got {}", hc.cpus)))?;
+    let cfg =
+        SchedConfig::new(hc.cpus, hc.slice_ns, vms[0].costs.context_switch_ns).map_err(|_| {
+            Error::config(
+                "vm.host_cpus",
+                format!("must be 1..={}, got {}", crate::sched::MAX_CPUS, hc.cpus),
+            )
+        })?;
     let mut s = Sched::new(cfg);
     let mut vcpus = Vec::new();
     let mut threads_of = vec![Vec::new(); wls.len()];
