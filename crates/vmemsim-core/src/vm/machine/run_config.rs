@@ -189,6 +189,13 @@ impl VmRunConfig {
         let guest_page = parse_page_size("guest_page", &self.guest_page)?;
         let host_page = parse_page_size("host_page", &self.host_page)?;
         let paging = Paging::parse(&self.paging)?;
+        if self.mmu_pages.is_some() && paging != Paging::Shadow {
+            return Err(Error::config(
+                "mmu_pages",
+                "only with shadow paging (KVM's shadow-page pool, n_max_mmu_pages); tdp and \
+                 native paging have no such pool",
+            ));
+        }
         if let Some(n) = self.mmu_pages {
             use crate::kvm::{MAX_POOL_PAGES, MIN_POOL_PAGES};
             if !(MIN_POOL_PAGES..=MAX_POOL_PAGES).contains(&n) {
@@ -197,13 +204,6 @@ impl VmRunConfig {
                     format!("must be {MIN_POOL_PAGES}..={MAX_POOL_PAGES}, got {n}"),
                 ));
             }
-        }
-        if self.mmu_pages.is_some() && paging != Paging::Shadow {
-            return Err(Error::config(
-                "mmu_pages",
-                "only with shadow paging (KVM's shadow-page pool, n_max_mmu_pages); tdp and \
-                 native paging have no such pool",
-            ));
         }
         self.costs.check()?;
         let specs = &self.workload;
