@@ -652,7 +652,11 @@ pub(super) fn schedule(
             vcpus.push(VcpuSched {
                 vm: i,
                 v,
-                buf: Vec::new(),
+                // Room for a chunk of ops (`next_ops` appends about `CHUNK_OPS`) and the
+                // record that ends it, so that the buffer does not grow by copying, and under
+                // malloc's mmap threshold (128 KiB: 16-byte ops), so that a run reuses the
+                // heap's memory instead of faulting in fresh pages.
+                buf: Vec::with_capacity(crate::workload::common::CHUNK_OPS * 5 / 4),
                 pos: 0,
                 held: None,
                 vruntime: 0,
