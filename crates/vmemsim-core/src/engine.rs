@@ -209,6 +209,13 @@ pub struct Machine<P: Policy> {
     /// and asynchronous here), with each VMA's state by its start (`u64::MAX`: the implicit
     /// anonymous VMA of pages no declared VMA covers).
     vma_ra: Option<Vec<(u64, VmaReadahead)>>,
+    /// Address spaces of a machine whose page numbers stand for several processes (the VM
+    /// layer's: each process's GiB regions are blocks of `1 << shift` page numbers): `shift`
+    /// and each block's process. A page no declared VMA covers has its process's implicit
+    /// anonymous VMA, whose readahead state is its own (`vma->swap_readahead_info` is per
+    /// VMA, so processes do not share one); left out, a process's several anonymous VMAs
+    /// (one per process here). `None`: one address space.
+    address_spaces: Option<(u32, Vec<u32>)>,
     oom_at: Option<u64>,
     defer_kswapd: bool,
     swap_sync_io: bool,
@@ -420,6 +427,7 @@ impl<P: Policy> Machine<P> {
             gup_slow: false,
             victims: Vec::with_capacity(SWAP_CLUSTER_MAX as usize * 4),
             remap: Default::default(),
+            address_spaces: None,
             ra: ReadaheadState::default(),
             vma_ra: (cfg.swap_rotational.is_none() && !cfg.swap_sync_io && cfg.zram_pool.is_none())
                 .then(|| vec![(u64::MAX, VmaReadahead::default())]),
@@ -831,16 +839,44 @@ impl<P: Policy> Machine<P> {
         n
     }
 
+    /// Page numbers `block << shift ..` belong to address space `owner` (see
+    /// `address_spaces`; the VM layer calls this as it gives a process's region its block).
+    pub fn set_address_space(&mut self, block: u32, shift: u32, owner: u32) {
+        let (sh, owners) = self
+            .address_spaces
+            .get_or_insert_with(|| (shift, Vec::new()));
+        debug_assert_eq!(*sh, shift);
+        let b = block as usize;
+        if owners.len() <= b {
+            owners.resize(b + 1, 0);
+        }
+        owners[b] = owner;
+    }
+
+    /// The key of the implicit anonymous VMA of `vpn`'s address space: `u64::MAX` for the
+    /// first (or only) one, a key no VMA start can be for the others.
+    fn implicit_vma(&self, vpn: u64) -> u64 {
+        match &self.address_spaces {
+            Some((shift, owners)) => match owners.get((vpn >> shift) as usize) {
+                Some(&o) if o != 0 => (1 << 63) | o as u64,
+                _ => u64::MAX,
+            },
+            None => u64::MAX,
+        }
+    }
+
     /// The readahead state of the VMA holding `vpn` (created as a fresh VMA's). The implicit
-    /// anonymous VMA's is the first entry, found without a search when no VMA is declared.
+    /// anonymous VMA's of the first address space is the first entry, found without a search
+    /// when no VMA is declared and the machine has one address space.
     fn vma_readahead_state(&mut self, vpn: u64) -> &mut VmaReadahead {
+        let implicit = self.implicit_vma(vpn);
         let list = self
             .vma_ra
             .get_or_insert_with(|| vec![(u64::MAX, VmaReadahead::default())]);
-        if self.mm.vmas.is_empty() {
+        if self.mm.vmas.is_empty() && implicit == u64::MAX {
             return &mut list[0].1;
         }
-        let key = self.mm.vmas.find(vpn).map_or(u64::MAX, |v| v.start);
+        let key = self.mm.vmas.find(vpn).map_or(implicit, |v| v.start);
         let i = match list.iter().position(|&(k, _)| k == key) {
             Some(i) => i,
             None => {
@@ -1620,6 +1656,59 @@ mod tests {
             peak > 60,
             "6,000 pages on 2,000 frames store ~4,000: {peak}"
         );
+    }
+
+    #[test]
+    fn each_address_space_has_its_own_readahead_state() {
+        // Two processes (pages 0..1023 and 1024..2047, as the VM layer's keys give them) each
+        // read their swapped-out pages in order, their faults interleaved. `swap_readahead_info`
+        // is per VMA: with an implicit VMA each, every process's faults are next to its own
+        // last fault and its window opens; with one shared state, consecutive faults are a
+        // thousand pages apart and each is read alone.
+        let run = |spaces: bool| {
+            let mut cfg = MachineConfig::new(1_000);
+            cfg.page_cluster = Some(3);
+            cfg.watermarks = Some(Watermarks {
+                min: 10,
+                low: 20,
+                high: 200,
+            });
+            let p = crate::policy::PolicyKind::from_name("clock-lru")
+                .unwrap()
+                .build(
+                    1_000,
+                    &crate::policy::PolicyOptions::new(1),
+                    crate::policy::Boxer,
+                )
+                .unwrap();
+            let mut m = Machine::new(&cfg, p).unwrap();
+            if spaces {
+                m.set_address_space(0, 10, 0);
+                m.set_address_space(1, 10, 1);
+            }
+            for v in 0..3_000 {
+                m.access(Access::write(v), u64::MAX);
+            }
+            let before = m.stats.clone();
+            for i in 0..64 {
+                m.access(Access::read(300 + i), u64::MAX);
+                m.access(Access::read(1_324 + i), u64::MAX);
+            }
+            (
+                m.stats.major_faults - before.major_faults,
+                m.stats.swap_ra - before.swap_ra,
+            )
+        };
+        let (shared_faults, _) = run(false);
+        // Own, by hand, for each process (page-cluster 3: windows of at most 8): the fault on
+        // 300 finds a fresh VMA (4 hits: 4 + 2 → 8, not next to page 0: [297, 305), 7 read
+        // ahead), 301..=304 hit, the fault on 305 is next to the last hit 304 with 4 hits
+        // (→ 8, forward: [305, 313)), and so on: faults on 300, 305, 313, ..., 361 for pages
+        // 300..=363, 9 faults and 7 pages read ahead with each.
+        assert_eq!(run(true), (18, 126));
+        // Shared, the processes' faults are a thousand pages apart: only hits open the
+        // window, and each process's hits count against the other's faults.
+        assert!(shared_faults > 18, "{shared_faults}");
     }
 
     #[test]

@@ -50,6 +50,12 @@ impl Vm {
                 let s = self.region_back.len() as u32;
                 self.region_back.push(rk);
                 self.regions.insert(rk, s);
+                // Each process is an address space of its own (its VMAs' readahead state).
+                self.guest.set_address_space(
+                    s,
+                    REGION_SHIFT - self.gshift,
+                    (rk >> REGION_SHIFT) as u32,
+                );
                 s
             }
         };
