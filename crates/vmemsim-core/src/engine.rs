@@ -210,12 +210,13 @@ pub struct Machine<P: Policy> {
     /// anonymous VMA of pages no declared VMA covers).
     vma_ra: Option<Vec<(u64, VmaReadahead)>>,
     /// Address spaces of a machine whose page numbers stand for several processes (the VM
-    /// layer's: each process's GiB regions are blocks of `1 << shift` page numbers): `shift`
-    /// and each block's process. A page no declared VMA covers has its process's implicit
-    /// anonymous VMA, whose readahead state is its own (`vma->swap_readahead_info` is per
-    /// VMA, so processes do not share one); left out, a process's several anonymous VMAs
-    /// (one per process here). `None`: one address space.
-    address_spaces: Option<(u32, Vec<u32>)>,
+    /// layer's: a guest's processes' GiB regions, each a block of page numbers; the host's
+    /// VMs, each QEMU's guest memory): the first page number of each range and its process,
+    /// by start. A page no declared VMA covers has its process's implicit anonymous VMA,
+    /// whose readahead state is its own (`vma->swap_readahead_info` is per VMA, so
+    /// processes do not share one); left out, a process's several anonymous VMAs (one per
+    /// process here). Empty: one address space.
+    address_spaces: Vec<(u64, u32)>,
     oom_at: Option<u64>,
     defer_kswapd: bool,
     swap_sync_io: bool,
@@ -427,7 +428,7 @@ impl<P: Policy> Machine<P> {
             gup_slow: false,
             victims: Vec::with_capacity(SWAP_CLUSTER_MAX as usize * 4),
             remap: Default::default(),
-            address_spaces: None,
+            address_spaces: Vec::new(),
             ra: ReadaheadState::default(),
             vma_ra: (cfg.swap_rotational.is_none() && !cfg.swap_sync_io && cfg.zram_pool.is_none())
                 .then(|| vec![(u64::MAX, VmaReadahead::default())]),
@@ -839,29 +840,25 @@ impl<P: Policy> Machine<P> {
         n
     }
 
-    /// Page numbers `block << shift ..` belong to address space `owner` (see
-    /// `address_spaces`; the VM layer calls this as it gives a process's region its block).
-    pub fn set_address_space(&mut self, block: u32, shift: u32, owner: u32) {
-        let (sh, owners) = self
-            .address_spaces
-            .get_or_insert_with(|| (shift, Vec::new()));
-        debug_assert_eq!(*sh, shift);
-        let b = block as usize;
-        if owners.len() <= b {
-            owners.resize(b + 1, 0);
+    /// Page numbers from `start` (up to the next range's start) belong to address space
+    /// `owner` (see `address_spaces`; the VM layer calls this as it places a process's
+    /// region or a VM's memory).
+    pub fn set_address_space(&mut self, start: u64, owner: u32) {
+        let i = self.address_spaces.partition_point(|&(s, _)| s < start);
+        if self.address_spaces.get(i).is_some_and(|&(s, _)| s == start) {
+            self.address_spaces[i].1 = owner;
+        } else {
+            self.address_spaces.insert(i, (start, owner));
         }
-        owners[b] = owner;
     }
 
     /// The key of the implicit anonymous VMA of `vpn`'s address space: `u64::MAX` for the
     /// first (or only) one, a key no VMA start can be for the others.
     fn implicit_vma(&self, vpn: u64) -> u64 {
-        match &self.address_spaces {
-            Some((shift, owners)) => match owners.get((vpn >> shift) as usize) {
-                Some(&o) if o != 0 => (1 << 63) | o as u64,
-                _ => u64::MAX,
-            },
-            None => u64::MAX,
+        let i = self.address_spaces.partition_point(|&(s, _)| s <= vpn);
+        match i.checked_sub(1).map(|i| self.address_spaces[i].1) {
+            Some(o) if o != 0 => (1 << 63) | o as u64,
+            _ => u64::MAX,
         }
     }
 
@@ -1683,8 +1680,8 @@ mod tests {
                 .unwrap();
             let mut m = Machine::new(&cfg, p).unwrap();
             if spaces {
-                m.set_address_space(0, 10, 0);
-                m.set_address_space(1, 10, 1);
+                m.set_address_space(0, 0);
+                m.set_address_space(1_024, 1);
             }
             for v in 0..3_000 {
                 m.access(Access::write(v), u64::MAX);

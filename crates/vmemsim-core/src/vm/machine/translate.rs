@@ -52,8 +52,7 @@ impl Vm {
                 self.regions.insert(rk, s);
                 // Each process is an address space of its own (its VMAs' readahead state).
                 self.guest.set_address_space(
-                    s,
-                    REGION_SHIFT - self.gshift,
+                    (s as u64) << (REGION_SHIFT - self.gshift),
                     (rk >> REGION_SHIFT) as u32,
                 );
                 s
