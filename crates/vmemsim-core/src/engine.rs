@@ -1655,6 +1655,33 @@ mod tests {
         );
     }
 
+    /// clock-lru on 1,000 frames, watermarks 10/20/200, page-cluster 3 (VMA readahead of at
+    /// most 8 pages).
+    /// `swap_rotational`: on a rotational disk of that many slots (cluster readahead).
+    fn readahead_machine(
+        check_invariants: bool,
+        swap_rotational: Option<u32>,
+    ) -> Machine<crate::policy::BoxedPolicy> {
+        let mut cfg = MachineConfig::new(1_000);
+        cfg.page_cluster = Some(3);
+        cfg.watermarks = Some(Watermarks {
+            min: 10,
+            low: 20,
+            high: 200,
+        });
+        cfg.check_invariants = check_invariants;
+        cfg.swap_rotational = swap_rotational;
+        let p = crate::policy::PolicyKind::from_name("clock-lru")
+            .unwrap()
+            .build(
+                1_000,
+                &crate::policy::PolicyOptions::new(1),
+                crate::policy::Boxer,
+            )
+            .unwrap();
+        Machine::new(&cfg, p).unwrap()
+    }
+
     #[test]
     fn each_address_space_has_its_own_readahead_state() {
         // Two processes (pages 0..1023 and 1024..2047, as the VM layer's keys give them) each
@@ -1663,22 +1690,7 @@ mod tests {
         // last fault and its window opens; with one shared state, consecutive faults are a
         // thousand pages apart and each is read alone.
         let run = |spaces: bool| {
-            let mut cfg = MachineConfig::new(1_000);
-            cfg.page_cluster = Some(3);
-            cfg.watermarks = Some(Watermarks {
-                min: 10,
-                low: 20,
-                high: 200,
-            });
-            let p = crate::policy::PolicyKind::from_name("clock-lru")
-                .unwrap()
-                .build(
-                    1_000,
-                    &crate::policy::PolicyOptions::new(1),
-                    crate::policy::Boxer,
-                )
-                .unwrap();
-            let mut m = Machine::new(&cfg, p).unwrap();
+            let mut m = readahead_machine(false, None);
             if spaces {
                 m.set_address_space(0, 0);
                 m.set_address_space(1_024, 1);
@@ -1713,23 +1725,7 @@ mod tests {
         // clock-lru on 1,000 frames (watermarks 10/20/200) writes pages 0..1999 once: the
         // oldest go to swap first, so pages 97..=107 are swapped out and 20-200 frames free.
         // By hand from `swap_ra_info`/`swap_vma_readahead` (page-cluster 3, max window 8):
-        let mut cfg = MachineConfig::new(1_000);
-        cfg.page_cluster = Some(3);
-        cfg.watermarks = Some(Watermarks {
-            min: 10,
-            low: 20,
-            high: 200,
-        });
-        cfg.check_invariants = true;
-        let p = crate::policy::PolicyKind::from_name("clock-lru")
-            .unwrap()
-            .build(
-                1_000,
-                &crate::policy::PolicyOptions::new(1),
-                crate::policy::Boxer,
-            )
-            .unwrap();
-        let mut m = Machine::new(&cfg, p).unwrap();
+        let mut m = readahead_machine(true, None);
         for v in 0..2_000 {
             m.access(Access::write(v), u64::MAX);
         }
@@ -1759,16 +1755,7 @@ mod tests {
         // A rotational disk of the same machine reads the slot window instead (cluster
         // readahead), never the VMA's: its first fault also reads 8 (the global hit counter
         // starts at 4), the aligned slots around 100's.
-        cfg.swap_rotational = Some(100_000);
-        let p = crate::policy::PolicyKind::from_name("clock-lru")
-            .unwrap()
-            .build(
-                1_000,
-                &crate::policy::PolicyOptions::new(1),
-                crate::policy::Boxer,
-            )
-            .unwrap();
-        let mut h = Machine::new(&cfg, p).unwrap();
+        let mut h = readahead_machine(true, Some(100_000));
         assert!(h.vma_ra.is_none());
         for v in 0..2_000 {
             h.access(Access::write(v), u64::MAX);

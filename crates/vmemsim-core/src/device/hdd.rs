@@ -139,25 +139,9 @@ impl SwapDevice for Hdd {
         self.busy_until = done;
 
         let s = &mut self.stats;
-        let bytes = pages.saturating_mul(PAGE_BYTES);
-        match kind {
-            IoKind::Read => {
-                s.read_requests += 1;
-                s.pages_read = s.pages_read.saturating_add(pages);
-                s.bytes_read = s.bytes_read.saturating_add(bytes);
-            }
-            IoKind::Write => {
-                s.write_requests += 1;
-                s.pages_written = s.pages_written.saturating_add(pages);
-                s.bytes_written = s.bytes_written.saturating_add(bytes);
-            }
-        }
-        let wait = start - arrival;
-        s.queue_delay_total_ns = s.queue_delay_total_ns.saturating_add(wait);
-        s.queue_delay_max_ns = s.queue_delay_max_ns.max(wait);
-        s.service_total_ns = s.service_total_ns.saturating_add(done - start);
+        s.count_request(kind, pages, (arrival, start, done), self.submit_ns);
+        // One head: requests are served one after the other.
         s.busy_ns = s.busy_ns.saturating_add(done - start);
-        s.cpu_ns = s.cpu_ns.saturating_add(self.submit_ns);
         IoCompletion {
             done_at: done,
             cpu_ns: self.submit_ns,

@@ -186,6 +186,36 @@ pub struct DeviceStats {
 }
 
 impl DeviceStats {
+    /// Count one block request of `pages` pages that reached the device at `arrival`, was
+    /// served from `start` to `done` (`arrival <= start <= done`), and cost its submitter
+    /// `cpu_ns` (the device's `busy_ns` is its own to count).
+    pub(crate) fn count_request(
+        &mut self,
+        kind: IoKind,
+        pages: u64,
+        (arrival, start, done): (u64, u64, u64),
+        cpu_ns: u64,
+    ) {
+        let bytes = pages.saturating_mul(PAGE_BYTES);
+        match kind {
+            IoKind::Read => {
+                self.read_requests += 1;
+                self.pages_read = self.pages_read.saturating_add(pages);
+                self.bytes_read = self.bytes_read.saturating_add(bytes);
+            }
+            IoKind::Write => {
+                self.write_requests += 1;
+                self.pages_written = self.pages_written.saturating_add(pages);
+                self.bytes_written = self.bytes_written.saturating_add(bytes);
+            }
+        }
+        let wait = start - arrival;
+        self.queue_delay_total_ns = self.queue_delay_total_ns.saturating_add(wait);
+        self.queue_delay_max_ns = self.queue_delay_max_ns.max(wait);
+        self.service_total_ns = self.service_total_ns.saturating_add(done - start);
+        self.cpu_ns = self.cpu_ns.saturating_add(cpu_ns);
+    }
+
     /// Add another device's counters (the longest queue delay is a max).
     pub fn add(&mut self, o: &DeviceStats) {
         crate::util::add_fields!(self, o;
