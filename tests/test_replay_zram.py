@@ -78,4 +78,4 @@ def test_hdd_takes_slots_from_the_rotational_allocator(tmp_path: Path) -> None:
     assert j["swap"] == "hdd:size=8MiB" and j["stats"]["pswpout"] == 100
     p = run_cli("replay", "--trace", str(t), "--policy", "fifo", "--frames", "200",
                 "--swap", "hdd:size=lots", "--json")
-    assert_one_line_error(p, "swap.size")
+    assert_one_line_error(p, "hdd.size")

@@ -31,6 +31,7 @@ __all__ = [
     "run_config_defaults",
     "workload_kinds",
     "cost_defaults",
+    "rotational_slots",
     "vm_config_defaults",
     "vm_config_schema",
     "run_config_schema",
@@ -134,6 +135,10 @@ def read_recorded(path: str) -> dict[str, Any]:
 
 def cost_defaults() -> str:
     """The one cost table's defaults as JSON (key -> default)."""
+
+def rotational_slots(spec: str) -> Optional[int]:
+    """The swap slots of a rotating disk's device spec (``hdd[:size=SIZE,...]``), ``None``
+    for another device."""
 
 def workload_kinds() -> List[Tuple[str, str]]:
     """Every workload kind of ``vmemsim run`` as ``(name, description)``."""

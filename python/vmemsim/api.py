@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-import re
 import math
 import numbers
 import os
@@ -314,8 +313,6 @@ def _pages_arg(trace: Any) -> np.ndarray:
 #: parameters of ``vmemsim run --device zram:key=value,...`` (its compression ratios and disk
 #: size decide its pool).
 REPLAY_SWAPS = ("disk", "zram", "hdd")
-#: Size of an ``hdd`` swap device when ``hdd:size=`` does not give one.
-HDD_DEFAULT_SIZE = 4 << 30
 #: Content classes of a trace's pages for zram's compressed sizes (as ``custom`` workloads'
 #: ``class=``): ``zero`` same-filled, ``text`` and ``numeric`` compressible by the zram ratios,
 #: ``random`` incompressible, ``sparse`` zeros but for one 8-byte word (41 bytes in LZO-RLE).
@@ -348,23 +345,12 @@ def _charge(charge_device_ram: bool, cgroup: Optional[bool]) -> bool:
 
 def _hdd_slots(swap: str) -> int:
     """Usable slots of ``hdd[:size=SIZE]`` (mkswap's ``last_page``: the size in pages less
-    the header page)."""
-    size = HDD_DEFAULT_SIZE
-    rest = swap.split(":", 1)[1] if ":" in swap else ""
-    for kv in filter(None, (x.strip() for x in rest.split(","))):
-        k, _, v = kv.partition("=")
-        if k.strip() != "size":
-            raise VmemsimError(f"swap.{k.strip()}: unknown key for hdd (valid: size)")
-        m = re.fullmatch(r"\s*(\d+)\s*(|B|K|KiB|M|MiB|G|GiB)\s*", v)
-        if not m:
-            raise VmemsimError(f"swap.size: expected a size such as 512MiB, got {v!r}")
-        mult = {"": 1, "B": 1, "K": 1 << 10, "KiB": 1 << 10, "M": 1 << 20, "MiB": 1 << 20,
-                "G": 1 << 30, "GiB": 1 << 30}[m.group(2)]
-        size = int(m.group(1)) * mult
-    pages = size // 4096
-    if pages < 2 or pages - 1 > (1 << 28):
-        raise VmemsimError(f"swap.size: {size} bytes: must be 8 KiB to 1 TiB")
-    return pages - 1
+    the header page), as the core's ``hdd`` device reads its spec (a timed run's
+    ``--device hdd:size=SIZE`` is the same disk); its other keys (the disk's timing) mean
+    nothing to an untimed replay."""
+    slots = _native.rotational_slots(swap)
+    assert slots is not None  # (an hdd spec)
+    return slots
 
 
 def _machine_arg(

@@ -731,6 +731,16 @@ fn workload_kinds() -> Vec<(String, String)> {
         .collect()
 }
 
+/// The swap slots of a rotating disk's spec (`hdd[:size=SIZE,...]`, the core's
+/// `DeviceSpec::rotational_slots`: its pages less mkswap's header), `None` for a device that
+/// is not one; a bad spec is an error naming its key (`hdd.size`).
+#[pyfunction]
+fn rotational_slots(spec: &str) -> PyResult<Option<u32>> {
+    Ok(vmemsim_core::device::DeviceSpec::parse(spec)
+        .map_err(py_err)?
+        .rotational_slots())
+}
+
 /// The one cost table's defaults as JSON (`vmemsim_core::vm::Costs`, key -> default): the
 /// keys `--cost`, `costs=` and `machine.costs.*` take, in the table's order.
 #[pyfunction]
@@ -1271,6 +1281,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_config_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(workload_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(cost_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(rotational_slots, m)?)?;
     m.add_function(wrap_pyfunction!(vm_config_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(vm_config_schema, m)?)?;
     m.add_function(wrap_pyfunction!(run_config_schema, m)?)?;
