@@ -237,12 +237,14 @@ class Timing:
     slice is the scheduler's divided by ``tcg`` and a disk request ``disk_us / tcg`` per page;
     zram compresses on the guest's CPU, so its times scale with the CPU's and stay the
     table's. ``disk`` and ``zram``, when given, replace the devices built from these (a
-    device spec without ``size``; the sensitivity runs)."""
+    device spec without ``size``; the sensitivity runs), and ``costs`` (``(key, ns)`` pairs)
+    entries of the cost table."""
 
     tcg: float = 10.0
     disk_us: float = 50.0
     disk: Optional[str] = None
     zram: Optional[str] = None
+    costs: Optional[Tuple[Tuple[str, int], ...]] = None
 
     def __post_init__(self) -> None:
         for k in ("tcg", "disk_us"):
@@ -307,7 +309,7 @@ def simulate_timed(
     return run(
         f"trace:path={path},class={CONTENT_CLASS}", policy=POLICY[s.lru],
         frames=int(inp["frames"]), seed=seed, device=timing.device(s, runs), cpus=1,
-        slice_ns=timing.slice_ns(), page_cluster=s.page_cluster,
+        slice_ns=timing.slice_ns(), costs=dict(timing.costs or ()), page_cluster=s.page_cluster,
         watermarks=inp["watermarks"], swappiness=s.swappiness, kernel=kernel,
     )
 
