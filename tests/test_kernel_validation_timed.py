@@ -75,3 +75,17 @@ def test_timed_zipf_0_9_disk_pc0_classic_reclaims_directly_as_the_kernel_did():
     # The untimed comparison's rows are unchanged: no allocstall row there.
     assert "allocstall" not in [r.counter for r in untimed.rows]
     assert timed.sim["config"]["cpus"] == 1 and timed.sim["config"]["kernel"] == "6.8"
+
+
+def test_a_timed_run_takes_the_kernels_reclaim_rules():
+    # RunConfig.kernel, as a replay's: 6.1's MG-LRU rules change this small run's reclaim
+    # (kswapd's separate aging pass, 6.1's get_nr_to_scan and should_abort_scan).
+    import vmemsim
+
+    spec = "ycsb-c:footprint=8MiB,requests=20000"
+    r68 = vmemsim.run(spec, policy="mglru", frames="50%", cpus=1, kernel="6.8")
+    r61 = vmemsim.run(spec, policy="mglru", frames="50%", cpus=1, kernel="6.1")
+    assert (r68.config["kernel"], r61.config["kernel"]) == ("6.8", "6.1")
+    assert r68.stats != r61.stats
+    with pytest.raises(VmemsimError, match="kernel: unknown kernel version '5.0'"):
+        vmemsim.run(spec, kernel="5.0")
