@@ -9,6 +9,7 @@ page-cluster 3, zram}, each on the real kernel (repeats per setting) and through
     python experiments/kernel-validation/matrix.py findings --timed   (the timed machine's)
     python experiments/kernel-validation/matrix.py timed      (TIMED.md: untimed vs timed)
     python experiments/kernel-validation/matrix.py sensitivity  (TIMED.md: device settings)
+    python experiments/kernel-validation/matrix.py gup        (TIMED.md: without get_user_pages)
 
 `run` boots the kernel for every case not yet in the cache (~/.cache/vmemsim/validate) and
 writes data/kernel-runs.json: every kernel run's counters, settings, kernel version and serial
@@ -105,7 +106,7 @@ def run(jobs: int, repeats: int, only, labels=None) -> None:
             print(f"done: {name} {label}", file=sys.stderr, flush=True)
 
 
-def load_cases(kernel="6.8", timing=None, only=None):
+def load_cases(kernel="6.8", timing=None, only=None, gup=True):
     """Every committed case re-compared with the simulator as it is now, following Linux
     `kernel`'s reclaim rules where versions differ ("6.8", the default, or "6.1"); on the
     timed machine with `timing` (a `vmemsim.validate.compare.Timing`); `only`: a set of
@@ -126,7 +127,7 @@ def load_cases(kernel="6.8", timing=None, only=None):
         w = workloads[key]
         runs = [KernelRun.from_dict(r) for r in c["kernel_runs"]]
         case = compare(w, Settings(**c["settings"]), runs, seed=c["seed"], kernel=kernel,
-                       timing=timing)
+                       timing=timing, gup=gup)
         out.append((c["name"], c["swap_label"], case))
     return out
 
@@ -356,6 +357,25 @@ def sensitivity() -> str:
     return "\n".join(lines)
 
 
+def gup_table() -> str:
+    """The recorded programs' rows replayed untimed with and without `get_user_pages` (the
+    trace buffer's refills as the CPU's writes, as the timed machine runs them)."""
+    fmt = lambda e: "-" if e is None else f"{e * 100:+.1f}%"
+    only = {(n, l, lru) for n in ("memcached", "stress-ng")
+            for l in ("disk-pc0", "disk-pc3", "ssd-pc3", "zram") for lru in ("classic", "mglru")}
+    a = load_cases(only=only)
+    b = {(n, l, c.settings["lru"]): c for n, l, c in load_cases(only=only, gup=False)}
+    lines = ["| workload | swap | LRU | pgmajfault err gup → writes | pswpout | pgscan | "
+             "in tolerance |", "|---|---|---|---|---|---|---|"]
+    for n, l, x in a:
+        y = b[(n, l, x.settings["lru"])]
+        lines.append(f"| {n} | {l} | {x.settings['lru']} | " + " | ".join(
+            f"{fmt(x.row(k).error)} → {fmt(y.row(k).error)}"
+            for k in ("pgmajfault", "pswpout", "pgscan"))
+            + f" | {'yes' if ok(x) else 'no'} → {'yes' if ok(y) else 'no'} |")
+    return "\n".join(lines)
+
+
 def findings(timed: bool = False) -> None:
     loaded = load_cases(timing=timing() if timed else None)
     print(findings_table(loaded))
@@ -393,6 +413,7 @@ if __name__ == "__main__":
     t.add_argument("--wall-time", action="store_true",
                    help="with zram's and an access's costs from the phase's wall time")
     sub.add_parser("sensitivity", help="TIMED.md: counters under other device settings")
+    sub.add_parser("gup", help="TIMED.md: the recorded programs without get_user_pages")
     sub.add_parser("rules", help="MG-LRU rows under 6.8's and 6.1's reclaim-pass rules")
     a = ap.parse_args()
     if a.cmd == "run":
@@ -404,6 +425,8 @@ if __name__ == "__main__":
         print(timed_tables(load_cases(), load_cases(timing=t), t.tcg))
     elif a.cmd == "sensitivity":
         print(sensitivity())
+    elif a.cmd == "gup":
+        print(gup_table())
     elif a.cmd == "rules":
         print(rules_table())
     else:

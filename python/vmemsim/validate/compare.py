@@ -197,13 +197,15 @@ def model_kernel(release: str) -> str:
 
 def simulate(
     w: Workload, s: Settings, runs: Sequence[KernelRun], seed: int = 0,
-    kernel: Optional[str] = None,
+    kernel: Optional[str] = None, gup: bool = True,
 ) -> ReplayResult:
     """Replay the sequence through vmemsim with the kernel's free memory and watermarks.
     ``kernel`` picks the reclaim rules where Linux versions differ: ``"6.8"`` (default, what
     the models follow), ``"6.1"`` (the 6.1 differences modelled so far), or ``"auto"`` (6.1's
-    for a 6.1 kernel, else 6.8's)."""
-    pages, writes, gup = w.cpu_accesses()
+    for a 6.1 kernel, else 6.8's). ``gup=False`` replays the trace buffer's refills as the
+    CPU's writes, as the timed machine must (TIMED.md)."""
+    pages, writes, gup_marks = w.cpu_accesses()
+    gup = gup_marks if gup else None
     inp = simulator_inputs(runs)
     if kernel is None or kernel == "auto":
         kernel = model_kernel(runs[0].release) if runs and kernel == "auto" else "6.8"
@@ -327,13 +329,13 @@ TIMED_COUNTERS: List[Tuple[str, Callable[[Dict[str, int]], int], Callable[[Dict[
 
 def compare(
     w: Workload, s: Settings, runs: Sequence[KernelRun], seed: int = 0,
-    kernel: Optional[str] = None, timing: Optional[Timing] = None,
+    kernel: Optional[str] = None, timing: Optional[Timing] = None, gup: bool = True,
 ) -> Case:
-    """The kernel's counters and vmemsim's: the untimed replay's (:func:`simulate`), or the
-    timed machine's with ``timing`` (:func:`simulate_timed`)."""
+    """The kernel's counters and vmemsim's: the untimed replay's (:func:`simulate`, with
+    ``gup`` as there), or the timed machine's with ``timing`` (:func:`simulate_timed`)."""
     counters = COUNTERS
     if timing is None:
-        sim = simulate(w, s, runs, seed, kernel)
+        sim = simulate(w, s, runs, seed, kernel, gup)
     else:
         sim = simulate_timed(w, s, runs, timing, seed, kernel)
         counters = COUNTERS + TIMED_COUNTERS
