@@ -169,6 +169,42 @@ def test_bad_files_name_the_key(body, needle):
     assert needle in msg and "e.toml" in msg and "\n" not in msg
 
 
+@pytest.mark.parametrize(
+    "key, schema, field",
+    [
+        ("machine.swappiness", "REPLAY_SCHEMA", "swappiness"),
+        ("machine.page_cluster", "RUN_SCHEMA", "page_cluster"),
+        ("machine.cpus", "RUN_SCHEMA", "cpus"),
+        ("machine.slice_ns", "RUN_SCHEMA", "slice_ns"),
+        ("run.step_ns", "RUN_SCHEMA", "step_ns"),
+        ("vm.guest_levels", "VM_SCHEMA", "guest_levels"),
+        ("vm.host_cpus", "VM_SCHEMA", "host_cpus"),
+        ("vm.mmu_pages", "VM_SCHEMA", "mmu_pages"),
+        ("vm.count", "VM_SCHEMA", "vms"),
+    ],
+)
+def test_a_keys_range_is_the_cores(key, schema, field):
+    # The sweep checks a setting's range before any run with the bounds the core declares in
+    # its schema (which a core test holds equal to its own checks): 0..200 for swappiness,
+    # 1..4096 CPUs, 4..5 levels, a shadow-page pool of 8 and more; no copy of them here.
+    prop = getattr(vmemsim.api, schema)["properties"][field]
+    lo, hi = int(prop["minimum"]), prop.get("maximum")
+    section, name = key.split(".")
+
+    def with_value(v):
+        return exp(BASE + f"[{section}]\n{name} = {v}\n" if section != "machine"
+                   else BASE.replace('frames = "25%"', f'frames = "25%"\n{name} = {v}'))
+
+    with_value(lo)
+    if lo > 0:
+        with pytest.raises(VmemsimError, match=f"{key}: must be"):
+            with_value(lo - 1)
+    if hi is not None:
+        with_value(int(hi))
+        with pytest.raises(VmemsimError, match=f"{key}: must be {lo}..{int(hi)}, got {int(hi) + 1}"):
+            with_value(int(hi) + 1)
+
+
 def test_missing_name_and_bad_toml():
     with pytest.raises(VmemsimError, match="experiment.name: required"):
         parse_experiment(BASE, "x.toml")

@@ -46,8 +46,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from .._native import VmemsimError
 from .._hints import did_you_mean
-from ..api import (COST_KEYS, REPLAY_DEFAULTS, RUN_DEFAULTS, VM_DEFAULTS, replay_setting_help,
-                   run_setting_help, vm_setting_help)
+from ..api import (COST_KEYS, REPLAY_DEFAULTS, REPLAY_SCHEMA, RUN_DEFAULTS, RUN_SCHEMA,
+                   VM_DEFAULTS, VM_SCHEMA, replay_setting_help, run_setting_help, vm_setting_help)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -147,6 +147,30 @@ def optional(check: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
     return opt
 
 
+def schema_check(schema: Mapping[str, Any], field: str) -> Callable[[Any, str], Any]:
+    """The check of setting ``field`` from the core's schema of its kind of run
+    (``RUN_SCHEMA``, ``REPLAY_SCHEMA``, ``VM_SCHEMA``): its type, and for an integer the range
+    the core declares (``#[schemars(range)]``, which a core test holds equal to the checks of
+    its ``build``), so that a sweep rejects a bad value before any run, with the core's
+    bounds, without a second copy of them here. A setting that may be unset (``null``) also
+    takes "default" (``optional``). Types other than integers, booleans and strings have
+    checks of their own (frames, watermarks, policies)."""
+    prop = schema["properties"][field]
+    types = prop.get("type", [])
+    types = [types] if isinstance(types, str) else list(types)
+    base = [t for t in types if t != "null"]
+    if base == ["integer"]:
+        lo, hi = prop.get("minimum"), prop.get("maximum")
+        check = check_int(None if lo is None else int(lo), None if hi is None else int(hi))
+    elif base == ["boolean"]:
+        check = check_bool
+    elif base == ["string"]:
+        check = check_str
+    else:
+        raise ValueError(f"{field}: no check derived from the schema type {types!r}")
+    return optional(check) if "null" in types else check
+
+
 def check_frames(v: Any, where: str) -> Any:
     """Frames: a positive whole number, or a percentage string of the distinct pages."""
     if isinstance(v, bool):
@@ -201,18 +225,19 @@ def _builtin_schema() -> None:
     # the same (RunConfig's, which a test checks).
     REPLAY = REPLAY_DEFAULTS
 
-    def replay(path: str, field: str, check: Callable[[Any, str], Any], note: str = "",
-               required: bool = False) -> None:
+    def replay(path: str, field: str, check: Optional[Callable[[Any, str], Any]] = None,
+               note: str = "", required: bool = False) -> None:
+        check = check or schema_check(REPLAY_SCHEMA, field)
         reg(path, Key(check, REPLAY[field], f"{note}{replay_setting_help(field)}",
                       required=required))
 
     replay("machine.policy", "policy", check_policy)
     replay("machine.frames", "frames", check_frames, required=True)
-    replay("machine.swappiness", "swappiness", check_int(0, 200))
-    replay("machine.page_cluster", "page_cluster", optional(check_int(0, 10)))
+    replay("machine.swappiness", "swappiness")
+    replay("machine.page_cluster", "page_cluster")
     replay("machine.watermarks", "watermarks", optional(check_watermarks))
     replay("machine.kernel", "kernel", check_choice("6.8", "6.1"), "replays: ")
-    replay("machine.check_invariants", "check_invariants", check_bool)
+    replay("machine.check_invariants", "check_invariants")
     register_open_table("machine.options", "the policy's options, key = value")
     reg("workload.name", Key(optional(check_str), None,
         "label of the workload in tables and figures (unset: the trace)"))
@@ -229,46 +254,51 @@ def _builtin_schema() -> None:
     # declared once there.
     VM = VM_DEFAULTS
 
-    def vm(path: str, field: str, check: Callable[[Any, str], Any], note: str = "") -> None:
+    def vm(path: str, field: str, check: Optional[Callable[[Any, str], Any]] = None,
+           note: str = "") -> None:
+        check = check or schema_check(VM_SCHEMA, field)
         reg(path, Key(check, VM[field], f"VM runs{note}: {vm_setting_help(field)}"))
 
     vm("vm.paging", "paging", check_choice("native", "tdp", "shadow"))
     vm("vm.host_frames", "host_frames", check_frames)
     vm("vm.host_policy", "host_policy", check_policy)
     vm("vm.eviction", "eviction", check_choice("fifo", "clock", "clock-leaf", "clock-parent"))
-    vm("vm.mmu_pages", "mmu_pages", optional(check_int(1)))
+    vm("vm.mmu_pages", "mmu_pages")
     reg("vm.walk_caches", Key(check_bool, True,
         "VM runs: page-walk caches and the nested TLB on (false: a walk reads every entry)"))
-    vm("vm.guest_levels", "guest_levels", check_int(4, 5))
-    vm("vm.host_levels", "host_levels", check_int(4, 5))
-    vm("vm.host_swap", "host_swap", optional(check_str))
-    vm("vm.guest_swap", "guest_swap", optional(check_str))
-    vm("vm.shared_disk", "shared_disk", check_bool)
-    vm("vm.host_cpus", "host_cpus", optional(check_int(1, 4096)))
-    vm("vm.count", "vms", check_int(1, 4096))
+    vm("vm.guest_levels", "guest_levels")
+    vm("vm.host_levels", "host_levels")
+    vm("vm.host_swap", "host_swap")
+    vm("vm.guest_swap", "guest_swap")
+    vm("vm.shared_disk", "shared_disk")
+    vm("vm.host_cpus", "host_cpus")
+    vm("vm.count", "vms")
     vm("vm.guest_page", "guest_page", check_choice("4k", "2m", "1g"))
     vm("vm.host_page", "host_page", check_choice("4k", "2m", "1g"))
-    vm("vm.pt_pages", "pt_pages", check_int(0))
+    vm("vm.pt_pages", "pt_pages")
     reg("workload.format", Key(optional(check_str), None, "trace format (unset: detected)"))
     reg("workload.page_size", Key(check_int(1), 4096, "bytes per page of the trace"))
     reg("workload.addresses", Key(check_bool, False, "the trace holds byte addresses"))
     reg("workload.csv", Key(optional(check_str), None, "CSV column mapping"))
-    replay("run.sample_every", "sample_every", check_int(0), "replays: ")
+    replay("run.sample_every", "sample_every", note="replays: ")
     # The timed-run keys' defaults and documentation are the core's (RunConfig and its
     # schema), declared once there.
     RUN = RUN_DEFAULTS
 
-    def timed(path: str, field: str, check: Callable[[Any, str], Any], default: Any) -> None:
+    def timed(path: str, field: str, default: Any,
+              check: Optional[Callable[[Any, str], Any]] = None) -> None:
+        check = check or schema_check(RUN_SCHEMA, field)
         reg(path, Key(check, default, f"timed runs: {run_setting_help(field)}"))
 
-    timed("run.sample_every_ns", "sample_every_ns", check_int(0), RUN["sample_every_ns"])
-    timed("machine.cpus", "cpus", check_int(1, 4096), RUN["cpus"])
-    timed("machine.swap", "device", check_str, RUN["device"])
-    timed("machine.tlb", "tlb", check_bool, RUN["tlb"])
-    # cgroup is RunConfig.charge_device_ram inverted (RunConfig.cgroup)
-    timed("machine.cgroup", "cgroup", check_bool, not RUN["charge_device_ram"])
-    timed("machine.slice_ns", "slice_ns", optional(check_int(1)), RUN["slice_ns"])
-    timed("run.step_ns", "step_ns", check_int(1), RUN["step_ns"])
+    timed("run.sample_every_ns", "sample_every_ns", RUN["sample_every_ns"])
+    timed("machine.cpus", "cpus", RUN["cpus"])
+    timed("machine.swap", "device", RUN["device"])
+    timed("machine.tlb", "tlb", RUN["tlb"])
+    # cgroup is RunConfig.charge_device_ram inverted (RunConfig.cgroup); the sweep's key is
+    # always set, to a boolean
+    timed("machine.cgroup", "cgroup", not RUN["charge_device_ram"], check_bool)
+    timed("machine.slice_ns", "slice_ns", RUN["slice_ns"])
+    timed("run.step_ns", "step_ns", RUN["step_ns"])
     register_open_table("machine.costs", "timed and VM runs: the one cost table, CPU time "
                         "of each event in ns (cpu_ghz in GHz, kvm_work_ns a list): "
                         + ", ".join(COST_KEYS) + "; vmemsim.COST_DEFAULTS has the defaults")

@@ -39,6 +39,7 @@ pub struct Hdd {
     /// Bytes per second.
     bps: u64,
     submit_ns: u64,
+    max_pages: u32,
     /// Page offset just after the previous request (the head's position).
     head: u64,
     /// When the previous request's transfer ends.
@@ -63,6 +64,7 @@ impl Hdd {
             },
             bps: ((p.bw_mbps * 1e6).round() as u64).max(1),
             submit_ns: us_to_ns(p.submit_us),
+            max_pages: p.max_pages.max(1),
             head: 0,
             busy_until: 0,
             stats: DeviceStats::default(),
@@ -174,6 +176,10 @@ impl SwapDevice for Hdd {
         self.stats.pages_discarded = self.stats.pages_discarded.saturating_add(pages as u64);
     }
 
+    fn max_request_pages(&self) -> u32 {
+        self.max_pages
+    }
+
     fn ram_bytes(&self) -> u64 {
         0
     }
@@ -203,6 +209,7 @@ mod tests {
             min_seek_us: 1000.0,
             bw_mbps: 4096.0,
             submit_us: 0.0,
+            max_pages: 168,
         })
     }
 

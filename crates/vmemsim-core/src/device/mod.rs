@@ -12,8 +12,9 @@
 //!   it is rotational swap (the kernel's rotational slot allocator and cluster readahead).
 //!
 //! Times are u64 nanoseconds of simulated time. A request is `pages` contiguous 4 KiB slots.
-//! Left out everywhere: I/O errors, the block layer's request merging and plugging (the caller
-//! decides how many slots one request carries), and device-internal effects such as SSD garbage
+//! Left out everywhere: I/O errors, the I/O schedulers' own merging and reordering (the plug's
+//! merging of contiguous bios is the caller's: it asks [`SwapDevice::max_request_pages`] how
+//! many pages one request may carry), and device-internal effects such as SSD garbage
 //! collection or write caches beyond what the configured latencies already contain.
 
 pub mod hdd;
@@ -129,6 +130,14 @@ pub trait SwapDevice: Send {
     /// them); a block device only counts them, so callers may pass any class.
     fn reads_content(&self) -> bool {
         false
+    }
+    /// The most pages one request may carry: the block layer merges a bio into the last
+    /// request of the submitter's plug when it continues it (`blk_attempt_plug_merge`), up to
+    /// the queue's `max_segments` (a swapped page is one segment) and `max_sectors`. 1: no
+    /// merging (zram is a bio-based driver, which the plug does not hold: each page is
+    /// stored synchronously).
+    fn max_request_pages(&self) -> u32 {
+        1
     }
     /// Bytes of host RAM the device itself occupies now (zram's compressed pool; 0 otherwise).
     fn ram_bytes(&self) -> u64;
@@ -257,7 +266,14 @@ impl DeviceStats {
 ///   estimate (outstanding RDMA operations per connection). Infiniswap is a block device, so
 ///   the submission path is the block layer's, as for `ssd`.
 /// - `submit_us = 2` for all three is an estimate of `submit_bio` → blk-mq → driver doorbell
-///   (the Linux block layer costs a few µs per request); not measured here.
+///   (the Linux block layer costs a few µs per request); not measured here. A bio merged
+///   into a request already in the plug costs nothing more here (left out).
+/// - `max_pages`: the largest request after the plug's merging of contiguous swap writes
+///   (`blk_attempt_plug_merge`; a swapped 4 KiB page is one segment): `ssd` 168, AHCI's
+///   `sg_tablesize` (`AHCI_MAX_SG`, drivers/ata/ahci.h; below the 1,280 KiB of
+///   `BLK_DEF_MAX_SECTORS_CAP`); `nvme` 128, `NVME_MAX_SEGS` (drivers/nvme/host/pci.c);
+///   `remote` 128, the block layer's default `max_segments` (`BLK_MAX_SEGMENTS`). 1: no
+///   merging.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct QueuedParams {
     pub read_latency_us: f64,
@@ -266,6 +282,8 @@ pub struct QueuedParams {
     pub write_bw_mbps: f64,
     pub qd: u32,
     pub submit_us: f64,
+    /// The most pages one request carries once the plug has merged contiguous bios.
+    pub max_pages: u32,
 }
 
 impl QueuedParams {
@@ -276,6 +294,7 @@ impl QueuedParams {
         write_bw_mbps: 520.0,
         qd: 32,
         submit_us: 2.0,
+        max_pages: 168,
     };
     pub const NVME: QueuedParams = QueuedParams {
         read_latency_us: 90.0,
@@ -284,6 +303,7 @@ impl QueuedParams {
         write_bw_mbps: 3300.0,
         qd: 64,
         submit_us: 2.0,
+        max_pages: 128,
     };
     pub const REMOTE: QueuedParams = QueuedParams {
         read_latency_us: 3.0,
@@ -292,6 +312,7 @@ impl QueuedParams {
         write_bw_mbps: 7000.0,
         qd: 32,
         submit_us: 2.0,
+        max_pages: 128,
     };
     /// Keys of the spec string; `latency_us` and `bw_mbps` set both directions.
     pub const KEYS: &'static [&'static str] = &[
@@ -303,9 +324,12 @@ impl QueuedParams {
         "bw_mbps",
         "qd",
         "submit_us",
+        "max_pages",
     ];
     /// Largest `qd` accepted: NVMe's maximum queue size (65,536 entries).
     pub const MAX_QD: u32 = 65_536;
+    /// Largest `max_pages` accepted (a 256 MiB request).
+    pub const MAX_PAGES: u32 = 65_536;
 
     fn set(&mut self, kind: &str, key: &str, v: &str) -> Result<()> {
         let k = |key: &str| format!("{kind}.{key}");
@@ -326,6 +350,7 @@ impl QueuedParams {
             }
             "qd" => self.qd = whole(&k(key), v, 1, Self::MAX_QD as u64)? as u32,
             "submit_us" => self.submit_us = time_us(&k(key), v)?,
+            "max_pages" => self.max_pages = whole(&k(key), v, 1, Self::MAX_PAGES as u64)? as u32,
             _ => return Err(unknown_key(kind, key, Self::KEYS)),
         }
         Ok(())
@@ -344,6 +369,12 @@ impl QueuedParams {
                 format!("{}: must be 1 to {}", self.qd, Self::MAX_QD),
             ));
         }
+        if !(1..=Self::MAX_PAGES).contains(&self.max_pages) {
+            return Err(Error::config(
+                k("max_pages"),
+                format!("{}: must be 1 to {}", self.max_pages, Self::MAX_PAGES),
+            ));
+        }
         Ok(())
     }
 
@@ -355,6 +386,7 @@ impl QueuedParams {
             ("write_bw_mbps", Num::F(self.write_bw_mbps)),
             ("qd", Num::U(self.qd as u64)),
             ("submit_us", Num::F(self.submit_us)),
+            ("max_pages", Num::U(self.max_pages as u64)),
         ]
     }
 }
@@ -484,6 +516,8 @@ impl ZramParams {
 ///   seek distances are fractions of it. Written with a unit (`512MiB`, `4GiB`) or in bytes.
 ///   Swap on it has `size / 4 KiB − 1` slots (mkswap's header page).
 /// - `submit_us = 2`: the block layer's submission path, as for `ssd` (estimate).
+/// - `max_pages = 168`: the largest request after the plug's merging, a SATA disk's
+///   (`AHCI_MAX_SG`, as for `ssd`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HddParams {
     pub size_bytes: u64,
@@ -492,6 +526,8 @@ pub struct HddParams {
     pub min_seek_us: f64,
     pub bw_mbps: f64,
     pub submit_us: f64,
+    /// The most pages one request carries once the plug has merged contiguous bios.
+    pub max_pages: u32,
 }
 
 impl Default for HddParams {
@@ -503,6 +539,7 @@ impl Default for HddParams {
             min_seek_us: 1000.0,
             bw_mbps: 150.0,
             submit_us: 2.0,
+            max_pages: 168,
         }
     }
 }
@@ -515,6 +552,7 @@ impl HddParams {
         "min_seek_us",
         "bw_mbps",
         "submit_us",
+        "max_pages",
     ];
     /// Sizes accepted: two pages (a header and one slot) to 1 TiB (2^28 slots, the swap
     /// map's bound here).
@@ -542,6 +580,7 @@ impl HddParams {
             "min_seek_us" => self.min_seek_us = time_us(&k, v)?,
             "bw_mbps" => self.bw_mbps = bandwidth(&k, v)?,
             "submit_us" => self.submit_us = time_us(&k, v)?,
+            "max_pages" => self.max_pages = whole(&k, v, 1, QueuedParams::MAX_PAGES as u64)? as u32,
             _ => return Err(unknown_key("hdd", key, Self::KEYS)),
         }
         Ok(())
@@ -568,6 +607,16 @@ impl HddParams {
                 format!("{}: must be 0 (no platter) or {lo} to {hi}", self.rpm),
             ));
         }
+        if !(1..=QueuedParams::MAX_PAGES).contains(&self.max_pages) {
+            return Err(Error::config(
+                "hdd.max_pages",
+                format!(
+                    "{}: must be 1 to {}",
+                    self.max_pages,
+                    QueuedParams::MAX_PAGES
+                ),
+            ));
+        }
         if !(Self::MIN_SIZE..=Self::MAX_SIZE).contains(&self.size_bytes) {
             return Err(Error::config(
                 "hdd.size",
@@ -585,6 +634,7 @@ impl HddParams {
             ("min_seek_us", Num::F(self.min_seek_us)),
             ("bw_mbps", Num::F(self.bw_mbps)),
             ("submit_us", Num::F(self.submit_us)),
+            ("max_pages", Num::U(self.max_pages as u64)),
         ]
     }
 }
@@ -1095,7 +1145,7 @@ mod tests {
         assert_eq!(
             DeviceSpec::parse("ssd").unwrap().to_string(),
             "ssd:read_latency_us=7500,write_latency_us=7500,read_bw_mbps=550,\
-             write_bw_mbps=520,qd=32,submit_us=2"
+             write_bw_mbps=520,qd=32,submit_us=2,max_pages=168"
         );
     }
 

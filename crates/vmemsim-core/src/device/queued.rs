@@ -8,8 +8,8 @@
 //! defaults: [`super::QueuedParams`].
 //!
 //! Left out: a bandwidth shared by parallel requests (each channel transfers at the full
-//! rate), read/write interference and garbage collection inside an SSD, request merging, and
-//! the cost of discards (they are only counted; swap discard is off unless `swapon --discard`).
+//! rate), read/write interference and garbage collection inside an SSD, the I/O scheduler's
+//! merging (the plug's is the caller's, up to `max_pages`), and the cost of discards (they are only counted; swap discard is off unless `swapon --discard`).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -27,6 +27,7 @@ pub struct QueuedDevice {
     write_bps: u64,
     submit_ns: u64,
     qd: u32,
+    max_pages: u32,
     /// When each channel is next free (a min-heap; exactly `qd` entries).
     channels: BinaryHeap<Reverse<u64>>,
     /// End of the latest service seen, for `busy_ns` (a union of service intervals).
@@ -58,6 +59,7 @@ impl QueuedDevice {
             write_bps: mbps_to_bps(p.write_bw_mbps),
             submit_ns: us_to_ns(p.submit_us),
             qd,
+            max_pages: p.max_pages.max(1),
             channels: (0..qd).map(|_| Reverse(0)).collect(),
             busy_until: 0,
             stats: DeviceStats::default(),
@@ -180,6 +182,10 @@ impl SwapDevice for QueuedDevice {
         self.stats.pages_discarded = self.stats.pages_discarded.saturating_add(pages as u64);
     }
 
+    fn max_request_pages(&self) -> u32 {
+        self.max_pages
+    }
+
     fn ram_bytes(&self) -> u64 {
         0
     }
@@ -211,6 +217,7 @@ mod tests {
                 write_bw_mbps: 4096.0,
                 qd,
                 submit_us: 0.0,
+                max_pages: 128,
             },
         )
     }
@@ -288,6 +295,7 @@ mod tests {
             write_bw_mbps: 1000.0,
             qd: 4,
             submit_us: 0.0,
+            max_pages: 128,
         };
         let d = QueuedDevice::new("t", &p);
         // 4096 B at 550 MB/s = 7,447.27 ns, rounded up to 7,448.
@@ -363,6 +371,7 @@ mod tests {
             write_bw_mbps: 1e-3,
             qd: 1,
             submit_us: 3.6e9,
+            max_pages: 128,
         };
         let mut d = QueuedDevice::new("slow", &slow);
         let c = d.submit(0, Read, 0, &[Text; 3]);

@@ -54,6 +54,8 @@ pub const PTE_PREFETCH_NUM: usize = 8;
 pub const KVM_MMU_NUM_PREV_ROOTS: usize = 3;
 /// Smallest pool this model accepts: a 5-level fault needs up to 4 new pages plus a root.
 pub const MIN_POOL_PAGES: u64 = 8;
+/// Largest pool accepted (the shadow pages' arrays stay far from u32 indices).
+pub const MAX_POOL_PAGES: u64 = u32::MAX as u64 / 1024;
 
 /// The pool size KVM picks when userspace does not set one (`kvm_arch_commit_memory_region`):
 /// guest pages / 50, at least 64. A 4 GiB guest (1,048,576 pages) gets 20,971.
@@ -163,10 +165,10 @@ impl ShadowMmuConfig {
             ));
         }
         if let Some(n) = self.n_max_mmu_pages {
-            if n < MIN_POOL_PAGES || n > u32::MAX as u64 / 1024 {
+            if !(MIN_POOL_PAGES..=MAX_POOL_PAGES).contains(&n) {
                 return Err(Error::config(
                     "kvm.n_max_mmu_pages",
-                    format!("{n} is not in {MIN_POOL_PAGES}..={}", u32::MAX / 1024),
+                    format!("{n} is not in {MIN_POOL_PAGES}..={MAX_POOL_PAGES}"),
                 ));
             }
         }

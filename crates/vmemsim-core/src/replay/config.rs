@@ -44,11 +44,13 @@ pub struct ReplayConfig {
     pub options: BTreeMap<String, String>,
     /// vm.page-cluster, 0 to 10: swap readahead of 2^N pages (unset: 3 for kernel policies,
     /// 0 for demand policies).
+    #[schemars(range(max = "MAX_PAGE_CLUSTER"))]
     pub page_cluster: Option<u32>,
     /// [min, low, high] zone watermarks in pages, min <= low <= high (unset: derived from
     /// the memory size as Linux does).
     pub watermarks: Option<[u32; 3]>,
     /// vm.swappiness, 0 to 200.
+    #[schemars(range(max = "MAX_SWAPPINESS"))]
     pub swappiness: u32,
     /// Check every invariant after every access (slow; for debugging).
     pub check_invariants: bool,
@@ -141,6 +143,12 @@ pub(crate) fn kernel_version(name: &str) -> Result<KernelVersion> {
     })
 }
 
+/// Largest `vm.swappiness` (Linux 5.8 raised it from 100 to 200 for fast swap).
+pub const MAX_SWAPPINESS: u32 = 200;
+/// Largest `vm.page-cluster` accepted (readahead of 2^10 pages; the kernel takes any value,
+/// and 6.8's VMA readahead caps its window at 2^5 anyway).
+pub const MAX_PAGE_CLUSTER: u32 = 10;
+
 /// The machine's ranges, as [`crate::engine::Machine::new`] checks them again, with errors
 /// that name the setting: `swappiness` 0..=200, `page_cluster` 0..=10, `watermarks`
 /// min <= low <= high. Timed runs ([`crate::timed::RunConfig::build`]) and replays check them
@@ -150,17 +158,17 @@ pub(crate) fn machine_knobs(
     page_cluster: Option<u32>,
     watermarks: Option<[u32; 3]>,
 ) -> Result<(Option<u8>, Option<Watermarks>)> {
-    if swappiness > 200 {
+    if swappiness > MAX_SWAPPINESS {
         return Err(Error::config(
             "swappiness",
-            format!("must be 0..=200, got {swappiness}"),
+            format!("must be 0..={MAX_SWAPPINESS}, got {swappiness}"),
         ));
     }
     let page_cluster = match page_cluster {
-        Some(n) if n > 10 => {
+        Some(n) if n > MAX_PAGE_CLUSTER => {
             return Err(Error::config(
                 "page_cluster",
-                format!("must be 0..=10, got {n}"),
+                format!("must be 0..={MAX_PAGE_CLUSTER}, got {n}"),
             ))
         }
         n => n.map(|n| n as u8),

@@ -58,6 +58,9 @@ pub fn default_slice_ns(cpus: u32) -> u64 {
     750_000 * (1 + (31 - n.leading_zeros()) as u64)
 }
 
+/// Most CPUs (host CPUs, a native run's CPUs) a run may have.
+pub const MAX_CPUS: u32 = 4096;
+
 /// The CPUs and the scheduler's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SchedConfig {
@@ -69,10 +72,10 @@ pub struct SchedConfig {
 impl SchedConfig {
     /// `cpus` CPUs with EEVDF's base slice for them unless `slice_ns` is given.
     pub fn new(cpus: u32, slice_ns: Option<u64>, context_switch_ns: u64) -> Result<SchedConfig> {
-        if cpus == 0 || cpus > 4096 {
+        if cpus == 0 || cpus > MAX_CPUS {
             return Err(Error::config(
                 "cpus",
-                format!("must be 1..=4096, got {cpus}"),
+                format!("must be 1..={MAX_CPUS}, got {cpus}"),
             ));
         }
         Ok(SchedConfig {

@@ -223,10 +223,14 @@ pub fn run(
     progress: Option<&mut dyn FnMut(u64)>,
 ) -> Result<RunResult> {
     let workload = wl;
-    if spec.timed.cpus == 0 || spec.timed.cpus > 4096 {
+    if spec.timed.cpus == 0 || spec.timed.cpus > crate::sched::MAX_CPUS {
         return Err(Error::config(
             "cpus",
-            format!("must be 1..=4096, got {}", spec.timed.cpus),
+            format!(
+                "must be 1..={}, got {}",
+                crate::sched::MAX_CPUS,
+                spec.timed.cpus
+            ),
         ));
     }
     if spec.timed.step_ns == 0 {

@@ -54,8 +54,10 @@ pub struct RunConfig {
     /// defaults).
     pub device: String,
     /// Host CPUs shared by the workload's threads and kswapd.
+    #[schemars(range(min = 1, max = "crate::sched::MAX_CPUS"))]
     pub cpus: u32,
     /// Scheduler time slice in ns (unset: EEVDF's base slice for the CPU count).
+    #[schemars(range(min = 1))]
     pub slice_ns: Option<u64>,
     /// The one cost table: CPU time of each event in ns (the same as VM runs').
     pub costs: Costs,
@@ -63,6 +65,7 @@ pub struct RunConfig {
     pub sample_every_ns: u64,
     /// Interleaving granularity of threads on different CPUs, in ns of CPU time (not a model
     /// parameter: smaller is finer and slower).
+    #[schemars(range(min = 1))]
     pub step_ns: u64,
     /// The swap device's own memory (zram's compressed pool) is taken from the frames, as on
     /// a machine whose RAM they are (false: a memory cgroup limit, as `cgroup`).
@@ -79,11 +82,13 @@ pub struct RunConfig {
     pub translate: TranslateConfig,
     /// vm.page-cluster, 0 to 10: swap readahead of 2^N pages (unset: 3 for kernel policies,
     /// 0 for demand policies).
+    #[schemars(range(max = "crate::replay::config::MAX_PAGE_CLUSTER"))]
     pub page_cluster: Option<u32>,
     /// [min, low, high] zone watermarks in pages, min <= low <= high (unset: derived from
     /// the memory size as Linux does).
     pub watermarks: Option<[u32; 3]>,
     /// vm.swappiness, 0 to 200.
+    #[schemars(range(max = "crate::replay::config::MAX_SWAPPINESS"))]
     pub swappiness: u32,
     /// Whose reclaim rules the kernel policies follow where Linux versions differ: 6.8 or
     /// 6.1 (docs/kernel-6.1-vs-6.8.md).
@@ -206,6 +211,19 @@ impl RunConfig {
         // The machine's ranges (engine::Machine::new checks them again), as a replay's.
         let (page_cluster, watermarks) =
             machine_knobs(self.swappiness, self.page_cluster, self.watermarks)?;
+        // The schema's ranges (`#[schemars(range)]` above), which the sweep checks too.
+        if !(1..=crate::sched::MAX_CPUS).contains(&self.cpus) {
+            return Err(Error::config(
+                "cpus",
+                format!("must be 1..={}, got {}", crate::sched::MAX_CPUS, self.cpus),
+            ));
+        }
+        if self.slice_ns == Some(0) {
+            return Err(Error::config("slice_ns", "must be at least 1"));
+        }
+        if self.step_ns == 0 {
+            return Err(Error::config("step_ns", "must be at least 1"));
+        }
         let kernel = kernel_version(&self.kernel)?;
         let mut options = PolicyOptions::new(self.seed);
         for (k, v) in &self.options {
@@ -285,6 +303,44 @@ mod tests {
     }
 
     const YCSB: &str = "ycsb-c:footprint=4MiB,requests=100";
+
+    #[test]
+    fn the_schemas_ranges_are_the_checks_of_build() {
+        // Each range the schema declares (which the sweep checks before any run) is the one
+        // `build` enforces: its bound is accepted, one beyond it refused, naming the key.
+        let schema = crate::util::checked_schema::<RunConfig>();
+        let props = &schema["properties"];
+        let cases: &[(&str, Option<u64>, Option<u64>)] = &[
+            ("swappiness", None, Some(200)),
+            ("page_cluster", None, Some(10)),
+            ("cpus", Some(1), Some(4096)),
+            ("slice_ns", Some(1), None),
+            ("step_ns", Some(1), None),
+        ];
+        for &(key, lo, hi) in cases {
+            let p = &props[key];
+            assert_eq!(
+                p["minimum"].as_f64(),
+                Some(lo.unwrap_or(0) as f64),
+                "{key}: {p}"
+            );
+            assert_eq!(p["maximum"].as_f64(), hi.map(|h| h as f64), "{key}: {p}");
+            let with = |v: u64| {
+                RunConfig::from_json(&format!(r#"{{"workload": "{YCSB}", "{key}": {v}}}"#))
+                    .and_then(|c| c.build())
+            };
+            if let Some(lo) = lo {
+                assert!(with(lo).is_ok(), "{key} = {lo}");
+                let e = with(lo - 1).err().unwrap().to_string();
+                assert!(e.starts_with(&format!("{key}:")), "{e}");
+            }
+            if let Some(hi) = hi {
+                assert!(with(hi).is_ok(), "{key} = {hi}");
+                let e = with(hi + 1).err().unwrap().to_string();
+                assert!(e.starts_with(&format!("{key}:")), "{e}");
+            }
+        }
+    }
 
     #[test]
     fn the_defaults_are_vmemsim_runs() {

@@ -60,7 +60,10 @@ impl Default for PtCacheConfig {
 
 pub const MAX_CACHE_LEVELS: usize = 3;
 const LINE_SHIFT: u32 = 6;
-const INVALID: u64 = u64::MAX;
+/// An empty way. Tags are stored as line + 1, so that the arrays start as zeroed memory,
+/// which the allocator hands out untouched (calloc): a large cache level costs host memory
+/// only where a run uses it, not a fill of every way at each run's start.
+const EMPTY: u64 = 0;
 
 /// One level's lines: tags and LRU stamps only (the TLB arrays' values, address-space tags
 /// and flags are not needed here, and leaving them out halves the host memory a probe reads).
@@ -80,7 +83,7 @@ impl Lines {
         Ok(Lines {
             ways: g.ways as usize,
             mask: g.sets as u64 - 1,
-            tags: vec![INVALID; n],
+            tags: vec![EMPTY; n],
             stamps: vec![0; n],
             tick: 0,
         })
@@ -90,7 +93,7 @@ impl Lines {
     fn probe(&mut self, line: u64) -> bool {
         let base = (line & self.mask) as usize * self.ways;
         for i in base..base + self.ways {
-            if self.tags[i] == line {
+            if self.tags[i] == line + 1 {
                 self.tick += 1;
                 self.stamps[i] = self.tick;
                 return true;
@@ -106,7 +109,7 @@ impl Lines {
         let mut victim = base;
         let mut best = u64::MAX;
         for i in base..base + self.ways {
-            if self.tags[i] == INVALID {
+            if self.tags[i] == EMPTY {
                 victim = i;
                 break;
             }
@@ -116,15 +119,16 @@ impl Lines {
             }
         }
         self.tick += 1;
-        self.tags[victim] = line;
+        self.tags[victim] = line + 1;
         self.stamps[victim] = self.tick;
     }
 
     fn validate(&self, name: &str) -> std::result::Result<(), String> {
-        for (i, &t) in self.tags.iter().enumerate() {
-            if t == INVALID {
+        for (i, &stored) in self.tags.iter().enumerate() {
+            if stored == EMPTY {
                 continue;
             }
+            let t = stored - 1;
             let set = i / self.ways;
             if (t & self.mask) as usize != set {
                 return Err(format!("{name}: line {t:#x} in set {set}"));
@@ -133,7 +137,7 @@ impl Lines {
                 return Err(format!("{name}: stamp ahead of the counter"));
             }
             let r = set * self.ways..(set + 1) * self.ways;
-            if self.tags[r].iter().filter(|&&x| x == t).count() != 1 {
+            if self.tags[r].iter().filter(|&&x| x == stored).count() != 1 {
                 return Err(format!("{name}: line {t:#x} twice in set {set}"));
             }
         }
@@ -201,7 +205,7 @@ impl PtCache {
 
     pub fn flush(&mut self) {
         for (a, _) in self.levels.iter_mut() {
-            a.tags.fill(INVALID);
+            a.tags.fill(EMPTY);
         }
     }
 

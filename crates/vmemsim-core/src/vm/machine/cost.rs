@@ -42,6 +42,10 @@ pub(super) struct SwapDev {
     dev: Dev,
     /// 4 KiB pages per swap slot (a large page is swapped whole).
     per_slot: u32,
+    /// The device's largest request, pages ([`crate::device::SwapDevice::max_request_pages`]).
+    max_pages: u32,
+    /// Whether the device's time depends on the pages' content (zram).
+    reads_content: bool,
     io: Vec<crate::mm::SwapIo>,
     classes: Vec<crate::device::ContentClass>,
 }
@@ -78,9 +82,18 @@ impl SwapDev {
     }
 
     fn with(dev: Dev, shift: u32) -> SwapDev {
+        let (max_pages, reads_content) = match &dev {
+            Dev::Own(d) => (d.max_request_pages(), d.reads_content()),
+            Dev::Shared { disk, .. } => {
+                let d = disk.borrow();
+                (d.max_request_pages(), d.reads_content())
+            }
+        };
         SwapDev {
             dev,
             per_slot: 1 << shift,
+            max_pages,
+            reads_content,
             io: Vec::new(),
             classes: Vec::new(),
         }
@@ -99,13 +112,6 @@ impl SwapDev {
         match &self.dev {
             Dev::Own(d) => d.ram_bytes(),
             Dev::Shared { .. } => 0,
-        }
-    }
-
-    fn reads_content(&self) -> bool {
-        match &self.dev {
-            Dev::Own(d) => d.reads_content(),
-            Dev::Shared { disk, .. } => disk.borrow().reads_content(),
         }
     }
 
@@ -138,6 +144,14 @@ impl SwapDev {
     /// decompression, a block device's submission path) and when the last read completes
     /// (0: no read). A page's content is `class(key, i)` for the `i`th 4 KiB of `m`'s page
     /// `key` (a slot no page owns any more: `Random`).
+    ///
+    /// Swap writes to consecutive slots, one after the other in the log (a reclaim pass's
+    /// `pageout` of folios whose slots a cluster handed out in order), are one request: each
+    /// page is a bio (`swap_writepage_bdev_async`), and reclaim holds a plug
+    /// (`blk_start_plug` in `shrink_lruvec` and `lru_gen_shrink_lruvec`) into whose last
+    /// request `blk_attempt_plug_merge` merges a bio that continues it, up to the device's
+    /// [`SwapDevice::max_request_pages`]. A readahead read longer than that is split. zram
+    /// takes one page a request (no plug for a bio-based driver).
     pub(super) fn run(
         &mut self,
         m: &mut Machine<BoxedPolicy>,
@@ -150,20 +164,42 @@ impl SwapDev {
         }
         let mut io = std::mem::take(&mut self.io);
         m.mm.swap.device.take_log(&mut io);
+        // Slots per request (a large page's slot is several pages).
+        let max_slots = (self.max_pages / self.per_slot).max(1);
         let mut cpu = 0u64;
         let mut done = 0u64;
-        for &x in &io {
+        let mut i = 0;
+        while i < io.len() {
             let t = now + cpu;
-            let (kind, slot, n) = match x {
-                SwapIo::Read { slot, n } => (IoKind::Read, slot, n),
-                SwapIo::Write { slot } => (IoKind::Write, slot, 1),
+            let (kind, slot, n) = match io[i] {
+                SwapIo::Read { slot, n } => (IoKind::Read, slot, n.min(max_slots)),
+                SwapIo::Write { slot } => {
+                    let mut n = 1;
+                    while n < max_slots
+                        && io.get(i + n as usize) == Some(&SwapIo::Write { slot: slot + n })
+                    {
+                        n += 1;
+                    }
+                    (IoKind::Write, slot, n)
+                }
                 SwapIo::Discard { slot } => {
                     self.discard(slot as u64 * self.per_slot as u64, self.per_slot);
+                    i += 1;
                     continue;
                 }
             };
+            match io[i] {
+                // The rest of a split read stays to be submitted next.
+                SwapIo::Read { slot, n: all } if all > n => {
+                    io[i] = SwapIo::Read {
+                        slot: slot + n,
+                        n: all - n,
+                    }
+                }
+                _ => i += if kind == IoKind::Write { n as usize } else { 1 },
+            }
             self.classes.clear();
-            if !self.reads_content() {
+            if !self.reads_content {
                 // (a block device only counts the pages)
                 let pages = n as usize * self.per_slot as usize;
                 self.classes.resize(pages, ContentClass::Random);
@@ -596,5 +632,55 @@ mod tests {
         assert_eq!(c.submit(0, IoKind::Read, 0).done_at, 100_001);
         assert_eq!(d.submit(0, IoKind::Read, 7).done_at, 100_001);
         assert_eq!(d.stats().queue_delay_max_ns, 0);
+    }
+
+    /// What one op logged, through a one-channel SSD of 100 µs a request plus 1 µs a page
+    /// (4096 B at 4096 MB/s), no submission time, requests of at most `max_pages`: the
+    /// returned read completion and the device's (write requests, read requests).
+    fn through_plug(max_pages: u32) -> (u64, (u64, u64)) {
+        use crate::mm::swap::SwapDevice as _;
+        use crate::mm::SwapIo;
+        let spec = DeviceSpec::parse(&format!(
+            "ssd:latency_us=100,qd=1,bw_mbps=4096,submit_us=0,max_pages={max_pages}"
+        ))
+        .unwrap();
+        let mut dev = SwapDev::new(&spec, 0).unwrap();
+        let cfg = crate::engine::MachineConfig::new(64);
+        let policy = crate::policy::PolicyKind::from_name("fifo")
+            .unwrap()
+            .build(64, &crate::policy::PolicyOptions::new(0), Boxer)
+            .unwrap();
+        let mut m = Machine::new(&cfg, policy).unwrap();
+        m.mm.swap.device.log_on = true;
+        for io in [
+            SwapIo::Write { slot: 5 },
+            SwapIo::Write { slot: 6 },
+            SwapIo::Write { slot: 7 },
+            SwapIo::Write { slot: 9 },
+            SwapIo::Write { slot: 10 },
+            SwapIo::Read { slot: 20, n: 4 },
+            SwapIo::Write { slot: 11 },
+        ] {
+            m.mm.swap.device.submit(io);
+        }
+        let (cpu, done) = dev.run(&mut m, 0, &|_, _| ContentClass::Random);
+        assert_eq!(cpu, 0);
+        let st = dev.stats();
+        assert_eq!((st.pages_written, st.pages_read), (6, 4));
+        (done, (st.write_requests, st.read_requests))
+    }
+
+    #[test]
+    fn contiguous_swap_writes_of_one_op_are_one_request() {
+        // The plug merges each write that continues the last request: [5, 6, 7], [9, 10],
+        // then the read of 20..24 in one request, then [11] (the read came between). On one
+        // channel from t = 0: 103 µs, 205 µs, then the read done at 309 µs.
+        assert_eq!(through_plug(168), (309_000, (3, 1)));
+        // At most 2 pages a request: [5, 6], [7], [9, 10], the read as [20, 21] and
+        // [22, 23]: 102, 203, 305, 407 and 509 µs.
+        assert_eq!(through_plug(2), (509_000, (4, 2)));
+        // One page a request (zram's rule): nine requests of 101 µs before the last write,
+        // the read's last page done at 909 µs.
+        assert_eq!(through_plug(1), (909_000, (6, 4)));
     }
 }

@@ -278,7 +278,7 @@ impl Vm {
             Op::Exit { pid } => self.exit(v, pid),
             Op::Unmap { start, pages } => {
                 let pid = self.vcpus[v].pid;
-                self.unmap_range(v, pid, start, pages)
+                self.unmap_range(v, pid, start, pages as u64)
             }
             _ => Ok(()),
         };

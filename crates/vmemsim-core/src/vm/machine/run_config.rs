@@ -47,10 +47,13 @@ pub struct VmRunConfig {
     pub eviction: String,
     /// Shadow paging: the pool of shadow pages, `n_max_mmu_pages` (unset: KVM's default, 2% of
     /// guest pages, at least 64).
+    #[schemars(range(min = "crate::kvm::MIN_POOL_PAGES", max = "crate::kvm::MAX_POOL_PAGES"))]
     pub mmu_pages: Option<u64>,
     /// Guest page-table levels (native paging: the machine's), 4 or 5.
+    #[schemars(range(min = 4, max = 5))]
     pub guest_levels: u8,
     /// EPT/NPT levels, 4 or 5.
+    #[schemars(range(min = 4, max = 5))]
     pub host_levels: u8,
     /// Guest page-table pages (0: one per 256 guest frames plus 64).
     pub pt_pages: u32,
@@ -66,8 +69,9 @@ pub struct VmRunConfig {
     pub host_page: String,
     /// VMs of the workload (seeds S, S+1, ...) on one host sharing its memory (with several
     /// workload specs: one per spec); host memory as a percentage is of all of them.
+    #[schemars(range(min = 1))]
     pub vms: u32,
-    /// Timed swap device for the host's swap of guest memory: `ssd`, `nvme`, `zram`, `remote`,
+    /// Timed swap device for the host's swap of guest memory: `ssd`, `nvme`, `zram`, `remote`, `hdd`,
     /// with `key=value` parameters (unset: a flat `host_major_fault_ns` per major fault).
     pub host_swap: Option<String>,
     /// Timed swap device for the guest's own swap, as for the host (unset: a flat
@@ -78,6 +82,7 @@ pub struct VmRunConfig {
     pub shared_disk: bool,
     /// Host CPUs all vCPUs share, in time slices (unset: a CPU per vCPU); waiting for one is
     /// steal time.
+    #[schemars(range(min = 1, max = "crate::sched::MAX_CPUS"))]
     pub host_cpus: Option<u32>,
 }
 
@@ -154,8 +159,22 @@ impl VmRunConfig {
     /// Check every setting and build the VMs' configurations and workloads. The memory the
     /// run will hold is estimated before the second workload is built.
     pub fn build(&self) -> Result<VmRun> {
-        if self.host_cpus == Some(0) {
-            return Err(Error::config("host_cpus", "at least one host CPU"));
+        // The schema's ranges (`#[schemars(range)]` above), which the sweep checks too.
+        if let Some(n) = self.host_cpus {
+            if !(1..=crate::sched::MAX_CPUS).contains(&n) {
+                return Err(Error::config(
+                    "host_cpus",
+                    format!("must be 1..={}, got {n}", crate::sched::MAX_CPUS),
+                ));
+            }
+        }
+        for (key, levels) in [
+            ("guest_levels", self.guest_levels),
+            ("host_levels", self.host_levels),
+        ] {
+            if !(4..=5).contains(&levels) {
+                return Err(Error::config(key, format!("must be 4 or 5, got {levels}")));
+            }
         }
         let device = |key: &str, s: &Option<String>| {
             s.as_deref()
@@ -176,6 +195,15 @@ impl VmRunConfig {
                 "only with shadow paging (KVM's shadow-page pool, n_max_mmu_pages); tdp and \
                  native paging have no such pool",
             ));
+        }
+        if let Some(n) = self.mmu_pages {
+            use crate::kvm::{MAX_POOL_PAGES, MIN_POOL_PAGES};
+            if !(MIN_POOL_PAGES..=MAX_POOL_PAGES).contains(&n) {
+                return Err(Error::config(
+                    "mmu_pages",
+                    format!("must be {MIN_POOL_PAGES}..={MAX_POOL_PAGES}, got {n}"),
+                ));
+            }
         }
         self.costs.check()?;
         let specs = &self.workload;
@@ -307,6 +335,46 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("100 ns"));
+    }
+
+    #[test]
+    fn the_schemas_ranges_are_the_checks_of_build() {
+        // Each range the schema declares (which the sweep checks before any run) is the one
+        // `build` enforces: its bound is accepted, one beyond it refused, naming the key.
+        let schema = crate::util::checked_schema::<VmRunConfig>();
+        let props = &schema["properties"];
+        let cases: &[(&str, u64, Option<u64>)] = &[
+            ("guest_levels", 4, Some(5)),
+            ("host_levels", 4, Some(5)),
+            ("vms", 1, None),
+            ("host_cpus", 1, Some(4096)),
+            (
+                "mmu_pages",
+                crate::kvm::MIN_POOL_PAGES,
+                Some(crate::kvm::MAX_POOL_PAGES),
+            ),
+        ];
+        for &(key, lo, hi) in cases {
+            let p = &props[key];
+            assert_eq!(p["minimum"].as_f64(), Some(lo as f64), "{key}: {p}");
+            assert_eq!(p["maximum"].as_f64(), hi.map(|h| h as f64), "{key}: {p}");
+            let with = |v: u64| {
+                VmRunConfig::from_json(&format!(
+                    r#"{{"workload": ["stress-vm:bytes=1MiB"], "paging": "shadow", "{key}": {v}}}"#
+                ))
+                .and_then(|c| c.build())
+            };
+            assert!(with(lo).is_ok(), "{key} = {lo}");
+            let e = with(lo - 1)
+                .err()
+                .unwrap_or_else(|| panic!("{key} = {}", lo - 1));
+            assert!(e.to_string().starts_with(&format!("{key}:")), "{e}");
+            if let Some(hi) = hi {
+                assert!(with(hi).is_ok(), "{key} = {hi}");
+                let e = with(hi + 1).err().unwrap().to_string();
+                assert!(e.starts_with(&format!("{key}:")), "{e}");
+            }
+        }
     }
 
     #[test]

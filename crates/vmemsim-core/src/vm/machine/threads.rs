@@ -636,8 +636,13 @@ pub(super) fn schedule(
     if opts.step_ns == 0 {
         return Err(Error::config("step_ns", "must be at least 1"));
     }
-    let cfg = SchedConfig::new(hc.cpus, hc.slice_ns, vms[0].costs.context_switch_ns)
-        .map_err(|_| Error::config("vm.host_cpus", format!("must be 1..=4096, got {}", hc.cpus)))?;
+    let cfg =
+        SchedConfig::new(hc.cpus, hc.slice_ns, vms[0].costs.context_switch_ns).map_err(|_| {
+            Error::config(
+                "vm.host_cpus",
+                format!("must be 1..={}, got {}", crate::sched::MAX_CPUS, hc.cpus),
+            )
+        })?;
     let mut s = Sched::new(cfg);
     let mut vcpus = Vec::new();
     let mut threads_of = vec![Vec::new(); wls.len()];
@@ -647,7 +652,11 @@ pub(super) fn schedule(
             vcpus.push(VcpuSched {
                 vm: i,
                 v,
-                buf: Vec::new(),
+                // Room for a chunk of ops (`next_ops` appends about `CHUNK_OPS`) and the
+                // record that ends it, so that the buffer does not grow by copying, and under
+                // malloc's mmap threshold (128 KiB: 16-byte ops), so that a run reuses the
+                // heap's memory instead of faulting in fresh pages.
+                buf: Vec::with_capacity(crate::workload::common::CHUNK_OPS * 5 / 4),
                 pos: 0,
                 held: None,
                 vruntime: 0,

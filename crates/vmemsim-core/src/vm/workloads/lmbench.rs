@@ -328,7 +328,8 @@ impl LmbenchLike {
                     Stage::Timed { k, i: i + 1 }
                 } else {
                     em.end(buf);
-                    let (start, pages) = (self.region(), self.groups());
+                    // (at most 2^28 pages: `size` is at most 1 TiB)
+                    let (start, pages) = (self.region(), self.groups() as u32);
                     em.event(buf, Op::Unmap { start, pages });
                     if k + 1 < iterations {
                         Stage::Timed { k: k + 1, i: 0 }

@@ -197,7 +197,8 @@ impl StressVm {
                         buf,
                         Op::Unmap {
                             start: self.region_start(),
-                            pages: self.pages,
+                            // (at most 2^28 pages: `bytes` is at most 1 TiB)
+                            pages: self.pages as u32,
                         },
                     );
                     if round + 1 < self.cfg.rounds {

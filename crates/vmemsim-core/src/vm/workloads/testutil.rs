@@ -140,7 +140,7 @@ pub fn census(streams: &[Vec<Op>]) -> Census {
                 }
                 Op::Unmap { pages, .. } => {
                     c.unmaps += 1;
-                    c.unmapped_pages += pages;
+                    c.unmapped_pages += pages as u64;
                 }
                 Op::Arrive { at_ns } => {
                     assert!(!open && !arrived, "vCPU {v}: Arrive inside a request");
