@@ -6,6 +6,10 @@ page-cluster 3, zram}, each on the real kernel (repeats per setting) and through
     python experiments/kernel-validation/matrix.py table
     python experiments/kernel-validation/matrix.py findings   (markdown tables, validation.png)
     python experiments/kernel-validation/matrix.py rules      (MG-LRU under 6.8 vs 6.1 rules)
+    python experiments/kernel-validation/matrix.py findings --timed   (the timed machine's)
+    python experiments/kernel-validation/matrix.py timed      (TIMED.md: untimed vs timed)
+    python experiments/kernel-validation/matrix.py sensitivity  (TIMED.md: device settings)
+    python experiments/kernel-validation/matrix.py gup        (TIMED.md: without get_user_pages)
 
 `run` boots the kernel for every case not yet in the cache (~/.cache/vmemsim/validate) and
 writes data/kernel-runs.json: every kernel run's counters, settings, kernel version and serial
@@ -102,9 +106,11 @@ def run(jobs: int, repeats: int, only, labels=None) -> None:
             print(f"done: {name} {label}", file=sys.stderr, flush=True)
 
 
-def load_cases(kernel="6.8"):
+def load_cases(kernel="6.8", timing=None, only=None, gup=True):
     """Every committed case re-compared with the simulator as it is now, following Linux
-    `kernel`'s reclaim rules where versions differ ("6.8", the default, or "6.1")."""
+    `kernel`'s reclaim rules where versions differ ("6.8", the default, or "6.1"); on the
+    timed machine with `timing` (a `vmemsim.validate.compare.Timing`); `only`: a set of
+    (name, swap label, LRU) to keep."""
     from vmemsim.validate.compare import compare
     from vmemsim.validate.kernel import KernelRun, Settings
     from vmemsim.validate.workload import make_workload
@@ -112,13 +118,16 @@ def load_cases(kernel="6.8"):
     out = []
     workloads = {}
     for c in json.loads(DATA.read_text())["cases"]:
+        if only is not None and (c["name"], c["swap_label"], c["settings"]["lru"]) not in only:
+            continue
         key = (c["spec"], c["mode"], c["seed"])
         if key not in workloads:
             workloads.clear()  # cases of one workload are consecutive: keep one in memory
             workloads[key] = make_workload(resolve(c["spec"]), mode=c["mode"], seed=c["seed"])
         w = workloads[key]
         runs = [KernelRun.from_dict(r) for r in c["kernel_runs"]]
-        case = compare(w, Settings(**c["settings"]), runs, seed=c["seed"], kernel=kernel)
+        case = compare(w, Settings(**c["settings"]), runs, seed=c["seed"], kernel=kernel,
+                       timing=timing, gup=gup)
         out.append((c["name"], c["swap_label"], case))
     return out
 
@@ -244,15 +253,139 @@ def rules_table() -> str:
     return "\n".join(lines)
 
 
-def findings() -> None:
-    loaded = load_cases()
+#: The timed machine as the emulated hardware is (TIMED.md says why): TCG runs the guest's
+#: CPU about 10x slower than the cost table's native CPU, and a 4 KiB request to the disk
+#: image, a host file in the host's page cache, takes about 50 µs of wall time.
+def timing(**kw):
+    from vmemsim.validate.compare import Timing
+
+    return Timing(**kw)
+
+
+def ok(case) -> bool:
+    return all(within(case.row(k)) for k in TOLERANCE)
+
+
+def timed_tables(untimed, timed, tcg=None) -> str:
+    """TIMED.md's tables: per configuration the untimed replay's and the timed machine's
+    errors on the tolerance counters, then reclaim's split between kswapd and direct
+    reclaim (kernel mean, untimed, timed), and the phase's wall time in the kernel against
+    the timed machine's run time scaled by the TCG slowdown `tcg`."""
+    fmt = lambda e: "-" if e is None else f"{e * 100:+.1f}%"
+    u = {(n, l, c.settings["lru"]): c for n, l, c in untimed}
+    lines = [
+        "| workload | swap | LRU | pgmajfault kernel | untimed → timed error | pswpin | pswpout | "
+        "pgscan | pgsteal | in tolerance |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for n, l, t in timed:
+        c = u[(n, l, t.settings["lru"])]
+        cells = [f"{fmt(c.row(k).error)} → {fmt(t.row(k).error)}"
+                 for k in ("pgmajfault", "pswpin", "pswpout", "pgscan", "pgsteal")]
+        lines.append(
+            f"| {n} | {l} | {t.settings['lru']} | {t.row('pgmajfault').mean:,.0f} | "
+            + " | ".join(cells)
+            + f" | {'yes' if ok(c) else 'no'} → {'yes' if ok(t) else 'no'} |")
+    lines += ["", "| workload | swap | LRU | pgscan_kswapd kernel / untimed / timed | "
+              "pgscan_direct kernel / untimed / timed | allocstall kernel / timed | "
+              "phase s kernel / timed × tcg |",
+              "|---|---|---|---|---|---|---|"]
+    for n, l, t in timed:
+        c = u[(n, l, t.settings["lru"])]
+        cell = lambda k: (f"{t.row(k).mean:,.0f} / {c.row(k).vmemsim:,} / "
+                          f"{t.row(k).vmemsim:,}")
+        a = t.row("allocstall")
+        phase = "/".join(f"{r.phase_seconds:.1f}" for r in t.runs)
+        scaled = t.sim["runtime_ns"] * (tcg or 1) / 1e9
+        lines.append(f"| {n} | {l} | {t.settings['lru']} | {cell('pgscan_kswapd')} | "
+                     f"{cell('pgscan_direct')} | {a.mean:,.0f} / {a.vmemsim:,} | "
+                     f"{phase} / {scaled:.1f} |")
+    grid = lambda loaded: sum(ok(c) for n, _, c in loaded if n != "zipf-1.2-1.3x"
+                              and _ != "ssd-pc3")
+    extra = lambda loaded: sum(ok(c) for n, _, c in loaded if _ == "ssd-pc3")
+    signs = lambda loaded: sum(r[5] == "WRONG SIGN" for r in sign_checks(loaded)
+                               if r[0] != "zipf-1.2-1.3x")
+    lines += ["", f"Grid configurations within tolerance: {grid(untimed)} untimed, "
+              f"{grid(timed)} timed; ssd-pc3 rows: {extra(untimed)} and {extra(timed)}; "
+              f"wrong signs on the grid: {signs(untimed)} and {signs(timed)}."]
+    return "\n".join(lines)
+
+
+#: The device settings TIMED.md's sensitivity table tries, by name: the chosen one, TCG 3x
+#: and 30x slower than native, the disk 5x faster and 4x slower per request, a real 7,200 rpm
+#: disk (seeks and turns, in native time) and zram with 10x cheaper compression.
+SENSITIVITY = {
+    "chosen (tcg 10, disk 50 µs)": {},
+    "tcg 3": dict(tcg=3.0),
+    "tcg 30": dict(tcg=30.0),
+    "disk 10 µs": dict(disk_us=10.0),
+    "disk 200 µs": dict(disk_us=200.0),
+    "real 7,200 rpm disk": dict(tcg=1.0, disk="hdd"),
+    "zram 2/3.5 µs": dict(zram="zram:read_us=2,write_us=3.5"),
+    "access 5 ns": dict(costs=(("access_ns", 5),)),
+    "wall-time": dict(zram="zram:read_us=2,write_us=3.5", costs=(("access_ns", 5),)),
+}
+#: The timed machine with the two costs the phase's wall time refutes (TIMED.md) replaced:
+#: zram's 20/35 µs per page (an ordinary page's LZO-RLE) by 2/3.5 µs (the guest's pages are
+#: zeros but for one counter), and an access's 100 ns (a DRAM miss) by 5 ns (a load or store
+#: that hits the CPU's caches, as TCG's softmmu TLB serves most of the guest's).
+WALL_TIME = SENSITIVITY["wall-time"]
+SENSITIVITY_CASES = {
+    ("zipf-0.9", "disk-pc0", "classic"), ("zipf-0.9", "disk-pc0", "mglru"),
+    ("zipf-0.9", "zram", "mglru"), ("stress-ng", "disk-pc0", "mglru"),
+    ("stress-ng", "disk-pc3", "mglru"), ("stress-ng", "zram", "mglru"),
+    ("zipf-1.2-1.3x", "disk-pc0", "mglru"), ("zipf-1.2-1.3x", "zram", "mglru"),
+}
+
+
+def sensitivity() -> str:
+    """pgmajfault, pgscan and pgscan_direct of some configurations under each setting of
+    `SENSITIVITY` (errors against the kernel mean; pgscan_direct as counts)."""
+    fmt = lambda e: "-" if e is None else f"{e * 100:+.1f}%"
+    res = {name: {(n, l, c.settings["lru"]): c
+                  for n, l, c in load_cases(timing=timing(**kw), only=SENSITIVITY_CASES)}
+           for name, kw in SENSITIVITY.items()}
+    lines = ["| workload | swap | LRU | setting | pgmajfault err | pgscan err | "
+             "pgscan_direct (kernel) | allocstall (kernel) |", "|---|---|---|---|---|---|---|---|"]
+    for key in sorted(SENSITIVITY_CASES, key=lambda k: (list(WORKLOADS).index(k[0]), k[1], k[2])):
+        for name in SENSITIVITY:
+            c = res[name][key]
+            d, a = c.row("pgscan_direct"), c.row("allocstall")
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {name} | "
+                         f"{fmt(c.row('pgmajfault').error)} | {fmt(c.row('pgscan').error)} | "
+                         f"{d.vmemsim:,} ({d.mean:,.0f}) | {a.vmemsim:,} ({a.mean:,.0f}) |")
+    return "\n".join(lines)
+
+
+def gup_table() -> str:
+    """The recorded programs' rows replayed untimed with and without `get_user_pages` (the
+    trace buffer's refills as the CPU's writes, as the timed machine runs them)."""
+    fmt = lambda e: "-" if e is None else f"{e * 100:+.1f}%"
+    only = {(n, l, lru) for n in ("memcached", "stress-ng")
+            for l in ("disk-pc0", "disk-pc3", "ssd-pc3", "zram") for lru in ("classic", "mglru")}
+    a = load_cases(only=only)
+    b = {(n, l, c.settings["lru"]): c for n, l, c in load_cases(only=only, gup=False)}
+    lines = ["| workload | swap | LRU | pgmajfault err gup → writes | pswpout | pgscan | "
+             "in tolerance |", "|---|---|---|---|---|---|---|"]
+    for n, l, x in a:
+        y = b[(n, l, x.settings["lru"])]
+        lines.append(f"| {n} | {l} | {x.settings['lru']} | " + " | ".join(
+            f"{fmt(x.row(k).error)} → {fmt(y.row(k).error)}"
+            for k in ("pgmajfault", "pswpout", "pgscan"))
+            + f" | {'yes' if ok(x) else 'no'} → {'yes' if ok(y) else 'no'} |")
+    return "\n".join(lines)
+
+
+def findings(timed: bool = False) -> None:
+    loaded = load_cases(timing=timing() if timed else None)
     print(findings_table(loaded))
     print()
     print("| workload | swap | kernel MG-LRU - classic (major faults) | kernel spread | vmemsim | verdict |")
     print("|---|---|---|---|---|---|")
     for name, label, kd, sp, vd, verdict in sign_checks(loaded):
         print(f"| {name} | {label} | {kd:+,.0f} | {sp:,.0f} | {vd:+,} | {verdict} |")
-    figure(loaded, HERE / "validation.png")
+    if not timed:
+        figure(loaded, HERE / "validation.png")
 
 
 def table() -> None:
@@ -273,13 +406,27 @@ if __name__ == "__main__":
     r.add_argument("--only", nargs="*", help="workload names")
     r.add_argument("--labels", nargs="*", help="swap labels (disk-pc0 disk-pc3 zram ssd-pc3)")
     sub.add_parser("table")
-    sub.add_parser("findings")
+    f = sub.add_parser("findings")
+    f.add_argument("--timed", action="store_true",
+                   help="on the timed machine (one CPU, a disk that takes time) instead")
+    t = sub.add_parser("timed", help="TIMED.md: the untimed replay and the timed machine")
+    t.add_argument("--wall-time", action="store_true",
+                   help="with zram's and an access's costs from the phase's wall time")
+    sub.add_parser("sensitivity", help="TIMED.md: counters under other device settings")
+    sub.add_parser("gup", help="TIMED.md: the recorded programs without get_user_pages")
     sub.add_parser("rules", help="MG-LRU rows under 6.8's and 6.1's reclaim-pass rules")
     a = ap.parse_args()
     if a.cmd == "run":
         run(a.jobs, a.repeats, a.only, a.labels)
     elif a.cmd == "findings":
-        findings()
+        findings(a.timed)
+    elif a.cmd == "timed":
+        t = timing(**WALL_TIME) if a.wall_time else timing()
+        print(timed_tables(load_cases(), load_cases(timing=t), t.tcg))
+    elif a.cmd == "sensitivity":
+        print(sensitivity())
+    elif a.cmd == "gup":
+        print(gup_table())
     elif a.cmd == "rules":
         print(rules_table())
     else:

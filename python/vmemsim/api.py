@@ -1338,6 +1338,7 @@ def run(
     progress: Optional[ProgressFn] = None,
     swap: Optional[str] = None,
     tlb: bool = False,
+    kernel: str = "6.8",
 ) -> RunResult:
     """Run a workload model on a timed machine (the timing engine,
     ``vmemsim_core::timed``): its threads and kswapd compete for ``cpus`` CPUs, every event
@@ -1351,7 +1352,9 @@ def run(
     workload's footprint (``"50%"``). ``cgroup=True`` (``--cgroup``; the older
     ``charge_device_ram=False``) keeps zram's compressed
     pool out of ``frames``, as a memory cgroup limit does (zsmalloc memory is not charged to
-    the cgroup). ``progress(done, None)`` reports simulated ns.
+    the cgroup). ``kernel`` picks whose reclaim rules the kernel policies follow where Linux
+    versions differ (``"6.8"`` or ``"6.1"``, as :func:`replay`'s). ``progress(done, None)``
+    reports simulated ns.
     """
     if not isinstance(workload, str):
         raise VmemsimError(f"workload: expected a workload spec string, got {workload!r}")
@@ -1386,7 +1389,7 @@ def run(
         "tlb": _bool_arg("tlb", tlb),
         "page_cluster": None if page_cluster is None else _int_arg("page_cluster", page_cluster),
         "watermarks": watermarks, "swappiness": _int_arg("swappiness", swappiness),
-        "check_invariants": bool(check_invariants),
+        "kernel": kernel, "check_invariants": bool(check_invariants),
     }
     out = _native.run_timed(json.dumps(config), progress)
     # The core refused a cgroup that disagrees with charge_device_ram; one decides.

@@ -756,6 +756,8 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    help=doc("cgroup", default=False))
     p.add_argument("--tlb", action="store_true", default=RUN["tlb"],
                    help=doc("tlb", default=False))
+    p.add_argument("--kernel", default=RUN["kernel"], choices=("6.8", "6.1"),
+                   help=doc("kernel"))
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_progress_argument(p)
 
@@ -768,7 +770,7 @@ def _run_run(args: argparse.Namespace) -> int:
         lambda progress: vmemsim_run(
             args.workload, device=args.device, cpus=args.cpus, costs=costs,
             slice_ns=args.slice_ns, sample_every_ns=args.sample_every_ns, progress=progress,
-            step_ns=args.step_ns, cgroup=args.cgroup, tlb=args.tlb, **kw,
+            step_ns=args.step_ns, cgroup=args.cgroup, tlb=args.tlb, kernel=args.kernel, **kw,
         ),
     )
     if args.json:

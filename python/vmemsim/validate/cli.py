@@ -10,7 +10,7 @@ from typing import Dict, List, Optional
 
 from .._native import VmemsimError
 from ..cli import _int, _seed, register
-from .compare import format_case, validate
+from .compare import Timing, format_case, validate
 from .workload import MODES
 
 DESCRIPTION = (
@@ -67,6 +67,19 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="set /proc/sys/vm/NAME in the kernel before the run (repeatable; "
                    "e.g. watermark_boost_factor=0); vmemsim does not read it, so the run "
                    "shows what the setting changes in the kernel")
+    p.add_argument("--timed", action="store_true",
+                   help="run the sequence on the timed machine instead of the untimed replay: "
+                   "one CPU for the program and kswapd, as the guest's one vCPU, and a swap "
+                   "device that takes time (the virtio disk as a platterless hdd, its swap "
+                   "rotational; zram compressing on the CPU), so kswapd can fall behind and "
+                   "the program reclaim directly (rows pgscan_direct, allocstall)")
+    p.add_argument("--tcg-slowdown", type=float, default=Timing.tcg, metavar="X",
+                   help="with --timed: how many times slower the guest's CPU runs under TCG "
+                   "than the cost table's native CPU; its slices and disk keep wall time "
+                   "(default %(default)s)")
+    p.add_argument("--disk-us", type=float, default=Timing.disk_us, metavar="US",
+                   help="with --timed: wall time of one 4 KiB request to the disk image (a "
+                   "host file) (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per setting")
 
 
@@ -97,6 +110,7 @@ def _run(args: argparse.Namespace) -> int:
         kernel_dir=Path(args.kernel_dir) if args.kernel_dir else None, accel=args.accel,
         timeout=float(args.timeout), progress=progress, model_kernel=args.model_kernel,
         sysctl=_sysctls(args.sysctl),
+        timing=Timing(tcg=args.tcg_slowdown, disk_us=args.disk_us) if args.timed else None,
     )
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")

@@ -5,6 +5,11 @@ the program issues (:meth:`Workload.cpu_accesses`), on a machine with the memory
 kernel's own watermarks (summed over its zones), and the same ``vm.page-cluster`` and
 ``vm.swappiness``; a zram run replays with a synchronous swap device.
 
+With a :class:`Timing` (``vmemsim validate --timed``) the sequence runs on the timed machine
+instead (:func:`simulate_timed`): one CPU that the program and kswapd share, as the guest's
+one vCPU, and a swap device whose requests take time, so that kswapd can fall behind the
+allocations and the program reclaim directly, as the kernel's did.
+
 Kernel runs are cached by (kernel package and version, workload, settings): a second call
 with the same arguments boots nothing and re-runs only the simulator.
 """
@@ -20,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import _native
-from ..api import ReplayResult, VmemsimError, replay
+from ..api import ReplayResult, RunResult, VmemsimError, replay, run, write_trace
 from .kernel import (
     Kernel,
     KernelRun,
@@ -192,13 +197,15 @@ def model_kernel(release: str) -> str:
 
 def simulate(
     w: Workload, s: Settings, runs: Sequence[KernelRun], seed: int = 0,
-    kernel: Optional[str] = None,
+    kernel: Optional[str] = None, gup: bool = True,
 ) -> ReplayResult:
     """Replay the sequence through vmemsim with the kernel's free memory and watermarks.
     ``kernel`` picks the reclaim rules where Linux versions differ: ``"6.8"`` (default, what
     the models follow), ``"6.1"`` (the 6.1 differences modelled so far), or ``"auto"`` (6.1's
-    for a 6.1 kernel, else 6.8's)."""
-    pages, writes, gup = w.cpu_accesses()
+    for a 6.1 kernel, else 6.8's). ``gup=False`` replays the trace buffer's refills as the
+    CPU's writes, as the timed machine must (TIMED.md)."""
+    pages, writes, gup_marks = w.cpu_accesses()
+    gup = gup_marks if gup else None
     inp = simulator_inputs(runs)
     if kernel is None or kernel == "auto":
         kernel = model_kernel(runs[0].release) if runs and kernel == "auto" else "6.8"
@@ -222,19 +229,126 @@ def swap_device(s: Settings, runs: Sequence[KernelRun]) -> str:
     return f"hdd:size={total_kib + 4}KiB" if total_kib else "disk"
 
 
+@dataclass(frozen=True)
+class Timing:
+    """The emulated hardware's time on the timed machine, whose costs are the cost table's
+    (a native CPU's, ``vmemsim.api.COST_KEYS``). Under QEMU TCG the guest's CPU is emulated,
+    ``tcg`` times slower than that, while the guest's clock, and so its scheduler's slices,
+    keep the host's wall time, as does its disk: a file on the host, served from the host's
+    page cache in ``disk_us`` of wall time per 4 KiB. Expressed in the cost table's time, a
+    slice is the scheduler's divided by ``tcg`` and a disk request ``disk_us / tcg`` per page;
+    zram compresses on the guest's CPU, so its times scale with the CPU's and stay the
+    table's. ``disk`` and ``zram``, when given, replace the devices built from these (a
+    device spec without ``size``; the sensitivity runs), and ``costs`` (``(key, ns)`` pairs)
+    entries of the cost table."""
+
+    tcg: float = 10.0
+    disk_us: float = 50.0
+    disk: Optional[str] = None
+    zram: Optional[str] = None
+    costs: Optional[Tuple[Tuple[str, int], ...]] = None
+
+    def __post_init__(self) -> None:
+        for k in ("tcg", "disk_us"):
+            v = getattr(self, k)
+            if not (isinstance(v, (int, float)) and 0 < v < float("inf")):
+                raise VmemsimError(f"validate: timing {k} must be a positive number, got {v!r}")
+
+    def slice_ns(self) -> int:
+        """EEVDF's base slice on one CPU (``sysctl_sched_base_slice``, 0.75 ms; the engine's
+        scheduler follows 6.8's), in the cost table's time."""
+        return max(1, round(750_000 / self.tcg))
+
+    def device(self, s: Settings, runs: Sequence[KernelRun]) -> str:
+        """The timed machine's swap device for the kernel's (as :func:`swap_device`): zram;
+        the virtio disk as ``hdd`` of the swap's size (the guest sees it as rotational) without
+        a platter or a seek (a disk image in a host file), each page ``disk_us / tcg``; the
+        ``ssd`` rows' disk, declared non-rotational, as an ``ssd`` of the same timing."""
+        if s.swap == "zram":
+            return self.zram or "zram"
+        page_us = self.disk_us / self.tcg
+        if s.swap == "ssd":
+            return self.disk or f"ssd:latency_us=0,bw_mbps={4096 / page_us:g},qd=1"
+        size = swap_device(s, runs)
+        size = size.split("size=", 1)[1] if "size=" in size else "4GiB"
+        if self.disk:
+            kind, _, params = self.disk.partition(":")
+            return f"hdd:size={size}" + (f",{params}" if params else "")
+        # 4,096 bytes in page_us: the transfer rate in MB/s (10^6 bytes per second).
+        return (f"hdd:size={size},rpm=0,seek_us=0,min_seek_us=0,"
+                f"bw_mbps={4096 / page_us:g}")
+
+
+def _trace_file(pages, writes) -> Path:
+    """The sequence as a native trace in the cache (by its hash), for ``trace:path=``."""
+    h = hashlib.sha256(pages.tobytes() + writes.tobytes()).hexdigest()[:24]
+    path = cache_dir() / "timed" / f"{h}.vmt"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}.vmt")
+        write_trace(pages, tmp, writes=writes)
+        os.replace(tmp, path)
+    return path
+
+
+def simulate_timed(
+    w: Workload, s: Settings, runs: Sequence[KernelRun], timing: Timing, seed: int = 0,
+    kernel: Optional[str] = None,
+) -> RunResult:
+    """Run the sequence on the timed machine (``vmemsim.run`` of ``trace:path=``) with the
+    kernel's free memory and watermarks, ``page-cluster`` and ``swappiness``, one CPU for the
+    program and kswapd, and the swap device of ``timing``; zram's pool is charged to the
+    frames (pages of class ``sparse``), as in :func:`simulate`.
+
+    A trace carries no ``get_user_pages`` flag (:attr:`Access.gup` is the replay's only), so
+    the refills of a recorded program's trace buffer run as the CPU's writes, as the replay
+    made them before it modelled ``get_user_pages`` (FINDINGS.md, fix 10)."""
+    pages, writes, _gup = w.cpu_accesses()
+    path = _trace_file(pages, writes)
+    inp = simulator_inputs(runs)
+    if kernel is None or kernel == "auto":
+        kernel = model_kernel(runs[0].release) if runs and kernel == "auto" else "6.8"
+    return run(
+        f"trace:path={path},class={CONTENT_CLASS}", policy=POLICY[s.lru],
+        frames=int(inp["frames"]), seed=seed, device=timing.device(s, runs), cpus=1,
+        slice_ns=timing.slice_ns(), costs=dict(timing.costs or ()), page_cluster=s.page_cluster,
+        watermarks=inp["watermarks"], swappiness=s.swappiness, kernel=kernel,
+    )
+
+
+#: Rows only a timed run can fill: direct reclaim's allocations (the kernel counts them per
+#: zone, ``allocstall_*``, where the timed machine has one).
+TIMED_COUNTERS: List[Tuple[str, Callable[[Dict[str, int]], int], Callable[[Dict[str, int]], int]]] = [
+    (
+        "allocstall",
+        lambda v: sum(n for k, n in v.items() if k.startswith("allocstall_")),
+        lambda s: s["allocstall"],
+    ),
+]
+
+
 def compare(
     w: Workload, s: Settings, runs: Sequence[KernelRun], seed: int = 0,
-    kernel: Optional[str] = None,
+    kernel: Optional[str] = None, timing: Optional[Timing] = None, gup: bool = True,
 ) -> Case:
-    sim = simulate(w, s, runs, seed, kernel)
+    """The kernel's counters and vmemsim's: the untimed replay's (:func:`simulate`, with
+    ``gup`` as there), or the timed machine's with ``timing`` (:func:`simulate_timed`)."""
+    counters = COUNTERS
+    if timing is None:
+        sim = simulate(w, s, runs, seed, kernel, gup)
+    else:
+        sim = simulate_timed(w, s, runs, timing, seed, kernel)
+        counters = COUNTERS + TIMED_COUNTERS
     st = sim.to_dict()["stats"]
-    rows = [Row(name, [k(r.vmstat) for r in runs], v(st)) for name, k, v in COUNTERS]
+    rows = [Row(name, [k(r.vmstat) for r in runs], v(st)) for name, k, v in counters]
     if s.swap == "zram" and all(r.mm_stat for r in runs):
         # The pool's peak (zram's mm_stat, over the boot; what came before the workload is a
         # few pages): the kernel's counts whole zspages, partly empty ones included.
+        # (The timed machine counts its pool's peak in frames held back from free memory.)
+        peak = int(st.get("zram_mem_used_max", 0)) or 4096 * int(
+            sim.to_dict().get("device_frames_peak") or 0)
         rows.append(Row(
-            "zram mem_used_max", [int(r.mm_stat.get("mem_used_max", 0)) for r in runs],
-            int(st.get("zram_mem_used_max", 0)),
+            "zram mem_used_max", [int(r.mm_stat.get("mem_used_max", 0)) for r in runs], peak,
         ))
     return Case(
         workload=w.name if w.kind == "gen" else w.spec, mode=w.mode, seed=w.seed,
@@ -261,6 +375,7 @@ def validate(
     progress: Optional[Callable[[str], None]] = None,
     model_kernel: str = "6.8",
     sysctl: Optional[Dict[str, str]] = None,
+    timing: Optional[Timing] = None,
 ) -> List[Case]:
     """Run ``spec`` (``gen:SPEC`` or a trace file) on the real kernel ``repeats`` times per
     LRU setting (reusing cached runs) and through vmemsim; one :class:`Case` per setting."""
@@ -299,15 +414,19 @@ def validate(
                 )
             runs.append(run)
             save_runs(path, runs)
-        cases.append(compare(w, s, runs[:repeats], seed=seed, kernel=model_kernel))
+        cases.append(compare(w, s, runs[:repeats], seed=seed, kernel=model_kernel,
+                             timing=timing))
     return cases
 
 
 def format_case(c: Case) -> str:
     s = c.settings
+    timed = "config" in c.sim and "runtime_ns" in c.sim
+    rules = (c.sim["config"].get("kernel", "6.8") if timed else c.sim.get("kernel", "6.8"))
     head = (
-        f"{c.workload} (mode {c.mode}) on {c.kernel}, vmemsim with Linux "
-        f"{c.sim.get('kernel', '6.8')} rules: {s['lru']}, swap {s['swap']}, "
+        f"{c.workload} (mode {c.mode}) on {c.kernel}, vmemsim "
+        + (f"timed ({c.sim['config']['device']}, 1 CPU) " if timed else "")
+        + f"with Linux {rules} rules: {s['lru']}, swap {s['swap']}, "
         f"mem {s['mem_mib']} MiB, page-cluster {s['page_cluster']}, swappiness {s['swappiness']}; "
         f"{len(c.runs)} kernel run(s), free pages before the phase "
         f"{[r.vmstat_before['nr_free_pages'] for r in c.runs]}"

@@ -16,7 +16,8 @@
 //!   a random angle (`60 s / rpm / 2`: 4.17 ms at 7,200 rpm); without a seek the sector that
 //!   follows the previous transfer passed under the head when that transfer ended, so a
 //!   request that starts then waits nothing and one that starts `g` later waits for the rest
-//!   of the revolution, `(rev − g mod rev) mod rev`;
+//!   of the revolution, `(rev − g mod rev) mod rev`; with `rpm = 0` there is no platter and
+//!   no wait (a disk image in a host file, as QEMU's virtio-blk serves a guest from one);
 //! - the transfer of its bytes at the media rate `bw_mbps`.
 //!
 //! Left out: zoned recording (one rate across the platter), track and cylinder switches
@@ -55,7 +56,12 @@ impl Hdd {
             capacity: p.pages().max(1),
             min_seek_ns: min_seek,
             full_seek_ns: min_seek + (avg - min_seek) * 15.0 / 8.0,
-            rev_ns: (60e9 / p.rpm).round() as u64,
+            // rpm 0: no platter (HddParams::rpm), no rotational wait.
+            rev_ns: if p.rpm == 0.0 {
+                0
+            } else {
+                (60e9 / p.rpm).round() as u64
+            },
             bps: ((p.bw_mbps * 1e6).round() as u64).max(1),
             submit_ns: us_to_ns(p.submit_us),
             max_pages: p.max_pages.max(1),
@@ -126,7 +132,9 @@ impl SwapDevice for Hdd {
         let arrival = now.saturating_add(self.submit_ns);
         let start = arrival.max(self.busy_until);
         let pos = slot.min(self.capacity - 1);
-        let (seek, rotation) = if pos == self.head {
+        let (seek, rotation) = if self.rev_ns == 0 {
+            (self.seek_ns(self.head, pos), 0)
+        } else if pos == self.head {
             let gap = start - self.busy_until;
             (0, (self.rev_ns - gap % self.rev_ns) % self.rev_ns)
         } else {
@@ -258,5 +266,27 @@ mod tests {
         let t = done(&mut d, 0, Read, u64::MAX, 1);
         assert!(t > 0);
         d.validate().unwrap();
+    }
+
+    #[test]
+    fn a_disk_without_a_platter_costs_its_submission_and_transfer() {
+        // hdd:rpm=0,seek_us=0,min_seek_us=0 (a disk image in a host file): a request waits
+        // for no seek and no turn, wherever it lands: 2 µs to submit, then 8 pages at
+        // 4,096 MB/s, 8 µs.
+        let mut d = Hdd::new(&HddParams {
+            rpm: 0.0,
+            seek_us: 0.0,
+            min_seek_us: 0.0,
+            bw_mbps: 4096.0,
+            ..HddParams::default()
+        });
+        assert_eq!(d.revolution_ns(), 0);
+        assert_eq!(done(&mut d, 0, Write, 1000, 8), 10_000);
+        // Far away, and busy: it starts when the previous one ends, 1 µs transfer.
+        assert_eq!(done(&mut d, 0, Read, 900_000, 1), 11_000);
+        // Sequential after a gap: no rest of a turn to wait for.
+        assert_eq!(done(&mut d, 50_000, Read, 900_001, 1), 53_000);
+        d.validate().unwrap();
+        assert!(crate::device::DeviceSpec::parse("hdd:rpm=0,seek_us=0,min_seek_us=0").is_ok());
     }
 }

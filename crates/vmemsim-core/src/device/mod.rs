@@ -533,6 +533,10 @@ impl ZramParams {
 /// Defaults and their sources:
 /// - `rpm = 7200`: the common speed of 3.5-inch desktop and nearline SATA disks; half a
 ///   revolution, the average rotational wait, is then 4.17 ms by arithmetic.
+///   `rpm = 0` is a disk without a platter: no rotational wait (with `seek_us = 0` and
+///   `min_seek_us = 0`, no seek either: a disk image in a host file, as QEMU's virtio-blk
+///   serves a guest from one, whose requests cost `submit_us` and the transfer at `bw_mbps`;
+///   swap on it is still rotational, as the guest sees it).
 /// - `seek_us = 8500`, `min_seek_us = 1000`: average and track-to-track seek. Estimates of the
 ///   order 7,200 rpm drives' data sheets give (8–9 ms average read seek, about 1 ms
 ///   track-to-track), not one drive's figures.
@@ -627,10 +631,10 @@ impl HddParams {
             ));
         }
         let (lo, hi) = Self::RPM;
-        if !(self.rpm.is_finite() && (lo..=hi).contains(&self.rpm)) {
+        if !(self.rpm == 0.0 || self.rpm.is_finite() && (lo..=hi).contains(&self.rpm)) {
             return Err(Error::config(
                 "hdd.rpm",
-                format!("{}: must be {lo} to {hi}", self.rpm),
+                format!("{}: must be 0 (no platter) or {lo} to {hi}", self.rpm),
             ));
         }
         if !(1..=QueuedParams::MAX_PAGES).contains(&self.max_pages) {
@@ -1141,7 +1145,7 @@ mod tests {
             ("hdd:size=3", "hdd.size"),
             ("hdd:size=4XB", "hdd.size"),
             ("hdd:size=2TiB", "hdd.size"),
-            ("hdd:rpm=0", "hdd.rpm"),
+            ("hdd:rpm=30", "hdd.rpm"),
             ("hdd:min_seek_us=9000", "hdd.min_seek_us"),
             ("hdd:qd=2", "hdd.qd"),
             ("", "device"),

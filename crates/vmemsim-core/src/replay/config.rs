@@ -129,6 +129,20 @@ fn frames_text_or_none<'de, D: Deserializer<'de>>(
     Ok(Option::<Text>::deserialize(d)?.map(|t| t.0))
 }
 
+/// The kernel version named by the setting `kernel` (`6.8` or `6.1`), with an error that
+/// names it. Timed runs ([`crate::timed::RunConfig::build`]) and replays read it here.
+pub(crate) fn kernel_version(name: &str) -> Result<KernelVersion> {
+    KernelVersion::from_name(name).ok_or_else(|| {
+        Error::config(
+            "kernel",
+            format!(
+                "unknown kernel version '{name}'; valid: {}",
+                KernelVersion::NAMES.join(", ")
+            ),
+        )
+    })
+}
+
 /// Largest `vm.swappiness` (Linux 5.8 raised it from 100 to 200 for fast swap).
 pub const MAX_SWAPPINESS: u32 = 200;
 /// Largest `vm.page-cluster` accepted (readahead of 2^10 pages; the kernel takes any value,
@@ -238,16 +252,7 @@ impl ReplayConfig {
                 ));
             }
         }
-        let kernel = KernelVersion::from_name(&self.kernel).ok_or_else(|| {
-            Error::config(
-                "kernel",
-                format!(
-                    "unknown kernel version '{}'; valid: {}",
-                    self.kernel,
-                    KernelVersion::NAMES.join(", ")
-                ),
-            )
-        })?;
+        let kernel = kernel_version(&self.kernel)?;
         let zram_pool = match &self.zram_pool {
             None => None,
             Some(z) => Some(ZramPool {

@@ -19,7 +19,7 @@ use crate::engine::MachineConfig;
 use crate::error::{Error, Result};
 use crate::policy::registry::PolicyVisitor;
 use crate::policy::{PolicyKind, PolicyOptions};
-use crate::replay::config::machine_knobs;
+use crate::replay::config::{kernel_version, machine_knobs};
 use crate::replay::FramesSpec;
 use crate::translate::TranslateConfig;
 use crate::workload::Workload;
@@ -90,6 +90,9 @@ pub struct RunConfig {
     /// vm.swappiness, 0 to 200.
     #[schemars(range(max = "crate::replay::config::MAX_SWAPPINESS"))]
     pub swappiness: u32,
+    /// Whose reclaim rules the kernel policies follow where Linux versions differ: 6.8 or
+    /// 6.1 (docs/kernel-6.1-vs-6.8.md).
+    pub kernel: String,
     /// Check every invariant after every access (slow; for debugging).
     pub check_invariants: bool,
 }
@@ -117,6 +120,7 @@ impl Default for RunConfig {
             page_cluster: machine.page_cluster.map(u32::from),
             watermarks: None,
             swappiness: machine.swappiness,
+            kernel: machine.kernel.name().into(),
             check_invariants: machine.check_invariants,
         }
     }
@@ -220,6 +224,7 @@ impl RunConfig {
         if self.step_ns == 0 {
             return Err(Error::config("step_ns", "must be at least 1"));
         }
+        let kernel = kernel_version(&self.kernel)?;
         let mut options = PolicyOptions::new(self.seed);
         for (k, v) in &self.options {
             options.set(k, v);
@@ -256,6 +261,7 @@ impl RunConfig {
             page_cluster,
             watermarks,
             swappiness: self.swappiness,
+            kernel,
             check_invariants: self.check_invariants,
             ..MachineConfig::new(frames)
         };
@@ -363,6 +369,21 @@ mod tests {
         .unwrap();
         assert_eq!(run.spec.timed, TimedConfig::default());
         assert_eq!(run.spec.policy.name(), "mglru");
+        assert_eq!(run.spec.machine.kernel, crate::policy::KernelVersion::V6_8);
+    }
+
+    #[test]
+    fn kernel_picks_the_machines_reclaim_rules() {
+        // As a replay's `kernel`: the machine the run is built on follows 6.1's rules.
+        let run = RunConfig::from_json(&format!(r#"{{"workload": "{YCSB}", "kernel": "6.1"}}"#))
+            .unwrap()
+            .build()
+            .unwrap();
+        assert_eq!(run.spec.machine.kernel, crate::policy::KernelVersion::V6_1);
+        assert_eq!(
+            run.spec.machine_config().guest.kernel,
+            run.spec.machine.kernel
+        );
     }
 
     #[test]
@@ -406,6 +427,10 @@ mod tests {
         assert!(c(r#"{"watermarks": [10, 30, 20]}"#)
             .starts_with("watermarks: must satisfy min <= low <= high"),);
         assert!(c(r#"{"frames": "0"}"#).starts_with("frames: "));
+        assert_eq!(
+            c(r#"{"workload": "ycsb-c", "kernel": "5.0"}"#),
+            "kernel: unknown kernel version '5.0'; valid: 6.1, 6.8"
+        );
         assert!(c(r#"{"workload": "ycsb-c", "device": "floppy"}"#).contains("floppy"));
         assert!(c(&format!(
             r#"{{"workload": "{YCSB}", "policy": "clock", "options": {{"hnd": "1"}}}}"#
