@@ -208,7 +208,7 @@ pub struct Machine<P: Policy> {
     /// VMA-based swap readahead (`swap_use_vma_readahead`: every swap device non-rotational
     /// and asynchronous here), with each VMA's state by its start (`u64::MAX`: the implicit
     /// anonymous VMA of pages no declared VMA covers).
-    vma_ra: Option<Vec<(u64, VmaReadahead)>>,
+    vma_ra: Option<VmaRa>,
     /// Address spaces of a machine whose page numbers stand for several processes (the VM
     /// layer's: a guest's processes' GiB regions, each a block of page numbers; the host's
     /// VMs, each QEMU's guest memory): the first page number of each range and its process,
@@ -322,6 +322,15 @@ pub struct VmaReadahead {
     pub hits: u32,
 }
 
+/// The VMA-readahead states of a machine: the first address space's implicit anonymous
+/// VMA's, found without a lookup, and every other VMA's by its key (`vma_readahead_state`;
+/// a map, as a run may have thousands of processes or VMAs).
+#[derive(Clone, Debug, Default)]
+struct VmaRa {
+    first: VmaReadahead,
+    others: std::collections::HashMap<u64, VmaReadahead>,
+}
+
 impl Default for VmaReadahead {
     fn default() -> Self {
         VmaReadahead {
@@ -431,7 +440,7 @@ impl<P: Policy> Machine<P> {
             address_spaces: Vec::new(),
             ra: ReadaheadState::default(),
             vma_ra: (cfg.swap_rotational.is_none() && !cfg.swap_sync_io && cfg.zram_pool.is_none())
-                .then(|| vec![(u64::MAX, VmaReadahead::default())]),
+                .then(VmaRa::default),
             oom_at: None,
             unmap_log: None,
             shrink_log: None,
@@ -863,25 +872,19 @@ impl<P: Policy> Machine<P> {
     }
 
     /// The readahead state of the VMA holding `vpn` (created as a fresh VMA's). The implicit
-    /// anonymous VMA's of the first address space is the first entry, found without a search
-    /// when no VMA is declared and the machine has one address space.
+    /// anonymous VMA's of the first address space is found without a lookup.
     fn vma_readahead_state(&mut self, vpn: u64) -> &mut VmaReadahead {
         let implicit = self.implicit_vma(vpn);
-        let list = self
-            .vma_ra
-            .get_or_insert_with(|| vec![(u64::MAX, VmaReadahead::default())]);
-        if self.mm.vmas.is_empty() && implicit == u64::MAX {
-            return &mut list[0].1;
-        }
-        let key = self.mm.vmas.find(vpn).map_or(implicit, |v| v.start);
-        let i = match list.iter().position(|&(k, _)| k == key) {
-            Some(i) => i,
-            None => {
-                list.push((key, VmaReadahead::default()));
-                list.len() - 1
-            }
+        let key = if self.mm.vmas.is_empty() {
+            implicit
+        } else {
+            self.mm.vmas.find(vpn).map_or(implicit, |v| v.start)
         };
-        &mut list[i].1
+        let ra = self.vma_ra.get_or_insert_with(VmaRa::default);
+        if key == u64::MAX {
+            return &mut ra.first;
+        }
+        ra.others.entry(key).or_default()
     }
 
     /// VMA-based swap readahead (`swap_vma_readahead` with `swap_ra_info`, Linux 6.1 and 6.8):
