@@ -349,7 +349,8 @@ def _hdd_slots(swap: str) -> int:
     ``--device hdd:size=SIZE`` is the same disk); its other keys (the disk's timing) mean
     nothing to an untimed replay."""
     slots = _native.rotational_slots(swap)
-    assert slots is not None  # (an hdd spec)
+    if slots is None:
+        raise VmemsimError(f"swap: {swap!r} is not a rotating disk (hdd[:size=SIZE])")
     return slots
 
 

@@ -164,10 +164,6 @@ impl SwapDevice for Hdd {
         self.max_pages
     }
 
-    fn ram_bytes(&self) -> u64 {
-        0
-    }
-
     fn stats(&self) -> DeviceStats {
         self.stats.clone()
     }

@@ -140,7 +140,9 @@ pub trait SwapDevice: Send {
         1
     }
     /// Bytes of host RAM the device itself occupies now (zram's compressed pool; 0 otherwise).
-    fn ram_bytes(&self) -> u64;
+    fn ram_bytes(&self) -> u64 {
+        0
+    }
     fn stats(&self) -> DeviceStats;
     /// Recount every invariant of the device's state; for tests.
     fn validate(&self) -> std::result::Result<(), String> {

@@ -169,10 +169,6 @@ impl SwapDevice for QueuedDevice {
         self.max_pages
     }
 
-    fn ram_bytes(&self) -> u64 {
-        0
-    }
-
     fn stats(&self) -> DeviceStats {
         self.stats.clone()
     }
