@@ -1,8 +1,9 @@
 //! Errors are values: every bad input names the file and the offset/line, or the key.
 use std::fmt;
 
+/// What went wrong ([`Error::kind`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Error {
+pub enum ErrorKind {
     /// A trace could not be read: `path` and `location` ("line 12", "byte 4096", "chunk 3") name where.
     Trace {
         path: String,
@@ -15,47 +16,74 @@ pub enum Error {
     Io { path: String, msg: String },
 }
 
+/// An error: its [`ErrorKind`] boxed, so that a `Result<()>` is one machine word. The
+/// simulator's hot paths (an access through the TLB, a fault, a policy's shrink) return
+/// `Result`s through several calls; with the 72-byte kind inline, every level copied it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Error(Box<ErrorKind>);
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(k: ErrorKind) -> Self {
+        Error(Box::new(k))
+    }
+}
+
 impl Error {
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0
+    }
+    pub fn into_kind(self) -> ErrorKind {
+        *self.0
+    }
     pub fn trace(
         path: impl Into<String>,
         location: impl Into<String>,
         msg: impl Into<String>,
     ) -> Self {
-        Error::Trace {
+        ErrorKind::Trace {
             path: path.into(),
             location: location.into(),
             msg: msg.into(),
         }
+        .into()
     }
     pub fn config(key: impl Into<String>, msg: impl Into<String>) -> Self {
-        Error::Config {
+        ErrorKind::Config {
             key: key.into(),
             msg: msg.into(),
         }
+        .into()
     }
     pub fn io(path: impl Into<String>, err: &std::io::Error) -> Self {
-        Error::Io {
+        ErrorKind::Io {
             path: path.into(),
             msg: err.to_string(),
         }
+        .into()
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Trace {
+        match self.kind() {
+            ErrorKind::Trace {
                 path,
                 location,
                 msg,
             } if location.is_empty() => write!(f, "{path}: {msg}"),
-            Error::Trace {
+            ErrorKind::Trace {
                 path,
                 location,
                 msg,
             } => write!(f, "{path}: {location}: {msg}"),
-            Error::Config { key, msg } => write!(f, "{key}: {msg}"),
-            Error::Io { path, msg } => write!(f, "{path}: {msg}"),
+            ErrorKind::Config { key, msg } => write!(f, "{key}: {msg}"),
+            ErrorKind::Io { path, msg } => write!(f, "{path}: {msg}"),
         }
     }
 }

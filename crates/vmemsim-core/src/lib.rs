@@ -26,4 +26,4 @@ pub mod watermarks;
 pub mod workload;
 
 pub use access::Access;
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};

@@ -1054,8 +1054,8 @@ mod tests {
     use ContentClass::*;
 
     fn key_of(e: Error) -> String {
-        match e {
-            Error::Config { key, .. } => key,
+        match e.into_kind() {
+            crate::error::ErrorKind::Config { key, .. } => key,
             other => panic!("not a config error: {other:?}"),
         }
     }

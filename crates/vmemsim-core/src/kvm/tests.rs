@@ -93,8 +93,8 @@ fn bad_config_is_an_error_naming_the_key() {
         levels: 3,
         ..Default::default()
     };
-    match ShadowMmu::new(c) {
-        Err(crate::Error::Config { key, .. }) => assert_eq!(key, "kvm.levels"),
+    match ShadowMmu::new(c).map_err(crate::Error::into_kind) {
+        Err(crate::ErrorKind::Config { key, .. }) => assert_eq!(key, "kvm.levels"),
         other => panic!("{other:?}"),
     }
     let c = ShadowMmuConfig {
@@ -102,7 +102,7 @@ fn bad_config_is_an_error_naming_the_key() {
         ..Default::default()
     };
     assert!(
-        matches!(ShadowMmu::new(c), Err(crate::Error::Config { key, .. }) if key == "kvm.n_max_mmu_pages")
+        matches!(ShadowMmu::new(c).map_err(crate::Error::into_kind), Err(crate::ErrorKind::Config { key, .. }) if key == "kvm.n_max_mmu_pages")
     );
     assert!(Eviction::parse("kvm.eviction", "lru").is_err());
     assert_eq!(

@@ -476,8 +476,8 @@ mod tests {
         );
         let missing = tmp("does-not-exist");
         assert!(matches!(
-            TraceFormat::detect(&missing).unwrap_err(),
-            Error::Io { .. }
+            TraceFormat::detect(&missing).unwrap_err().kind(),
+            crate::error::ErrorKind::Io { .. }
         ));
     }
 

@@ -263,8 +263,8 @@ fn tlb_set_and_way_arithmetic_and_lru_order() {
         k4: Geometry::new(3, 2),
         ..g
     };
-    match Tlb::new(&bad, "translate.l1d") {
-        Err(crate::Error::Config { key, .. }) => assert_eq!(key, "translate.l1d.4k"),
+    match Tlb::new(&bad, "translate.l1d").map_err(crate::Error::into_kind) {
+        Err(crate::ErrorKind::Config { key, .. }) => assert_eq!(key, "translate.l1d.4k"),
         other => panic!("{other:?}"),
     }
 }
@@ -786,8 +786,8 @@ fn config_round_trips_and_rejects_unknown_keys() {
         },
         ..TranslateConfig::default()
     };
-    match Mmu::new(&bad) {
-        Err(crate::Error::Config { key, .. }) => assert_eq!(key, "translate.pwc.pd"),
+    match Mmu::new(&bad).map_err(crate::Error::into_kind) {
+        Err(crate::ErrorKind::Config { key, .. }) => assert_eq!(key, "translate.pwc.pd"),
         other => panic!("{:?}", other.map(|_| ())),
     }
 }

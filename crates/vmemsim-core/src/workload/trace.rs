@@ -49,7 +49,7 @@ use super::params::Params;
 use super::{bad_tid, Op, Workload};
 use crate::access::Access;
 use crate::device::ContentClass;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::trace::{self, ReaderOptions, TraceFormat, TraceSource};
 
 const KEYS: &[&str] = &[
@@ -99,9 +99,9 @@ pub struct TraceWorkload {
 
 /// `e` as an error of the spec's key `k` (a reader's own key, e.g. `format`, is replaced).
 fn rekey(p: &Params, k: &str, e: Error) -> Error {
-    match e {
-        Error::Config { msg, .. } => p.err(k, msg),
-        other => p.err(k, other.to_string()),
+    match e.into_kind() {
+        ErrorKind::Config { msg, .. } => p.err(k, msg),
+        other => p.err(k, Error::from(other).to_string()),
     }
 }
 
@@ -189,9 +189,9 @@ impl TraceWorkload {
         };
         let mut src = trace::open(&path, Some(format), &opts).map_err(|e| rekey(&p, "path", e))?;
         let (footprint, accesses, regions) =
-            count_pages(&mut *src, max_pages).map_err(|e| match e {
-                Error::Config { msg, .. } => p.err("path", format!("{path}: {msg}")),
-                other => p.err("path", other.to_string()),
+            count_pages(&mut *src, max_pages).map_err(|e| match e.kind() {
+                ErrorKind::Config { msg, .. } => p.err("path", format!("{path}: {msg}")),
+                _ => p.err("path", e.to_string()),
             })?;
         if accesses == 0 {
             return Err(p.err("path", format!("{path}: the trace holds no accesses")));
@@ -228,11 +228,11 @@ impl TraceWorkload {
     }
 
     fn read_err(&self, e: Error) -> Error {
-        match e {
-            Error::Config { msg, .. } => {
+        match e.kind() {
+            ErrorKind::Config { msg, .. } => {
                 Error::config("trace.path", format!("{}: {msg}", self.path))
             }
-            other => Error::config("trace.path", other.to_string()),
+            _ => Error::config("trace.path", e.to_string()),
         }
     }
 }
