@@ -396,6 +396,10 @@ impl VmExec<'_, '_> {
                     && !(*wake == Some(None) && vm.guest_kswapd_awake())
                 {
                     *pos += vm.run_untranslated(v, &buf[*pos..], end, &cls)?;
+                } else if vm.tlb && matches!(op, Op::Access { .. }) {
+                    // A run of accesses through the TLB model, ending where one of the
+                    // checks below has something to do.
+                    *pos += vm.run_translated(v, &buf[*pos..], end, *wake == Some(None), &cls)?;
                 } else {
                     *pos += 1;
                     if let Op::Access { page, write } = op {
