@@ -1264,6 +1264,16 @@ def _setting_help(schema: Mapping[str, Any], key: str) -> str:
     return " ".join(props[last]["description"].replace("`", "").split())
 
 
+def setting_choices(schema: Mapping[str, Any], key: str) -> Tuple[str, ...]:
+    """The values setting ``key`` of ``schema`` (``RUN_SCHEMA``, ``REPLAY_SCHEMA``,
+    ``VM_SCHEMA``) takes, as the core declares them beside its parser (the schema's
+    ``enum``): the CLI's choices and the sweep's checks."""
+    names = schema["properties"][key].get("enum")
+    if not names:
+        raise ValueError(f"{key}: the core declares no names for this setting")
+    return tuple(names)
+
+
 def vm_setting_help(key: str) -> str:
     """The documentation of the VM run setting ``key`` (a key of :data:`VM_DEFAULTS`), as
     the core declares it, on one line."""

@@ -70,6 +70,10 @@ from .api import (
     VM_DEFAULTS,
     RUN_DEFAULTS,
     REPLAY_DEFAULTS,
+    REPLAY_SCHEMA,
+    RUN_SCHEMA,
+    VM_SCHEMA,
+    setting_choices,
     vm_setting_help,
     run_setting_help,
     replay_setting_help,
@@ -630,7 +634,7 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--kernel",
         default=REPLAY_DEFAULTS["kernel"],
-        choices=("6.8", "6.1"),
+        choices=setting_choices(REPLAY_SCHEMA, "kernel"),
         help=replay_setting_help("kernel").replace("%", "%%") + " (default %(default)s)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -756,7 +760,7 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    help=doc("cgroup", default=False))
     p.add_argument("--tlb", action="store_true", default=RUN["tlb"],
                    help=doc("tlb", default=False))
-    p.add_argument("--kernel", default=RUN["kernel"], choices=("6.8", "6.1"),
+    p.add_argument("--kernel", default=RUN["kernel"], choices=setting_choices(RUN_SCHEMA, "kernel"),
                    help=doc("kernel"))
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_progress_argument(p)
@@ -795,7 +799,7 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
         h = vm_setting_help(key).replace("%", "%%")
         return h + (" (default %(default)s)" if default else "")
 
-    p.add_argument("--paging", default=VM["paging"], choices=("native", "tdp", "shadow"),
+    p.add_argument("--paging", default=VM["paging"], choices=setting_choices(VM_SCHEMA, "paging"),
                    help=doc("paging"))
     p.add_argument("--guest-frames", default=VM["guest_frames"], metavar="N",
                    help=doc("guest_frames"))
@@ -806,13 +810,15 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host-policy", default=VM["host_policy"], metavar="NAME",
                    help=doc("host_policy"))
     p.add_argument("--eviction", default=VM["eviction"],
-                   choices=("fifo", "clock", "clock-leaf", "clock-parent"),
+                   choices=setting_choices(VM_SCHEMA, "eviction"),
                    help=doc("eviction"))
     p.add_argument("--mmu-pages", type=_positive, default=VM["mmu_pages"], metavar="N",
                    help=doc("mmu_pages", default=False))
-    p.add_argument("--guest-page", default=VM["guest_page"], choices=("4k", "2m", "1g"),
+    p.add_argument("--guest-page", default=VM["guest_page"],
+                   choices=setting_choices(VM_SCHEMA, "guest_page"),
                    help=doc("guest_page"))
-    p.add_argument("--host-page", default=VM["host_page"], choices=("4k", "2m", "1g"),
+    p.add_argument("--host-page", default=VM["host_page"],
+                   choices=setting_choices(VM_SCHEMA, "host_page"),
                    help=doc("host_page"))
     p.add_argument("--host-swap", default=VM["host_swap"], metavar="DEVICE",
                    help=doc("host_swap", default=False))

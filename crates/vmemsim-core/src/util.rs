@@ -184,6 +184,28 @@ pub fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(T)).expect("a JSON schema serializes")
 }
 
+/// The schema of a setting that takes one of `names` (a string with `enum`): the front ends
+/// (CLI choices, the sweep's checks) take the names from it, so the names the core's parser
+/// accepts are written once, beside the parser.
+pub(crate) fn names_schema(names: &[&str]) -> schemars::schema::Schema {
+    schemars::schema::SchemaObject {
+        instance_type: Some(schemars::schema::InstanceType::String.into()),
+        enum_values: Some(names.iter().map(|n| serde_json::json!(n)).collect()),
+        ..Default::default()
+    }
+    .into()
+}
+
+/// The `names_schema` of a setting, as `#[schemars(schema_with = ...)]` takes it.
+macro_rules! names_schema_fn {
+    ($fn:ident, $names:expr) => {
+        pub(crate) fn $fn(_: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+            $crate::util::names_schema($names)
+        }
+    };
+}
+pub(crate) use names_schema_fn;
+
 /// For tests: `T`'s schema lists exactly the keys `T::default()` serializes, each documented
 /// and with that default; returns the schema for further checks.
 #[cfg(test)]

@@ -149,7 +149,8 @@ def optional(check: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
 
 def schema_check(schema: Mapping[str, Any], field: str) -> Callable[[Any, str], Any]:
     """The check of setting ``field`` from the core's schema of its kind of run
-    (``RUN_SCHEMA``, ``REPLAY_SCHEMA``, ``VM_SCHEMA``): its type, and for an integer the range
+    (``RUN_SCHEMA``, ``REPLAY_SCHEMA``, ``VM_SCHEMA``): its type, for a name its choices
+    (the schema's ``enum``, written beside the core's parser), and for an integer the range
     the core declares (``#[schemars(range)]``, which a core test holds equal to the checks of
     its ``build``), so that a sweep rejects a bad value before any run, with the core's
     bounds, without a second copy of them here. A setting that may be unset (``null``) also
@@ -159,7 +160,10 @@ def schema_check(schema: Mapping[str, Any], field: str) -> Callable[[Any, str], 
     types = prop.get("type", [])
     types = [types] if isinstance(types, str) else list(types)
     base = [t for t in types if t != "null"]
-    if base == ["integer"]:
+    if prop.get("enum"):
+        # the names the core's parser takes, declared beside it
+        check = check_choice(*prop["enum"])
+    elif base == ["integer"]:
         lo, hi = prop.get("minimum"), prop.get("maximum")
         check = check_int(None if lo is None else int(lo), None if hi is None else int(hi))
     elif base == ["boolean"]:
@@ -236,7 +240,7 @@ def _builtin_schema() -> None:
     replay("machine.swappiness", "swappiness")
     replay("machine.page_cluster", "page_cluster")
     replay("machine.watermarks", "watermarks", optional(check_watermarks))
-    replay("machine.kernel", "kernel", check_choice("6.8", "6.1"), "replays: ")
+    replay("machine.kernel", "kernel", note="replays: ")
     replay("machine.check_invariants", "check_invariants")
     register_open_table("machine.options", "the policy's options, key = value")
     reg("workload.name", Key(optional(check_str), None,
@@ -259,10 +263,10 @@ def _builtin_schema() -> None:
         check = check or schema_check(VM_SCHEMA, field)
         reg(path, Key(check, VM[field], f"VM runs{note}: {vm_setting_help(field)}"))
 
-    vm("vm.paging", "paging", check_choice("native", "tdp", "shadow"))
+    vm("vm.paging", "paging")
     vm("vm.host_frames", "host_frames", check_frames)
     vm("vm.host_policy", "host_policy", check_policy)
-    vm("vm.eviction", "eviction", check_choice("fifo", "clock", "clock-leaf", "clock-parent"))
+    vm("vm.eviction", "eviction")
     vm("vm.mmu_pages", "mmu_pages")
     reg("vm.walk_caches", Key(check_bool, True,
         "VM runs: page-walk caches and the nested TLB on (false: a walk reads every entry)"))
@@ -273,8 +277,8 @@ def _builtin_schema() -> None:
     vm("vm.shared_disk", "shared_disk")
     vm("vm.host_cpus", "host_cpus")
     vm("vm.count", "vms")
-    vm("vm.guest_page", "guest_page", check_choice("4k", "2m", "1g"))
-    vm("vm.host_page", "host_page", check_choice("4k", "2m", "1g"))
+    vm("vm.guest_page", "guest_page")
+    vm("vm.host_page", "host_page")
     vm("vm.pt_pages", "pt_pages")
     reg("workload.format", Key(optional(check_str), None, "trace format (unset: detected)"))
     reg("workload.page_size", Key(check_int(1), 4096, "bytes per page of the trace"))

@@ -87,6 +87,9 @@ pub enum Eviction {
 }
 
 impl Eviction {
+    /// The names [`Eviction::parse`] accepts.
+    pub const NAMES: &'static [&'static str] = &["fifo", "clock", "clock-leaf", "clock-parent"];
+
     /// Parse `fifo`, `clock`, `clock-leaf`, `clock-parent` (the `key` names the config key in
     /// errors).
     pub fn parse(key: &str, s: &str) -> Result<Eviction> {

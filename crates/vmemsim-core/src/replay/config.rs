@@ -67,6 +67,7 @@ pub struct ReplayConfig {
     pub zram_pool: Option<ZramPoolConfig>,
     /// Whose reclaim rules the kernel policies follow where Linux versions differ: 6.8 or
     /// 6.1 (docs/kernel-6.1-vs-6.8.md).
+    #[schemars(schema_with = "kernel_schema")]
     pub kernel: String,
     /// Record the cumulative counters every this many accesses and at the end of the trace
     /// (0: no time series; at most a million samples).
@@ -128,6 +129,8 @@ fn frames_text_or_none<'de, D: Deserializer<'de>>(
     struct Text(#[serde(deserialize_with = "crate::timed::run_config::frames_text")] String);
     Ok(Option::<Text>::deserialize(d)?.map(|t| t.0))
 }
+
+crate::util::names_schema_fn!(kernel_schema, KernelVersion::NAMES);
 
 /// The kernel version named by the setting `kernel` (`6.8` or `6.1`), with an error that
 /// names it. Timed runs ([`crate::timed::RunConfig::build`]) and replays read it here.

@@ -92,6 +92,7 @@ pub struct RunConfig {
     pub swappiness: u32,
     /// Whose reclaim rules the kernel policies follow where Linux versions differ: 6.8 or
     /// 6.1 (docs/kernel-6.1-vs-6.8.md).
+    #[schemars(schema_with = "crate::replay::config::kernel_schema")]
     pub kernel: String,
     /// Check every invariant after every access (slow; for debugging).
     pub check_invariants: bool,
@@ -340,6 +341,22 @@ mod tests {
                 assert!(e.starts_with(&format!("{key}:")), "{e}");
             }
         }
+    }
+
+    #[test]
+    fn the_schemas_kernel_names_are_what_build_accepts() {
+        let schema = crate::util::checked_schema::<RunConfig>();
+        let names = schema["properties"]["kernel"]["enum"].as_array().unwrap();
+        assert_eq!(names.len(), 2);
+        let with = |v: &str| {
+            RunConfig::from_json(&format!(r#"{{"workload": "{YCSB}", "kernel": "{v}"}}"#))
+                .and_then(|c| c.build())
+        };
+        for n in names {
+            assert!(with(n.as_str().unwrap()).is_ok(), "{n}");
+        }
+        let e = with("5.15").err().unwrap().to_string();
+        assert!(e.starts_with("kernel: "), "{e}");
     }
 
     #[test]

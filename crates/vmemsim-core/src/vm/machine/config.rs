@@ -20,6 +20,9 @@ pub enum Paging {
 }
 
 impl Paging {
+    /// The names [`Paging::parse`] accepts (`ept` and `npt` are `tdp`).
+    pub const NAMES: &'static [&'static str] = &["native", "tdp", "ept", "npt", "shadow"];
+
     pub fn parse(s: &str) -> Result<Paging> {
         match s {
             "native" => Ok(Paging::Native),

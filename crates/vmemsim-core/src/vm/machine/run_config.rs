@@ -30,6 +30,7 @@ pub struct VmRunConfig {
     pub seed: u64,
     /// Translation: `native` (no VM), `tdp` (nested paging; also `ept`, `npt`) or `shadow`
     /// (KVM's shadow MMU).
+    #[schemars(schema_with = "paging_schema")]
     pub paging: String,
     /// Guest memory in pages, or a percentage of each VM's own footprint (rounded up to whole
     /// guest pages). The default leaves room above the guest's watermarks: no reclaim in the
@@ -44,6 +45,7 @@ pub struct VmRunConfig {
     pub host_policy: String,
     /// Shadow paging: how KVM recycles shadow pages: `fifo` (upstream KVM's), `clock` (seed
     /// 000's second chance), `clock-leaf`, `clock-parent`.
+    #[schemars(schema_with = "eviction_schema")]
     pub eviction: String,
     /// Shadow paging: the pool of shadow pages, `n_max_mmu_pages` (unset: KVM's default, 2% of
     /// guest pages, at least 64).
@@ -63,9 +65,11 @@ pub struct VmRunConfig {
     /// The one cost table: CPU time of each event in ns (the same as native runs').
     pub costs: Costs,
     /// Page size of the guest's mappings: `4k`, `2m` (as THP) or `1g` (as hugetlbfs).
+    #[schemars(schema_with = "page_size_schema")]
     pub guest_page: String,
     /// Page size the host backs guest memory with (tdp, shadow): `4k`, `2m` (as THP) or `1g`
     /// (as hugetlbfs).
+    #[schemars(schema_with = "page_size_schema")]
     pub host_page: String,
     /// VMs of the workload (seeds S, S+1, ...) on one host sharing its memory (with several
     /// workload specs: one per spec); host memory as a percentage is of all of them.
@@ -129,9 +133,16 @@ impl VmRun {
     }
 }
 
-/// Parse a page size as the front ends write it.
+/// The page sizes [`parse_page_size`] accepts.
+pub const PAGE_SIZE_NAMES: &[&str] = &["4k", "2m", "1g", "4kib", "2mib", "1gib", "4096"];
+
+crate::util::names_schema_fn!(page_size_schema, PAGE_SIZE_NAMES);
+crate::util::names_schema_fn!(paging_schema, Paging::NAMES);
+crate::util::names_schema_fn!(eviction_schema, crate::kvm::Eviction::NAMES);
+
+/// Parse a page size as the front ends write it (one of [`PAGE_SIZE_NAMES`]).
 pub fn parse_page_size(key: &str, s: &str) -> Result<PageSize> {
-    match s.to_ascii_lowercase().as_str() {
+    match s {
         "4k" | "4kib" | "4096" => Ok(PageSize::K4),
         "2m" | "2mib" => Ok(PageSize::M2),
         "1g" | "1gib" => Ok(PageSize::G1),
@@ -373,6 +384,34 @@ mod tests {
                 assert!(with(hi).is_ok(), "{key} = {hi}");
                 let e = with(hi + 1).err().unwrap().to_string();
                 assert!(e.starts_with(&format!("{key}:")), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_schemas_names_are_what_build_accepts() {
+        // Each name the schema lists (the CLI's choices, the sweep's check) builds; a name
+        // outside the list is refused, naming the key. An upper-case spelling is outside.
+        let schema = crate::util::checked_schema::<VmRunConfig>();
+        for key in ["paging", "eviction", "guest_page", "host_page"] {
+            let names = schema["properties"][key]["enum"].as_array().unwrap();
+            assert!(names.len() >= 3, "{key}");
+            let with = |v: &str| {
+                // (shadow paging takes every eviction; tdp every page size)
+                let paging = if key == "eviction" { "shadow" } else { "tdp" };
+                let paging = if key == "paging" { v } else { paging };
+                VmRunConfig::from_json(&format!(
+                    r#"{{"workload": ["stress-vm:bytes=1MiB"], "paging": "{paging}", "{key}": "{v}"}}"#
+                ))
+                .and_then(|c| c.build())
+            };
+            for n in names {
+                let n = n.as_str().unwrap();
+                assert!(with(n).is_ok(), "{key} = {n}: {:?}", with(n).err());
+            }
+            for bad in ["bogus", &names[1].as_str().unwrap().to_uppercase()] {
+                let e = with(bad).err().unwrap().to_string();
+                assert!(e.contains(&format!("{key}: ")), "{key} = {bad}: {e}");
             }
         }
     }
