@@ -226,6 +226,26 @@ def test_a_keys_names_are_the_cores(key, field, good, bad):
         with_value(bad)
 
 
+@pytest.mark.parametrize("value,ok", [
+    ('"5000%"', True),       # the core takes up to 100,000% (the sweep's copy stopped at 1000%)
+    ('"100001%"', False),
+    ("1", True),
+    ("0", False),
+    ('"0%"', False),
+    ("268435456", True),     # 1 TiB of frames, the simulator's limit
+    ("268435457", False),
+    ('"lots"', False),
+    ("true", False),
+])
+def test_frames_are_checked_by_the_cores_parser(value, ok):
+    text = BASE.replace('frames = "25%"', f"frames = {value}")
+    if ok:
+        exp(text)
+    else:
+        with pytest.raises(VmemsimError, match="machine.frames: "):
+            exp(text)
+
+
 def test_missing_name_and_bad_toml():
     with pytest.raises(VmemsimError, match="experiment.name: required"):
         parse_experiment(BASE, "x.toml")

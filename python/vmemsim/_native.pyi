@@ -32,6 +32,7 @@ __all__ = [
     "workload_kinds",
     "cost_defaults",
     "rotational_slots",
+    "check_frames",
     "vm_config_defaults",
     "vm_config_schema",
     "run_config_schema",
@@ -139,6 +140,10 @@ def cost_defaults() -> str:
 def rotational_slots(spec: str) -> Optional[int]:
     """The swap slots of a rotating disk's device spec (``hdd[:size=SIZE,...]``), ``None``
     for another device."""
+
+def check_frames(spec: str) -> None:
+    """Raise ``VmemsimError`` (naming ``frames``) unless ``spec`` is a frame count or a
+    percentage as the core parses it."""
 
 def workload_kinds() -> List[Tuple[str, str]]:
     """Every workload kind of ``vmemsim run`` as ``(name, description)``."""

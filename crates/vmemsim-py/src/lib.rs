@@ -741,6 +741,15 @@ fn rotational_slots(spec: &str) -> PyResult<Option<u32>> {
         .rotational_slots())
 }
 
+/// Check a frames setting as every front end's core parses it (`FramesSpec::parse`: a whole
+/// number of frames up to the simulator's limit, or a percentage above 0): the sweep checks
+/// `machine.frames`, `vm.host_frames` with it before any run. An error names `frames`.
+#[pyfunction]
+fn check_frames(spec: &str) -> PyResult<()> {
+    vmemsim_core::replay::FramesSpec::parse(spec).map_err(py_err)?;
+    Ok(())
+}
+
 /// The one cost table's defaults as JSON (`vmemsim_core::vm::Costs`, key -> default): the
 /// keys `--cost`, `costs=` and `machine.costs.*` take, in the table's order.
 #[pyfunction]
@@ -1282,6 +1291,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workload_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(cost_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(rotational_slots, m)?)?;
+    m.add_function(wrap_pyfunction!(check_frames, m)?)?;
     m.add_function(wrap_pyfunction!(vm_config_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(vm_config_schema, m)?)?;
     m.add_function(wrap_pyfunction!(run_config_schema, m)?)?;

@@ -44,6 +44,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from .. import _native
 from .._native import VmemsimError
 from .._hints import did_you_mean
 from ..api import (COST_KEYS, REPLAY_DEFAULTS, REPLAY_SCHEMA, RUN_DEFAULTS, RUN_SCHEMA,
@@ -176,22 +177,16 @@ def schema_check(schema: Mapping[str, Any], field: str) -> Callable[[Any, str], 
 
 
 def check_frames(v: Any, where: str) -> Any:
-    """Frames: a positive whole number, or a percentage string of the distinct pages."""
-    if isinstance(v, bool):
+    """Frames: a whole number, or a percentage string of the distinct pages, as the core's
+    parser takes them (its bounds, not a copy here)."""
+    if isinstance(v, bool) or not isinstance(v, (numbers.Integral, str)):
         raise VmemsimError(f"{where}: expected a frame count or a percentage like '25%', got {v!r}")
-    if isinstance(v, numbers.Integral):
-        if v < 1:
-            raise VmemsimError(f"{where}: a frame count must be at least 1, got {v}")
-        return int(v)
-    if isinstance(v, str) and v.strip().endswith("%"):
-        try:
-            pct = float(v.strip()[:-1])
-        except ValueError:
-            pct = float("nan")
-        if not 0 < pct <= 1000:
-            raise VmemsimError(f"{where}: a percentage must be in (0, 1000]%, got {v!r}")
-        return v.strip()
-    raise VmemsimError(f"{where}: expected a frame count or a percentage like '25%', got {v!r}")
+    try:
+        _native.check_frames(str(v))
+    except VmemsimError as e:
+        # the core's message names its own key ("frames: ..."): name the sweep's instead
+        raise VmemsimError(f"{where}: {str(e).split(': ', 1)[-1]}") from None
+    return int(v) if isinstance(v, numbers.Integral) else v.strip()
 
 
 def check_policy(v: Any, where: str) -> str:
