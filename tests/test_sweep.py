@@ -246,6 +246,16 @@ def test_frames_are_checked_by_the_cores_parser(value, ok):
             exp(text)
 
 
+def test_watermarks_shape_is_the_schemas():
+    # [min, low, high]: the schema's three whole numbers >= 0 (the core's order check,
+    # min <= low <= high, is the run's)
+    assert vmemsim.api.REPLAY_SCHEMA["properties"]["watermarks"]["minItems"] == 3
+    exp(BASE.replace('frames = "25%"', 'frames = "25%"\nwatermarks = [1, 2, 3]'))
+    for bad in ("[1, 2]", "[1, -2, 3]", "[1, 2, 3, 4]", '"1,2,3"'):
+        with pytest.raises(VmemsimError, match="machine.watermarks: expected a list of 3 whole"):
+            exp(BASE.replace('frames = "25%"', f'frames = "25%"\nwatermarks = {bad}'))
+
+
 def test_missing_name_and_bad_toml():
     with pytest.raises(VmemsimError, match="experiment.name: required"):
         parse_experiment(BASE, "x.toml")

@@ -156,7 +156,7 @@ def schema_check(schema: Mapping[str, Any], field: str) -> Callable[[Any, str], 
     its ``build``), so that a sweep rejects a bad value before any run, with the core's
     bounds, without a second copy of them here. A setting that may be unset (``null``) also
     takes "default" (``optional``). Types other than integers, booleans and strings have
-    checks of their own (frames, watermarks, policies)."""
+    checks of their own (frames, policies)."""
     prop = schema["properties"][field]
     types = prop.get("type", [])
     types = [types] if isinstance(types, str) else list(types)
@@ -167,6 +167,8 @@ def schema_check(schema: Mapping[str, Any], field: str) -> Callable[[Any, str], 
     elif base == ["integer"]:
         lo, hi = prop.get("minimum"), prop.get("maximum")
         check = check_int(None if lo is None else int(lo), None if hi is None else int(hi))
+    elif base == ["array"] and prop.get("items", {}).get("type") == "integer":
+        check = check_int_list(prop)
     elif base == ["boolean"]:
         check = check_bool
     elif base == ["string"]:
@@ -200,14 +202,25 @@ def check_policy(v: Any, where: str) -> str:
     return name
 
 
-def check_watermarks(v: Any, where: str) -> List[int]:
-    if (
-        not isinstance(v, list)
-        or len(v) != 3
-        or any(isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 0 for x in v)
-    ):
-        raise VmemsimError(f"{where}: expected [min, low, high] in pages, got {v!r}")
-    return [int(x) for x in v]
+def check_int_list(prop: Mapping[str, Any]) -> Callable[[Any, str], List[int]]:
+    """A list of whole numbers as the schema ``prop`` declares it (its length, its items'
+    lower bound): e.g. watermarks, [min, low, high] in pages."""
+    lo_n, hi_n = prop.get("minItems"), prop.get("maxItems")
+    lo = prop["items"].get("minimum")
+    n = f"{lo_n}" if lo_n == hi_n else f"{lo_n or 0}..{hi_n if hi_n is not None else ''}"
+    what = f"a list of {n} whole numbers" + (f" >= {int(lo)}" if lo is not None else "")
+
+    def check(v: Any, where: str) -> List[int]:
+        if (
+            not isinstance(v, list)
+            or (lo_n is not None and len(v) < lo_n)
+            or (hi_n is not None and len(v) > hi_n)
+            or any(isinstance(x, bool) or not isinstance(x, numbers.Integral)
+                   or (lo is not None and x < lo) for x in v)
+        ):
+            raise VmemsimError(f"{where}: expected {what}, got {v!r}")
+        return [int(x) for x in v]
+    return check
 
 
 def check_trace(v: Any, where: str) -> str:
@@ -234,7 +247,7 @@ def _builtin_schema() -> None:
     replay("machine.frames", "frames", check_frames, required=True)
     replay("machine.swappiness", "swappiness")
     replay("machine.page_cluster", "page_cluster")
-    replay("machine.watermarks", "watermarks", optional(check_watermarks))
+    replay("machine.watermarks", "watermarks")
     replay("machine.kernel", "kernel", note="replays: ")
     replay("machine.check_invariants", "check_invariants")
     register_open_table("machine.options", "the policy's options, key = value")
