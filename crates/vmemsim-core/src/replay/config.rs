@@ -68,6 +68,9 @@ pub struct ReplayConfig {
     /// Whose reclaim rules the kernel policies follow where Linux versions differ: 6.8 or
     /// 6.1 (docs/kernel-6.1-vs-6.8.md).
     pub kernel: String,
+    /// read_ahead_kb of the device holding the trace's files: the largest readahead window
+    /// of the page cache's reads, in KiB (0: no readahead).
+    pub read_ahead_kb: u32,
     /// Record the cumulative counters every this many accesses and at the end of the trace
     /// (0: no time series; at most a million samples).
     pub sample_every: u64,
@@ -104,6 +107,7 @@ impl Default for ReplayConfig {
             swap_rotational: machine.swap_rotational,
             zram_pool: None,
             kernel: machine.kernel.name().into(),
+            read_ahead_kb: machine.read_ahead_kb,
             sample_every: 0,
             warmup: 0,
         }
@@ -277,6 +281,7 @@ impl ReplayConfig {
             kernel,
             zram_pool,
             swap_rotational: self.swap_rotational,
+            read_ahead_kb: self.read_ahead_kb,
             ..MachineConfig::new(0)
         })
     }
@@ -421,6 +426,7 @@ mod tests {
                 device: "zram:text_ratio=3".into(),
             }),
             kernel: "6.1".into(),
+            read_ahead_kb: 512,
             sample_every: 100,
             warmup: 50,
         };
@@ -443,7 +449,8 @@ mod tests {
                 m.swappiness,
                 m.check_invariants,
                 m.swap_sync_io,
-                m.kernel
+                m.kernel,
+                m.read_ahead_kb
             ),
             (
                 Some(2),
@@ -455,7 +462,8 @@ mod tests {
                 150,
                 true,
                 true,
-                KernelVersion::V6_1
+                KernelVersion::V6_1,
+                512
             )
         );
         let pool = m.zram_pool.unwrap();

@@ -895,6 +895,104 @@ impl RecordedReader {
     }
 }
 
+/// Scratch space of [`decode_with_io`], kept by the reader between chunks.
+#[derive(Debug, Default)]
+pub(crate) struct IoScratch {
+    files: BTreeMap<u32, String>,
+    pages: Vec<Access>,
+    events: Vec<Event>,
+}
+
+/// Decode a v2 payload onto `buf` (the plain access stream, as [`decode_pages_only`] gives
+/// it) and `io` (its file I/O records, each with the number of `buf`'s accesses before it).
+/// A payload without events takes the pages-only path.
+pub(crate) fn decode_with_io(
+    raw: &[u8],
+    raw_len: usize,
+    n: usize,
+    s: &mut IoScratch,
+    buf: &mut Vec<Access>,
+    io: &mut Vec<(u32, FileIo)>,
+) -> std::result::Result<(), String> {
+    let h = parse_head(raw, raw_len, n)?;
+    if h.n_ev == 0 {
+        return decode_pages_only(raw, raw_len, n, buf);
+    }
+    s.events.clear();
+    decode_full(raw, raw_len, n, &mut s.files, &mut s.pages, &mut s.events)?;
+    for e in s.events.drain(..) {
+        match e {
+            Event::Access(r) => buf.push(r.access()),
+            Event::Io(x) => io.push((buf.len() as u32, x)),
+            Event::File { .. } => {}
+        }
+    }
+    Ok(())
+}
+
+/// The files of a recorded trace as a replay declares them ([`crate::mm::FileSpec`]), in
+/// the order of their ids: every file of the file table, its extent the end of the
+/// furthest byte a `read`, `write`, `pread64` or `pwrite64` record touches, its size at the
+/// start (`i_size`) the end of the furthest byte read beyond what the trace had written to
+/// the file before the read (a read returns only bytes the file has: those were there from
+/// the start). `mmap` records change neither. Error: a record whose range ends past 2^64.
+pub fn file_specs(r: &mut RecordedReader) -> Result<Vec<crate::mm::FileSpec>> {
+    // id → (initial size, bytes written so far reach, extent)
+    let mut files: BTreeMap<u32, (u64, u64, u64)> = BTreeMap::new();
+    let mut buf = Vec::new();
+    loop {
+        r.next_events(&mut buf)?;
+        if buf.is_empty() {
+            break;
+        }
+        for e in &buf {
+            match e {
+                Event::File { id, .. } => {
+                    files.entry(*id).or_default();
+                }
+                Event::Io(x) => {
+                    let end = x.offset.checked_add(x.len).ok_or_else(|| {
+                        Error::trace(
+                            r.path(),
+                            "",
+                            format!(
+                                "a {} record of file {} at offset {} of {} bytes ends past 2^64",
+                                x.op.name(),
+                                x.file,
+                                x.offset,
+                                x.len
+                            ),
+                        )
+                    })?;
+                    let (init, written, extent) = files.entry(x.file).or_default();
+                    match x.op {
+                        FileOp::Read | FileOp::Pread => {
+                            if end > *written {
+                                *init = (*init).max(end);
+                            }
+                            *extent = (*extent).max(end);
+                        }
+                        FileOp::Write | FileOp::Pwrite => {
+                            *written = (*written).max(end);
+                            *extent = (*extent).max(end);
+                        }
+                        FileOp::Mmap => {}
+                    }
+                }
+                Event::Access(_) => {}
+            }
+        }
+    }
+    Ok(files
+        .into_iter()
+        .map(|(id, (initial_size, _, extent))| crate::mm::FileSpec {
+            id,
+            initial_size,
+            extent,
+        })
+        .collect())
+}
+
 // `PAD` is part of the contract of `decode_pages_only` (the page stream is decoded in place).
 const _: () = assert!(PAD == 8);
 
