@@ -312,10 +312,12 @@ impl PolicyVisitor for Run<'_, '_> {
                     if buf.is_empty() && io.is_empty() {
                         break;
                     }
+                    if has_io {
+                        check_below_files(&src_name, &buf)?;
+                    }
                     if io.is_empty() {
                         serve(&mut m, &buf, &mut warm_left, &mut series, sample_every)?;
                     } else {
-                        check_below_files(&src_name, &buf)?;
                         // The accesses before each file I/O record, then the record.
                         let mut at = 0;
                         for (pos, x) in &io {

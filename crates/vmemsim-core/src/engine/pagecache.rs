@@ -93,9 +93,9 @@ impl<P: Policy> Machine<P> {
             return Err(crate::Error::config(
                 "policy",
                 format!(
-                    "{} does not model the page cache of file I/O yet (its file pages' \
-                     generations and tiers): the trace has file I/O records; replay it with \
-                     clock-lru or a demand policy",
+                    "{} does not model the page cache's file pages yet, and the trace has \
+                     file I/O records (read, write, pread64, pwrite64): replay it with \
+                     clock-lru or a demand policy other than opt",
                     self.policy.name()
                 ),
             ));
@@ -931,6 +931,41 @@ mod replay_tests {
         );
         let r = replay(&mut src, &spec, None).unwrap();
         assert_eq!((r.stats.file_reads, r.stats.nr_file_pages), (16, 18));
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// A trace with file I/O whose page numbers reach the page cache's range is an error
+    /// naming the page, not a silent alias of a file page.
+    #[test]
+    fn pages_in_the_file_range_are_an_error() {
+        let path = tmp("alias.vmt");
+        let mut w = RecordedWriter::create(&path, TraceMeta::default()).unwrap();
+        w.file(0, "f").unwrap();
+        w.io(FileIo {
+            op: FileOp::Read,
+            tid: 1,
+            stamp: 0,
+            file: 0,
+            offset: 0,
+            len: 4096,
+            addr: 0,
+        })
+        .unwrap();
+        w.access(Recorded {
+            page: crate::mm::pagecache::FILE_BASE,
+            count: 1,
+            ..Recorded::default()
+        })
+        .unwrap();
+        w.finish().unwrap();
+        let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
+        let spec = ReplaySpec::new(
+            PolicyKind::from_name("lru").unwrap(),
+            MachineConfig::new(64),
+            PolicyOptions::new(1),
+        );
+        let e = replay(&mut src, &spec, None).unwrap_err().to_string();
+        assert!(e.contains("0x800000000") && e.contains("page cache"), "{e}");
         let _ = std::fs::remove_file(&path);
     }
 }
