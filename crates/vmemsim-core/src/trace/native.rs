@@ -740,8 +740,7 @@ impl TraceSource for NativeReader {
         if self.version == VERSION {
             return Ok(None);
         }
-        let mut r = super::recorded::RecordedReader::open(&self.path)?;
-        super::recorded::file_specs(&mut r).map(Some)
+        super::recorded::file_specs(&self.path).map(Some)
     }
 
     fn records(&self) -> Option<u64> {

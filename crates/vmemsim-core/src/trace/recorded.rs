@@ -930,30 +930,42 @@ pub(crate) fn decode_with_io(
     Ok(())
 }
 
-/// The files of a recorded trace as a replay declares them ([`crate::mm::FileSpec`]), in
-/// the order of their ids: every file of the file table, its extent the end of the
-/// furthest byte a `read`, `write`, `pread64` or `pwrite64` record touches, its size at the
-/// start (`i_size`) the end of the furthest byte read beyond what the trace had written to
-/// the file before the read (a read returns only bytes the file has: those were there from
-/// the start). `mmap` records change neither. Error: a record whose range ends past 2^64.
-pub fn file_specs(r: &mut RecordedReader) -> Result<Vec<crate::mm::FileSpec>> {
+/// The files of the recorded trace at `path` as a replay declares them
+/// ([`crate::mm::FileSpec`]), in the order of their ids: every file of the file table, its
+/// extent the end of the furthest byte a `read`, `write`, `pread64` or `pwrite64` record
+/// touches, its size at the start (`i_size`) the end of the furthest byte read beyond what
+/// the trace had written to the file before the read (a read returns only bytes the file
+/// has: those were there from the start). `mmap` records change neither. A pass of its own
+/// over the trace: chunks without events are decompressed but not decoded. Errors: those of
+/// reading the trace, a record whose range ends past 2^64.
+pub fn file_specs(path: &str) -> Result<Vec<crate::mm::FileSpec>> {
+    let mut rd = NativeReader::open(path)?;
     // id → (initial size, bytes written so far reach, extent)
-    let mut files: BTreeMap<u32, (u64, u64, u64)> = BTreeMap::new();
-    let mut buf = Vec::new();
-    loop {
-        r.next_events(&mut buf)?;
-        if buf.is_empty() {
-            break;
+    let mut sizes: BTreeMap<u32, (u64, u64, u64)> = BTreeMap::new();
+    let (mut files, mut pages, mut events) = (BTreeMap::new(), Vec::new(), Vec::new());
+    while let Some(p) = rd.read_payload()? {
+        let raw = rd.payload(&p);
+        events.clear();
+        let r = parse_head(raw, p.raw_len, p.n).and_then(|h| {
+            if h.n_ev == 0 {
+                Ok(())
+            } else {
+                decode_full(raw, p.raw_len, p.n, &mut files, &mut pages, &mut events)
+            }
+        });
+        if let Err(msg) = r {
+            return Err(rd.chunk_err(p.at, msg));
         }
-        for e in &buf {
+        rd.commit(&p);
+        for e in &events {
             match e {
                 Event::File { id, .. } => {
-                    files.entry(*id).or_default();
+                    sizes.entry(*id).or_default();
                 }
                 Event::Io(x) => {
                     let end = x.offset.checked_add(x.len).ok_or_else(|| {
                         Error::trace(
-                            r.path(),
+                            path,
                             "",
                             format!(
                                 "a {} record of file {} at offset {} of {} bytes ends past 2^64",
@@ -964,7 +976,7 @@ pub fn file_specs(r: &mut RecordedReader) -> Result<Vec<crate::mm::FileSpec>> {
                             ),
                         )
                     })?;
-                    let (init, written, extent) = files.entry(x.file).or_default();
+                    let (init, written, extent) = sizes.entry(x.file).or_default();
                     match x.op {
                         FileOp::Read | FileOp::Pread => {
                             if end > *written {
@@ -983,7 +995,7 @@ pub fn file_specs(r: &mut RecordedReader) -> Result<Vec<crate::mm::FileSpec>> {
             }
         }
     }
-    Ok(files
+    Ok(sizes
         .into_iter()
         .map(|(id, (initial_size, _, extent))| crate::mm::FileSpec {
             id,
