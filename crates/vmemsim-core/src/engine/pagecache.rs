@@ -669,6 +669,35 @@ mod tests {
         assert_eq!(m.stats.pgpgin, 12);
     }
 
+    /// One 256 KiB read (64 pages) at the start of a file, `read_ahead_kb` 128 (ra_pages 32):
+    /// oversize, so `max_pages` = min(64, io_pages 320) = 64. Index 0 → initial window
+    /// `get_init_ra_size(64, 64)` = 64, async_size 64 (size is not above the request); the
+    /// read would hit its own marker (index = start, size = async_size), so the next window
+    /// is merged: 64 + `get_next_ra_size(64, 64)` = 128 > 64 → size 64, async 32. Pages 0..64
+    /// read, page 64 − 32 = 32 marked. The copy goes in batches of `PAGEVEC_SIZE` 15: 0..15,
+    /// 15..30, then 30..33 ending at the marker → `page_cache_async_ra(32, 64 − 32 = 32)`:
+    /// 32 is not oversize (max 32); index 32 = start + size − async_size → start 64, size
+    /// `get_next_ra_size(64, 32)` = 32, async 32: pages 64..96, page 64 marked.
+    #[test]
+    fn oversize_read_merges_and_batches() {
+        let mut m = machine(1024, 128, 200);
+        m.file_io(&io(FileOp::Read, 0, 0, 64 * 4096)).unwrap();
+        assert_eq!(cached(&m), (0..96).collect::<Vec<_>>());
+        assert_eq!(marked(&m), [64]);
+        let ra = m.mm.cache.file(0).ra;
+        assert_eq!((ra.start, ra.size, ra.async_size), (64, 32, 32));
+        assert_eq!(ra.prev_pos, 64 * 4096);
+        // Every page copied is marked accessed once: 64 referenced, none active.
+        let c: std::collections::BTreeMap<_, _> = m.policy.counters().into_iter().collect();
+        assert_eq!((c["pgactivate"], c["nr_inactive_file"]), (0, 96));
+        // With readahead off, the same read reads its 64 pages and no more
+        // (`force_page_cache_ra` of 1 page for each batch that finds none cached).
+        let mut m = machine(1024, 0, 200);
+        m.file_io(&io(FileOp::Read, 0, 0, 64 * 4096)).unwrap();
+        assert_eq!(cached(&m), (0..64).collect::<Vec<_>>());
+        assert_eq!(marked(&m), Vec::<u64>::new());
+    }
+
     /// A random 4 KiB read in the middle of a file with nothing cached and a reader elsewhere:
     /// not index 0, not the expected index, no marker, not oversize, not sequential to
     /// `prev_pos` (page 0's read ended at 4096: prev index 1, index 50), no history pages

@@ -59,7 +59,11 @@
 //! a recorded trace is one access per access record in recorded order: consecutive accesses
 //! to one page by one thread collapse into one reference (they cannot change any policy's
 //! decision except a frequency count), instruction fetches are reads, and events are skipped.
-//! Only the page stream is decoded on that path, so it reads as fast as version 1.
+//! Only the page stream is decoded on that path, so it reads as fast as version 1. `replay`
+//! also takes the file I/O records in their places ([`super::TraceSource::next_chunk_io`],
+//! which decodes in full only chunks holding events) and the files' sizes from a pass of
+//! their own ([`file_specs`]), and serves them through the page cache
+//! ([`crate::engine::Machine::file_io`]).
 //! [`RecordedReader`] gives everything: access records with tid, count and stamp, and the
 //! events in their place. Converting a recorded trace to another format keeps that same
 //! access stream.
