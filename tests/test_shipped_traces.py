@@ -47,8 +47,20 @@ def test_shipped_trace(name: str, command: str, size: int) -> None:
     info = vmemsim.trace_info(str(path))
     assert info.accesses == len(d["page"])
     assert info.writes == int(d["write"].sum())
+    # The file I/O goes through the page cache: memory for every distinct page and every page
+    # of the files (each file's pages up to the furthest byte a record reads or writes).
+    io = [e for e in d["events"] if e["op"] in ("read", "write", "pread64", "pwrite64")]
+    extent: dict = {}
+    for e in io:
+        extent[e["file"]] = max(extent.get(e["file"], 0), e["offset"] + e["len"])
+    file_pages = sum(-(-n // 4096) for n in extent.values())
     r = subprocess.run([sys.executable, "-m", "vmemsim", "replay", "--trace", str(path),
-                        "--policy", "lru", "--frames", "100%", "--json"],
+                        "--policy", "lru", "--frames", str(info.distinct_pages + file_pages),
+                        "--json"],
                        capture_output=True, text=True, check=True)
-    # With every distinct page in memory, LRU faults once per distinct page.
-    assert json.loads(r.stdout)["faults"] == info.distinct_pages
+    # With all of it in memory, LRU faults once per distinct page, and reads each file page
+    # at most once (readahead stops at the furthest byte read).
+    stats = json.loads(r.stdout)["stats"]
+    assert stats["faults"] == info.distinct_pages
+    assert stats["file_io"] == len(io) and stats["evictions"] == 0
+    assert stats["file_reads"] <= file_pages

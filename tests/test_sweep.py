@@ -474,7 +474,8 @@ def test_cli_plan_lists_only_the_keys_the_run_reads(tmp_path):
                        "run.step_ns", "run.sample_every_ns"}
     # what it reads is all there
     assert {"machine.policy", "machine.frames", "machine.swappiness", "machine.kernel",
-            "workload.trace", "workload.format", "run.sample_every"} <= keys
+            "machine.read_ahead_kb", "workload.trace", "workload.format",
+            "run.sample_every"} <= keys
     assert "left out" in r.stdout and r.stdout.count("(a trace replay)") == 2
     vm = write(tmp_path, """
     [machine]

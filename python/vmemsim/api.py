@@ -545,6 +545,7 @@ def replay(
     warmup: Optional[int] = None,
     cgroup: Optional[bool] = None,
     gup: Optional[Union[np.ndarray, Sequence[bool]]] = None,
+    read_ahead_kb: int = 128,
 ) -> ReplayResult:
     """Replay ``trace`` through ``policy`` on a machine of ``frames`` 4 KiB frames.
 
@@ -583,6 +584,13 @@ def replay(
     pin on, faults pages in and marks every page accessed (``mark_page_accessed``);
     ``stats["gup_pages"]`` and ``stats["gup_touched"]`` count them.
 
+    The file I/O records of a recorded trace (``read``, ``write``, ``pread64``,
+    ``pwrite64``; MSR/SNIA imports) go through the page cache, with readahead of at most
+    ``read_ahead_kb`` KiB (the files' device's ``read_ahead_kb``; 0 = none): ``stats`` counts
+    ``file_io``, ``pgpgin``/``pgpgout`` (KiB), ``nr_file_pages``, ``nr_dirty``,
+    ``workingset_refault_file``; ``mmap`` records are counted in ``file_mmaps_skipped``.
+    MG-LRU and ``opt`` do not model file pages yet: such a trace under them is an error.
+
     Raises ``VmemsimError`` (a ``ValueError``) with a one-line message on any bad input.
     """
     frames_s = _frames_arg(frames)
@@ -604,7 +612,7 @@ def replay(
     # the policy's options before the trace is read, and resolves a percentage of frames.
     config: Dict[str, Any] = {
         "policy": policy, "frames": frames_s, "seed": seed_i, "options": opts, **machine,
-        "sample_every": every, "warmup": warm,
+        "sample_every": every, "warmup": warm, "read_ahead_kb": read_ahead_kb,
     }
     out = _native.replay(src, json.dumps(config), progress)
     return ReplayResult.from_json(out)

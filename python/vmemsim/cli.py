@@ -637,6 +637,13 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
         choices=setting_choices(REPLAY_SCHEMA, "kernel"),
         help=replay_setting_help("kernel").replace("%", "%%") + " (default %(default)s)",
     )
+    p.add_argument(
+        "--read-ahead-kb",
+        type=_int,
+        default=REPLAY_DEFAULTS["read_ahead_kb"],
+        metavar="KB",
+        help=replay_setting_help("read_ahead_kb").replace("%", "%%") + " (default %(default)s)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--sample-every",
@@ -659,6 +666,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     kwargs["kernel"] = args.kernel
     kwargs["content_class"] = args.content_class
     kwargs["cgroup"] = args.cgroup
+    kwargs["read_ahead_kb"] = args.read_ahead_kb
     if args.series_out and args.sample_every <= 0:
         raise CliError("--series-out: needs --sample-every N with N at least 1")
     result = _with_progress(

@@ -21,15 +21,21 @@
 //! to a swap slot; a clean one still in the swap cache is dropped; its PTE becomes a swap entry.
 //! A file page is written back if dirty and its PTE keeps the workingset shadow.
 //!
-//! Left out here: timing, the page cache of unmapped file I/O, THP, mlock, OOM kill.
+//! File I/O records (`read`, `write`, `pread64`, `pwrite64`) go through the page cache
+//! ([`Machine::file_io`], the child module `pagecache`).
+//!
+//! Left out here: timing, THP, mlock, OOM kill.
 
 use serde::{Deserialize, Serialize};
 
 use crate::access::Access;
-use crate::mm::frames::{F_ANON, F_DIRTY, F_MAPPED, F_READAHEAD, F_SWAPCACHE};
+use crate::mm::frames::{F_ANON, F_DIRTY, F_MAPPED, F_PAGECACHE, F_READAHEAD, F_SWAPCACHE};
 use crate::mm::*;
 use crate::policy::{Family, Insert, KernelVersion, Policy, ReclaimReason, ScanControl, Touch};
 use crate::watermarks::Watermarks;
+
+mod pagecache;
+pub use pagecache::{get_init_ra_size, get_next_ra_size, IO_PAGES};
 
 /// `SWAP_CLUSTER_MAX`: the reclaim batch.
 pub const SWAP_CLUSTER_MAX: u32 = 32;
@@ -83,6 +89,17 @@ pub struct MachineConfig {
     /// cache ([`crate::mm::rotational`]). `None`: a non-rotational device.
     #[serde(default)]
     pub swap_rotational: Option<u32>,
+    /// The file device's `read_ahead_kb` (`bdi->ra_pages` × 4): the largest readahead
+    /// window of the page cache's reads; 0 = none. Linux's default is 128
+    /// (`VM_READAHEAD_PAGES`).
+    #[serde(default = "default_read_ahead_kb")]
+    pub read_ahead_kb: u32,
+}
+
+/// `VM_READAHEAD_PAGES` in KiB.
+pub const DEFAULT_READ_AHEAD_KB: u32 = 128;
+fn default_read_ahead_kb() -> u32 {
+    DEFAULT_READ_AHEAD_KB
 }
 
 /// What decides the size of zram's pool in an untimed run: the content class of the pages
@@ -107,6 +124,7 @@ impl MachineConfig {
             kernel: KernelVersion::V6_8,
             zram_pool: None,
             swap_rotational: None,
+            read_ahead_kb: DEFAULT_READ_AHEAD_KB,
         }
     }
 }
@@ -170,6 +188,27 @@ pub struct Stats {
     /// marked accessed (`FOLL_TOUCH` → `mark_page_accessed`).
     #[serde(default)]
     pub gup_touched: u64,
+    /// File I/O records replayed through the page cache (`read`, `write`, `pread64`,
+    /// `pwrite64`).
+    #[serde(default)]
+    pub file_io: u64,
+    /// `mmap` records of files, not modelled yet (a file mapping through the page cache).
+    #[serde(default)]
+    pub file_mmaps_skipped: u64,
+    /// KiB read from devices (`pgpgin`: `submit_bio` counts the sectors of every read,
+    /// swap-ins and file reads alike; `/proc/vmstat` shows them halved, in KiB).
+    #[serde(default)]
+    pub pgpgin: u64,
+    /// KiB written to devices (`pgpgout`: swap-outs and file writebacks).
+    #[serde(default)]
+    pub pgpgout: u64,
+    /// Pages of files in memory now (`nr_file_pages`: the page cache and file mappings); a
+    /// gauge, kept by a warm-up's reset.
+    #[serde(default)]
+    pub nr_file_pages: u64,
+    /// Dirty page-cache pages now (`nr_dirty`); a gauge, kept by a warm-up's reset.
+    #[serde(default)]
+    pub nr_dirty: u64,
 }
 
 impl Stats {
@@ -181,7 +220,8 @@ impl Stats {
             swapcache_hits, pswpin, pswpout, swap_ra, swap_ra_hit, file_reads, file_writebacks,
             workingset_refault_anon, workingset_refault_file, evictions, pgscan_kswapd,
             pgscan_direct, pgsteal_kswapd, pgsteal_direct, kswapd_wakeups, allocstall,
-            peak_resident, swap_write_errors, zram_mem_used_max, gup_pages, gup_touched);
+            peak_resident, swap_write_errors, zram_mem_used_max, gup_pages, gup_touched, file_io,
+            file_mmaps_skipped, pgpgin, pgpgout, nr_file_pages, nr_dirty);
     }
 }
 
@@ -233,6 +273,8 @@ pub struct Machine<P: Policy> {
     pub shrink_log: Option<Vec<u8>>,
     /// zram's pool charged to this machine ([`MachineConfig::zram_pool`]).
     zram: Option<Box<ZramState>>,
+    /// [`MachineConfig::read_ahead_kb`].
+    read_ahead_kb: u32,
 }
 
 /// The zram device of an untimed run with its pool charged to memory.
@@ -450,6 +492,7 @@ impl<P: Policy> Machine<P> {
             kswapd_awake: false,
             kswapd_priority: DEF_PRIORITY,
             zram,
+            read_ahead_kb: cfg.read_ahead_kb,
         })
     }
 
@@ -700,6 +743,7 @@ impl<P: Policy> Machine<P> {
                 // page must be written out again when it is next reclaimed.
                 self.mm.swap.device.submit(SwapIo::Read { slot, n: 1 });
                 self.stats.pswpin += 1;
+                self.stats.pgpgin += 4;
                 self.mm.swap.free(slot);
                 *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
                 self.mm.frames.set_flags(f, F_MAPPED);
@@ -713,6 +757,7 @@ impl<P: Policy> Machine<P> {
                     self.swap_readahead(slot)
                 };
                 self.stats.pswpin += n_read as u64;
+                self.stats.pgpgin += 4 * n_read as u64;
                 *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
                 self.mm.frames.set_flags(f, F_MAPPED);
                 // `do_swap_page` → `should_try_to_free_swap`: a write fault frees the slot,
@@ -728,10 +773,12 @@ impl<P: Policy> Machine<P> {
         } else if old & PTE_FILE_GONE != 0 {
             self.stats.major_faults += 1;
             self.stats.file_reads += 1;
+            self.stats.pgpgin += 4;
             let shadow = pte_payload(old) as u32;
             let Some(f) = self.alloc_frame(touch, idx, 0) else {
                 return;
             };
+            self.stats.nr_file_pages += 1;
             self.count_refault(shadow, true);
             *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
             self.mm.frames.set_flags(f, F_MAPPED);
@@ -744,10 +791,12 @@ impl<P: Policy> Machine<P> {
             } else {
                 self.stats.major_faults += 1;
                 self.stats.file_reads += 1;
+                self.stats.pgpgin += 4;
             }
             let Some(f) = self.alloc_frame(touch, idx, if anon { F_ANON } else { 0 }) else {
                 return;
             };
+            self.stats.nr_file_pages += !anon as u64;
             *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
             self.mm.frames.set_flags(f, F_MAPPED);
             self.policy
@@ -1251,6 +1300,7 @@ impl<P: Policy> Machine<P> {
             if write {
                 // `swap_writepage` counts the swap-out before the device has answered.
                 self.stats.pswpout += 1;
+                self.stats.pgpgout += 4;
                 if let Some(pool) = self.mm.swap.pool {
                     // Reclaim runs with PF_MEMALLOC (kswapd, and direct reclaim in
                     // `__perform_reclaim`), so the pool's allocations ignore the watermarks
@@ -1306,7 +1356,13 @@ impl<P: Policy> Machine<P> {
             }
             self.stats.evictions += 1;
             if dirty {
+                // `pageout` (see the module `pagecache` for the rule).
                 self.stats.file_writebacks += 1;
+                self.stats.pgpgout += 4;
+            }
+            self.stats.nr_file_pages -= 1;
+            if self.mm.frames.flags(f) & F_PAGECACHE != 0 {
+                self.pc_release(f, dirty);
             }
             *self.mm.pt.at(pidx) = PTE_FILE_GONE | ((shadow as u64) << PTE_PAYLOAD_SHIFT);
         }
@@ -1338,6 +1394,7 @@ impl<P: Policy> Machine<P> {
         if pte & PTE_PRESENT != 0 {
             let f = pte_frame(pte);
             self.policy.on_remove(f);
+            self.stats.nr_file_pages -= !self.mm.frames.is_anon(f) as u64;
             self.drop_swap_slot(f);
             self.mm.frames.clear_flags(f, F_DIRTY);
             self.mm.frames.release(f);

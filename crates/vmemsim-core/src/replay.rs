@@ -9,6 +9,7 @@ use crate::engine::{Machine, MachineConfig, Stats};
 use crate::error::{Error, Result};
 use crate::policy::registry::PolicyVisitor;
 use crate::policy::{Policy, PolicyKind, PolicyOptions};
+use crate::trace::recorded::FileIo;
 use crate::trace::{collect, TraceSource, CHUNK};
 use crate::watermarks::Watermarks;
 
@@ -119,11 +120,14 @@ fn warmup_too_long(warmup: u64, accesses: u64) -> Error {
     )
 }
 
-/// The end of a warm-up: every counter back to zero, but the peaks, which keep their values.
+/// The end of a warm-up: every counter back to zero, but the peaks and the gauges
+/// (`nr_file_pages`, `nr_dirty`), which keep their values.
 fn start_counting(stats: &mut Stats) {
     *stats = Stats {
         peak_resident: stats.peak_resident,
         zram_mem_used_max: stats.zram_mem_used_max,
+        nr_file_pages: stats.nr_file_pages,
+        nr_dirty: stats.nr_dirty,
         ..Stats::default()
     };
 }
@@ -233,6 +237,13 @@ impl PolicyVisitor for Run<'_, '_> {
             }
         }
         let mut m = Machine::new(&machine, p)?;
+        // The files of the trace's file I/O records (a pass of their own over the trace).
+        let files = src.files()?.unwrap_or_default();
+        for &f in &files {
+            m.add_file(f)?;
+        }
+        let has_io = !files.is_empty();
+        let src_name = src.name();
         if needs_future {
             let all = collect(src)?;
             let next = next_use(&all);
@@ -275,16 +286,20 @@ impl PolicyVisitor for Run<'_, '_> {
             // of the simulation; chunks arrive in order, so results are the same.
             std::thread::scope(|scope| -> Result<()> {
                 // Two buffers: one simulated while the other is filled.
-                let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Vec<Access>>>(1);
-                let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<Access>>();
+                let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Chunk>>(1);
+                let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Chunk>();
                 for _ in 0..2 {
-                    let _ = empty_tx.send(Vec::with_capacity(CHUNK));
+                    let _ = empty_tx.send((Vec::with_capacity(CHUNK), Vec::new()));
                 }
                 scope.spawn(move || {
-                    while let Ok(mut buf) = empty_rx.recv() {
-                        let r = src.next_chunk(&mut buf);
-                        let last = r.is_err() || buf.is_empty();
-                        if full_tx.send(r.map(|()| buf)).is_err() || last {
+                    while let Ok((mut buf, mut io)) = empty_rx.recv() {
+                        let r = if has_io {
+                            src.next_chunk_io(&mut buf, &mut io)
+                        } else {
+                            src.next_chunk(&mut buf)
+                        };
+                        let last = r.is_err() || buf.is_empty() && io.is_empty();
+                        if full_tx.send(r.map(|()| (buf, io))).is_err() || last {
                             break;
                         }
                     }
@@ -293,37 +308,47 @@ impl PolicyVisitor for Run<'_, '_> {
                 let mut served = 0u64;
                 let mut warm_left = warmup;
                 for chunk in full_rx.iter() {
-                    let buf = chunk?;
-                    if buf.is_empty() {
+                    let (buf, io) = chunk?;
+                    if buf.is_empty() && io.is_empty() {
                         break;
                     }
-                    let mut rest = &buf[..];
-                    if warm_left > 0 {
-                        let k = warm_left.min(rest.len() as u64) as usize;
-                        m.access_all(&rest[..k]);
-                        rest = &rest[k..];
-                        warm_left -= k as u64;
-                        if warm_left == 0 {
-                            start_counting(&mut m.stats);
-                        }
+                    if has_io {
+                        check_below_files(&src_name, &buf)?;
                     }
-                    if sample_every == 0 {
-                        m.access_all(rest);
+                    if io.is_empty() {
+                        serve(&mut m, &buf, &mut warm_left, &mut series, sample_every)?;
                     } else {
-                        // Split the chunk at each sample boundary.
-                        while !rest.is_empty() {
-                            let k = series.room(m.stats.accesses).min(rest.len() as u64) as usize;
-                            m.access_all(&rest[..k]);
-                            rest = &rest[k..];
-                            series.on_boundary(&m.stats)?;
+                        // The accesses before each file I/O record, then the record.
+                        let mut at = 0;
+                        for (pos, x) in &io {
+                            let pos = *pos as usize;
+                            serve(
+                                &mut m,
+                                &buf[at..pos],
+                                &mut warm_left,
+                                &mut series,
+                                sample_every,
+                            )?;
+                            at = pos;
+                            m.file_io(x)?;
+                            if m.out_of_memory().is_some() {
+                                break;
+                            }
                         }
+                        serve(
+                            &mut m,
+                            &buf[at..],
+                            &mut warm_left,
+                            &mut series,
+                            sample_every,
+                        )?;
                     }
                     served += buf.len() as u64;
                     oom_error(&m, &machine)?;
                     if let Some(cb) = progress.as_mut() {
                         cb(served);
                     }
-                    let _ = empty_tx.send(buf);
+                    let _ = empty_tx.send((buf, io));
                 }
                 // A warm-up of the whole trace (an empty trace is not this error).
                 if warmup > 0 && served > 0 && served <= warmup {
@@ -341,6 +366,65 @@ impl PolicyVisitor for Run<'_, '_> {
             counters: m.policy.counters(),
             series: series.samples,
         })
+    }
+}
+
+/// A chunk of accesses with the file I/O records among them
+/// ([`TraceSource::next_chunk_io`]).
+type Chunk = (Vec<Access>, Vec<(u32, FileIo)>);
+
+/// Serve a run of accesses: the warm-up's part first (its end resets the counters), then
+/// the rest, split at each sample boundary.
+fn serve<P: Policy>(
+    m: &mut Machine<P>,
+    mut rest: &[Access],
+    warm_left: &mut u64,
+    series: &mut Series,
+    sample_every: u64,
+) -> Result<()> {
+    if *warm_left > 0 {
+        let k = (*warm_left).min(rest.len() as u64) as usize;
+        m.access_all(&rest[..k]);
+        rest = &rest[k..];
+        *warm_left -= k as u64;
+        if *warm_left == 0 {
+            start_counting(&mut m.stats);
+        }
+    }
+    if sample_every == 0 {
+        m.access_all(rest);
+    } else {
+        // Split the chunk at each sample boundary.
+        while !rest.is_empty() {
+            let k = series.room(m.stats.accesses).min(rest.len() as u64) as usize;
+            m.access_all(&rest[..k]);
+            rest = &rest[k..];
+            series.on_boundary(&m.stats)?;
+        }
+    }
+    Ok(())
+}
+
+/// The page numbers of a trace with file I/O must stay below the page cache's range
+/// ([`crate::mm::pagecache::FILE_BASE`]: above every user address of a 47-bit address
+/// space).
+fn check_below_files(trace: &str, buf: &[Access]) -> Result<()> {
+    use crate::mm::pagecache::{FILE_BASE, FILE_LIMIT};
+    match buf
+        .iter()
+        .find(|a| (FILE_BASE..FILE_LIMIT).contains(&a.page))
+    {
+        None => Ok(()),
+        Some(a) => Err(Error::trace(
+            trace,
+            "",
+            format!(
+                "page {:#x} is in the range the page cache's files take ({FILE_BASE:#x}..\
+                 {FILE_LIMIT:#x}) in a trace with file I/O: page numbers of user addresses \
+                 are below {FILE_BASE:#x}",
+                a.page
+            ),
+        )),
     }
 }
 
@@ -395,12 +479,12 @@ pub fn replay(
     } = spec
         .policy
         .build(spec.machine.frames, &spec.options, run)??;
-    if stats.accesses == 0 {
+    if stats.accesses == 0 && stats.file_io == 0 {
         // Counters of nothing would read as a run that went perfectly; say why instead.
         let why = match src.records() {
             Some(n) if n > 0 => format!(
-                "no page access to replay: its {n} records are file I/O, which replay does \
-                 not model yet (no page cache)"
+                "nothing to replay: its {n} records are file-table entries or mmap records of \
+                 files, which replay does not model yet"
             ),
             _ => "no page access to replay: the trace is empty".to_string(),
         };

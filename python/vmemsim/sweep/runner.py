@@ -23,6 +23,7 @@ _REPLAY_KEYS = {
     "machine.watermarks": "watermarks",
     "machine.check_invariants": "check_invariants",
     "machine.kernel": "kernel",
+    "machine.read_ahead_kb": "read_ahead_kb",
     "workload.format": "format",
     "workload.page_size": "page_size",
     "workload.addresses": "addresses",
@@ -43,7 +44,7 @@ _TIMED_KEYS = {
 }
 #: Keys only replays read.
 _REPLAY_ONLY = {"workload.format", "workload.page_size", "workload.addresses", "workload.csv",
-                "run.sample_every", "machine.kernel"}
+                "run.sample_every", "machine.kernel", "machine.read_ahead_kb"}
 
 
 def payload(run: Any, base_dir: str) -> Dict[str, Any]:

@@ -249,6 +249,7 @@ def _builtin_schema() -> None:
     replay("machine.page_cluster", "page_cluster")
     replay("machine.watermarks", "watermarks")
     replay("machine.kernel", "kernel", note="replays: ")
+    replay("machine.read_ahead_kb", "read_ahead_kb", note="replays: ")
     replay("machine.check_invariants", "check_invariants")
     register_open_table("machine.options", "the policy's options, key = value")
     reg("workload.name", Key(optional(check_str), None,

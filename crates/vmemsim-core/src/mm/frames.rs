@@ -17,6 +17,11 @@ pub const F_SWAPCACHE: u8 = 1 << 3;
 /// `swap_cache_get_folio` test-and-clears it: only such a hit is a readahead hit (`SWAP_RA_HIT`,
 /// `swapin_readahead_hits`), which widens the next readahead window.
 pub const F_READAHEAD: u8 = 1 << 4;
+/// In the page cache of unmapped file I/O ([`super::pagecache`]): the rmap points at the
+/// file page's xarray entry, not a PTE, and the frame is never mapped. With it, `F_DIRTY` is
+/// the folio's `PG_dirty` (written by `write()`, counted in `nr_dirty`) and `F_READAHEAD` its
+/// `PG_readahead` (the async readahead marker of `page_cache_ra_unbounded`).
+pub const F_PAGECACHE: u8 = 1 << 5;
 pub const F_IN_USE: u8 = 1 << 7;
 
 /// One frame's record, kept together so a reclaim decision touches one cache line.

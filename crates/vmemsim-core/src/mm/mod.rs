@@ -2,16 +2,19 @@
 //! frames with a reverse map, swap slots and the swap cache.
 //!
 //! The guest and host layers of DESIGN.md reuse these pieces: a guest is another `Mm` whose
-//! frames are guest-physical pages. Left out here: shared pages (one mapping per frame),
-//! huge pages, the page cache of unmapped file I/O, mlock.
+//! frames are guest-physical pages. The page cache of unmapped file I/O keeps its entries in
+//! the same page table, in a range of page numbers of its own ([`pagecache`]). Left out here:
+//! shared pages (one mapping per frame), huge pages, mlock.
 
 pub mod frames;
+pub mod pagecache;
 pub mod pagetable;
 pub mod rotational;
 pub mod swap;
 pub mod vma;
 
 pub use frames::{FrameId, Frames, NO_FRAME};
+pub use pagecache::{FileSpec, PageCache};
 pub use pagetable::*;
 pub use swap::{CountingDevice, PoolCharge, Swap, SwapDevice, SwapIo, NO_SLOT};
 pub use vma::{Vma, VmaKind, Vmas};
@@ -23,6 +26,9 @@ pub struct Mm {
     pub vmas: Vmas,
     pub frames: Frames,
     pub swap: Swap,
+    /// The files of unmapped file I/O and their readahead states (their pages' entries are
+    /// in `pt`).
+    pub cache: PageCache,
     /// Timed runs: per frame, when the swap read filling it completes (the folio stays
     /// locked until then: `swap_read_folio` → `end_swap_bio_read` → `folio_unlock`), and the
     /// simulated time of the work in progress. `None` in untimed runs, where reads complete
@@ -38,6 +44,7 @@ impl Mm {
             vmas: Vmas::default(),
             frames: Frames::new(n_frames),
             swap: Swap::default(),
+            cache: PageCache::default(),
             io_lock: None,
             now: 0,
         }
@@ -165,6 +172,7 @@ impl Mm {
     pub fn validate(&self) -> Result<(), String> {
         let n = self.frames.len();
         let mut used = 0u32;
+        let mut cached = vec![0u64; self.cache.files().len()];
         for f in 0..n {
             if !self.frames.in_use(f) {
                 continue;
@@ -183,6 +191,34 @@ impl Mm {
                         "frame {f} mapped at vpn {vpn:#x} but PTE is {pte:#x}"
                     ));
                 }
+            } else if self.frames.flags(f) & frames::F_PAGECACHE != 0 {
+                if pte & PTE_PRESENT == 0 || pte_frame(pte) != f {
+                    return Err(format!(
+                        "frame {f} in the page cache at page {vpn:#x} but its entry is {pte:#x}"
+                    ));
+                }
+                if self.frames.is_anon(f) || self.frames.slot(f) != NO_SLOT {
+                    return Err(format!(
+                        "frame {f} in the page cache but anonymous or in the swap cache"
+                    ));
+                }
+                match self.cache.page_of(vpn) {
+                    Some((i, index)) if index < self.cache.file(i).size_pages() => {
+                        cached[i] += 1;
+                    }
+                    Some((i, index)) => {
+                        let file = self.cache.file(i);
+                        return Err(format!(
+                            "frame {f} caches page {index} of file {} beyond its size {}",
+                            file.id, file.i_size
+                        ));
+                    }
+                    None => {
+                        return Err(format!(
+                            "frame {f} in the page cache at page {vpn:#x}, which is no file's"
+                        ))
+                    }
+                }
             } else if self.frames.flags(f) & frames::F_SWAPCACHE == 0 {
                 return Err(format!(
                     "frame {f} in use, unmapped and not in the swap cache"
@@ -200,6 +236,21 @@ impl Mm {
                 "frame accounting: {used} used + {} free != {n}",
                 self.frames.n_unused()
             ));
+        }
+        for (file, &n) in self.cache.files().iter().zip(&cached) {
+            if file.nrpages != n {
+                return Err(format!(
+                    "file {}: nrpages {} but {n} frames cache its pages",
+                    file.id, file.nrpages
+                ));
+            }
+            if n > file.size_pages() {
+                return Err(format!(
+                    "file {}: {n} pages cached, more than its {} pages",
+                    file.id,
+                    file.size_pages()
+                ));
+            }
         }
         self.frames.validate_free_list()?;
         self.swap.validate()?;

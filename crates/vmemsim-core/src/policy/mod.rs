@@ -168,6 +168,12 @@ pub trait Policy: 'static {
     fn needs_future(&self) -> bool {
         false
     }
+    /// Whether the policy models the file pages of the page cache of `read`/`write`
+    /// ([`crate::engine::Machine::file_io`]); a replay with file I/O under one that does not
+    /// is an error naming it.
+    fn models_page_cache(&self) -> bool {
+        true
+    }
     /// A resident page was accessed. Demand policies update recency/frequency here; kernel
     /// policies must leave it empty (they learn only from accessed bits and faults; the engine
     /// does not call it for them).
@@ -299,6 +305,9 @@ impl Policy for BoxedPolicy {
     }
     fn needs_future(&self) -> bool {
         (**self).needs_future()
+    }
+    fn models_page_cache(&self) -> bool {
+        (**self).models_page_cache()
     }
     #[inline]
     fn on_hit(&mut self, f: FrameId, touch: Touch) {

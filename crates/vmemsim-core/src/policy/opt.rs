@@ -115,6 +115,10 @@ impl Policy for Opt {
     fn needs_future(&self) -> bool {
         true
     }
+    /// Its future is that of the trace's page accesses only.
+    fn models_page_cache(&self) -> bool {
+        false
+    }
     #[inline]
     fn on_hit(&mut self, f: FrameId, t: Touch) {
         let i = self.pos[f as usize] as usize;

@@ -69,6 +69,9 @@ pub struct ReplayConfig {
     /// 6.1 (docs/kernel-6.1-vs-6.8.md).
     #[schemars(schema_with = "kernel_schema")]
     pub kernel: String,
+    /// read_ahead_kb of the device holding the trace's files: the largest readahead window
+    /// of the page cache's reads, in KiB (0: no readahead).
+    pub read_ahead_kb: u32,
     /// Record the cumulative counters every this many accesses and at the end of the trace
     /// (0: no time series; at most a million samples).
     pub sample_every: u64,
@@ -105,6 +108,7 @@ impl Default for ReplayConfig {
             swap_rotational: machine.swap_rotational,
             zram_pool: None,
             kernel: machine.kernel.name().into(),
+            read_ahead_kb: machine.read_ahead_kb,
             sample_every: 0,
             warmup: 0,
         }
@@ -280,6 +284,7 @@ impl ReplayConfig {
             kernel,
             zram_pool,
             swap_rotational: self.swap_rotational,
+            read_ahead_kb: self.read_ahead_kb,
             ..MachineConfig::new(0)
         })
     }
@@ -424,6 +429,7 @@ mod tests {
                 device: "zram:text_ratio=3".into(),
             }),
             kernel: "6.1".into(),
+            read_ahead_kb: 512,
             sample_every: 100,
             warmup: 50,
         };
@@ -446,7 +452,8 @@ mod tests {
                 m.swappiness,
                 m.check_invariants,
                 m.swap_sync_io,
-                m.kernel
+                m.kernel,
+                m.read_ahead_kb
             ),
             (
                 Some(2),
@@ -458,7 +465,8 @@ mod tests {
                 150,
                 true,
                 true,
-                KernelVersion::V6_1
+                KernelVersion::V6_1,
+                512
             )
         );
         let pool = m.zram_pool.unwrap();

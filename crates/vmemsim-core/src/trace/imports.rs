@@ -34,8 +34,9 @@
 //! type, an offset + size past 2^64, sizes of all rows adding up past 2^64; each names the
 //! file and the line.
 //!
-//! The trace has no access records: as a plain access stream (`replay`, `trace info`) it is
-//! empty; [`super::recorded::RecordedReader`] gives the I/O records.
+//! The trace has no access records: as a plain access stream (`trace info`) it is empty;
+//! `replay` serves its I/O records through the page cache, and
+//! [`super::recorded::RecordedReader`] gives them.
 //!
 //! # `lackey`: Valgrind's example tool
 //!

@@ -72,6 +72,24 @@ pub trait TraceSource: Send {
     fn len_hint(&self) -> Option<u64> {
         None
     }
+    /// [`TraceSource::next_chunk`] with the file I/O records among the chunk's accesses:
+    /// `io` is cleared and gets each with the number of `buf`'s accesses before it, in
+    /// trace order. Both empty after `Ok(())` means the trace is over (a chunk may hold
+    /// file I/O and no access). The default: a source without file I/O.
+    fn next_chunk_io(
+        &mut self,
+        buf: &mut Vec<Access>,
+        io: &mut Vec<(u32, recorded::FileIo)>,
+    ) -> Result<()> {
+        io.clear();
+        self.next_chunk(buf)
+    }
+    /// The files of the source's file I/O records with their sizes
+    /// ([`recorded::file_specs`]), found by a pass of their own over the whole source, before
+    /// the replay reads it; `None`: a source without file I/O records (the default).
+    fn files(&mut self) -> Result<Option<Vec<crate::mm::FileSpec>>> {
+        Ok(None)
+    }
 }
 
 impl<T: TraceSource + ?Sized> TraceSource for Box<T> {
@@ -89,6 +107,16 @@ impl<T: TraceSource + ?Sized> TraceSource for Box<T> {
     }
     fn len_hint(&self) -> Option<u64> {
         (**self).len_hint()
+    }
+    fn next_chunk_io(
+        &mut self,
+        buf: &mut Vec<Access>,
+        io: &mut Vec<(u32, recorded::FileIo)>,
+    ) -> Result<()> {
+        (**self).next_chunk_io(buf, io)
+    }
+    fn files(&mut self) -> Result<Option<Vec<crate::mm::FileSpec>>> {
+        (**self).files()
     }
 }
 

@@ -389,6 +389,9 @@ pub struct NativeReader {
     raw: Vec<u8>,
     done: bool,
     version: u32,
+    /// Scratch space of the file-I/O path of a version-2 trace
+    /// ([`TraceSource::next_chunk_io`]).
+    io_scratch: Option<Box<super::recorded::IoScratch>>,
 }
 
 /// Where [`NativeReader::read_payload`] left a chunk's decompressed payload.
@@ -424,6 +427,7 @@ impl NativeReader {
             raw: Vec::new(),
             done: false,
             version: VERSION,
+            io_scratch: None,
         };
         r.read_header()?;
         Ok(r)
@@ -696,6 +700,47 @@ impl TraceSource for NativeReader {
             self.commit(&p);
         }
         Ok(())
+    }
+
+    fn next_chunk_io(
+        &mut self,
+        buf: &mut Vec<Access>,
+        io: &mut Vec<(u32, super::recorded::FileIo)>,
+    ) -> Result<()> {
+        if self.version == VERSION {
+            io.clear();
+            return self.next_chunk(buf);
+        }
+        buf.clear();
+        io.clear();
+        let mut s = self.io_scratch.take().unwrap_or_default();
+        let r = (|| {
+            // A chunk may hold only file-table entries: read on until a record to replay.
+            while buf.is_empty() && io.is_empty() {
+                let Some(p) = self.read_payload()? else {
+                    return Ok(());
+                };
+                let raw = self.payload(&p);
+                if let Err(msg) =
+                    super::recorded::decode_with_io(raw, p.raw_len, p.n, &mut s, buf, io)
+                {
+                    buf.clear();
+                    io.clear();
+                    return Err(self.chunk_err(p.at, msg));
+                }
+                self.commit(&p);
+            }
+            Ok(())
+        })();
+        self.io_scratch = Some(s);
+        r
+    }
+
+    fn files(&mut self) -> Result<Option<Vec<crate::mm::FileSpec>>> {
+        if self.version == VERSION {
+            return Ok(None);
+        }
+        super::recorded::file_specs(&self.path).map(Some)
     }
 
     fn records(&self) -> Option<u64> {

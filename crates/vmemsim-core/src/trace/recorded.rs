@@ -59,7 +59,11 @@
 //! a recorded trace is one access per access record in recorded order: consecutive accesses
 //! to one page by one thread collapse into one reference (they cannot change any policy's
 //! decision except a frequency count), instruction fetches are reads, and events are skipped.
-//! Only the page stream is decoded on that path, so it reads as fast as version 1.
+//! Only the page stream is decoded on that path, so it reads as fast as version 1. `replay`
+//! also takes the file I/O records in their places ([`super::TraceSource::next_chunk_io`],
+//! which decodes in full only chunks holding events) and the files' sizes from a pass of
+//! their own ([`file_specs`]), and serves them through the page cache
+//! ([`crate::engine::Machine::file_io`]).
 //! [`RecordedReader`] gives everything: access records with tid, count and stamp, and the
 //! events in their place. Converting a recorded trace to another format keeps that same
 //! access stream.
@@ -893,6 +897,116 @@ impl RecordedReader {
             all.append(&mut buf);
         }
     }
+}
+
+/// Scratch space of [`decode_with_io`], kept by the reader between chunks.
+#[derive(Debug, Default)]
+pub(crate) struct IoScratch {
+    files: BTreeMap<u32, String>,
+    pages: Vec<Access>,
+    events: Vec<Event>,
+}
+
+/// Decode a v2 payload onto `buf` (the plain access stream, as [`decode_pages_only`] gives
+/// it) and `io` (its file I/O records, each with the number of `buf`'s accesses before it).
+/// A payload without events takes the pages-only path.
+pub(crate) fn decode_with_io(
+    raw: &[u8],
+    raw_len: usize,
+    n: usize,
+    s: &mut IoScratch,
+    buf: &mut Vec<Access>,
+    io: &mut Vec<(u32, FileIo)>,
+) -> std::result::Result<(), String> {
+    let h = parse_head(raw, raw_len, n)?;
+    if h.n_ev == 0 {
+        return decode_pages_only(raw, raw_len, n, buf);
+    }
+    s.events.clear();
+    decode_full(raw, raw_len, n, &mut s.files, &mut s.pages, &mut s.events)?;
+    for e in s.events.drain(..) {
+        match e {
+            Event::Access(r) => buf.push(r.access()),
+            Event::Io(x) => io.push((buf.len() as u32, x)),
+            Event::File { .. } => {}
+        }
+    }
+    Ok(())
+}
+
+/// The files of the recorded trace at `path` as a replay declares them
+/// ([`crate::mm::FileSpec`]), in the order of their ids: every file of the file table, its
+/// extent the end of the furthest byte a `read`, `write`, `pread64` or `pwrite64` record
+/// touches, its size at the start (`i_size`) the end of the furthest byte read beyond what
+/// the trace had written to the file before the read (a read returns only bytes the file
+/// has: those were there from the start). `mmap` records change neither. A pass of its own
+/// over the trace: chunks without events are decompressed but not decoded. Errors: those of
+/// reading the trace, a record whose range ends past 2^64.
+pub fn file_specs(path: &str) -> Result<Vec<crate::mm::FileSpec>> {
+    let mut rd = NativeReader::open(path)?;
+    // id → (initial size, bytes written so far reach, extent)
+    let mut sizes: BTreeMap<u32, (u64, u64, u64)> = BTreeMap::new();
+    let (mut files, mut pages, mut events) = (BTreeMap::new(), Vec::new(), Vec::new());
+    while let Some(p) = rd.read_payload()? {
+        let raw = rd.payload(&p);
+        events.clear();
+        let r = parse_head(raw, p.raw_len, p.n).and_then(|h| {
+            if h.n_ev == 0 {
+                Ok(())
+            } else {
+                decode_full(raw, p.raw_len, p.n, &mut files, &mut pages, &mut events)
+            }
+        });
+        if let Err(msg) = r {
+            return Err(rd.chunk_err(p.at, msg));
+        }
+        rd.commit(&p);
+        for e in &events {
+            match e {
+                Event::File { id, .. } => {
+                    sizes.entry(*id).or_default();
+                }
+                Event::Io(x) => {
+                    let end = x.offset.checked_add(x.len).ok_or_else(|| {
+                        Error::trace(
+                            path,
+                            "",
+                            format!(
+                                "a {} record of file {} at offset {} of {} bytes ends past 2^64",
+                                x.op.name(),
+                                x.file,
+                                x.offset,
+                                x.len
+                            ),
+                        )
+                    })?;
+                    let (init, written, extent) = sizes.entry(x.file).or_default();
+                    match x.op {
+                        FileOp::Read | FileOp::Pread => {
+                            if end > *written {
+                                *init = (*init).max(end);
+                            }
+                            *extent = (*extent).max(end);
+                        }
+                        FileOp::Write | FileOp::Pwrite => {
+                            *written = (*written).max(end);
+                            *extent = (*extent).max(end);
+                        }
+                        FileOp::Mmap => {}
+                    }
+                }
+                Event::Access(_) => {}
+            }
+        }
+    }
+    Ok(sizes
+        .into_iter()
+        .map(|(id, (initial_size, _, extent))| crate::mm::FileSpec {
+            id,
+            initial_size,
+            extent,
+        })
+        .collect())
 }
 
 // `PAD` is part of the contract of `decode_pages_only` (the page stream is decoded in place).

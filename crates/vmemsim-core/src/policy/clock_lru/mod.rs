@@ -47,9 +47,8 @@
 //!   a `SWP_SYNCHRONOUS_IO` device such as zram), so there is no `PG_reclaim` /
 //!   `folio_rotate_reclaimable` rotation, no flusher threads, and a dirty file page is written
 //!   by reclaim itself (the kswapd + `PGDAT_DIRTY` case) instead of being activated.
-//! - `folio_mark_accessed` (unmapped page-cache reads) is absent: the memory model has no
-//!   `read()`/`write()` page cache yet; every page is mapped, so recency comes only from PTE
-//!   young bits and faults.
+//! - Writeback of dirty file pages of the page cache ([`crate::engine::Machine::file_io`]) is
+//!   the same synchronous `pageout` by whichever reclaim takes them (no flushers yet).
 //! - No per-CPU `folio_batch` delay on LRU insertion (`lru_add_drain`), no memcg, one node and
 //!   one zone, no THP, no mlock / unevictable list, no `too_many_isolated` throttling, no
 //!   `force_deactivate` retry of `do_try_to_free_pages`.

@@ -882,3 +882,143 @@ fn a_folio_under_read_is_kept_by_reclaim_until_the_read_completes() {
         }
     }
 }
+
+/// A machine of `frames` frames for page-cache tests: watermarks 0 (kswapd runs when an
+/// allocation finds no free frame), readahead off (each read of a page not cached reads it
+/// alone: `page_cache_sync_ra` → `force_page_cache_ra` of 1 page), one file 0 of 100 pages.
+fn page_cache_machine(frames: u32) -> Machine<ClockLru> {
+    let cfg = MachineConfig {
+        watermarks: Some(Watermarks {
+            min: 0,
+            low: 0,
+            high: 0,
+        }),
+        swap_sync_io: true,
+        check_invariants: true,
+        read_ahead_kb: 0,
+        ..MachineConfig::new(frames)
+    };
+    let mut m = Machine::new(&cfg, ClockLru::new(frames)).unwrap();
+    m.add_file(crate::mm::FileSpec {
+        id: 0,
+        initial_size: 100 * 4096,
+        extent: 100 * 4096,
+    })
+    .unwrap();
+    m
+}
+
+fn pread(m: &mut Machine<ClockLru>, offset: u64, len: u64) {
+    use crate::trace::recorded::{FileIo, FileOp};
+    m.file_io(&FileIo {
+        op: FileOp::Pread,
+        tid: 1,
+        stamp: 0,
+        file: 0,
+        offset,
+        len,
+        addr: 0,
+    })
+    .unwrap();
+}
+
+/// The clock-lru flags of file 0's page `index`.
+fn file_page_flags(m: &Machine<ClockLru>, index: u64) -> u8 {
+    let e = m.mm.pt.pte(m.mm.cache.file(0).base + index);
+    assert!(e & crate::mm::PTE_PRESENT != 0, "page {index} not cached");
+    m.policy.flags[pte_frame(e) as usize]
+}
+
+/// `folio_mark_accessed`'s two touches for an unmapped page-cache page: the first read sets
+/// `PG_referenced` (the page joined the inactive file list, `filemap_add_folio` →
+/// `folio_add_lru`), the second activates it (to the head of the active file list,
+/// PGACTIVATE, referenced cleared). `filemap_read` marks the first page of a read only when
+/// the read does not start in the page where the previous read ended (`pos_same_folio`),
+/// so small reads walking through one page touch it once.
+#[test]
+fn two_touch_activation_of_a_page_cache_page() {
+    let mut m = page_cache_machine(64);
+    pread(&mut m, 0, 100); // page 0: added inactive, first touch → referenced
+    assert_eq!(
+        file_page_flags(&m, 0) & (PG_ACTIVE | PG_REFERENCED | FILE),
+        PG_REFERENCED | FILE
+    );
+    pread(&mut m, 100, 100); // starts in page 0, where the last read ended: no touch
+    pread(&mut m, 200, 3896); // the same
+    assert_eq!(
+        file_page_flags(&m, 0) & (PG_ACTIVE | PG_REFERENCED),
+        PG_REFERENCED
+    );
+    assert_eq!(counter(&m.policy, "pgactivate"), 0);
+    pread(&mut m, 5 * 4096, 10); // elsewhere: page 5 referenced
+    pread(&mut m, 0, 10); // page 0 again, second touch → active
+    assert_eq!(
+        file_page_flags(&m, 0) & (PG_ACTIVE | PG_REFERENCED),
+        PG_ACTIVE
+    );
+    assert_eq!(counter(&m.policy, "pgactivate"), 1);
+    assert_eq!(counter(&m.policy, "nr_active_file"), 1);
+    assert_eq!(counter(&m.policy, "nr_inactive_file"), 1);
+    // `workingset_activation` aged the non-resident clock once.
+    assert_eq!(m.policy.nonresident_age, 1);
+    // A read spanning pages 5..7 touches page 5 a second time (activated) and 6 once.
+    pread(&mut m, 5 * 4096, 8192);
+    assert_eq!(
+        file_page_flags(&m, 5) & (PG_ACTIVE | PG_REFERENCED),
+        PG_ACTIVE
+    );
+    assert_eq!(
+        file_page_flags(&m, 6) & (PG_ACTIVE | PG_REFERENCED),
+        PG_REFERENCED
+    );
+    m.validate().unwrap();
+}
+
+/// Read pages 50 and 51 twice each (both activated: the non-resident clock at 2), then pages
+/// 0..6 (memory of 8 frames full: 2 active, 6 inactive file pages, all referenced), then
+/// `others` more pages, then page 0 again. Returns whether page 0 came back active.
+///
+/// Each read of a new page finds no free frame: kswapd passes at priorities 12..3 scan
+/// `6 >> p` = 0; at 2, cache-trim mode (inactive file `6 >> 2` = 1 ≠ 0, no refault
+/// activations, inactive not low: 6 ≥ 2) scans 1 page of inactive file from the tail, the
+/// oldest read, referenced but clean (`FOLIOREF_RECLAIM_CLEAN`): reclaimed, its shadow the
+/// clock before the eviction, which ages it by one. Page 0 leaves for page 6 at clock 2
+/// (clock 3), each of the `others` pages evicts one more, and the refault of page 0 first
+/// takes its frame (one more eviction: `filemap_alloc_folio` before `filemap_add_folio` →
+/// `workingset_refault`): clock 4 + others, refault distance 2 + others. A file page's
+/// workingset (`workingset_test_recent`, swap available) is active file + active anon +
+/// inactive anon = 2 + 0 + 0: activated when 2 + others ≤ 2.
+fn file_refault_after(others: u64) -> bool {
+    let mut m = page_cache_machine(8);
+    for p in [50, 51, 50, 51] {
+        pread(&mut m, p * 4096, 4096);
+    }
+    assert_eq!(counter(&m.policy, "nr_active_file"), 2);
+    assert_eq!(m.policy.nonresident_age, 2);
+    for p in 0..6 {
+        pread(&mut m, p * 4096, 4096);
+    }
+    assert_eq!(m.mm.frames.n_free(), 0);
+    pread(&mut m, 6 * 4096, 4096);
+    assert_eq!(m.policy.nonresident_age, 3, "page 0 evicted");
+    for p in 7..7 + others {
+        pread(&mut m, p * 4096, 4096);
+    }
+    pread(&mut m, 0, 4096);
+    assert_eq!(m.stats.workingset_refault_file, 1);
+    let active = file_page_flags(&m, 0) & PG_ACTIVE != 0;
+    // An activating refault ages the clock once more (`workingset_age_nonresident`).
+    assert_eq!(m.policy.nonresident_age, 4 + others + active as u64);
+    assert_eq!(
+        counter(&m.policy, "workingset_activate_file"),
+        active as u64
+    );
+    m.validate().unwrap();
+    active
+}
+
+#[test]
+fn file_refault_distance_against_workingset_size() {
+    assert!(file_refault_after(0), "distance 2 <= workingset 2");
+    assert!(!file_refault_after(1), "distance 3 > workingset 2");
+}

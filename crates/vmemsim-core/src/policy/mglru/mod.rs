@@ -593,6 +593,10 @@ pub(crate) fn unpack_shadow(s: u32) -> (u64, u32, bool) {
 }
 
 impl Policy for MgLru {
+    /// The file type's generations and tiers (refs from fd accesses) are not modelled yet.
+    fn models_page_cache(&self) -> bool {
+        false
+    }
     fn name(&self) -> &'static str {
         self.preset.name()
     }

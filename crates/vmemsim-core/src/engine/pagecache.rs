@@ -1,0 +1,1000 @@
+//! File I/O through the page cache (Linux 6.8, order-0 folios as on ext4 and block devices),
+//! untimed: each `read`/`pread64` and `write`/`pwrite64` record of a trace goes through the
+//! machine's page cache ([`crate::mm::pagecache`]) as the kernel's buffered I/O does.
+//!
+//! - Reads follow `filemap_read` → `filemap_get_pages`: the present pages from the read's
+//!   position (`filemap_get_read_batch`: up to `PAGEVEC_SIZE` = 15, stopping at a missing
+//!   page or shadow entry and after a page marked `PG_readahead`); none present →
+//!   `page_cache_sync_readahead` → `page_cache_sync_ra`; still none → `filemap_create_folio`
+//!   reads the one page; the batch's last page marked `PG_readahead` →
+//!   `filemap_readahead` → `page_cache_async_ra` (clears the mark). Each page copied is
+//!   marked accessed (`folio_mark_accessed`, [`Policy::mark_accessed`]), but the first one
+//!   of a read that starts in the page where the previous read of the file ended
+//!   (`pos_same_folio(ki_pos, last_pos - 1)`); `prev_pos` is the end of the last copy.
+//! - Readahead follows mm/readahead.c: `ondemand_readahead` (start of file, the expected
+//!   index, a marked page without valid state via `page_cache_next_miss`, an oversize read,
+//!   a sequential miss from `prev_pos`, `try_context_readahead` via `count_history_pages`,
+//!   else a small random read of just the request), windows from `get_init_ra_size` and
+//!   `get_next_ra_size`, the merge of the next window when the read would hit its own marker,
+//!   `page_cache_ra_order`'s fallback (no large folios) `do_page_cache_ra` (clipped to
+//!   `i_size`) → `page_cache_ra_unbounded` (present pages skipped, `PG_readahead` set on the
+//!   new page `nr_to_read - lookahead_size` from the start). `ra_pages` is `read_ahead_kb /
+//!   4` ([`MachineConfig::read_ahead_kb`], default 128 KiB: `VM_READAHEAD_PAGES`); `read_ahead_kb
+//!   = 0` makes every read a forced readahead of one page (`force_page_cache_ra`). The device's
+//!   `io_pages` is [`IO_PAGES`].
+//! - Writes follow `generic_perform_write`, a page at a time: `write_begin` finds the page or
+//!   adds a new one without readahead (`__filemap_get_folio(FGP_WRITEBEGIN)`); a page not
+//!   cached that the write covers only in part is read first when it holds data of the file
+//!   (it starts below `i_size`: ext4's `ext4_block_write_begin` reads a partly written block
+//!   that is not new, and zeroes a new one); a page wholly written is not. `write_end` marks
+//!   it dirty (`folio_mark_dirty`: `nr_dirty`) and extends `i_size`. A write does not mark
+//!   the page accessed (`FGP_WRITEBEGIN` has no `FGP_ACCESSED`).
+//! - A new page (`filemap_add_folio`) whose entry holds a shadow is a refault
+//!   (`workingset_refault`: `workingset_refault_file`, and the policy's refault-distance
+//!   decision, [`Insert::Refault`]); it joins the LRU through the policy's `on_insert`.
+//! - Reclaim of a page-cache page (`__remove_mapping`) leaves the policy's shadow in its
+//!   entry. A dirty one is written first (`pageout`, counted in `pgpgout`), by kswapd and
+//!   direct reclaim alike and at once: the first rule of this model. Linux 6.8's
+//!   `shrink_folio_list` instead marks a dirty file folio `PG_reclaim` and activates it
+//!   unless kswapd meets it a second time while the node is flagged `PGDAT_DIRTY`, leaving
+//!   the writing to the flusher threads; those (and `fsync`, `balance_dirty_pages`) are not
+//!   modelled yet, so that rule would leave dirty pages unwritten.
+//!
+//! Counters (`/proc/vmstat` names): `pgpgin`/`pgpgout` in KiB as `submit_bio` counts them
+//! (swap I/O included: it goes through `submit_bio` too), `nr_file_pages`, `nr_dirty`,
+//! `workingset_refault_file`; the classic LRU counts `pgscan_file`, `pgsteal_file` and
+//! `workingset_activate_file`.
+//!
+//! Left out: `mmap` records (counted in `file_mmaps_skipped`: a file mapping's pages through
+//! the page cache need frames shared between a mapping and the cache), `fsync`, `fadvise`,
+//! `O_DIRECT`, truncation, the per-CPU LRU batches, large folios, the time I/O takes.
+
+use super::*;
+use crate::mm::frames::F_PAGECACHE;
+use crate::mm::pagecache::FileRaState;
+use crate::trace::recorded::{FileIo, FileOp};
+
+/// `PAGEVEC_SIZE`: the most folios `filemap_get_read_batch` returns at once.
+const PAGEVEC_SIZE: usize = 15;
+/// The device's `bdi->io_pages` (its `max_sectors_kb` in pages): 1280 KiB, 6.8's
+/// `BLK_DEF_MAX_SECTORS_CAP` of 2560 sectors, for a device whose hardware allows it. It
+/// widens readahead only for reads larger than `ra_pages`.
+pub const IO_PAGES: u64 = 320;
+
+/// `get_init_ra_size`: the first window for a request of `size` pages.
+pub fn get_init_ra_size(size: u64, max: u64) -> u64 {
+    let newsize = size.max(1).next_power_of_two();
+    if newsize <= max / 32 {
+        newsize * 4
+    } else if newsize <= max / 4 {
+        newsize * 2
+    } else {
+        max
+    }
+}
+
+/// `get_next_ra_size`: the window after one of `cur` pages.
+pub fn get_next_ra_size(cur: u64, max: u64) -> u64 {
+    if cur < max / 16 {
+        4 * cur
+    } else if cur <= max / 2 {
+        2 * cur
+    } else {
+        max
+    }
+}
+
+impl<P: Policy> Machine<P> {
+    /// Declare a file of the run (before its first I/O record). Errors: a policy that does
+    /// not model file pages of the page cache ([`Policy::models_page_cache`]), a file
+    /// declared twice, files too large for the page cache's range.
+    pub fn add_file(&mut self, spec: FileSpec) -> Result<(), crate::Error> {
+        if !self.policy.models_page_cache() {
+            return Err(crate::Error::config(
+                "policy",
+                format!(
+                    "{} does not model the page cache's file pages yet, and the trace has \
+                     file I/O records (read, write, pread64, pwrite64): replay it with \
+                     clock-lru or a demand policy other than opt",
+                    self.policy.name()
+                ),
+            ));
+        }
+        self.mm
+            .cache
+            .add(spec)
+            .map_err(|m| crate::Error::config("files", m))?;
+        Ok(())
+    }
+
+    /// Serve one file I/O record. Errors: a file not declared, a range past 2^64 or past the
+    /// file's declared extent.
+    pub fn file_io(&mut self, io: &FileIo) -> Result<(), crate::Error> {
+        let Some(i) = self.mm.cache.find(io.file) else {
+            return Err(crate::Error::config(
+                "files",
+                format!(
+                    "{} of file {}, which was not declared",
+                    io.op.name(),
+                    io.file
+                ),
+            ));
+        };
+        let Some(end) = io.offset.checked_add(io.len) else {
+            return Err(crate::Error::config(
+                "files",
+                format!(
+                    "{} of file {} at offset {} of {} bytes ends past 2^64",
+                    io.op.name(),
+                    io.file,
+                    io.offset,
+                    io.len
+                ),
+            ));
+        };
+        let reserved = self.mm.cache.file(i).reserved;
+        if end.div_ceil(4096) > reserved {
+            return Err(crate::Error::config(
+                "files",
+                format!(
+                    "{} of file {} ends at byte {end}, past the extent declared for it",
+                    io.op.name(),
+                    io.file
+                ),
+            ));
+        }
+        match io.op {
+            FileOp::Read | FileOp::Pread => {
+                self.stats.file_io += 1;
+                self.filemap_read(i, io.offset, io.len);
+            }
+            FileOp::Write | FileOp::Pwrite => {
+                self.stats.file_io += 1;
+                self.generic_perform_write(i, io.offset, io.len);
+            }
+            FileOp::Mmap => self.stats.file_mmaps_skipped += 1,
+        }
+        if self.check {
+            self.validate().map_err(|e| {
+                crate::Error::config("check_invariants", format!("after file I/O: {e}"))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `ra_pages` of the file's device.
+    #[inline]
+    fn ra_pages(&self) -> u64 {
+        self.read_ahead_kb as u64 / 4
+    }
+
+    #[inline]
+    fn pc_touch(&self, i: usize, index: u64, write: bool) -> Touch {
+        Touch {
+            t: self.t,
+            next_use: u64::MAX,
+            vpn: self.mm.cache.file(i).base + index,
+            write,
+        }
+    }
+
+    /// The frame caching page `index` of file `i`, if one does (`xa_load` finding a folio).
+    #[inline]
+    fn pc_frame(&self, i: usize, index: u64) -> Option<FrameId> {
+        let file = self.mm.cache.file(i);
+        if index >= file.reserved {
+            return None;
+        }
+        let vpn = file.base + index;
+        let pt = &self.mm.pt;
+        let e = pt.get(pt.peek_index(vpn).or_else(|| pt.find_index(vpn))?);
+        (e & PTE_PRESENT != 0).then(|| pte_frame(e))
+    }
+
+    /// `filemap_add_folio` + `folio_add_lru`: a new frame for page `index` of file `i`
+    /// (allocated as every allocation is, reclaim included), a refault when its entry holds
+    /// a shadow. The caller reads it if need be. `None`: out of memory.
+    fn pc_add_folio(&mut self, i: usize, index: u64, write: bool) -> Option<FrameId> {
+        let touch = self.pc_touch(i, index, write);
+        let idx = self.mm.pt.pte_index(touch.vpn);
+        let f = self.alloc_frame(touch, idx, F_PAGECACHE)?;
+        let old = self.mm.pt.get(idx);
+        debug_assert!(old & PTE_PRESENT == 0);
+        *self.mm.pt.at(idx) = make_present(f);
+        self.mm.cache.file_mut(i).nrpages += 1;
+        self.stats.nr_file_pages += 1;
+        let how = if old & PTE_FILE_GONE != 0 {
+            let shadow = pte_payload(old) as u32;
+            self.count_refault(shadow, true);
+            Insert::Refault { shadow }
+        } else {
+            Insert::FirstTouch
+        };
+        self.policy.on_insert(&self.mm, f, touch, how);
+        self.update_peak();
+        Some(f)
+    }
+
+    /// Pages read from a file's device.
+    #[inline]
+    fn pc_count_read(&mut self, n: u64) {
+        self.stats.file_reads += n;
+        self.stats.pgpgin += 4 * n;
+    }
+
+    /// `page_cache_ra_unbounded`: read the pages of `[index, index + nr)` not cached, marking
+    /// the one `nr - lookahead` from the start `PG_readahead` if it is new.
+    fn page_cache_ra_unbounded(&mut self, i: usize, index: u64, nr: u64, lookahead: u64) {
+        let mark = nr.checked_sub(lookahead);
+        let mut n_read = 0;
+        for k in 0..nr {
+            if self.pc_frame(i, index + k).is_some() {
+                continue;
+            }
+            let Some(f) = self.pc_add_folio(i, index + k, false) else {
+                break;
+            };
+            if Some(k) == mark {
+                self.mm.frames.set_flags(f, F_READAHEAD);
+            }
+            n_read += 1;
+        }
+        self.pc_count_read(n_read);
+    }
+
+    /// `do_page_cache_ra`: [`Self::page_cache_ra_unbounded`] clipped to the page holding the
+    /// file's last byte.
+    fn do_page_cache_ra(&mut self, i: usize, index: u64, nr: u64, lookahead: u64) {
+        let isize = self.mm.cache.file(i).i_size;
+        if isize == 0 {
+            return;
+        }
+        let end_index = (isize - 1) >> 12;
+        if index > end_index {
+            return;
+        }
+        let nr = nr.min(end_index - index + 1);
+        self.page_cache_ra_unbounded(i, index, nr, lookahead);
+    }
+
+    /// `force_page_cache_ra` (`read_ahead_kb` = 0: one page at a time).
+    fn force_page_cache_ra(&mut self, i: usize, mut index: u64, nr: u64) {
+        let max_pages = IO_PAGES.max(self.ra_pages());
+        let mut nr = nr.min(max_pages);
+        while nr > 0 {
+            let chunk = nr.min(512);
+            self.do_page_cache_ra(i, index, chunk, 0);
+            index += chunk;
+            nr -= chunk;
+        }
+    }
+
+    /// `page_cache_next_miss` as in 6.8: the first index of `[index, index + max)` not
+    /// cached; `index + max - 1` when every one is.
+    fn page_cache_next_miss(&mut self, i: usize, index: u64, max: u64) -> u64 {
+        for k in 0..max {
+            if self.pc_frame(i, index + k).is_none() {
+                return index + k;
+            }
+        }
+        index + max.saturating_sub(1)
+    }
+
+    /// `page_cache_prev_miss`: the highest index of `[index - max + 1, index]` not cached,
+    /// going down from `index` (`u64::MAX` below page 0); `index - max + 1` when every one is.
+    fn page_cache_prev_miss(&mut self, i: usize, index: u64, max: u64) -> u64 {
+        for k in 0..max {
+            let Some(x) = index.checked_sub(k) else {
+                return u64::MAX;
+            };
+            if self.pc_frame(i, x).is_none() {
+                return x;
+            }
+        }
+        index - max.saturating_sub(1)
+    }
+
+    /// `try_context_readahead` (with `count_history_pages`): a window from the pages cached
+    /// just before `index`, when there are more of them than the request.
+    fn try_context_readahead(&mut self, i: usize, index: u64, req_size: u64, max: u64) -> bool {
+        let head = self.page_cache_prev_miss(i, index.wrapping_sub(1), max);
+        let mut size = index.wrapping_sub(1).wrapping_sub(head);
+        if size <= req_size {
+            return false;
+        }
+        if size >= index {
+            size *= 2;
+        }
+        let ra = &mut self.mm.cache.file_mut(i).ra;
+        ra.start = index;
+        ra.size = (size + req_size).min(max);
+        ra.async_size = 1;
+        true
+    }
+
+    /// `ondemand_readahead` for a read of `req_size` pages at `index`; `marked`: called for a
+    /// page marked `PG_readahead` (`page_cache_async_ra`), else a miss
+    /// (`page_cache_sync_ra`).
+    fn ondemand_readahead(&mut self, i: usize, index: u64, marked: bool, req_size: u64) {
+        let mut max_pages = self.ra_pages();
+        if req_size > max_pages && IO_PAGES > max_pages {
+            max_pages = req_size.min(IO_PAGES);
+        }
+        let ra = self.mm.cache.file(i).ra;
+        let initial = |ra: &mut FileRaState| {
+            ra.start = index;
+            ra.size = get_init_ra_size(req_size, max_pages);
+            ra.async_size = if ra.size > req_size {
+                ra.size - req_size
+            } else {
+                ra.size
+            };
+        };
+        let mut new = ra;
+        'decide: {
+            if index == 0 {
+                initial(&mut new);
+                break 'decide;
+            }
+            // Order-0 folios: `round_down(.., 1)` changes nothing.
+            let expected = ra.start.wrapping_add(ra.size).wrapping_sub(ra.async_size);
+            if index == expected || index == ra.start.wrapping_add(ra.size) {
+                new.start = ra.start.wrapping_add(ra.size);
+                new.size = get_next_ra_size(ra.size, max_pages);
+                new.async_size = new.size;
+                break 'decide;
+            }
+            if marked {
+                let start = self.page_cache_next_miss(i, index + 1, max_pages);
+                if start == 0 || start - index > max_pages {
+                    return;
+                }
+                new.start = start;
+                new.size = get_next_ra_size(start - index + req_size, max_pages);
+                new.async_size = new.size;
+                break 'decide;
+            }
+            if req_size > max_pages {
+                initial(&mut new);
+                break 'decide;
+            }
+            let prev_index = (ra.prev_pos as u64) >> 12;
+            if index.wrapping_sub(prev_index) <= 1 {
+                initial(&mut new);
+                break 'decide;
+            }
+            if self.try_context_readahead(i, index, req_size, max_pages) {
+                new = self.mm.cache.file(i).ra;
+                break 'decide;
+            }
+            // A small random read: read just it, the state untouched.
+            self.do_page_cache_ra(i, index, req_size, 0);
+            return;
+        }
+        // readit: would this read hit the marker it sets? Then merge the next window in.
+        if index == new.start && new.size == new.async_size {
+            let add = get_next_ra_size(new.size, max_pages);
+            if new.size + add <= max_pages {
+                new.async_size = add;
+                new.size += add;
+            } else {
+                new.size = max_pages;
+                new.async_size = max_pages >> 1;
+            }
+        }
+        self.mm.cache.file_mut(i).ra = new;
+        // `page_cache_ra_order` without large folios falls back to this.
+        self.do_page_cache_ra(i, new.start, new.size, new.async_size);
+    }
+
+    /// `page_cache_sync_ra`.
+    fn page_cache_sync_ra(&mut self, i: usize, index: u64, req_count: u64) {
+        if self.ra_pages() == 0 {
+            self.force_page_cache_ra(i, index, 1);
+            return;
+        }
+        self.ondemand_readahead(i, index, false, req_count);
+    }
+
+    /// `page_cache_async_ra` for the marked page `f` at `index`.
+    fn page_cache_async_ra(&mut self, i: usize, f: FrameId, index: u64, req_count: u64) {
+        if self.ra_pages() == 0 {
+            return;
+        }
+        self.mm.frames.clear_flags(f, F_READAHEAD);
+        self.ondemand_readahead(i, index, true, req_count);
+    }
+
+    /// `filemap_get_read_batch`: the cached pages from `index` to at most `max`, stopping at
+    /// the first missing one, after one marked `PG_readahead`, or at `PAGEVEC_SIZE`.
+    fn filemap_get_read_batch(&mut self, i: usize, index: u64, max: u64, batch: &mut Vec<u64>) {
+        batch.clear();
+        let mut x = index;
+        while x <= max {
+            let Some(f) = self.pc_frame(i, x) else {
+                break;
+            };
+            batch.push(x);
+            if batch.len() == PAGEVEC_SIZE || self.mm.frames.flags(f) & F_READAHEAD != 0 {
+                break;
+            }
+            x += 1;
+        }
+    }
+
+    /// `filemap_read` of `len` bytes at `offset` (`read`, `pread64`).
+    fn filemap_read(&mut self, i: usize, offset: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let mut pos = offset;
+        let mut last_pos = self.mm.cache.file(i).ra.prev_pos;
+        let mut batch = Vec::with_capacity(PAGEVEC_SIZE);
+        let end = offset + len;
+        loop {
+            let isize = self.mm.cache.file(i).i_size;
+            if pos >= isize {
+                break;
+            }
+            // `filemap_get_pages`.
+            let index = pos >> 12;
+            let last_index = end.div_ceil(4096);
+            self.filemap_get_read_batch(i, index, last_index - 1, &mut batch);
+            if batch.is_empty() {
+                self.page_cache_sync_ra(i, index, last_index - index);
+                self.filemap_get_read_batch(i, index, last_index - 1, &mut batch);
+            }
+            if batch.is_empty() {
+                // `filemap_create_folio`.
+                if self.pc_add_folio(i, index, false).is_none() {
+                    return;
+                }
+                self.pc_count_read(1);
+                batch.push(index);
+            }
+            let last = *batch.last().unwrap_or(&index);
+            if let Some(f) = self.pc_frame(i, last) {
+                if self.mm.frames.flags(f) & F_READAHEAD != 0 {
+                    self.page_cache_async_ra(i, f, last, last_index - last);
+                }
+            }
+            let end_offset = isize.min(end);
+            for (k, &x) in batch.iter().enumerate() {
+                // The batch's folios are held (`folio_try_get`): reclaim during the readahead
+                // above cannot free them. Here it could: such a page is read again.
+                let f = match self.pc_frame(i, x) {
+                    Some(f) => f,
+                    None => match self.pc_add_folio(i, x, false) {
+                        Some(f) => {
+                            self.pc_count_read(1);
+                            f
+                        }
+                        None => return,
+                    },
+                };
+                let same_folio = k == 0 && (pos as i64) >> 12 == (last_pos - 1) >> 12;
+                if !same_folio {
+                    let touch = self.pc_touch(i, x, false);
+                    self.policy.mark_accessed(&self.mm, f, touch);
+                }
+                let bytes = (end_offset - pos).min(4096 - (pos & 4095));
+                pos += bytes;
+                last_pos = pos as i64;
+            }
+            if pos >= end || pos >= isize {
+                break;
+            }
+        }
+        self.mm.cache.file_mut(i).ra.prev_pos = last_pos;
+    }
+
+    /// `generic_perform_write` of `len` bytes at `offset` (`write`, `pwrite64`).
+    fn generic_perform_write(&mut self, i: usize, offset: u64, len: u64) {
+        let mut pos = offset;
+        let end = offset + len;
+        while pos < end {
+            let index = pos >> 12;
+            let bytes = (4096 - (pos & 4095)).min(end - pos);
+            let f = match self.pc_frame(i, index) {
+                Some(f) => f,
+                None => {
+                    let Some(f) = self.pc_add_folio(i, index, true) else {
+                        return;
+                    };
+                    if bytes < 4096 && index << 12 < self.mm.cache.file(i).i_size {
+                        self.pc_count_read(1);
+                    }
+                    f
+                }
+            };
+            if self.mm.frames.flags(f) & F_DIRTY == 0 {
+                self.mm.frames.set_flags(f, F_DIRTY);
+                self.stats.nr_dirty += 1;
+            }
+            pos += bytes;
+            let file = self.mm.cache.file_mut(i);
+            file.i_size = file.i_size.max(pos);
+        }
+    }
+
+    /// A page-cache frame leaves (reclaim): the file's count and the gauges.
+    pub(super) fn pc_release(&mut self, f: FrameId, dirty: bool) {
+        let vpn = self.mm.owner(f);
+        if let Some((i, _)) = self.mm.cache.page_of(vpn) {
+            self.mm.cache.file_mut(i).nrpages -= 1;
+        }
+        if dirty {
+            self.stats.nr_dirty -= 1;
+        }
+        self.mm.frames.clear_flags(f, F_PAGECACHE | F_READAHEAD);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Expected values are worked out by hand from Linux 6.8's rules in the comments beside
+    //! them.
+    use super::*;
+    use crate::access::Access;
+    use crate::mm::pagecache::FILE_BASE;
+    use crate::policy::clock_lru::ClockLru;
+    use crate::policy::lru::Lru;
+
+    fn io(op: FileOp, file: u32, offset: u64, len: u64) -> FileIo {
+        FileIo {
+            op,
+            tid: 1,
+            stamp: 0,
+            file,
+            offset,
+            len,
+            addr: 0,
+        }
+    }
+
+    /// A machine of `frames` frames whose watermarks are all 0 (kswapd runs when an
+    /// allocation finds no free frame), a synchronous swap device, readahead of
+    /// `read_ahead_kb`, one file 0 of `pages` pages.
+    fn machine(frames: u32, read_ahead_kb: u32, pages: u64) -> Machine<ClockLru> {
+        let cfg = MachineConfig {
+            watermarks: Some(Watermarks {
+                min: 0,
+                low: 0,
+                high: 0,
+            }),
+            swap_sync_io: true,
+            check_invariants: true,
+            read_ahead_kb,
+            ..MachineConfig::new(frames)
+        };
+        let mut m = Machine::new(&cfg, ClockLru::new(frames)).unwrap();
+        m.add_file(FileSpec {
+            id: 0,
+            initial_size: pages * 4096,
+            extent: pages * 4096,
+        })
+        .unwrap();
+        m
+    }
+
+    fn cached(m: &Machine<ClockLru>) -> Vec<u64> {
+        (0..m.mm.cache.file(0).reserved)
+            .filter(|&x| m.pc_frame(0, x).is_some())
+            .collect()
+    }
+
+    fn marked(m: &Machine<ClockLru>) -> Vec<u64> {
+        (0..m.mm.cache.file(0).reserved)
+            .filter(|&x| {
+                m.pc_frame(0, x)
+                    .is_some_and(|f| m.mm.frames.flags(f) & F_READAHEAD != 0)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn window_sizes_of_the_kernel_comment() {
+        // "for 128k (32 page) max ra: 1-2 page = 16k, 3-4 page 32k, 5-8 page = 64k, > 8 page
+        // = 128k initial".
+        let init: Vec<u64> = [1, 2, 3, 4, 5, 8, 9, 32, 100]
+            .iter()
+            .map(|&n| get_init_ra_size(n, 32))
+            .collect();
+        assert_eq!(init, [4, 4, 8, 8, 16, 16, 32, 32, 32]);
+        // Ramp-up: ×4 below max/16 = 2, ×2 up to max/2 = 16, then max.
+        let next: Vec<u64> = [1, 2, 4, 8, 16, 17, 32]
+            .iter()
+            .map(|&n| get_next_ra_size(n, 32))
+            .collect();
+        assert_eq!(next, [4, 4, 8, 16, 32, 32, 32]);
+    }
+
+    /// A sequential reader of 4 KiB reads with `read_ahead_kb` = 128 (ra_pages 32).
+    /// Read of page 0: no page cached → `page_cache_sync_ra` → `ondemand_readahead` at index
+    /// 0: initial window start 0, size `get_init_ra_size(1, 32)` = 4, async_size 4 − 1 = 3;
+    /// not merged (size ≠ async_size); pages 0..4 read, `PG_readahead` on page 4 − 3 = 1.
+    /// Read of page 1: marked → `page_cache_async_ra`: index 1 = start + size − async_size
+    /// → start 4, size `get_next_ra_size(4)` = 8, async 8: pages 4..12, page 4 marked.
+    /// Page 4: start 12, size 16: pages 12..28, mark 12. Page 12: start 28, size 32: pages
+    /// 28..60, mark 28. Page 28: start 60, size 32 (max): pages 60..92, mark 60.
+    #[test]
+    fn sequential_reader_readahead_windows() {
+        let mut m = machine(1024, 128, 256);
+        // (page read, pages cached after it, marked pages after it)
+        let expect: [(u64, u64, &[u64]); 9] = [
+            (0, 4, &[1]),
+            (1, 12, &[4]),
+            (2, 12, &[4]),
+            (3, 12, &[4]),
+            (4, 28, &[12]),
+            (11, 28, &[12]),
+            (12, 60, &[28]),
+            (28, 92, &[60]),
+            (60, 124, &[92]),
+        ];
+        let mut next = 0;
+        for (page, n_cached, marks) in expect {
+            while next <= page {
+                m.file_io(&io(FileOp::Read, 0, next * 4096, 4096)).unwrap();
+                next += 1;
+            }
+            assert_eq!(
+                cached(&m),
+                (0..n_cached).collect::<Vec<_>>(),
+                "after page {page}"
+            );
+            assert_eq!(marked(&m), marks, "after page {page}");
+            // Nothing reclaimed: every page read once, 4 KiB each in pgpgin.
+            assert_eq!(m.stats.file_reads, n_cached);
+            assert_eq!(m.stats.pgpgin, 4 * n_cached);
+            assert_eq!(m.stats.nr_file_pages, n_cached);
+        }
+        let ra = m.mm.cache.file(0).ra;
+        assert_eq!((ra.start, ra.size, ra.async_size), (92, 32, 32));
+        assert_eq!(ra.prev_pos, 61 * 4096);
+    }
+
+    /// The end of the file stops readahead (`do_page_cache_ra` clips to the page holding
+    /// the last byte): a 3-page file read from page 0 caches pages 0..3, not 0..4. The
+    /// window of 4 clipped to 3 keeps its lookahead of 3, so `i == nr_to_read -
+    /// lookahead_size` = 0 marks page 0, the page being read: the same read's batch ends at
+    /// that marker and runs `page_cache_async_ra`, which clears it; at index 0 the window is
+    /// the initial one again, all cached, so nothing more is read and no marker is left.
+    #[test]
+    fn readahead_stops_at_the_end_of_the_file() {
+        let mut m = machine(64, 128, 3);
+        m.file_io(&io(FileOp::Read, 0, 0, 100)).unwrap();
+        assert_eq!(cached(&m), [0, 1, 2]);
+        assert_eq!(marked(&m), Vec::<u64>::new());
+        assert_eq!(m.stats.pgpgin, 12);
+    }
+
+    /// One 256 KiB read (64 pages) at the start of a file, `read_ahead_kb` 128 (ra_pages 32):
+    /// oversize, so `max_pages` = min(64, io_pages 320) = 64. Index 0 → initial window
+    /// `get_init_ra_size(64, 64)` = 64, async_size 64 (size is not above the request); the
+    /// read would hit its own marker (index = start, size = async_size), so the next window
+    /// is merged: 64 + `get_next_ra_size(64, 64)` = 128 > 64 → size 64, async 32. Pages 0..64
+    /// read, page 64 − 32 = 32 marked. The copy goes in batches of `PAGEVEC_SIZE` 15: 0..15,
+    /// 15..30, then 30..33 ending at the marker → `page_cache_async_ra(32, 64 − 32 = 32)`:
+    /// 32 is not oversize (max 32); index 32 = start + size − async_size → start 64, size
+    /// `get_next_ra_size(64, 32)` = 32, async 32: pages 64..96, page 64 marked.
+    #[test]
+    fn oversize_read_merges_and_batches() {
+        let mut m = machine(1024, 128, 200);
+        m.file_io(&io(FileOp::Read, 0, 0, 64 * 4096)).unwrap();
+        assert_eq!(cached(&m), (0..96).collect::<Vec<_>>());
+        assert_eq!(marked(&m), [64]);
+        let ra = m.mm.cache.file(0).ra;
+        assert_eq!((ra.start, ra.size, ra.async_size), (64, 32, 32));
+        assert_eq!(ra.prev_pos, 64 * 4096);
+        // Every page copied is marked accessed once: 64 referenced, none active.
+        let c: std::collections::BTreeMap<_, _> = m.policy.counters().into_iter().collect();
+        assert_eq!((c["pgactivate"], c["nr_inactive_file"]), (0, 96));
+        // With readahead off, the same read reads its 64 pages and no more
+        // (`force_page_cache_ra` of 1 page for each batch that finds none cached).
+        let mut m = machine(1024, 0, 200);
+        m.file_io(&io(FileOp::Read, 0, 0, 64 * 4096)).unwrap();
+        assert_eq!(cached(&m), (0..64).collect::<Vec<_>>());
+        assert_eq!(marked(&m), Vec::<u64>::new());
+    }
+
+    /// A random 4 KiB read in the middle of a file with nothing cached and a reader elsewhere:
+    /// not index 0, not the expected index, no marker, not oversize, not sequential to
+    /// `prev_pos` (page 0's read ended at 4096: prev index 1, index 50), no history pages
+    /// before it: `do_page_cache_ra(index, 1, 0)` reads just the page, state untouched.
+    #[test]
+    fn random_read_reads_just_its_page() {
+        let mut m = machine(64, 128, 100);
+        m.file_io(&io(FileOp::Read, 0, 0, 4096)).unwrap();
+        let before = m.mm.cache.file(0).ra;
+        m.file_io(&io(FileOp::Pread, 0, 50 * 4096, 4096)).unwrap();
+        assert_eq!(cached(&m), [0, 1, 2, 3, 50]);
+        let after = m.mm.cache.file(0).ra;
+        assert_eq!((after.start, after.size), (before.start, before.size));
+        assert_eq!(after.prev_pos, 51 * 4096);
+    }
+
+    /// Writes: a partial write of a page not cached that holds file data (below `i_size`)
+    /// reads it first; a partial write past `i_size` and a whole-page write do not. Each
+    /// page written is dirty once (`nr_dirty`), and `i_size` grows to the last byte.
+    #[test]
+    fn partial_writes_read_the_page_first() {
+        let mut m = machine(64, 128, 2);
+        // File of 2 pages (8192 bytes), declared to reach 3 pages.
+        m.mm.cache.file_mut(0).reserved = 512;
+        m.file_io(&io(FileOp::Pwrite, 0, 100, 100)).unwrap(); // page 0: part, in the file
+        assert_eq!((m.stats.pgpgin, m.stats.nr_dirty), (4, 1));
+        m.file_io(&io(FileOp::Pwrite, 0, 4096, 4096)).unwrap(); // page 1: whole
+        assert_eq!((m.stats.pgpgin, m.stats.nr_dirty), (4, 2));
+        m.file_io(&io(FileOp::Pwrite, 0, 8192, 10)).unwrap(); // page 2: part, past i_size
+        assert_eq!((m.stats.pgpgin, m.stats.nr_dirty), (4, 3));
+        m.file_io(&io(FileOp::Write, 0, 150, 10)).unwrap(); // page 0 again: cached, dirty
+        assert_eq!((m.stats.pgpgin, m.stats.nr_dirty), (4, 3));
+        assert_eq!(m.mm.cache.file(0).i_size, 8202);
+        // Writes mark nothing accessed: `FGP_WRITEBEGIN` has no `FGP_ACCESSED`.
+        assert_eq!(m.policy.counters()[0], ("pgactivate", 0));
+        assert_eq!(m.stats.file_io, 4);
+    }
+
+    /// Reclaim of a clean page costs no I/O, of a dirty one a write (`pageout`). Four frames,
+    /// readahead off (each read reads its page alone: `force_page_cache_ra` of 1 page).
+    /// Page 0 written whole (dirty, no read, not referenced: writes do not mark accessed),
+    /// pages 1, 2, 3 read (clean, `PG_referenced` from the read's `folio_mark_accessed`).
+    /// Reading page 4 finds no free frame: kswapd (low = high = 0) passes at priorities
+    /// 12..3 scan `4 >> p` = 0 pages; at 2 the inactive file list's `4 >> 2` = 1 page
+    /// (cache-trim mode: `SCAN_FILE`) is scanned from the tail: page 0, not young, not
+    /// referenced → reclaim; dirty → written: pgpgout 4. Reading page 5 takes page 1, the
+    /// next tail: referenced but clean (`FOLIOREF_RECLAIM_CLEAN` → reclaimed), no write.
+    #[test]
+    fn clean_page_dropped_dirty_page_written_first() {
+        let mut m = machine(4, 0, 16);
+        m.file_io(&io(FileOp::Pwrite, 0, 0, 4096)).unwrap();
+        for p in 1..4 {
+            m.file_io(&io(FileOp::Pread, 0, p * 4096, 4096)).unwrap();
+        }
+        assert_eq!(
+            (m.stats.pgpgin, m.stats.pgpgout, m.stats.nr_dirty),
+            (12, 0, 1)
+        );
+        m.file_io(&io(FileOp::Pread, 0, 4 * 4096, 4096)).unwrap();
+        assert_eq!(cached(&m), [1, 2, 3, 4]);
+        assert_eq!(
+            (m.stats.pgpgout, m.stats.file_writebacks, m.stats.nr_dirty),
+            (4, 1, 0)
+        );
+        m.file_io(&io(FileOp::Pread, 0, 5 * 4096, 4096)).unwrap();
+        assert_eq!(cached(&m), [2, 3, 4, 5]);
+        assert_eq!((m.stats.pgpgout, m.stats.file_writebacks), (4, 1));
+        assert_eq!(m.stats.pgpgin, 20);
+        let c: std::collections::BTreeMap<_, _> = m.policy.counters().into_iter().collect();
+        assert_eq!((c["pgscan_file"], c["pgsteal_file"]), (2, 2));
+        // Both evicted pages left shadows in their entries.
+        for p in [0, 1] {
+            let e = m.mm.pt.pte(m.mm.cache.file(0).base + p);
+            assert!(e & PTE_FILE_GONE != 0 && e & PTE_PRESENT == 0);
+        }
+    }
+
+    #[test]
+    fn bad_records_are_errors() {
+        let mut m = machine(16, 128, 4);
+        let e = m.file_io(&io(FileOp::Read, 7, 0, 1)).unwrap_err();
+        assert!(e.to_string().contains("file 7"), "{e}");
+        let e = m.file_io(&io(FileOp::Read, 0, u64::MAX, 2)).unwrap_err();
+        assert!(e.to_string().contains("2^64"), "{e}");
+        let e = m.file_io(&io(FileOp::Write, 0, 512 * 4096, 1)).unwrap_err();
+        assert!(e.to_string().contains("extent"), "{e}");
+        // mglru does not model file pages yet: a clear error, not a wrong answer.
+        let cfg = MachineConfig::new(64);
+        let opts = crate::policy::PolicyOptions::new(1);
+        let p = crate::policy::mglru::MgLru::new(64, &opts, crate::policy::mglru::Preset::Default)
+            .unwrap();
+        let mut m = Machine::new(&cfg, p).unwrap();
+        let e = m
+            .add_file(FileSpec {
+                id: 0,
+                initial_size: 1,
+                extent: 1,
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("page cache"), "{e}");
+    }
+
+    /// Gauges and invariants: every page-cache frame's entry points back at it, no file
+    /// caches a page beyond its size, `nrpages`, `nr_file_pages` and `nr_dirty` agree with the
+    /// frames (and, through the policies' `validate`, each file page is on exactly one list).
+    fn check_gauges<P: Policy>(m: &Machine<P>) {
+        m.validate().unwrap();
+        let (mut file, mut dirty) = (0, 0);
+        for f in 0..m.mm.frames.len() {
+            if m.mm.frames.in_use(f) && !m.mm.frames.is_anon(f) {
+                file += 1;
+                let fl = m.mm.frames.flags(f);
+                dirty += (fl & F_PAGECACHE != 0 && fl & F_DIRTY != 0) as u64;
+            }
+        }
+        assert_eq!((m.stats.nr_file_pages, m.stats.nr_dirty), (file, dirty));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(40))]
+        /// Random reads and writes of three files mixed with anonymous accesses, on small
+        /// machines with random readahead, under clock-lru and a demand policy (lru): every
+        /// invariant holds after every step.
+        #[test]
+        fn random_file_io_keeps_invariants(
+            frames in 8u32..40,
+            ra_kb in proptest::sample::select(vec![0u32, 4, 16, 128]),
+            ops in proptest::collection::vec(
+                (0u8..4, 0u32..3, 0u64..40 * 4096, 0u64..6 * 4096, 0u64..50), 1..200),
+        ) {
+            let cfg = MachineConfig {
+                watermarks: Some(Watermarks { min: 0, low: 1, high: 2 }),
+                check_invariants: true,
+                read_ahead_kb: ra_kb,
+                ..MachineConfig::new(frames)
+            };
+            let mut a = Machine::new(&cfg, ClockLru::new(frames)).unwrap();
+            let mut b = Machine::new(&cfg, Lru::new(frames)).unwrap();
+            for id in 0..3 {
+                let spec = FileSpec { id, initial_size: 20 * 4096, extent: 48 * 4096 };
+                a.add_file(spec).unwrap();
+                b.add_file(spec).unwrap();
+            }
+            for (kind, file, offset, len, page) in ops {
+                let op = match kind {
+                    0 => Some(FileOp::Read),
+                    1 => Some(FileOp::Pwrite),
+                    2 => Some(FileOp::Pread),
+                    _ => None,
+                };
+                match op {
+                    Some(op) => {
+                        a.file_io(&io(op, file, offset, len)).unwrap();
+                        b.file_io(&io(op, file, offset, len)).unwrap();
+                    }
+                    None => {
+                        a.access(Access::write(page), u64::MAX);
+                        b.access(Access::write(page), u64::MAX);
+                    }
+                }
+                check_gauges(&a);
+                check_gauges(&b);
+                for m in [a.mm.cache.files(), b.mm.cache.files()] {
+                    for f in m {
+                        proptest::prop_assert!(f.nrpages <= f.size_pages());
+                        proptest::prop_assert!(f.base >= FILE_BASE);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod replay_tests {
+    //! A recorded trace with file I/O replayed end to end (`replay::replay`).
+    use crate::engine::MachineConfig;
+    use crate::policy::{PolicyKind, PolicyOptions};
+    use crate::replay::{replay, ReplaySpec};
+    use crate::trace::recorded::{FileIo, FileOp, Recorded, RecordedWriter};
+    use crate::trace::{TraceMeta, TraceWriter};
+
+    fn tmp(name: &str) -> String {
+        let dir = std::env::temp_dir().join(format!("vmemsim-pagecache-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name).to_string_lossy().into_owned()
+    }
+
+    /// Anonymous pages 1, 2, 3, then a file of 64 KiB read whole in 4 KiB reads, one
+    /// anonymous access between reads, then 8 KiB written at its end (an append: the file
+    /// grows to 72 KiB).
+    fn write_trace(path: &str) {
+        let mut w = RecordedWriter::create(path, TraceMeta::default()).unwrap();
+        let acc = |page| Recorded {
+            page,
+            write: true,
+            tid: 1,
+            count: 1,
+            ..Recorded::default()
+        };
+        for p in 1..4 {
+            w.access(acc(p)).unwrap();
+        }
+        w.file(0, "/data/f").unwrap();
+        let io = |op, offset, len| FileIo {
+            op,
+            tid: 1,
+            stamp: 0,
+            file: 0,
+            offset,
+            len,
+            addr: 0,
+        };
+        for k in 0..16 {
+            w.io(io(FileOp::Read, k * 4096, 4096)).unwrap();
+            w.access(acc(1 + k % 3)).unwrap();
+        }
+        w.io(io(FileOp::Write, 65536, 8192)).unwrap();
+        w.finish().unwrap();
+    }
+
+    #[test]
+    fn recorded_file_io_goes_through_the_page_cache() {
+        let path = tmp("seq.vmt");
+        write_trace(&path);
+        let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
+        let spec = ReplaySpec::new(
+            PolicyKind::from_name("clock-lru").unwrap(),
+            MachineConfig {
+                check_invariants: true,
+                ..MachineConfig::new(1024)
+            },
+            PolicyOptions::new(1),
+        );
+        let r = replay(&mut src, &spec, None).unwrap();
+        // 16 pages of a 16-page file read with readahead (windows 0..4, 4..12, 12..16
+        // clipped at the end of the file, as in `sequential_reader_readahead_windows`):
+        // each page read once, 64 KiB in pgpgin. The append writes two whole pages: no read,
+        // both dirty.
+        assert_eq!(r.stats.accesses, 19);
+        assert_eq!(r.stats.file_io, 17);
+        assert_eq!((r.stats.file_reads, r.stats.pgpgin), (16, 64));
+        assert_eq!((r.stats.nr_file_pages, r.stats.nr_dirty), (18, 2));
+        assert_eq!(r.stats.pgpgout, 0);
+        // Under mglru: an error naming what is not modelled, before anything runs.
+        let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
+        let spec = ReplaySpec::new(
+            PolicyKind::from_name("mglru").unwrap(),
+            MachineConfig::new(1024),
+            PolicyOptions::new(1),
+        );
+        let e = replay(&mut src, &spec, None).unwrap_err().to_string();
+        assert!(e.contains("mglru") && e.contains("page cache"), "{e}");
+        // Under a demand policy (file pages are pages): the same page-cache reads.
+        let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
+        let spec = ReplaySpec::new(
+            PolicyKind::from_name("lru").unwrap(),
+            MachineConfig::new(1024),
+            PolicyOptions::new(1),
+        );
+        let r = replay(&mut src, &spec, None).unwrap();
+        assert_eq!((r.stats.file_reads, r.stats.nr_file_pages), (16, 18));
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// A trace with file I/O whose page numbers reach the page cache's range is an error
+    /// naming the page, not a silent alias of a file page.
+    #[test]
+    fn pages_in_the_file_range_are_an_error() {
+        let path = tmp("alias.vmt");
+        let mut w = RecordedWriter::create(&path, TraceMeta::default()).unwrap();
+        w.file(0, "f").unwrap();
+        w.io(FileIo {
+            op: FileOp::Read,
+            tid: 1,
+            stamp: 0,
+            file: 0,
+            offset: 0,
+            len: 4096,
+            addr: 0,
+        })
+        .unwrap();
+        w.access(Recorded {
+            page: crate::mm::pagecache::FILE_BASE,
+            count: 1,
+            ..Recorded::default()
+        })
+        .unwrap();
+        w.finish().unwrap();
+        let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
+        let spec = ReplaySpec::new(
+            PolicyKind::from_name("lru").unwrap(),
+            MachineConfig::new(64),
+            PolicyOptions::new(1),
+        );
+        let e = replay(&mut src, &spec, None).unwrap_err().to_string();
+        assert!(e.contains("0x800000000") && e.contains("page cache"), "{e}");
+        let _ = std::fs::remove_file(&path);
+    }
+}
