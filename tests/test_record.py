@@ -453,3 +453,70 @@ def test_vectored_io_is_recorded_as_the_plain_calls(tmp_path: Path) -> None:
     assert got == [("read", str(data), 0, 4396), ("pread64", str(data), 10000, 150),
                    ("read", str(data), 4396, 150), ("write", str(written), 0, 4396),
                    ("pwrite64", str(written), 8192, 150), ("pwrite64", str(written), 20000, 150)]
+
+
+SYNC_DIRECT = r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0644);
+    char *buf = aligned_alloc(4096, 1 << 16);
+    memset(buf, 7, 1 << 16);
+    printf("%lu\n", (unsigned long)buf);
+    fflush(stdout);
+    write(fd, buf, 65536);
+    fdatasync(fd);
+    posix_fadvise(fd, 4096, 8192, POSIX_FADV_WILLNEED);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ftruncate(fd, 32768);
+    close(fd);
+    int dfd = open(argv[1], O_RDWR | O_DIRECT);
+    if (dfd < 0)
+        return 3; /* the file system has no O_DIRECT (tmpfs) */
+    pread(dfd, buf, 8192, 0);
+    pwrite(dfd, buf + 4096, 4096, 16384);
+    close(dfd);
+    return 0;
+}
+"""
+
+
+def test_sync_fadvise_truncate_and_direct_io_records(tmp_path: Path) -> None:
+    # Each call of the program above, with the arguments it passes (the buffer's address it
+    # prints): fdatasync is op fsync; fadvise64 carries its advice (3 WILLNEED, 4 DONTNEED)
+    # where the address goes; ftruncate the new size as its length; reads and writes of the
+    # O_DIRECT descriptor are the direct ops with the user buffer's address.
+    exe = _compile(tmp_path, "syncdirect", SYNC_DIRECT)
+    data = tmp_path / "data.bin"
+    out = tmp_path / "sd.vmt"
+    proc = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "trace", "record", "--out", str(out), "--", str(exe),
+         str(data)], capture_output=True, text=True)
+    assert proc.returncode in (0, 3), proc.stderr
+    buf = int(proc.stdout.split()[0])
+    d = read_recorded(str(out))
+    ev = [e for e in d["events"] if e["path"] == str(data)]
+    got = [(e["op"], e["offset"], e["len"], e["addr"]) for e in ev]
+    want = [("write", 0, 65536, 0), ("fsync", 0, 0, 0), ("fadvise64", 4096, 8192, 3),
+            ("fadvise64", 0, 0, 4), ("ftruncate", 0, 32768, 0)]
+    if proc.returncode == 0:
+        want += [("read_direct", 0, 8192, buf), ("write_direct", 16384, 4096, buf + 4096)]
+    assert got == want
+    if proc.returncode != 0:
+        return
+    # Replayed: 16 pages written, fdatasync writes them (64 KiB out) and they stay cached;
+    # WILLNEED finds pages 1..=2 cached; DONTNEED drops all 16, clean; ftruncate drops
+    # nothing more; the direct read brings 8 KiB in and pins 2 buffer pages, the write
+    # sends 4 KiB out and pins 1: no page of data.bin cached at the end.
+    r = vmemsim.replay(str(out), policy="clock-lru", frames=4096)
+    s = r.stats
+    assert s["gup_pages"] == 3
+    files = {e["file"] for e in ev}
+    assert len(files) == 1
+    other_in = s["pgpgin"] - 8
+    assert other_in == 4 * s["file_reads"]  # every other KiB in: page-cache reads of libc etc.
+    assert s["pgpgout"] == 64 + 4 and s["file_writebacks"] == 16 and s["nr_dirty"] == 0

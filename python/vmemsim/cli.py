@@ -1434,7 +1434,8 @@ register(
     description="Run CMD under Valgrind with vmemsim's recorder tool and write its page "
     "accesses as a recorded trace: per thread, consecutive accesses to one page folded into "
     "one record with a count and an instruction stamp, reads/writes, and the file I/O "
-    "system calls (read, write, pread64, pwrite64, mmap of regular files). Every trace "
+    "system calls (read, write, pread64, pwrite64, mmap, fsync, fadvise64, ftruncate of "
+    "regular files; O_DIRECT reads and writes with their buffer). Every trace "
     "command reads the result. Exits with CMD's status. Needs valgrind and gcc "
     "(apt-get install valgrind gcc); the tool is built on first use.",
 )

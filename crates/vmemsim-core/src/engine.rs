@@ -275,6 +275,11 @@ pub struct Machine<P: Policy> {
     zram: Option<Box<ZramState>>,
     /// [`MachineConfig::read_ahead_kb`].
     read_ahead_kb: u32,
+    /// log2 of the trace's page size: user addresses of file I/O records (an `O_DIRECT`
+    /// buffer) to page numbers ([`Machine::set_user_page_size`]).
+    user_page_shift: u32,
+    /// Direct I/O's odd sectors not yet counted in `pgpgin` / `pgpgout` (KiB: sectors / 2).
+    dio_sectors: [u64; 2],
 }
 
 /// The zram device of an untimed run with its pool charged to memory.
@@ -493,7 +498,16 @@ impl<P: Policy> Machine<P> {
             kswapd_priority: DEF_PRIORITY,
             zram,
             read_ahead_kb: cfg.read_ahead_kb,
+            user_page_shift: 12,
+            dio_sectors: [0, 0],
         })
+    }
+
+    /// The page size of the trace's user addresses (its access records' pages), for the
+    /// buffers of `O_DIRECT` file I/O records (default 4096). Errors: not a power of two.
+    pub fn set_user_page_size(&mut self, page_size: u64) -> Result<(), crate::Error> {
+        self.user_page_shift = crate::trace::page_shift(page_size)?;
+        Ok(())
     }
 
     pub fn watermarks(&self) -> Watermarks {

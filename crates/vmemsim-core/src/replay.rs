@@ -243,6 +243,11 @@ impl PolicyVisitor for Run<'_, '_> {
             m.add_file(f)?;
         }
         let has_io = !files.is_empty();
+        if has_io {
+            if let Some(ps) = src.page_size() {
+                m.set_user_page_size(ps)?;
+            }
+        }
         let src_name = src.name();
         if needs_future {
             let all = collect(src)?;

@@ -18,7 +18,10 @@
      (device + inode) a file-table record with its path (from /proc/self/fd); readv / writev
      / preadv / pwritev / preadv2 / pwritev2 are recorded as one record per call, as the
      plain call with the same effect on the file (read / write / pread64 / pwrite64: the
-     iovecs fill or drain one consecutive file range, of the bytes transferred).
+     iovecs fill or drain one consecutive file range, of the bytes transferred);
+   - on a file open with O_DIRECT, those reads and writes as direct ones (ops 9, 10) with the
+     user buffer's address (the first iovec's); fsync / fdatasync (op 6), fadvise64 (op 7,
+     the advice in the address field), ftruncate (op 8, the new size as the length).
 
    The stamp is the number of guest instructions executed by all threads before the access:
    a counter in memory that the instrumented code bumps by the superblock's instruction
@@ -41,8 +44,8 @@
    and starts the same pid anew; if execve fails the next block starts it again). The
    converter (recorder.rs) gives each process's threads distinct trace tids.
 
-   Left out: sendfile/copy_file_range/splice/io_uring and munmap are not recorded (the trace
-   format has no record for them); an access spanning more than two pages (a page size
+   Left out: sendfile/copy_file_range/splice/io_uring, munmap, truncate and unlink by path,
+   sync_file_range and msync are not recorded (the trace format has no record for them); an access spanning more than two pages (a page size
    below the access size) counts on its first and last page only; a process killed
    (SIGKILL) while writing a block corrupts the stream from there. */
 
@@ -336,6 +339,18 @@ static Int file_id(Int fd, UInt thread)
    return (Int)id;
 }
 
+/* O_DIRECT in the open file's flags (F_GETFL; the value is the architecture's). */
+#if defined(VGA_arm64) || defined(VGA_arm)
+#define VMREC_O_DIRECT 0200000
+#else
+#define VMREC_O_DIRECT 040000
+#endif
+static Bool is_direct(Int fd)
+{
+   SysRes r = VG_(do_syscall)(__NR_fcntl, fd, VKI_F_GETFL, 0, 0, 0, 0, 0, 0);
+   return !sr_isError(r) && (sr_Res(r) & VMREC_O_DIRECT) != 0;
+}
+
 /* An execve that succeeds ends this tool instance without its fini: send the end first. */
 static void vmrec_pre_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs)
 {
@@ -362,6 +377,7 @@ static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs
       len = r;
       op = sysno == __NR_read ? 1 : sysno == __NR_write ? 2 : sysno == __NR_pread64 ? 3 : 4;
       off = args[3];
+      addr = args[1];
       break;
    /* Vectored calls: one record of the plain call (the iovecs cover one file range). */
    case __NR_readv:
@@ -371,6 +387,7 @@ static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs
       fd = (Int)args[0];
       len = r;
       op = sysno == __NR_readv ? 1 : 2;
+      addr = args[2] > 0 ? (ULong)((struct vki_iovec*)args[1])->iov_base : 0;
       break;
    case __NR_preadv:
    case __NR_pwritev:
@@ -387,8 +404,27 @@ static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs
          op = rd ? 1 : 2;
       else
          op = rd ? 3 : 4;
+      addr = args[2] > 0 ? (ULong)((struct vki_iovec*)args[1])->iov_base : 0;
       break;
    }
+   case __NR_fsync:
+   case __NR_fdatasync:
+      fd = (Int)args[0];
+      len = 0;
+      op = 6;
+      break;
+   case __NR_fadvise64:
+      fd = (Int)args[0];
+      off = args[1];
+      len = args[2];
+      addr = args[3];
+      op = 7;
+      break;
+   case __NR_ftruncate:
+      fd = (Int)args[0];
+      len = args[1];
+      op = 8;
+      break;
    case __NR_mmap:
       if (args[3] & VKI_MAP_ANONYMOUS)
          return;
@@ -412,6 +448,14 @@ static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs
       if (pos < 0)
          return;
       off = (ULong)pos - len;
+   }
+   if (op <= 4) {
+      /* A read or write of a file open with O_DIRECT: the buffer's address goes with it;
+         the others keep 0 there. */
+      if (is_direct(fd))
+         op = (op == 1 || op == 3) ? 9 : 10;
+      else
+         addr = 0;
    }
    room(6);
    buf[buf_n++] = head_word(K_IO, thread, op);

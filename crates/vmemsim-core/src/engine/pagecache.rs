@@ -50,10 +50,14 @@
 //! `O_DIRECT`, truncation, the per-CPU LRU batches, large folios, the time I/O takes.
 
 use super::*;
+use crate::access::Access;
 use crate::mm::frames::F_PAGECACHE;
 use crate::mm::pagecache::FileRaState;
 use crate::trace::recorded::{FileIo, FileOp};
 
+/// `BIO_MAX_VECS`: the most pages one bio (and so one `pin_user_pages_fast` call of a
+/// direct I/O) takes.
+const BIO_MAX_VECS: u64 = 256;
 /// `PAGEVEC_SIZE`: the most folios `filemap_get_read_batch` returns at once.
 const PAGEVEC_SIZE: usize = 15;
 /// The device's `bdi->io_pages` (its `max_sectors_kb` in pages): 1280 KiB, 6.8's
@@ -120,7 +124,14 @@ impl<P: Policy> Machine<P> {
                 ),
             ));
         };
-        let Some(end) = io.offset.checked_add(io.len) else {
+        // The byte after the range the record reaches (fsync and fadvise64 name ranges that
+        // need not exist: none).
+        let end = match io.op {
+            FileOp::Fsync | FileOp::Fadvise => Some(0),
+            FileOp::Ftruncate => Some(io.len),
+            _ => io.offset.checked_add(io.len),
+        };
+        let Some(end) = end else {
             return Err(crate::Error::config(
                 "files",
                 format!(
@@ -153,6 +164,23 @@ impl<P: Policy> Machine<P> {
                 self.generic_perform_write(i, io.offset, io.len);
             }
             FileOp::Mmap => self.stats.file_mmaps_skipped += 1,
+            FileOp::Fsync => {
+                self.stats.file_io += 1;
+                // `file_write_and_wait_range` over the whole file (WB_SYNC_ALL).
+                self.pc_writeback_range(i, 0, u64::MAX, None);
+            }
+            FileOp::Fadvise => {
+                self.stats.file_io += 1;
+                self.generic_fadvise(i, io.offset, io.len, io.addr);
+            }
+            FileOp::Ftruncate => {
+                self.stats.file_io += 1;
+                self.truncate_setsize(i, io.len);
+            }
+            FileOp::DirectRead | FileOp::DirectWrite => {
+                self.stats.file_io += 1;
+                self.direct_io(i, io);
+            }
         }
         if self.check {
             self.validate().map_err(|e| {
@@ -162,10 +190,15 @@ impl<P: Policy> Machine<P> {
         Ok(())
     }
 
-    /// `ra_pages` of the file's device.
+    /// `ra->ra_pages` of file `i`: the device's (`read_ahead_kb / 4`) unless `fadvise64`
+    /// changed it.
     #[inline]
-    fn ra_pages(&self) -> u64 {
-        self.read_ahead_kb as u64 / 4
+    fn ra_pages(&self, i: usize) -> u64 {
+        self.mm
+            .cache
+            .file(i)
+            .ra_pages
+            .unwrap_or(self.read_ahead_kb as u64 / 4)
     }
 
     #[inline]
@@ -259,7 +292,7 @@ impl<P: Policy> Machine<P> {
 
     /// `force_page_cache_ra` (`read_ahead_kb` = 0: one page at a time).
     fn force_page_cache_ra(&mut self, i: usize, mut index: u64, nr: u64) {
-        let max_pages = IO_PAGES.max(self.ra_pages());
+        let max_pages = IO_PAGES.max(self.ra_pages(i));
         let mut nr = nr.min(max_pages);
         while nr > 0 {
             let chunk = nr.min(512);
@@ -316,7 +349,7 @@ impl<P: Policy> Machine<P> {
     /// page marked `PG_readahead` (`page_cache_async_ra`), else a miss
     /// (`page_cache_sync_ra`).
     fn ondemand_readahead(&mut self, i: usize, index: u64, marked: bool, req_size: u64) {
-        let mut max_pages = self.ra_pages();
+        let mut max_pages = self.ra_pages(i);
         if req_size > max_pages && IO_PAGES > max_pages {
             max_pages = req_size.min(IO_PAGES);
         }
@@ -389,8 +422,13 @@ impl<P: Policy> Machine<P> {
 
     /// `page_cache_sync_ra`.
     fn page_cache_sync_ra(&mut self, i: usize, index: u64, req_count: u64) {
-        if self.ra_pages() == 0 {
+        if self.ra_pages(i) == 0 {
             self.force_page_cache_ra(i, index, 1);
+            return;
+        }
+        // "be dumb": `FMODE_RANDOM` reads just the request.
+        if self.mm.cache.file(i).random {
+            self.force_page_cache_ra(i, index, req_count);
             return;
         }
         self.ondemand_readahead(i, index, false, req_count);
@@ -398,7 +436,7 @@ impl<P: Policy> Machine<P> {
 
     /// `page_cache_async_ra` for the marked page `f` at `index`.
     fn page_cache_async_ra(&mut self, i: usize, f: FrameId, index: u64, req_count: u64) {
-        if self.ra_pages() == 0 {
+        if self.ra_pages(i) == 0 {
             return;
         }
         self.mm.frames.clear_flags(f, F_READAHEAD);
@@ -514,6 +552,198 @@ impl<P: Policy> Machine<P> {
             pos += bytes;
             let file = self.mm.cache.file_mut(i);
             file.i_size = file.i_size.max(pos);
+        }
+    }
+
+    /// Write page `index` of file `i` if it is cached and dirty (`folio_clear_dirty_for_io`
+    /// → `writepage`, counted by `submit_bio`); it stays cached, clean. Whether it was
+    /// written.
+    fn pc_writeback(&mut self, i: usize, index: u64) -> bool {
+        let Some(f) = self.pc_frame(i, index) else {
+            return false;
+        };
+        if self.mm.frames.flags(f) & F_DIRTY == 0 {
+            return false;
+        }
+        self.mm.frames.clear_flags(f, F_DIRTY);
+        self.stats.nr_dirty -= 1;
+        self.stats.file_writebacks += 1;
+        self.stats.pgpgout += 4;
+        true
+    }
+
+    /// `__filemap_fdatawrite_range` (and `filemap_write_and_wait_range`) over pages `first`
+    /// ..= `last` of file `i`: every dirty cached page is written. The pages written are
+    /// added to `written` when given. Walks the file's pages below its reserved extent
+    /// (no tag lookup of dirty pages: linear in the file's size).
+    fn pc_writeback_range(
+        &mut self,
+        i: usize,
+        first: u64,
+        last: u64,
+        mut written: Option<&mut Vec<u64>>,
+    ) {
+        if self.stats.nr_dirty == 0 || self.mm.cache.file(i).nrpages == 0 {
+            return;
+        }
+        let last = last.min(self.mm.cache.file(i).reserved.saturating_sub(1));
+        for index in first..=last {
+            if self.pc_writeback(i, index) {
+                if let Some(w) = written.as_mut() {
+                    w.push(index);
+                }
+            }
+        }
+    }
+
+    /// Drop page `index` of file `i` from the page cache, a cached page (its frame freed,
+    /// off the policy's lists, a dirty one's data dropped: `folio_cancel_dirty`) or a
+    /// shadow entry alike (`filemap_remove_folio` and `clear_shadow_entry`, which leave no
+    /// shadow: the page is not evicted, it is gone). Whether a frame was freed.
+    fn pc_delete(&mut self, i: usize, index: u64) -> bool {
+        let vpn = self.mm.cache.file(i).base + index;
+        let Some(idx) = self.mm.pt.find_index(vpn) else {
+            return false;
+        };
+        let pte = self.mm.pt.get(idx);
+        let mut freed = false;
+        if pte & PTE_PRESENT != 0 {
+            let f = pte_frame(pte);
+            let dirty = self.mm.frames.flags(f) & F_DIRTY != 0;
+            self.policy.on_remove(f);
+            self.stats.nr_file_pages -= 1;
+            self.pc_release(f, dirty);
+            self.mm.frames.clear_flags(f, F_DIRTY);
+            self.mm.frames.release(f);
+            freed = true;
+        }
+        *self.mm.pt.at(idx) = 0;
+        freed
+    }
+
+    /// `truncate_setsize`: the new `i_size`, then `truncate_pagecache` →
+    /// `truncate_inode_pages_range` from the first page wholly beyond it: cached pages
+    /// (dirty ones without being written) and shadow entries go; a partial last page stays
+    /// (its tail zeroed, `truncate_inode_partial_folio`).
+    fn truncate_setsize(&mut self, i: usize, size: u64) {
+        self.mm.cache.file_mut(i).i_size = size;
+        let reserved = self.mm.cache.file(i).reserved;
+        for index in size.div_ceil(4096)..reserved {
+            self.pc_delete(i, index);
+        }
+    }
+
+    /// `generic_fadvise` (mm/fadvise.c) of `[offset, offset + len)` (len 0: to the end).
+    fn generic_fadvise(&mut self, i: usize, offset: u64, len: u64, advice: u64) {
+        use crate::trace::recorded::fadv;
+        const LLONG_MAX: u64 = i64::MAX as u64;
+        let endbyte = offset.wrapping_add(len);
+        let endbyte = if len == 0 || endbyte < len {
+            LLONG_MAX
+        } else {
+            endbyte - 1
+        };
+        let device_ra = self.read_ahead_kb as u64 / 4;
+        match advice {
+            fadv::NORMAL => {
+                let file = self.mm.cache.file_mut(i);
+                file.ra_pages = None;
+                file.random = false;
+            }
+            fadv::RANDOM => self.mm.cache.file_mut(i).random = true,
+            fadv::SEQUENTIAL => {
+                let file = self.mm.cache.file_mut(i);
+                file.ra_pages = Some(device_ra * 2);
+                file.random = false;
+            }
+            fadv::WILLNEED => {
+                // First and last partial page.
+                let start = offset >> 12;
+                let end = endbyte >> 12;
+                let nr = (end - start).saturating_add(1);
+                self.force_page_cache_ra(i, start, nr);
+            }
+            fadv::DONTNEED => {
+                // Writeback started (WB_SYNC_NONE) on the dirty pages of the range: they are
+                // under writeback, not evictable by the invalidation that follows.
+                let mut busy = Vec::new();
+                self.pc_writeback_range(i, offset >> 12, endbyte >> 12, Some(&mut busy));
+                // First and last full page; the last one too when the range ends on a page
+                // boundary or at the file's last byte.
+                let start = offset.div_ceil(4096);
+                let mut end = endbyte >> 12;
+                let isize = self.mm.cache.file(i).i_size;
+                if endbyte & 4095 != 4095 && endbyte != isize.wrapping_sub(1) {
+                    if end == 0 {
+                        return;
+                    }
+                    end -= 1;
+                }
+                // `mapping_try_invalidate`: clean pages and shadow entries go; pages under
+                // writeback stay (the kernel then deactivates them, `deactivate_file_folio`:
+                // left out, the policies have no such call).
+                let end = end.min(self.mm.cache.file(i).reserved.saturating_sub(1));
+                let mut k = 0;
+                for index in start..=end {
+                    while k < busy.len() && busy[k] < index {
+                        k += 1;
+                    }
+                    if k < busy.len() && busy[k] == index {
+                        continue;
+                    }
+                    self.pc_delete(i, index);
+                }
+            }
+            // NOREUSE (`FMODE_NOREUSE`) changes nothing the model follows.
+            _ => {}
+        }
+    }
+
+    /// A read or write of a file open with `O_DIRECT` (ext4's `iomap_dio_rw`): the cached
+    /// pages of its range are written first (`kiocb_write_and_wait`); a write then
+    /// invalidates them (`kiocb_invalidate_pages` → `invalidate_inode_pages2_range`, shadow
+    /// entries included); the user buffer is pinned (`bio_iov_iter_get_pages` →
+    /// `pin_user_pages_fast`, one call per bio of up to `BIO_MAX_VECS` = 256 pages,
+    /// `FOLL_WRITE` for a read: [`Machine::access`] of `get_user_pages` accesses); the
+    /// device transfers the bytes (`submit_bio`: `pgpgin`/`pgpgout` in sectors, shown in
+    /// KiB). A write past `i_size` extends it. Nothing is cached.
+    fn direct_io(&mut self, i: usize, io: &FileIo) {
+        if io.len == 0 {
+            return;
+        }
+        let read = io.op == FileOp::DirectRead;
+        let (first, last) = (io.offset >> 12, (io.offset + io.len - 1) >> 12);
+        self.pc_writeback_range(i, first, last, None);
+        if !read {
+            let last = last.min(self.mm.cache.file(i).reserved.saturating_sub(1));
+            for index in first..=last {
+                self.pc_delete(i, index);
+            }
+        }
+        if io.addr != 0 {
+            let shift = self.user_page_shift;
+            let (p0, p1) = (io.addr >> shift, (io.addr + io.len - 1) >> shift);
+            let mut p = p0;
+            while p <= p1 {
+                // A new call (`pin_user_pages_fast`) per bio.
+                self.gup_last_t = u64::MAX;
+                for q in p..=p1.min(p + BIO_MAX_VECS - 1) {
+                    self.gup_access(Access::gup(q, read), u64::MAX);
+                }
+                p += BIO_MAX_VECS;
+            }
+        }
+        let sectors = io.len.div_ceil(512);
+        if read {
+            self.dio_sectors[0] += sectors;
+            self.stats.pgpgin += self.dio_sectors[0] / 2;
+            self.dio_sectors[0] %= 2;
+        } else {
+            self.dio_sectors[1] += sectors;
+            self.stats.pgpgout += self.dio_sectors[1] / 2;
+            self.dio_sectors[1] %= 2;
+            let file = self.mm.cache.file_mut(i);
+            file.i_size = file.i_size.max(io.offset + io.len);
         }
     }
 
@@ -996,5 +1226,198 @@ mod replay_tests {
         let e = replay(&mut src, &spec, None).unwrap_err().to_string();
         assert!(e.contains("0x800000000") && e.contains("page cache"), "{e}");
         let _ = std::fs::remove_file(&path);
+    }
+}
+
+#[cfg(test)]
+mod sync_tests {
+    //! fsync, fadvise64, ftruncate and `O_DIRECT` I/O, expected values by hand from Linux
+    //! 6.8's mm/fadvise.c, mm/truncate.c, mm/filemap.c and fs/iomap/direct-io.c (comments).
+    use super::*;
+    use crate::policy::clock_lru::ClockLru;
+    use crate::trace::recorded::fadv;
+
+    fn io(op: FileOp, offset: u64, len: u64, addr: u64) -> FileIo {
+        FileIo {
+            op,
+            tid: 1,
+            stamp: 0,
+            file: 0,
+            offset,
+            len,
+            addr,
+        }
+    }
+
+    /// `frames` frames, watermarks 0, readahead of `ra_kb`, file 0 of `pages` pages that may
+    /// grow to `extent` pages.
+    fn machine(frames: u32, ra_kb: u32, pages: u64, extent: u64) -> Machine<ClockLru> {
+        let cfg = MachineConfig {
+            watermarks: Some(Watermarks {
+                min: 0,
+                low: 0,
+                high: 0,
+            }),
+            swap_sync_io: true,
+            check_invariants: true,
+            read_ahead_kb: ra_kb,
+            ..MachineConfig::new(frames)
+        };
+        let mut m = Machine::new(&cfg, ClockLru::new(frames)).unwrap();
+        m.add_file(FileSpec {
+            id: 0,
+            initial_size: pages * 4096,
+            extent: extent * 4096,
+        })
+        .unwrap();
+        m
+    }
+
+    fn cached(m: &Machine<ClockLru>) -> Vec<u64> {
+        (0..m.mm.cache.file(0).reserved)
+            .filter(|&x| m.pc_frame(0, x).is_some())
+            .collect()
+    }
+
+    #[test]
+    fn fsync_writes_the_dirty_pages_and_keeps_them() {
+        let mut m = machine(16, 0, 8, 8);
+        // Three whole pages written: cached, dirty, nothing read (`generic_perform_write`).
+        m.file_io(&io(FileOp::Pwrite, 0, 3 * 4096, 0)).unwrap();
+        assert_eq!(
+            (m.stats.nr_dirty, m.stats.pgpgout, m.stats.pgpgin),
+            (3, 0, 0)
+        );
+        m.file_io(&io(FileOp::Fsync, 0, 0, 0)).unwrap();
+        // Each written (4 KiB of pgpgout), clean, still cached.
+        assert_eq!(
+            (m.stats.nr_dirty, m.stats.pgpgout, m.stats.file_writebacks),
+            (0, 12, 3)
+        );
+        assert_eq!(cached(&m), [0, 1, 2]);
+        m.file_io(&io(FileOp::Fsync, 0, 0, 0)).unwrap();
+        assert_eq!(m.stats.pgpgout, 12);
+    }
+
+    #[test]
+    fn fadvise_dontneed_drops_whole_clean_pages_and_spares_those_it_writes() {
+        // read_ahead_kb 0: each read reads exactly its pages.
+        let mut m = machine(16, 0, 8, 8);
+        m.file_io(&io(FileOp::Pread, 0, 5 * 4096, 0)).unwrap();
+        m.file_io(&io(FileOp::Pwrite, 2 * 4096, 4096, 0)).unwrap();
+        assert_eq!((cached(&m), m.stats.nr_dirty), (vec![0, 1, 2, 3, 4], 1));
+        // [4096, 4096 + 8292): endbyte 12387 (inclusive). Writeback of pages 1..=3 writes the
+        // dirty page 2 (pgpgout 4; under writeback). Full pages: start ⌈4096/4096⌉ = 1, end
+        // 12387 >> 12 = 3, less one as 12387 is neither a page's last byte nor i_size − 1:
+        // pages 1..=2, of which 2 is under writeback: only page 1 goes.
+        m.file_io(&io(FileOp::Fadvise, 4096, 8292, fadv::DONTNEED))
+            .unwrap();
+        assert_eq!(cached(&m), [0, 2, 3, 4]);
+        assert_eq!(
+            (m.stats.nr_dirty, m.stats.pgpgout, m.stats.nr_file_pages),
+            (0, 4, 4)
+        );
+        // Length 0: to LLONG_MAX, whose low 12 bits are all ones: every page, now clean.
+        m.file_io(&io(FileOp::Fadvise, 0, 0, fadv::DONTNEED))
+            .unwrap();
+        assert!(cached(&m).is_empty());
+        assert_eq!((m.stats.nr_file_pages, m.mm.cache.file(0).nrpages), (0, 0));
+        // A range inside page 0 only: no full page (end_index 0, less one: none).
+        m.file_io(&io(FileOp::Pread, 0, 4096, 0)).unwrap();
+        m.file_io(&io(FileOp::Fadvise, 0, 100, fadv::DONTNEED))
+            .unwrap();
+        assert_eq!(cached(&m), [0]);
+    }
+
+    #[test]
+    fn fadvise_willneed_random_and_sequential_set_readahead() {
+        // WILLNEED of [0, 3 × 4096): `force_page_cache_readahead` of pages 0..=2, no mark.
+        let mut m = machine(256, 128, 128, 128);
+        m.file_io(&io(FileOp::Fadvise, 0, 3 * 4096, fadv::WILLNEED))
+            .unwrap();
+        assert_eq!((cached(&m), m.stats.pgpgin), (vec![0, 1, 2], 12));
+        // A 17-page read at 0 of a fresh file: `get_init_ra_size(17, 32)`: 32 ≤ 32/4? no →
+        // the max, 32 pages; with SEQUENTIAL ra_pages is 64: 32 ≤ 64/4 → 64 pages; with
+        // RANDOM, `page_cache_sync_ra` forces the request only: 17 pages.
+        for (advice, pages) in [
+            (None, 32),
+            (Some(fadv::SEQUENTIAL), 64),
+            (Some(fadv::RANDOM), 17),
+        ] {
+            let mut m = machine(256, 128, 128, 128);
+            if let Some(a) = advice {
+                m.file_io(&io(FileOp::Fadvise, 0, 0, a)).unwrap();
+            }
+            m.file_io(&io(FileOp::Pread, 0, 17 * 4096, 0)).unwrap();
+            assert_eq!(cached(&m).len(), pages, "{advice:?}");
+        }
+    }
+
+    #[test]
+    fn ftruncate_drops_pages_and_shadows_beyond_the_size() {
+        let mut m = machine(16, 0, 8, 8);
+        m.file_io(&io(FileOp::Pread, 0, 8 * 4096, 0)).unwrap();
+        m.file_io(&io(FileOp::Pwrite, 6 * 4096, 4096, 0)).unwrap();
+        // 10,000 bytes: pages from ⌈10000 / 4096⌉ = 3 go, the dirty page 6 unwritten; page 2
+        // (partial) stays.
+        m.file_io(&io(FileOp::Ftruncate, 0, 10_000, 0)).unwrap();
+        assert_eq!(cached(&m), [0, 1, 2]);
+        assert_eq!(
+            (m.stats.nr_dirty, m.stats.pgpgout, m.stats.nr_file_pages),
+            (0, 0, 3)
+        );
+        assert_eq!(m.mm.cache.file(0).i_size, 10_000);
+        // A read past the size reads nothing.
+        m.file_io(&io(FileOp::Pread, 5 * 4096, 4096, 0)).unwrap();
+        assert_eq!(cached(&m), [0, 1, 2]);
+
+        // Shadows go too. 4 frames, 8 pages read: the first ones are evicted, leaving shadows;
+        // reading page 0 again would be a refault. After truncating to 0 and growing back it is
+        // a new page.
+        let mut m = machine(4, 0, 8, 8);
+        m.file_io(&io(FileOp::Pread, 0, 8 * 4096, 0)).unwrap();
+        assert!(m.pc_frame(0, 0).is_none());
+        let refaults = m.stats.workingset_refault_file;
+        m.file_io(&io(FileOp::Ftruncate, 0, 0, 0)).unwrap();
+        assert!(cached(&m).is_empty());
+        m.file_io(&io(FileOp::Ftruncate, 0, 8 * 4096, 0)).unwrap();
+        m.file_io(&io(FileOp::Pread, 0, 4096, 0)).unwrap();
+        assert_eq!(m.stats.workingset_refault_file, refaults);
+        assert_eq!(cached(&m), [0]);
+    }
+
+    #[test]
+    fn direct_io_bypasses_the_cache_and_pins_its_buffer() {
+        let mut m = machine(32, 0, 8, 16);
+        m.file_io(&io(FileOp::Pread, 0, 4 * 4096, 0)).unwrap();
+        m.file_io(&io(FileOp::Pwrite, 4096, 4096, 0)).unwrap();
+        let (pgpgin, reads) = (m.stats.pgpgin, m.stats.file_reads);
+        // An O_DIRECT read of pages 0..=1 into a buffer at page 16: the dirty page 1 is written
+        // first (`kiocb_write_and_wait`: pgpgout 4), both stay cached; the buffer's pages 16
+        // and 17, not present, are pinned through the slow path (faulted in: 2 gup pages, 2
+        // touched); the device reads 16 sectors: 8 KiB of pgpgin; no page-cache read.
+        m.file_io(&io(FileOp::DirectRead, 0, 8192, 16 << 12))
+            .unwrap();
+        assert_eq!(m.stats.pgpgout, 4);
+        assert_eq!(m.stats.pgpgin - pgpgin, 8);
+        assert_eq!(m.stats.file_reads, reads);
+        assert_eq!((m.stats.gup_pages, m.stats.gup_touched), (2, 2));
+        assert_eq!(cached(&m), [0, 1, 2, 3]);
+        // An O_DIRECT write of pages 1..=2 from the same buffer: nothing dirty; pages 1 and 2
+        // invalidated; the buffer, present now, pinned by the lockless walk (nothing
+        // touched); 16 sectors out: pgpgout 4 + 8.
+        m.file_io(&io(FileOp::DirectWrite, 4096, 8192, 16 << 12))
+            .unwrap();
+        assert_eq!(cached(&m), [0, 3]);
+        assert_eq!((m.stats.gup_pages, m.stats.gup_touched), (4, 2));
+        assert_eq!(m.stats.pgpgout, 12);
+        // A write past the end extends i_size; single sectors are counted in pairs (KiB).
+        m.file_io(&io(FileOp::DirectWrite, 10 * 4096, 512, 0))
+            .unwrap();
+        assert_eq!(m.mm.cache.file(0).i_size, 10 * 4096 + 512);
+        assert_eq!(m.stats.pgpgout, 12);
+        m.file_io(&io(FileOp::DirectWrite, 11 * 4096, 512, 0))
+            .unwrap();
+        assert_eq!(m.stats.pgpgout, 13);
     }
 }

@@ -77,6 +77,11 @@ pub struct AddressSpace {
     /// Pages cached now (`mapping->nrpages`).
     pub nrpages: u64,
     pub ra: FileRaState,
+    /// The open file's `ra->ra_pages` when `fadvise64` set it (`POSIX_FADV_SEQUENTIAL`:
+    /// twice the device's), else the device's.
+    pub ra_pages: Option<u64>,
+    /// `FMODE_RANDOM` (`POSIX_FADV_RANDOM`): reads are forced readahead of the request only.
+    pub random: bool,
 }
 
 impl AddressSpace {
@@ -124,6 +129,8 @@ impl PageCache {
             i_size: spec.initial_size,
             nrpages: 0,
             ra: FileRaState::default(),
+            ra_pages: None,
+            random: false,
         });
         self.by_id.insert(spec.id, i as u32);
         Ok(i)

@@ -29,8 +29,10 @@
 //!                     chunk's access records that come before it; non-decreasing) and `kind`:
 //!            kind 0   file-table entry: id, path_len, then path_len bytes of path (UTF-8;
 //!                     other bytes are replaced when read)
-//!            kind 1..=5  file I/O (1 read, 2 write, 3 pread64, 4 pwrite64, 5 mmap):
-//!                     tid, stamp, file id, offset, length, addr
+//!            kind 1..=10 file I/O (1 read, 2 write, 3 pread64, 4 pwrite64, 5 mmap, 6 fsync,
+//!                     7 fadvise64, 8 ftruncate, 9 a read and 10 a write of a file open with
+//!                     O_DIRECT): tid, stamp, file id, offset, length, addr (see
+//!                     [`FileIo`] for what each holds per call)
 //! ```
 //!
 //! Each stream is consumed exactly (leftover bytes, a short stream, an unknown event kind, an
@@ -120,15 +122,42 @@ pub enum FileOp {
     Pread = 3,
     Pwrite = 4,
     Mmap = 5,
+    /// `fsync` or `fdatasync` (offset and length 0: the whole file).
+    Fsync = 6,
+    /// `fadvise64`: the advice (`POSIX_FADV_*`, 0..=5) in `addr`.
+    Fadvise = 7,
+    /// `ftruncate`: the new size in `len` (offset 0).
+    Ftruncate = 8,
+    /// A read (any of read, pread64, readv, preadv...) of a file open with `O_DIRECT`: at
+    /// `offset` (the file position for the calls that use it), into the user buffer at
+    /// `addr` (the first iovec's for the vectored calls).
+    DirectRead = 9,
+    /// A write of a file open with `O_DIRECT`, as [`FileOp::DirectRead`].
+    DirectWrite = 10,
+}
+
+/// `POSIX_FADV_*` (include/uapi/linux/fadvise.h), the advice of a [`FileOp::Fadvise`].
+pub mod fadv {
+    pub const NORMAL: u64 = 0;
+    pub const RANDOM: u64 = 1;
+    pub const SEQUENTIAL: u64 = 2;
+    pub const WILLNEED: u64 = 3;
+    pub const DONTNEED: u64 = 4;
+    pub const NOREUSE: u64 = 5;
 }
 
 impl FileOp {
-    pub const ALL: [FileOp; 5] = [
+    pub const ALL: [FileOp; 10] = [
         FileOp::Read,
         FileOp::Write,
         FileOp::Pread,
         FileOp::Pwrite,
         FileOp::Mmap,
+        FileOp::Fsync,
+        FileOp::Fadvise,
+        FileOp::Ftruncate,
+        FileOp::DirectRead,
+        FileOp::DirectWrite,
     ];
 
     pub fn from_code(code: u64) -> Option<FileOp> {
@@ -143,6 +172,11 @@ impl FileOp {
             FileOp::Pread => "pread64",
             FileOp::Pwrite => "pwrite64",
             FileOp::Mmap => "mmap",
+            FileOp::Fsync => "fsync",
+            FileOp::Fadvise => "fadvise64",
+            FileOp::Ftruncate => "ftruncate",
+            FileOp::DirectRead => "read_direct",
+            FileOp::DirectWrite => "write_direct",
         }
     }
 }
@@ -155,11 +189,13 @@ pub struct FileIo {
     pub stamp: u64,
     /// Id in the file table.
     pub file: u32,
-    /// Byte offset in the file.
+    /// Byte offset in the file (0 for fsync and ftruncate).
     pub offset: u64,
-    /// Bytes transferred or mapped.
+    /// Bytes transferred or mapped; fadvise64's length (0: to the end of the file);
+    /// ftruncate's new size; 0 for fsync.
     pub len: u64,
-    /// Start address of an mmap, 0 for the other calls.
+    /// Start address of an mmap, of the user buffer of an `O_DIRECT` read or write,
+    /// fadvise64's advice ([`fadv`]); 0 for the other calls.
     pub addr: u64,
 }
 
@@ -417,8 +453,12 @@ fn read_event(
         files.insert(id, path.clone());
         return Ok(Event::File { id, path });
     }
-    let op = FileOp::from_code(kind)
-        .ok_or_else(|| format!("corrupt chunk: unknown event kind {kind} (valid: 0..=5)"))?;
+    let op = FileOp::from_code(kind).ok_or_else(|| {
+        format!(
+            "corrupt chunk: unknown event kind {kind} (valid: 0..={})",
+            FileOp::ALL.len()
+        )
+    })?;
     let tid = events.u32("thread id")?;
     let stamp = events.varint()?;
     let file = events.u32("file id")?;
@@ -966,6 +1006,11 @@ pub fn file_specs(path: &str) -> Result<Vec<crate::mm::FileSpec>> {
                 Event::File { id, .. } => {
                     sizes.entry(*id).or_default();
                 }
+                // (fadvise64's length may reach past 2^64, as the kernel allows: it names a
+                // range, not bytes that exist)
+                Event::Io(x) if matches!(x.op, FileOp::Fsync | FileOp::Fadvise) => {
+                    sizes.entry(x.file).or_default();
+                }
                 Event::Io(x) => {
                     let end = x.offset.checked_add(x.len).ok_or_else(|| {
                         Error::trace(
@@ -982,17 +1027,22 @@ pub fn file_specs(path: &str) -> Result<Vec<crate::mm::FileSpec>> {
                     })?;
                     let (init, written, extent) = sizes.entry(x.file).or_default();
                     match x.op {
-                        FileOp::Read | FileOp::Pread => {
+                        FileOp::Read | FileOp::Pread | FileOp::DirectRead => {
                             if end > *written {
                                 *init = (*init).max(end);
                             }
                             *extent = (*extent).max(end);
                         }
-                        FileOp::Write | FileOp::Pwrite => {
+                        FileOp::Write | FileOp::Pwrite | FileOp::DirectWrite => {
                             *written = (*written).max(end);
                             *extent = (*extent).max(end);
                         }
-                        FileOp::Mmap => {}
+                        // The size is what it sets: bytes below it exist from here on.
+                        FileOp::Ftruncate => {
+                            *written = x.len;
+                            *extent = (*extent).max(x.len);
+                        }
+                        FileOp::Mmap | FileOp::Fsync | FileOp::Fadvise => {}
                     }
                 }
                 Event::Access(_) => {}
@@ -1356,8 +1406,8 @@ mod tests {
         );
         // An unknown event kind.
         assert_eq!(
-            err([head(0, 1, [0, 0, 0, 0]), vec![0, 9]].concat(), 1),
-            "corrupt chunk: unknown event kind 9 (valid: 0..=5)"
+            err([head(0, 1, [0, 0, 0, 0]), vec![0, 11]].concat(), 1),
+            "corrupt chunk: unknown event kind 11 (valid: 0..=10)"
         );
         // An I/O record naming a file never defined.
         assert_eq!(
