@@ -1049,39 +1049,39 @@ impl<P: Policy> Machine<P> {
                 if self.mm.frames.n_free() <= self.wmark.low {
                     self.wakeup_kswapd();
                 }
-                // `do_try_to_free_pages` walks the priorities down to 0; when a pass at 0 frees
-                // nothing, `__alloc_pages_slowpath` retries the whole cascade
-                // (`should_reclaim_retry`, up to MAX_RECLAIM_RETRIES) before the OOM killer.
-                let mut tries = 0;
+                // One `do_try_to_free_pages` call (one `allocstall`) walks the priorities down
+                // from DEF_PRIORITY until its passes have reclaimed `nr_to_reclaim`
+                // (SWAP_CLUSTER_MAX) in all, or priority 0 is done: it does not stop at the
+                // watermark. `__alloc_pages_slowpath` then retries the allocation, and while
+                // it still fails, reclaims again (`should_reclaim_retry`); after
+                // MAX_RECLAIM_RETRIES calls in a row that freed nothing, the OOM killer.
                 let mut retries = 0;
                 let mut reclaimed_directly = false;
                 while self.mm.frames.n_free() <= self.wmark.min || self.mm.frames.n_free() == 0 {
-                    if tries == 0 {
-                        // One `do_try_to_free_pages` call: a cascade down the priorities.
-                        if reclaimed_directly {
-                            self.policy.reclaim_done(ReclaimReason::Direct);
-                        }
-                        self.stats.allocstall += 1;
-                        reclaimed_directly = true;
+                    if reclaimed_directly {
+                        self.policy.reclaim_done(ReclaimReason::Direct);
                     }
-                    let (got, _) = self.shrink(
-                        ReclaimReason::Direct,
-                        SWAP_CLUSTER_MAX,
-                        DEF_PRIORITY - tries,
-                    );
-                    if tries < DEF_PRIORITY {
-                        tries += 1;
-                    } else if got == 0 {
-                        if self.mm.frames.n_free() > 0 {
-                            break; // below min but nothing reclaimable: use the reserve (no OOM kill here)
+                    self.stats.allocstall += 1;
+                    reclaimed_directly = true;
+                    let mut got = 0;
+                    for priority in (0..=DEF_PRIORITY).rev() {
+                        got += self.shrink(ReclaimReason::Direct, SWAP_CLUSTER_MAX, priority).0;
+                        if got >= SWAP_CLUSTER_MAX {
+                            break;
                         }
-                        retries += 1;
-                        if retries >= MAX_RECLAIM_RETRIES {
-                            self.policy.reclaim_done(ReclaimReason::Direct);
-                            self.oom_at = Some(touch.t);
-                            return None;
-                        }
-                        tries = 0;
+                    }
+                    if got > 0 {
+                        retries = 0;
+                        continue;
+                    }
+                    if self.mm.frames.n_free() > 0 {
+                        break; // below min but nothing reclaimable: use the reserve (no OOM kill here)
+                    }
+                    retries += 1;
+                    if retries >= MAX_RECLAIM_RETRIES {
+                        self.policy.reclaim_done(ReclaimReason::Direct);
+                        self.oom_at = Some(touch.t);
+                        return None;
                     }
                 }
                 if reclaimed_directly {
