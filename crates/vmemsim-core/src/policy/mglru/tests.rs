@@ -44,6 +44,7 @@ fn mk_sc(reason: ReclaimReason, priority: u8) -> ScanControl {
         low_wmark: 0,
         nr_free: 0,
         kernel: crate::policy::KernelVersion::V6_8,
+        nr_reclaimed: 0,
     }
 }
 
@@ -1066,7 +1067,7 @@ fn linux_6_1_should_abort_scan() {
     // kswapd goes on until this pass has reclaimed nr_to_reclaim ...
     p.nr_reclaimed = 10;
     assert!(!p.should_abort_scan_61(
-        &ScanControl {
+        &mut ScanControl {
             nr_free: 500,
             ..base.clone()
         },
@@ -1081,10 +1082,10 @@ fn linux_6_1_should_abort_scan() {
         nr_free: 500,
         ..base.clone()
     };
-    assert!(!p.should_abort_scan_61(&at11, seq, true, true));
+    assert!(!p.should_abort_scan_61(&mut at11.clone(), seq, true, true));
     // ... then stops once free (50 + 40 reclaimed = 90, then 70 + 40 = 110) reaches high (100).
     assert!(!p.should_abort_scan_61(
-        &ScanControl {
+        &mut ScanControl {
             nr_free: 50,
             ..base.clone()
         },
@@ -1093,7 +1094,7 @@ fn linux_6_1_should_abort_scan() {
         true
     ));
     assert!(p.should_abort_scan_61(
-        &ScanControl {
+        &mut ScanControl {
             nr_free: 70,
             ..base.clone()
         },
@@ -1107,11 +1108,11 @@ fn linux_6_1_should_abort_scan() {
         ..base.clone()
     };
     p.nr_reclaimed = 0;
-    assert!(p.should_abort_scan_61(&direct, seq - 2, false, false));
+    assert!(p.should_abort_scan_61(&mut direct.clone(), seq - 2, false, false));
     // ... or with enough reclaimed and anon in the last batch ...
     p.nr_reclaimed = 32;
     assert!(p.should_abort_scan_61(
-        &ScanControl {
+        &mut ScanControl {
             priority: 12,
             ..direct.clone()
         },
@@ -1120,7 +1121,7 @@ fn linux_6_1_should_abort_scan() {
         true
     ));
     assert!(!p.should_abort_scan_61(
-        &ScanControl {
+        &mut ScanControl {
             priority: 12,
             ..direct.clone()
         },
@@ -1130,7 +1131,7 @@ fn linux_6_1_should_abort_scan() {
     ));
     // ... else, below priority 11, once free reaches the low watermark (30 + 32 ≥ 60).
     assert!(p.should_abort_scan_61(
-        &ScanControl {
+        &mut ScanControl {
             nr_free: 30,
             ..direct.clone()
         },
@@ -1139,14 +1140,35 @@ fn linux_6_1_should_abort_scan() {
         false
     ));
     assert!(!p.should_abort_scan_61(
-        &ScanControl {
+        &mut ScanControl {
             nr_free: 20,
-            ..direct
+            ..direct.clone()
         },
         seq,
         false,
         false
     ));
+    // The watermark stop adds MIN_LRU_BATCH to sc->nr_reclaimed: 10 from earlier passes of
+    // the `do_try_to_free_pages` call + 64 = 74 ≥ 32, which ends the call's priority cascade.
+    let mut at_low = ScanControl {
+        nr_free: 30,
+        nr_reclaimed: 10,
+        ..direct.clone()
+    };
+    assert!(p.should_abort_scan_61(&mut at_low, seq, false, false));
+    assert_eq!(at_low.nr_reclaimed, 74);
+    // sc->nr_reclaimed counts the call's earlier passes: 20 of them + 12 in this pass = 32
+    // reaches nr_to_reclaim (with anon in the last batch) at priority 12; 19 + 12 does not.
+    p.nr_reclaimed = 12;
+    for (earlier, stop) in [(20, true), (19, false)] {
+        let mut sc = ScanControl {
+            priority: 12,
+            nr_reclaimed: earlier,
+            ..direct.clone()
+        };
+        assert_eq!(p.should_abort_scan_61(&mut sc, seq, false, true), stop);
+        assert_eq!(sc.nr_reclaimed, earlier, "no credit above priority 11");
+    }
 }
 
 /// Linux 6.1's `lru_gen_age_node`: kswapd's first pass of a `balance_pgdat` run does not age
