@@ -450,6 +450,46 @@ fn eviction_needs_more_than_min_nr_gens() {
     free_victims(&mut m, &victims);
 }
 
+/// 6.8's `should_abort_scan` compares `sc->nr_reclaimed` with `nr_to_reclaim`, and in direct
+/// reclaim `sc->nr_reclaimed` is the whole `do_try_to_free_pages` call's: what earlier
+/// priorities' passes reclaimed counts. By hand: 100 pages in generation 3, three agings
+/// (walk 1 clears their young bits; agings 1-3 retire the empty generations 0-2), so four
+/// generations (3 with all 100, 4-6 empty): `should_run_aging` never ages with four, and
+/// `nr_to_scan` at priority 0 is 100. The first `evict_folios` batch isolates and reclaims
+/// pages 0..63 (64 scanned < 100, so `should_abort_scan` is asked). With nr_to_reclaim 100
+/// and 36 reclaimed by the call's earlier passes, 36 + 64 ≥ 100: stop after 64. With 35,
+/// 99 < 100: a second batch takes 64..99 (generation 3 empties, min_seq moves: 36 + 1
+/// scanned, 101 ≥ 100) and the pass ends with all 100.
+#[test]
+fn direct_reclaims_should_abort_scan_counts_the_calls_earlier_passes() {
+    for (earlier, want) in [(36u64, 64u32), (35, 100)] {
+        let mut m = machine(Preset::Default);
+        touch(&mut m, 0..100);
+        for _ in 0..3 {
+            age(&mut m);
+        }
+        assert_eq!((m.policy.min_seq(ANON), m.policy.nr_gens(ANON)), (3, 4));
+        assert_eq!(m.policy.nr_pages_of_seq(3, ANON), 100);
+        let mut sc = ScanControl {
+            nr_to_reclaim: 100,
+            nr_reclaimed: earlier,
+            ..mk_sc(ReclaimReason::Direct, 0)
+        };
+        let mut victims = Vec::new();
+        m.policy.shrink_lruvec(&mut m.mm, &mut sc, &mut victims);
+        assert_eq!(
+            victims,
+            (0..want).collect::<Vec<u32>>(),
+            "earlier {earlier}"
+        );
+        assert_eq!(
+            sc.nr_reclaimed, earlier,
+            "the engine counts the frames it frees"
+        );
+        free_victims(&mut m, &victims);
+    }
+}
+
 #[test]
 fn generations_never_exceed_max_gens() {
     // Aging by hand (as a forced aging would) with pages in generation 3: each inc_max_seq at
