@@ -211,7 +211,8 @@ impl VmExec<'_, '_> {
                     // sleep takes what its work cost: with zero costs, nothing when it found
                     // the guest balanced at once (`balance_pgdat` → `pgdat_balanced`), which
                     // it does when a direct reclaim ran before it and `do_try_to_free_pages`
-                    // freed more than high − min.
+                    // freed more than high − min. (The host's kswapd has the same rule,
+                    // `HostShared::kswapd_pass`.)
                     self.vms[i].vcpus[v].clock += 1;
                 }
                 let c1 = self.vms[i].clock(v);
