@@ -14,7 +14,9 @@
 //! Kernel policies are driven by watermarks as `__alloc_pages` does: an allocation that finds
 //! free ≤ low wakes kswapd, which reclaims in `SWAP_CLUSTER_MAX` batches until free > high
 //! (`balance_pgdat`); an allocation at free ≤ min does direct reclaim first
-//! (`__alloc_pages_direct_reclaim`). This untimed engine runs kswapd to completion when woken;
+//! (`__alloc_pages_direct_reclaim` → `do_try_to_free_pages`: passes from `DEF_PRIORITY` down
+//! until they have reclaimed `SWAP_CLUSTER_MAX` pages in all or priority 0 is done, whatever
+//! the watermark). This untimed engine runs kswapd to completion when woken;
 //! with the timing engine it becomes a thread competing for CPUs.
 //!
 //! A victim (`shrink_folio_list` → `pageout`): a dirty or slot-less anonymous page is written
@@ -1112,39 +1114,47 @@ impl<P: Policy> Machine<P> {
                 if self.mm.frames.n_free() <= self.wmark.low {
                     self.wakeup_kswapd();
                 }
-                // `do_try_to_free_pages` walks the priorities down to 0; when a pass at 0 frees
-                // nothing, `__alloc_pages_slowpath` retries the whole cascade
-                // (`should_reclaim_retry`, up to MAX_RECLAIM_RETRIES) before the OOM killer.
-                let mut tries = 0;
+                // The allocation fails while free ≤ min (`__zone_watermark_ok` at
+                // ALLOC_WMARK_MIN): `__alloc_pages_direct_reclaim` → `try_to_free_pages` →
+                // `do_try_to_free_pages`, one call (one `allocstall`) per failed try. A call
+                // runs `shrink_zones` (here one node: `shrink_node`) at sc->priority =
+                // DEF_PRIORITY, then 11, ... until `sc->nr_reclaimed`, summed over its passes,
+                // reaches `nr_to_reclaim` (SWAP_CLUSTER_MAX) or the pass at priority 0 is
+                // done: it never looks at the watermark, so it does not stop once free > min.
+                // (6.1's MG-LRU `should_abort_scan` adds MIN_LRU_BATCH to sc->nr_reclaimed
+                // when free memory reaches the low watermark, which ends the call too.)
+                // `__alloc_pages_slowpath` then retries the allocation, and while it still
+                // fails, reclaims again (`should_reclaim_retry`); after MAX_RECLAIM_RETRIES
+                // calls in a row that freed nothing, the OOM killer.
                 let mut retries = 0;
                 let mut reclaimed_directly = false;
                 while self.mm.frames.n_free() <= self.wmark.min || self.mm.frames.n_free() == 0 {
-                    if tries == 0 {
-                        // One `do_try_to_free_pages` call: a cascade down the priorities.
-                        if reclaimed_directly {
-                            self.policy.reclaim_done(ReclaimReason::Direct);
-                        }
-                        self.stats.allocstall += 1;
-                        reclaimed_directly = true;
+                    if reclaimed_directly {
+                        self.policy.reclaim_done(ReclaimReason::Direct);
                     }
-                    let (got, _) = self.shrink(
-                        ReclaimReason::Direct,
-                        SWAP_CLUSTER_MAX,
-                        DEF_PRIORITY - tries,
-                    );
-                    if tries < DEF_PRIORITY {
-                        tries += 1;
-                    } else if got == 0 {
-                        if self.mm.frames.n_free() > 0 {
-                            break; // below min but nothing reclaimable: use the reserve (no OOM kill here)
+                    self.stats.allocstall += 1;
+                    reclaimed_directly = true;
+                    let mut got = 0u64; // sc->nr_reclaimed
+                    for priority in (0..=DEF_PRIORITY).rev() {
+                        got = self
+                            .shrink(ReclaimReason::Direct, SWAP_CLUSTER_MAX, priority, got)
+                            .2;
+                        if got >= SWAP_CLUSTER_MAX as u64 {
+                            break;
                         }
-                        retries += 1;
-                        if retries >= MAX_RECLAIM_RETRIES {
-                            self.policy.reclaim_done(ReclaimReason::Direct);
-                            self.oom_at = Some(touch.t);
-                            return None;
-                        }
-                        tries = 0;
+                    }
+                    if got > 0 {
+                        retries = 0;
+                        continue;
+                    }
+                    if self.mm.frames.n_free() > 0 {
+                        break; // below min but nothing reclaimable: use the reserve (no OOM kill here)
+                    }
+                    retries += 1;
+                    if retries >= MAX_RECLAIM_RETRIES {
+                        self.policy.reclaim_done(ReclaimReason::Direct);
+                        self.oom_at = Some(touch.t);
+                        return None;
                     }
                 }
                 if reclaimed_directly {
@@ -1171,7 +1181,7 @@ impl<P: Policy> Machine<P> {
         let nr = self.wmark.high.max(SWAP_CLUSTER_MAX);
         let mut priority = DEF_PRIORITY;
         while self.mm.frames.n_free() <= self.wmark.high {
-            let (got, scanned) = self.shrink(ReclaimReason::Kswapd, nr, priority);
+            let (got, scanned, _) = self.shrink(ReclaimReason::Kswapd, nr, priority, 0);
             if got == 0 || scanned < nr as u64 {
                 if priority == 1 {
                     break;
@@ -1240,7 +1250,7 @@ impl<P: Policy> Machine<P> {
             return false;
         }
         let nr = self.wmark.high.max(SWAP_CLUSTER_MAX);
-        let (got, scanned) = self.shrink(ReclaimReason::Kswapd, nr, self.kswapd_priority);
+        let (got, scanned, _) = self.shrink(ReclaimReason::Kswapd, nr, self.kswapd_priority, 0);
         if got == 0 || scanned < nr as u64 {
             if self.kswapd_priority == 1 {
                 self.kswapd_awake = false;
@@ -1257,9 +1267,18 @@ impl<P: Policy> Machine<P> {
         more
     }
 
-    /// One reclaim pass: ask the policy for victims and free them. Returns pages freed and
-    /// pages scanned.
-    fn shrink(&mut self, reason: ReclaimReason, nr: u32, priority: u8) -> (u32, u64) {
+    /// One reclaim pass (`shrink_node`): ask the policy for victims and free them.
+    /// `nr_reclaimed` is sc->nr_reclaimed when the pass starts (what the earlier passes of
+    /// the same `do_try_to_free_pages` call freed; 0 for kswapd). Returns pages freed, pages
+    /// scanned, and sc->nr_reclaimed after the pass (`nr_reclaimed` + the pages freed + any
+    /// credit the policy added).
+    fn shrink(
+        &mut self,
+        reason: ReclaimReason,
+        nr: u32,
+        priority: u8,
+        nr_reclaimed: u64,
+    ) -> (u32, u64, u64) {
         if let Some(log) = self.shrink_log.as_mut() {
             log.push(priority);
         }
@@ -1275,6 +1294,7 @@ impl<P: Policy> Machine<P> {
             low_wmark: self.wmark.low,
             nr_free: self.mm.frames.n_free() as u64,
             kernel: self.kernel,
+            nr_reclaimed,
         };
         let mut victims = std::mem::take(&mut self.victims);
         victims.clear();
@@ -1294,7 +1314,7 @@ impl<P: Policy> Machine<P> {
                 self.stats.pgsteal_direct += n as u64;
             }
         }
-        (n, sc.nr_scanned)
+        (n, sc.nr_scanned, sc.nr_reclaimed + n as u64)
     }
 
     /// Unmap a victim, write it out if needed, keep its shadow, free its frame (`pageout`,
@@ -1553,6 +1573,63 @@ mod tests {
         assert!(m.unmap_page(5));
         assert_eq!(m.mm.pt.pte(5), 0);
         assert_eq!(m.mm.frames.len() - m.mm.frames.n_unused(), 1);
+        m.validate().unwrap();
+    }
+
+    /// One direct reclaim runs `do_try_to_free_pages`' cascade (mm/vmscan.c): `shrink_node`
+    /// at priority 12, 11, ... until the passes have reclaimed `nr_to_reclaim` =
+    /// SWAP_CLUSTER_MAX = 32 in all, past the pass that lifted free memory above min.
+    /// Worked by hand for the classic LRU (`get_scan_count`, `shrink_lruvec`):
+    /// 8,196 frames, min 4, low 100, high 200, kswapd deferred (never run here), zram-like
+    /// synchronous swap (a victim is freed in its pass). 8,192 pages are read once (free 4)
+    /// and their young bits cleared: the inactive anon list holds 8,192 pages, none
+    /// referenced, none young, the first read at the tail. Reading one more page finds free 4
+    /// ≤ min: one stall. Every pass has no file pages and free ≤ high, so `file_is_tiny`
+    /// (SCAN_ANON): it scans inactive anon >> priority pages from the tail and reclaims all:
+    ///   p=12: 8,192 >> 12 = 2 (free 6: the old rule stopped here, above min)
+    ///   p=11: 8,190 >> 11 = 3   (5 in all)
+    ///   p=10: 8,187 >> 10 = 7   (12)
+    ///   p=9:  8,180 >> 9 = 15   (27)
+    ///   p=8:  8,165 >> 8 = 31   (58 ≥ 32: the call ends)
+    /// The allocation then takes one of the 62 free frames.
+    #[test]
+    fn direct_reclaim_runs_the_priority_cascade_to_nr_to_reclaim() {
+        use crate::policy::clock_lru::ClockLru;
+        let cfg = MachineConfig {
+            page_cluster: Some(0),
+            watermarks: Some(Watermarks {
+                min: 4,
+                low: 100,
+                high: 200,
+            }),
+            defer_kswapd: true,
+            swap_sync_io: true,
+            check_invariants: false,
+            ..MachineConfig::new(8_196)
+        };
+        let mut m = Machine::new(&cfg, ClockLru::new(8_196)).unwrap();
+        for p in 0..8_192 {
+            m.access(Access::read(p), u64::MAX);
+        }
+        assert_eq!(m.mm.frames.n_free(), 4);
+        assert_eq!(m.stats.allocstall, 0);
+        for f in 0..8_196 {
+            if m.mm.frames.in_use(f) {
+                m.mm.test_and_clear_young(f);
+            }
+        }
+        m.shrink_log = Some(Vec::new());
+        m.access(Access::read(1 << 20), u64::MAX);
+        assert_eq!(m.shrink_log.as_deref(), Some(&[12, 11, 10, 9, 8][..]));
+        let s = &m.stats;
+        assert_eq!(s.allocstall, 1);
+        assert_eq!((s.pgscan_direct, s.pgsteal_direct), (58, 58));
+        assert_eq!((s.pgscan_kswapd, s.pgsteal_kswapd), (0, 0));
+        assert_eq!((s.evictions, s.pswpout), (58, 58));
+        assert_eq!(m.mm.frames.n_free(), 61);
+        // The oldest 58 pages went, in order.
+        assert!((0..58).all(|p| m.mm.pt.pte(p) & PTE_PRESENT == 0));
+        assert!((58..8_192).all(|p| m.mm.pt.pte(p) & PTE_PRESENT != 0));
         m.validate().unwrap();
     }
 

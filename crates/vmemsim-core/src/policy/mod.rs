@@ -157,6 +157,14 @@ pub struct ScanControl {
     pub nr_free: u64,
     /// Which kernel version's rules apply where they differ.
     pub kernel: KernelVersion,
+    /// `sc->nr_reclaimed` when the pass starts: what the earlier passes of the same direct
+    /// reclaim call (`do_try_to_free_pages`, which runs `shrink_zones` from `DEF_PRIORITY`
+    /// down until `nr_reclaimed >= nr_to_reclaim`) freed; 0 for kswapd, whose MG-LRU passes
+    /// count from 0 (`lru_gen_shrink_node` in 6.8). MG-LRU's `should_abort_scan` compares
+    /// this plus the pass's own reclaim with `nr_to_reclaim` (the classic LRU's
+    /// `shrink_lruvec` counts its pass alone). A policy never adds its victims here (the
+    /// engine counts the frames it frees), only 6.1's `MIN_LRU_BATCH` credit.
+    pub nr_reclaimed: u64,
 }
 
 /// A replacement policy. See the module documentation for the two families' contracts.

@@ -1097,6 +1097,13 @@ fn the_guests_kswapd_and_the_hosts_compete_with_the_vcpu_for_one_host_cpu() {
     // On two host CPUs the host's kswapd runs beside the vCPU: no steal, and the run takes
     // the compute and the reclaim on the vCPU alone (the host kswapd's timing differs, so
     // the counters may too).
+    // The guest's watermarks (400 frames: min_free_kbytes = int_sqrt(1,600 · 16) = 160, so
+    // min 40, low 50, high 60) leave high − min = 20 < SWAP_CLUSTER_MAX: a direct reclaim,
+    // one `do_try_to_free_pages` that goes on down the priorities until it has reclaimed 32,
+    // lifts free memory from ≤ 40 to ≥ 72 > high. The guest's kswapd, woken at 50 by an
+    // earlier allocation of the same step, then finds the guest balanced when it runs
+    // (`balance_pgdat` → `pgdat_balanced`): no pass, no work, and with these costs no time,
+    // so its time is still exactly its passes' work.
     let mut ops: Vec<Op> = (0..600).map(|p| acc(p, true)).collect();
     ops.extend(std::iter::repeat_n(compute(1), 100));
     let mut c = cfg(Paging::Tdp, 400, 300, TranslateConfig::default());
@@ -1124,6 +1131,10 @@ fn the_guests_kswapd_and_the_hosts_compete_with_the_vcpu_for_one_host_cpu() {
     let host_kswapd = h.pgscan_kswapd * 300 + h.pgsteal_kswapd * 2_000;
     let host_direct = h.pgscan_direct * 300 + h.pgsteal_direct * 2_000;
     assert!(g.pgsteal_kswapd > 0 && h.pgsteal_kswapd > 0, "{g:?} {h:?}");
+    assert!(
+        g.allocstall > 0 && g.pgsteal_direct >= 32 * g.allocstall,
+        "{g:?}"
+    );
     assert_eq!(r.guest_kswapd_ns, guest_kswapd);
     assert_eq!(r.host_kswapd_ns, host_kswapd);
     assert_eq!(r.time.reclaim_ns, guest_kswapd + guest_direct + host_direct);

@@ -131,6 +131,7 @@ fn sc(priority: u8, reason: ReclaimReason, nr: u32) -> ScanControl {
         low_wmark: 0,
         nr_free: 0,
         kernel: crate::policy::KernelVersion::V6_8,
+        nr_reclaimed: 0,
     }
 }
 
@@ -511,9 +512,11 @@ fn tiny_machine() -> MachineConfig {
 
 /// Hand trace on a 6-frame machine: hot pages 1 and 2 touched between cold pages 101..109.
 /// kswapd asks for max(high, 32) = 32 pages a pass, so every pass raises its priority, and it
-/// stops after priority 1; direct reclaim (free = 0 = min) then walks 12 → 0 and stops at the
-/// first pass that frees a page. With lists this short, pages kept by kswapd are reached
-/// again by direct reclaim with no access in between, so the hot pages are lost too.
+/// stops after priority 1; direct reclaim (free = 0 = min) then runs `do_try_to_free_pages`:
+/// passes from priority 12 down until they have reclaimed `nr_to_reclaim` = 32 in all, which
+/// six frames never reach, so every stall runs all 13 passes, priority 0 included (SCAN_EQUAL:
+/// every inactive page). With lists this short, pages kept by kswapd are reached again by
+/// direct reclaim with no access in between, so each stall empties memory, hot pages too.
 #[test]
 fn replay_tiny_hand_trace() {
     let trace = [
@@ -533,40 +536,51 @@ fn replay_tiny_hand_trace() {
     }
     assert_eq!(res.stats, m.stats);
     // Inactive anon, head first, after the fill: 104 103 102 101 2 1, all young.
-    // Access 9 (105), free 0: kswapd. Priorities 12..3 scan 6 >> p = 0; p=2 (SCAN_ANON, file
-    // is tiny) keeps 1; p=1 keeps 2, 101, 102; give up. Direct: p=2 keeps 103; p=1 scans
-    // 104 (young, kept), 1, 2 (referenced, not young: reclaimed, shadows 0 and 1).
-    // Accesses 10, 11: 1 and 2 refault at distance 2 > workingset 0 → inactive; before 2's
-    // frame, kswapd p=2 reclaims 101. Accesses 12, 15, 18: kswapd p=2 reclaims 102, 103, 104.
-    // Access 21 (109): kswapd p=2 keeps 105, p=1 keeps 1, 2, 106; direct p=2 keeps 107, p=1
-    // keeps 108 and reclaims 105 and 1. 1 is written again: its refault came through the
-    // synchronous device's path (`do_swap_page` skipping the swap cache), which freed its
-    // slot, so 8 swap-outs for 8 evictions.
+    // Access 9 (105), free 0: kswapd. Priorities 12..3 scan 6 >> p = 0; p=2 (SCAN_ANON: file
+    // is tiny, file + free = 0 ≤ high) keeps 1; p=1 keeps 2, 101, 102 (young: PG_referenced
+    // set, back to the head); give up. List: 102 101 2 1 104 103.
+    // Direct reclaim, one `do_try_to_free_pages` (allocstall 1): p=12..3 scan nothing; p=2
+    // keeps 103; p=1 scans 104 (young, kept), 1, 2 (referenced, not young: reclaimed,
+    // shadows 0 and 1): 2 < 32, so on (the old rule stopped here, free > min). p=0: free is 2
+    // > high, so file is no longer tiny; priority 0 is SCAN_EQUAL: all 4 left (101, 102, 103,
+    // 104, each referenced and no longer young) are reclaimed, shadows 2..5. 6 < 32 after
+    // priority 0: the call ends with memory empty (free 6); 105 is mapped.
+    // Accesses 10, 11: 1 and 2 refault at distances 6 and 5 > workingset 0 → inactive.
+    // Accesses 12, 15, 18 map 106, 107, 108 into the free frames (free 3 → 0), no reclaim.
+    // Access 21 (109): inactive 108 107 106 2 1 105, all young. kswapd p=2 keeps 105, p=1
+    // keeps 1, 2, 106. Direct (allocstall 2): p=2 keeps 107; p=1 keeps 108 and reclaims 105
+    // and 1; p=0 reclaims 2, 106, 107, 108: memory empty again, shadows 6..11, 109 mapped.
+    // 1 and 2 are written again: their refaults came through the synchronous device's path
+    // (`do_swap_page` skipping the swap cache), which freed their slots, so 12 swap-outs for
+    // 12 evictions.
     let s = &m.stats;
     assert_eq!((s.faults, s.minor_faults, s.major_faults), (13, 11, 2));
-    assert_eq!((s.evictions, s.pswpout, s.pswpin), (8, 8, 2));
+    assert_eq!((s.evictions, s.pswpout, s.pswpin), (12, 12, 2));
     assert_eq!(
         (s.pgscan_kswapd, s.pgsteal_kswapd, s.kswapd_wakeups),
-        (12, 4, 6)
+        (8, 0, 2)
     );
-    assert_eq!((s.pgscan_direct, s.pgsteal_direct), (8, 4));
+    // Per stall: 1 + 3 + 4 scanned, 2 + 4 reclaimed.
+    assert_eq!(
+        (s.pgscan_direct, s.pgsteal_direct, s.allocstall),
+        (16, 12, 2)
+    );
     let pc = &res.policy_counters;
     assert_eq!(pc["nr_ref_keep"], 12);
-    assert_eq!(pc["pgscan_anon"], 20);
-    assert_eq!(pc["pgsteal_anon"], 8);
+    assert_eq!(pc["pgscan_anon"], 24);
+    assert_eq!(pc["pgsteal_anon"], 12);
     assert_eq!(pc["pgactivate"], 0);
     assert_eq!(pc["pgrefill"], 0);
     assert_eq!(pc["workingset_activate_anon"], 0);
-    assert_eq!(pc["nr_inactive_anon"], 5);
+    assert_eq!(pc["nr_inactive_anon"], 1);
     let p = &m.policy;
-    assert_eq!(p.list_vpns_for_test(&m.mm), vec![109, 108, 107, 106, 2]);
-    assert_eq!(p.nonresident_age, 8);
+    assert_eq!(p.list_vpns_for_test(&m.mm), vec![109]);
+    assert_eq!(p.nonresident_age, 12);
     // anon cost pass by pass (lru size after the pass in brackets, halved when over size/4):
-    // 1 [6]; +3 = 4 → 2 [6]; +1 = 3 → 1 [6]; +2·32+1 = 66 → 33 [4];
-    // +32 = 65 → 32 [5]; then 64 → 32 three times [5];
-    // +1 = 33 → 16 [6]; +3 = 19 → 9 [6]; +1 = 10 → 5 [6]; +2·32+1 = 70 → 35 [4] (105 and 1
-    // both written).
-    assert_eq!(p.cost, [35, 0]);
+    // kswapd 1 [6]; +3 = 4 → 2 [6]; direct +1 = 3 → 1 [6]; +2·32+1 = 66 → 33 [4];
+    // +4·32 = 161 → 80 [0]; kswapd +1 = 81 → 40 [6]; +3 = 43 → 21 [6]; direct +1 = 22 → 11
+    // [6]; +2·32+1 = 76 → 38 [4]; +4·32 = 166 → 83 [0].
+    assert_eq!(p.cost, [83, 0]);
 }
 
 /// Hot set + scan on 64 frames: after a warm-up the 8 hot pages sit on the active list; then

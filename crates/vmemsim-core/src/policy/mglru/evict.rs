@@ -70,8 +70,9 @@ impl MgLru {
             if scanned >= nr_to_scan as u64 {
                 break;
             }
-            // should_abort_scan
-            if self.nr_reclaimed >= sc.nr_to_reclaim as u64 {
+            // should_abort_scan: sc->nr_reclaimed counts the earlier passes of a direct
+            // reclaim call too (`do_try_to_free_pages`); kswapd's starts from 0 each pass.
+            if sc.nr_reclaimed + self.nr_reclaimed >= sc.nr_to_reclaim as u64 {
                 break;
             }
         }
@@ -86,9 +87,10 @@ impl MgLru {
     /// `should_abort_scan` (kswapd goes on until this pass has reclaimed `nr_to_reclaim`,
     /// both go on at priorities 12 and 11, then stop once free memory is above the high
     /// watermark for kswapd, the low one for direct reclaim; direct reclaim also stops after
-    /// aging twice, or once it has reclaimed enough with anon in the last batch). Left out:
-    /// the `MIN_LRU_BATCH` credit `should_abort_scan` adds to `sc->nr_reclaimed` (the engine
-    /// counts frames actually freed), memcg protection, `min_ttl_ms`.
+    /// aging twice, or once it has reclaimed enough with anon in the last batch). The
+    /// watermark stop adds `MIN_LRU_BATCH` to `sc->nr_reclaimed` (`ScanControl::nr_reclaimed`),
+    /// which ends a direct reclaim call's priority cascade (`do_try_to_free_pages`) and
+    /// counts towards `memcgs_need_aging`. Left out: memcg protection, `min_ttl_ms`.
     pub(crate) fn shrink_lruvec_61(
         &mut self,
         mm: &mut Mm,
@@ -113,6 +115,7 @@ impl MgLru {
         let mut scanned = 0u64;
         let mut need_aging = false;
         let mut need_swapping = false;
+        let reclaimed = sc.nr_reclaimed;
         self.nr_reclaimed = 0;
         loop {
             let nr_to_scan =
@@ -136,7 +139,8 @@ impl MgLru {
                 break;
             }
         }
-        if self.nr_reclaimed >= MIN_LRU_BATCH && !need_aging {
+        // `sc->nr_reclaimed - reclaimed`: this pass's reclaim and any credit.
+        if sc.nr_reclaimed - reclaimed + self.nr_reclaimed >= MIN_LRU_BATCH && !need_aging {
             self.memcgs_need_aging = false;
         }
     }
@@ -172,10 +176,11 @@ impl MgLru {
     }
 
     /// 6.1's `should_abort_scan`. The zone test reads the free memory the engine will have
-    /// once this pass's reclaimed victims are freed (it frees them after the pass).
+    /// once this pass's reclaimed victims are freed (it frees them after the pass); when it
+    /// passes, `sc->nr_reclaimed += MIN_LRU_BATCH` (`sc.nr_reclaimed`).
     pub(crate) fn should_abort_scan_61(
         &self,
-        sc: &ScanControl,
+        sc: &mut ScanControl,
         seq: u64,
         kswapd: bool,
         need_swapping: bool,
@@ -184,7 +189,8 @@ impl MgLru {
             if self.max_seq - seq > 1 {
                 return true;
             }
-            if self.nr_reclaimed >= sc.nr_to_reclaim as u64 && need_swapping {
+            // sc->nr_reclaimed: the earlier passes of this `do_try_to_free_pages` call too.
+            if sc.nr_reclaimed + self.nr_reclaimed >= sc.nr_to_reclaim as u64 && need_swapping {
                 return true;
             }
         } else if self.nr_reclaimed < sc.nr_to_reclaim as u64 {
@@ -196,7 +202,11 @@ impl MgLru {
         // Victims kept under writeback are not freed: count only those reclaimed.
         let free = sc.nr_free + self.nr_reclaimed;
         let wmark = if kswapd { sc.high_wmark } else { sc.low_wmark } as u64;
-        wmark <= free
+        if wmark > free {
+            return false;
+        }
+        sc.nr_reclaimed += MIN_LRU_BATCH;
+        true
     }
 
     /// `set_initial_priority`: at `DEF_PRIORITY` with at least `MIN_LRU_BATCH` to reclaim,

@@ -44,6 +44,7 @@ fn mk_sc(reason: ReclaimReason, priority: u8) -> ScanControl {
         low_wmark: 0,
         nr_free: 0,
         kernel: crate::policy::KernelVersion::V6_8,
+        nr_reclaimed: 0,
     }
 }
 
@@ -447,6 +448,46 @@ fn eviction_needs_more_than_min_nr_gens() {
     assert_eq!(scanned, 64);
     assert_eq!(victims, (0..64).collect::<Vec<u32>>());
     free_victims(&mut m, &victims);
+}
+
+/// 6.8's `should_abort_scan` compares `sc->nr_reclaimed` with `nr_to_reclaim`, and in direct
+/// reclaim `sc->nr_reclaimed` is the whole `do_try_to_free_pages` call's: what earlier
+/// priorities' passes reclaimed counts. By hand: 100 pages in generation 3, three agings
+/// (walk 1 clears their young bits; agings 1-3 retire the empty generations 0-2), so four
+/// generations (3 with all 100, 4-6 empty): `should_run_aging` never ages with four, and
+/// `nr_to_scan` at priority 0 is 100. The first `evict_folios` batch isolates and reclaims
+/// pages 0..63 (64 scanned < 100, so `should_abort_scan` is asked). With nr_to_reclaim 100
+/// and 36 reclaimed by the call's earlier passes, 36 + 64 ≥ 100: stop after 64. With 35,
+/// 99 < 100: a second batch takes 64..99 (generation 3 empties, min_seq moves: 36 + 1
+/// scanned, 101 ≥ 100) and the pass ends with all 100.
+#[test]
+fn direct_reclaims_should_abort_scan_counts_the_calls_earlier_passes() {
+    for (earlier, want) in [(36u64, 64u32), (35, 100)] {
+        let mut m = machine(Preset::Default);
+        touch(&mut m, 0..100);
+        for _ in 0..3 {
+            age(&mut m);
+        }
+        assert_eq!((m.policy.min_seq(ANON), m.policy.nr_gens(ANON)), (3, 4));
+        assert_eq!(m.policy.nr_pages_of_seq(3, ANON), 100);
+        let mut sc = ScanControl {
+            nr_to_reclaim: 100,
+            nr_reclaimed: earlier,
+            ..mk_sc(ReclaimReason::Direct, 0)
+        };
+        let mut victims = Vec::new();
+        m.policy.shrink_lruvec(&mut m.mm, &mut sc, &mut victims);
+        assert_eq!(
+            victims,
+            (0..want).collect::<Vec<u32>>(),
+            "earlier {earlier}"
+        );
+        assert_eq!(
+            sc.nr_reclaimed, earlier,
+            "the engine counts the frames it frees"
+        );
+        free_victims(&mut m, &victims);
+    }
 }
 
 #[test]
@@ -1066,7 +1107,7 @@ fn linux_6_1_should_abort_scan() {
     // kswapd goes on until this pass has reclaimed nr_to_reclaim ...
     p.nr_reclaimed = 10;
     assert!(!p.should_abort_scan_61(
-        &ScanControl {
+        &mut ScanControl {
             nr_free: 500,
             ..base.clone()
         },
@@ -1081,10 +1122,10 @@ fn linux_6_1_should_abort_scan() {
         nr_free: 500,
         ..base.clone()
     };
-    assert!(!p.should_abort_scan_61(&at11, seq, true, true));
+    assert!(!p.should_abort_scan_61(&mut at11.clone(), seq, true, true));
     // ... then stops once free (50 + 40 reclaimed = 90, then 70 + 40 = 110) reaches high (100).
     assert!(!p.should_abort_scan_61(
-        &ScanControl {
+        &mut ScanControl {
             nr_free: 50,
             ..base.clone()
         },
@@ -1093,7 +1134,7 @@ fn linux_6_1_should_abort_scan() {
         true
     ));
     assert!(p.should_abort_scan_61(
-        &ScanControl {
+        &mut ScanControl {
             nr_free: 70,
             ..base.clone()
         },
@@ -1107,11 +1148,11 @@ fn linux_6_1_should_abort_scan() {
         ..base.clone()
     };
     p.nr_reclaimed = 0;
-    assert!(p.should_abort_scan_61(&direct, seq - 2, false, false));
+    assert!(p.should_abort_scan_61(&mut direct.clone(), seq - 2, false, false));
     // ... or with enough reclaimed and anon in the last batch ...
     p.nr_reclaimed = 32;
     assert!(p.should_abort_scan_61(
-        &ScanControl {
+        &mut ScanControl {
             priority: 12,
             ..direct.clone()
         },
@@ -1120,7 +1161,7 @@ fn linux_6_1_should_abort_scan() {
         true
     ));
     assert!(!p.should_abort_scan_61(
-        &ScanControl {
+        &mut ScanControl {
             priority: 12,
             ..direct.clone()
         },
@@ -1130,7 +1171,7 @@ fn linux_6_1_should_abort_scan() {
     ));
     // ... else, below priority 11, once free reaches the low watermark (30 + 32 ≥ 60).
     assert!(p.should_abort_scan_61(
-        &ScanControl {
+        &mut ScanControl {
             nr_free: 30,
             ..direct.clone()
         },
@@ -1139,14 +1180,35 @@ fn linux_6_1_should_abort_scan() {
         false
     ));
     assert!(!p.should_abort_scan_61(
-        &ScanControl {
+        &mut ScanControl {
             nr_free: 20,
-            ..direct
+            ..direct.clone()
         },
         seq,
         false,
         false
     ));
+    // The watermark stop adds MIN_LRU_BATCH to sc->nr_reclaimed: 10 from earlier passes of
+    // the `do_try_to_free_pages` call + 64 = 74 ≥ 32, which ends the call's priority cascade.
+    let mut at_low = ScanControl {
+        nr_free: 30,
+        nr_reclaimed: 10,
+        ..direct.clone()
+    };
+    assert!(p.should_abort_scan_61(&mut at_low, seq, false, false));
+    assert_eq!(at_low.nr_reclaimed, 74);
+    // sc->nr_reclaimed counts the call's earlier passes: 20 of them + 12 in this pass = 32
+    // reaches nr_to_reclaim (with anon in the last batch) at priority 12; 19 + 12 does not.
+    p.nr_reclaimed = 12;
+    for (earlier, stop) in [(20, true), (19, false)] {
+        let mut sc = ScanControl {
+            priority: 12,
+            nr_reclaimed: earlier,
+            ..direct.clone()
+        };
+        assert_eq!(p.should_abort_scan_61(&mut sc, seq, false, true), stop);
+        assert_eq!(sc.nr_reclaimed, earlier, "no credit above priority 11");
+    }
 }
 
 /// Linux 6.1's `lru_gen_age_node`: kswapd's first pass of a `balance_pgdat` run does not age

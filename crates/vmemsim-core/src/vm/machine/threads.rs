@@ -205,8 +205,14 @@ impl VmExec<'_, '_> {
                 while more && self.vms[i].clock(v) < end {
                     more = self.vms[i].guest_kswapd_step(v, &cls)?;
                 }
-                if self.vms[i].clock(v) == c0 {
-                    // A pass that cost nothing (zero costs) still takes the CPU for a moment.
+                if more && self.vms[i].clock(v) == c0 {
+                    // A pass that cost nothing (zero costs) still takes the CPU for a moment,
+                    // so that a kswapd that stays awake lets time move. One that goes back to
+                    // sleep takes what its work cost: with zero costs, nothing when it found
+                    // the guest balanced at once (`balance_pgdat` → `pgdat_balanced`), which
+                    // it does when a direct reclaim ran before it and `do_try_to_free_pages`
+                    // freed more than high − min. (The host's kswapd has the same rule,
+                    // `HostShared::kswapd_pass`.)
                     self.vms[i].vcpus[v].clock += 1;
                 }
                 let c1 = self.vms[i].clock(v);
