@@ -601,24 +601,12 @@ impl<P: Policy> Machine<P> {
     /// shadow entry alike (`filemap_remove_folio` and `clear_shadow_entry`, which leave no
     /// shadow: the page is not evicted, it is gone). Whether a frame was freed.
     fn pc_delete(&mut self, i: usize, index: u64) -> bool {
-        let vpn = self.mm.cache.file(i).base + index;
-        let Some(idx) = self.mm.pt.find_index(vpn) else {
-            return false;
-        };
-        let pte = self.mm.pt.get(idx);
-        let mut freed = false;
-        if pte & PTE_PRESENT != 0 {
-            let f = pte_frame(pte);
+        if let Some(f) = self.pc_frame(i, index) {
             let dirty = self.mm.frames.flags(f) & F_DIRTY != 0;
-            self.policy.on_remove(f);
-            self.stats.nr_file_pages -= 1;
             self.pc_release(f, dirty);
-            self.mm.frames.clear_flags(f, F_DIRTY);
-            self.mm.frames.release(f);
-            freed = true;
         }
-        *self.mm.pt.at(idx) = 0;
-        freed
+        // (`zap_pte_range`'s drop of what the entry holds, shadows included)
+        self.unmap_page(self.mm.cache.file(i).base + index)
     }
 
     /// `truncate_setsize`: the new `i_size`, then `truncate_pagecache` →
@@ -786,6 +774,16 @@ mod tests {
     /// allocation finds no free frame), a synchronous swap device, readahead of
     /// `read_ahead_kb`, one file 0 of `pages` pages.
     fn machine(frames: u32, read_ahead_kb: u32, pages: u64) -> Machine<ClockLru> {
+        machine_growing(frames, read_ahead_kb, pages, pages)
+    }
+
+    /// [`machine`] whose file may grow to `extent` pages.
+    pub(super) fn machine_growing(
+        frames: u32,
+        read_ahead_kb: u32,
+        pages: u64,
+        extent: u64,
+    ) -> Machine<ClockLru> {
         let cfg = MachineConfig {
             watermarks: Some(Watermarks {
                 min: 0,
@@ -801,13 +799,13 @@ mod tests {
         m.add_file(FileSpec {
             id: 0,
             initial_size: pages * 4096,
-            extent: pages * 4096,
+            extent: extent * 4096,
         })
         .unwrap();
         m
     }
 
-    fn cached(m: &Machine<ClockLru>) -> Vec<u64> {
+    pub(super) fn cached(m: &Machine<ClockLru>) -> Vec<u64> {
         (0..m.mm.cache.file(0).reserved)
             .filter(|&x| m.pc_frame(0, x).is_some())
             .collect()
@@ -1234,7 +1232,6 @@ mod sync_tests {
     //! fsync, fadvise64, ftruncate and `O_DIRECT` I/O, expected values by hand from Linux
     //! 6.8's mm/fadvise.c, mm/truncate.c, mm/filemap.c and fs/iomap/direct-io.c (comments).
     use super::*;
-    use crate::policy::clock_lru::ClockLru;
     use crate::trace::recorded::fadv;
 
     fn io(op: FileOp, offset: u64, len: u64, addr: u64) -> FileIo {
@@ -1249,35 +1246,7 @@ mod sync_tests {
         }
     }
 
-    /// `frames` frames, watermarks 0, readahead of `ra_kb`, file 0 of `pages` pages that may
-    /// grow to `extent` pages.
-    fn machine(frames: u32, ra_kb: u32, pages: u64, extent: u64) -> Machine<ClockLru> {
-        let cfg = MachineConfig {
-            watermarks: Some(Watermarks {
-                min: 0,
-                low: 0,
-                high: 0,
-            }),
-            swap_sync_io: true,
-            check_invariants: true,
-            read_ahead_kb: ra_kb,
-            ..MachineConfig::new(frames)
-        };
-        let mut m = Machine::new(&cfg, ClockLru::new(frames)).unwrap();
-        m.add_file(FileSpec {
-            id: 0,
-            initial_size: pages * 4096,
-            extent: extent * 4096,
-        })
-        .unwrap();
-        m
-    }
-
-    fn cached(m: &Machine<ClockLru>) -> Vec<u64> {
-        (0..m.mm.cache.file(0).reserved)
-            .filter(|&x| m.pc_frame(0, x).is_some())
-            .collect()
-    }
+    use super::tests::{cached, machine_growing as machine};
 
     #[test]
     fn fsync_writes_the_dirty_pages_and_keeps_them() {
