@@ -42,8 +42,10 @@
 //!
 //! Counters (`/proc/vmstat` names): `pgpgin`/`pgpgout` in KiB as `submit_bio` counts them
 //! (swap I/O included: it goes through `submit_bio` too), `nr_file_pages`, `nr_dirty`,
-//! `workingset_refault_file`; the classic LRU counts `pgscan_file`, `pgsteal_file` and
-//! `workingset_activate_file`.
+//! `workingset_refault_file`; the classic LRU and MG-LRU count `pgscan_file`, `pgsteal_file`
+//! and `workingset_activate_file` (MG-LRU's rules for page-cache folios: module
+//! `policy::mglru`, and MG-LRU defers a dirty file folio in `sort_folio` where this model
+//! writes it at reclaim, the same first rule).
 //!
 //! Left out: `mmap` records (counted in `file_mmaps_skipped`: a file mapping's pages through
 //! the page cache need frames shared between a mapping and the cache), `fsync`, `fadvise`,
@@ -95,7 +97,7 @@ impl<P: Policy> Machine<P> {
                 format!(
                     "{} does not model the page cache's file pages yet, and the trace has \
                      file I/O records (read, write, pread64, pwrite64): replay it with \
-                     clock-lru or a demand policy other than opt",
+                     clock-lru, mglru or a demand policy other than opt",
                     self.policy.name()
                 ),
             ));
@@ -784,11 +786,10 @@ mod tests {
         assert!(e.to_string().contains("2^64"), "{e}");
         let e = m.file_io(&io(FileOp::Write, 0, 512 * 4096, 1)).unwrap_err();
         assert!(e.to_string().contains("extent"), "{e}");
-        // mglru does not model file pages yet: a clear error, not a wrong answer.
+        // opt does not model file pages (its future covers page accesses only): a clear
+        // error, not a wrong answer.
         let cfg = MachineConfig::new(64);
-        let opts = crate::policy::PolicyOptions::new(1);
-        let p = crate::policy::mglru::MgLru::new(64, &opts, crate::policy::mglru::Preset::Default)
-            .unwrap();
+        let p = crate::policy::opt::Opt::new(64);
         let mut m = Machine::new(&cfg, p).unwrap();
         let e = m
             .add_file(FileSpec {
@@ -942,15 +943,29 @@ mod replay_tests {
         assert_eq!((r.stats.file_reads, r.stats.pgpgin), (16, 64));
         assert_eq!((r.stats.nr_file_pages, r.stats.nr_dirty), (18, 2));
         assert_eq!(r.stats.pgpgout, 0);
-        // Under mglru: an error naming what is not modelled, before anything runs.
+        // Under mglru: the same page-cache reads and writes (nothing is reclaimed in 1024
+        // frames, so the policy decides nothing here).
         let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
         let spec = ReplaySpec::new(
             PolicyKind::from_name("mglru").unwrap(),
+            MachineConfig {
+                check_invariants: true,
+                ..MachineConfig::new(1024)
+            },
+            PolicyOptions::new(1),
+        );
+        let r = replay(&mut src, &spec, None).unwrap();
+        assert_eq!((r.stats.file_reads, r.stats.pgpgin), (16, 64));
+        assert_eq!((r.stats.nr_file_pages, r.stats.nr_dirty), (18, 2));
+        // Under opt: an error naming what is not modelled, before anything runs.
+        let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
+        let spec = ReplaySpec::new(
+            PolicyKind::from_name("opt").unwrap(),
             MachineConfig::new(1024),
             PolicyOptions::new(1),
         );
         let e = replay(&mut src, &spec, None).unwrap_err().to_string();
-        assert!(e.contains("mglru") && e.contains("page cache"), "{e}");
+        assert!(e.contains("opt") && e.contains("page cache"), "{e}");
         // Under a demand policy (file pages are pages): the same page-cache reads.
         let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
         let spec = ReplaySpec::new(
