@@ -31,7 +31,8 @@
 //!   the page accessed (`FGP_WRITEBEGIN` has no `FGP_ACCESSED`).
 //! - A new page (`filemap_add_folio`) whose entry holds a shadow is a refault
 //!   (`workingset_refault`: `workingset_refault_file`, and the policy's refault-distance
-//!   decision, [`Insert::Refault`]); it joins the LRU through the policy's `on_insert`.
+//!   decision, [`Insert::Refault`]), except one a write adds (`__GFP_WRITE`: "folios getting
+//!   rewritten" are not activated); it joins the LRU through the policy's `on_insert`.
 //! - Reclaim of a page-cache page (`__remove_mapping`) leaves the policy's shadow in its
 //!   entry. A dirty one is written first (`pageout`, counted in `pgpgout`), by kswapd and
 //!   direct reclaim alike and at once: the first rule of this model. Linux 6.8's
@@ -205,7 +206,10 @@ impl<P: Policy> Machine<P> {
         *self.mm.pt.at(idx) = make_present(f);
         self.mm.cache.file_mut(i).nrpages += 1;
         self.stats.nr_file_pages += 1;
-        let how = if old & PTE_FILE_GONE != 0 {
+        // `filemap_add_folio` calls `workingset_refault` for a shadow unless the allocation
+        // is `__GFP_WRITE`, which `__filemap_get_folio` adds for `FGP_WRITE`: a page added
+        // by a write (`FGP_WRITEBEGIN`) is no refault, and its shadow is simply replaced.
+        let how = if old & PTE_FILE_GONE != 0 && !write {
             let shadow = pte_payload(old) as u32;
             self.count_refault(shadow, true);
             Insert::Refault { shadow }
