@@ -18,7 +18,14 @@ use crate::watermarks::Watermarks;
 /// frame), a synchronous swap device, no readahead (`read_ahead_kb` 0: a read of one page
 /// reads that page only, `force_page_cache_ra`), one file 0 of `pages` pages.
 fn pc_machine(frames: u32, pages: u64) -> Machine<MgLru> {
+    pc_machine_of(frames, pages, KernelVersion::V6_8)
+}
+
+/// [`pc_machine`] modelling `kernel` (the policy learns it from its first reclaim pass;
+/// these tests call `evict_folios` themselves, so it is set here too).
+fn pc_machine_of(frames: u32, pages: u64, kernel: KernelVersion) -> Machine<MgLru> {
     let cfg = MachineConfig {
+        kernel,
         watermarks: Some(Watermarks {
             min: 0,
             low: 0,
@@ -31,6 +38,7 @@ fn pc_machine(frames: u32, pages: u64) -> Machine<MgLru> {
     };
     let p = MgLru::new(frames, &PolicyOptions::new(3), Preset::Default).unwrap();
     let mut m = Machine::new(&cfg, p).unwrap();
+    m.policy.kernel = kernel;
     m.add_file(FileSpec {
         id: 0,
         initial_size: pages * 4096,
@@ -367,10 +375,18 @@ fn pid_controller_chooses_file_or_anon() {
 /// (shadow seq = current min_seq[file]) counts `refaulted[file][tier]` and
 /// `workingset_activate_file`; one whose refs were ≥ 3 also `workingset_restore_file` and
 /// comes back with refs 4 (LRU_REFS_MASK | PG_workingset). Not in a fault: a refs-0 refault
-/// is not restored.
+/// is not restored. Linux 6.1 (docs/kernel-6.1-vs-6.8.md, A1 and A2): `lru_gen_refault`
+/// counts `workingset_refault_file` only for a recent refault and never
+/// `workingset_activate_file` (its `sort_folio` counts that at protections, none here).
 #[test]
 fn file_refault_activate_and_restore() {
-    let mut m = pc_machine(4096, 128);
+    file_refault_case(KernelVersion::V6_8);
+    file_refault_case(KernelVersion::V6_1);
+}
+
+fn file_refault_case(kernel: KernelVersion) {
+    let v68 = kernel == KernelVersion::V6_8;
+    let mut m = pc_machine_of(4096, 128, kernel);
     to_two_gens(&mut m);
     // Page 0 once (refs 0); pages 1 and 2 four times each, alternating (referenced,
     // workingset, counter 2: refs 3, tier 2); pages 3..=69 once. All in generation 2
@@ -397,7 +413,7 @@ fn file_refault_activate_and_restore() {
     read_page(&mut m, 0);
     assert_eq!(m.stats.workingset_refault_file, 1);
     assert_eq!(m.policy.pid.refaulted[FILE], [1, 0, 0, 0]);
-    assert_eq!(counter(&m, "workingset_activate_file"), 1);
+    assert_eq!(counter(&m, "workingset_activate_file"), v68 as u64);
     assert_eq!(counter(&m, "workingset_restore_file"), 0);
     // Not active: 3 generations (2 + 2 >= 4) → min_seq; the read marked it referenced.
     assert_eq!(pc_seq(&m, 0), 2);
@@ -407,17 +423,18 @@ fn file_refault_activate_and_restore() {
     read_page(&mut m, 1);
     assert_eq!(m.stats.workingset_refault_file, 2);
     assert_eq!(m.policy.pid.refaulted[FILE], [1, 0, 1, 0]);
-    assert_eq!(counter(&m, "workingset_activate_file"), 2);
+    assert_eq!(counter(&m, "workingset_activate_file"), 2 * v68 as u64);
     assert_eq!(counter(&m, "workingset_restore_file"), 1);
     assert_eq!(refs_of(&m, 1), (true, true, 3, 3));
     // Two agings: max_seq 5 (4 generations), then 6 after `inc_min_seq`: min_seq[file] 3.
-    // Page 2's shadow (seq 2) is no longer recent: counted as a refault only.
+    // Page 2's shadow (seq 2) is no longer recent: counted as a refault only (6.8), not at
+    // all (6.1).
     age(&mut m);
     age(&mut m);
     assert_eq!(m.policy.min_seq[FILE], 3);
     read_page(&mut m, 2);
-    assert_eq!(m.stats.workingset_refault_file, 3);
-    assert_eq!(counter(&m, "workingset_activate_file"), 2);
+    assert_eq!(m.stats.workingset_refault_file, if v68 { 3 } else { 2 });
+    assert_eq!(counter(&m, "workingset_activate_file"), 2 * v68 as u64);
     assert_eq!(counter(&m, "workingset_restore_file"), 1);
     assert_eq!(m.stats.workingset_refault_anon, 0);
     m.validate().unwrap();
