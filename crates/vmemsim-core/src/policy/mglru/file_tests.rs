@@ -505,3 +505,27 @@ fn randomized_file_and_anon_ops_keep_the_invariants() {
     assert!(get("workingset_activate_file") > 0, "{counters:?}");
     assert_eq!(run(11), (stats, counters));
 }
+
+/// Clean and dirty page-cache folios at reclaim. Pages 0 and 1 wholly written (dirty; a
+/// write reads nothing and marks nothing accessed: refs 0), page 2 read (clean, 4 KiB of
+/// pgpgin), all in the oldest of 3 generations. One batch isolates all three (tier 0, no
+/// protection); rmap finds them old. The clean one is freed without I/O; the dirty ones are
+/// written by this reclaim (`pageout`: 2 writebacks, 8 KiB of pgpgout), the page cache's
+/// first rule, where 6.8's `sort_folio` would move them to the next generation with
+/// `PG_reclaim` for the flusher threads (not modelled).
+#[test]
+fn clean_file_folio_freed_without_io_dirty_one_written() {
+    let mut m = pc_machine(4096, 64);
+    to_two_gens(&mut m);
+    file_op(&mut m, FileOp::Pwrite, 0, 8192);
+    read_page(&mut m, 2);
+    assert_eq!((m.stats.nr_dirty, m.stats.pgpgin), (2, 4));
+    assert_eq!(refs_of(&m, 0), (false, false, 0, 0));
+    age(&mut m);
+    let (_, victims) = evict_batch(&mut m);
+    assert_eq!(victims.len(), 3);
+    assert_eq!(m.stats.file_writebacks, 2);
+    assert_eq!(m.stats.pgpgout, 8);
+    assert_eq!((m.stats.nr_dirty, m.stats.nr_file_pages), (0, 0));
+    assert_eq!(counter(&m, "pgsteal_file"), 3);
+}
