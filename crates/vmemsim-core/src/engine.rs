@@ -1320,7 +1320,7 @@ impl<P: Policy> Machine<P> {
     /// Unmap a victim, write it out if needed, keep its shadow, free its frame (`pageout`,
     /// `__remove_mapping`). The policy has already forgotten it. Returns false when the page
     /// could not be freed (its swap-out failed) and went back to the policy.
-    fn reclaim_frame(&mut self, f: FrameId) -> bool {
+    pub(crate) fn reclaim_frame(&mut self, f: FrameId) -> bool {
         debug_assert!(self.mm.frames.in_use(f));
         let pidx = self.mm.frames.pte(f);
         let dirty = self.mm.is_dirty(f);

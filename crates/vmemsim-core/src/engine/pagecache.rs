@@ -31,7 +31,8 @@
 //!   the page accessed (`FGP_WRITEBEGIN` has no `FGP_ACCESSED`).
 //! - A new page (`filemap_add_folio`) whose entry holds a shadow is a refault
 //!   (`workingset_refault`: `workingset_refault_file`, and the policy's refault-distance
-//!   decision, [`Insert::Refault`]); it joins the LRU through the policy's `on_insert`.
+//!   decision, [`Insert::Refault`]), except one a write adds (`__GFP_WRITE`: "folios getting
+//!   rewritten" are not activated); it joins the LRU through the policy's `on_insert`.
 //! - Reclaim of a page-cache page (`__remove_mapping`) leaves the policy's shadow in its
 //!   entry. A dirty one is written first (`pageout`, counted in `pgpgout`), by kswapd and
 //!   direct reclaim alike and at once: the first rule of this model. Linux 6.8's
@@ -42,8 +43,10 @@
 //!
 //! Counters (`/proc/vmstat` names): `pgpgin`/`pgpgout` in KiB as `submit_bio` counts them
 //! (swap I/O included: it goes through `submit_bio` too), `nr_file_pages`, `nr_dirty`,
-//! `workingset_refault_file`; the classic LRU counts `pgscan_file`, `pgsteal_file` and
-//! `workingset_activate_file`.
+//! `workingset_refault_file`; the classic LRU and MG-LRU count `pgscan_file`, `pgsteal_file`
+//! and `workingset_activate_file` (MG-LRU's rules for page-cache folios: module
+//! `policy::mglru`, and MG-LRU defers a dirty file folio in `sort_folio` where this model
+//! writes it at reclaim, the same first rule).
 //!
 //! Left out: `mmap` records (counted in `file_mmaps_skipped`: a file mapping's pages through
 //! the page cache need frames shared between a mapping and the cache), `fsync`, `fadvise`,
@@ -99,7 +102,7 @@ impl<P: Policy> Machine<P> {
                 format!(
                     "{} does not model the page cache's file pages yet, and the trace has \
                      file I/O records (read, write, pread64, pwrite64): replay it with \
-                     clock-lru or a demand policy other than opt",
+                     clock-lru, mglru or a demand policy other than opt",
                     self.policy.name()
                 ),
             ));
@@ -236,7 +239,10 @@ impl<P: Policy> Machine<P> {
         *self.mm.pt.at(idx) = make_present(f);
         self.mm.cache.file_mut(i).nrpages += 1;
         self.stats.nr_file_pages += 1;
-        let how = if old & PTE_FILE_GONE != 0 {
+        // `filemap_add_folio` calls `workingset_refault` for a shadow unless the allocation
+        // is `__GFP_WRITE`, which `__filemap_get_folio` adds for `FGP_WRITE`: a page added
+        // by a write (`FGP_WRITEBEGIN`) is no refault, and its shadow is simply replaced.
+        let how = if old & PTE_FILE_GONE != 0 && !write {
             let shadow = pte_payload(old) as u32;
             self.count_refault(shadow, true);
             Insert::Refault { shadow }
@@ -1012,11 +1018,10 @@ mod tests {
         assert!(e.to_string().contains("2^64"), "{e}");
         let e = m.file_io(&io(FileOp::Write, 0, 512 * 4096, 1)).unwrap_err();
         assert!(e.to_string().contains("extent"), "{e}");
-        // mglru does not model file pages yet: a clear error, not a wrong answer.
+        // opt does not model file pages (its future covers page accesses only): a clear
+        // error, not a wrong answer.
         let cfg = MachineConfig::new(64);
-        let opts = crate::policy::PolicyOptions::new(1);
-        let p = crate::policy::mglru::MgLru::new(64, &opts, crate::policy::mglru::Preset::Default)
-            .unwrap();
+        let p = crate::policy::opt::Opt::new(64);
         let mut m = Machine::new(&cfg, p).unwrap();
         let e = m
             .add_file(FileSpec {
@@ -1170,15 +1175,29 @@ mod replay_tests {
         assert_eq!((r.stats.file_reads, r.stats.pgpgin), (16, 64));
         assert_eq!((r.stats.nr_file_pages, r.stats.nr_dirty), (18, 2));
         assert_eq!(r.stats.pgpgout, 0);
-        // Under mglru: an error naming what is not modelled, before anything runs.
+        // Under mglru: the same page-cache reads and writes (nothing is reclaimed in 1024
+        // frames, so the policy decides nothing here).
         let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
         let spec = ReplaySpec::new(
             PolicyKind::from_name("mglru").unwrap(),
+            MachineConfig {
+                check_invariants: true,
+                ..MachineConfig::new(1024)
+            },
+            PolicyOptions::new(1),
+        );
+        let r = replay(&mut src, &spec, None).unwrap();
+        assert_eq!((r.stats.file_reads, r.stats.pgpgin), (16, 64));
+        assert_eq!((r.stats.nr_file_pages, r.stats.nr_dirty), (18, 2));
+        // Under opt: an error naming what is not modelled, before anything runs.
+        let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
+        let spec = ReplaySpec::new(
+            PolicyKind::from_name("opt").unwrap(),
             MachineConfig::new(1024),
             PolicyOptions::new(1),
         );
         let e = replay(&mut src, &spec, None).unwrap_err().to_string();
-        assert!(e.contains("mglru") && e.contains("page cache"), "{e}");
+        assert!(e.contains("opt") && e.contains("page cache"), "{e}");
         // Under a demand policy (file pages are pages): the same page-cache reads.
         let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
         let spec = ReplaySpec::new(

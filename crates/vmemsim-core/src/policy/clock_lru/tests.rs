@@ -1036,3 +1036,40 @@ fn file_refault_distance_against_workingset_size() {
     assert!(file_refault_after(0), "distance 2 <= workingset 2");
     assert!(!file_refault_after(1), "distance 3 > workingset 2");
 }
+
+/// A write that adds a page whose entry holds a shadow is no refault: `generic_perform_write`
+/// → `write_begin` → `__filemap_get_folio(FGP_WRITEBEGIN)` allocates with `__GFP_WRITE`
+/// (`FGP_WRITE`), and `filemap_add_folio` calls `workingset_refault` only without it. Page 0
+/// is evicted as in `file_refault_after` (clock 3 after it); a whole-page write of page 0
+/// takes a frame (one more eviction, clock 4), reads nothing, counts no refault and
+/// activates nothing: page 0 joins the inactive list, dirty.
+#[test]
+fn a_write_over_a_shadow_is_no_refault() {
+    use crate::trace::recorded::{FileIo, FileOp};
+    let mut m = page_cache_machine(8);
+    for p in [50, 51, 50, 51] {
+        pread(&mut m, p * 4096, 4096);
+    }
+    for p in 0..7 {
+        pread(&mut m, p * 4096, 4096);
+    }
+    assert_eq!(m.policy.nonresident_age, 3, "page 0 evicted");
+    let reads = m.stats.pgpgin;
+    m.file_io(&FileIo {
+        op: FileOp::Pwrite,
+        tid: 1,
+        stamp: 0,
+        file: 0,
+        offset: 0,
+        len: 4096,
+        addr: 0,
+    })
+    .unwrap();
+    assert_eq!(m.stats.workingset_refault_file, 0);
+    assert_eq!(counter(&m.policy, "workingset_activate_file"), 0);
+    assert_eq!(m.policy.nonresident_age, 4);
+    assert_eq!(m.stats.pgpgin, reads);
+    assert_eq!(m.stats.nr_dirty, 1);
+    assert_eq!(file_page_flags(&m, 0) & PG_ACTIVE, 0);
+    m.validate().unwrap();
+}

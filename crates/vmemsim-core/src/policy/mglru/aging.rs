@@ -8,6 +8,7 @@
 //! `VM_LOCKED` / `VM_SPECIAL` / hugetlb VMAs (not modelled by the page table).
 
 use super::{lidx, MgLru, ScanMode, ANON, FILE, F_ALL_REFS, MIN_NR_GENS};
+use crate::mm::pagecache::FILE_BASE;
 use crate::mm::{Mm, Vma, VmaKind, ENTRIES, PTE_ACCESSED, PTE_PRESENT};
 use rand::Rng;
 
@@ -85,6 +86,11 @@ impl MgLru {
         let mut vi = 0;
         for leaf in mm.pt.leaves_in_order() {
             let base = mm.pt.leaf_base(leaf);
+            if base >= FILE_BASE {
+                // The page cache's entries (above every user address) are no page table of
+                // the mm: `walk_mm` never sees page-cache folios, which are unmapped.
+                break;
+            }
             while vi < vmas.len() && vmas[vi].end <= base {
                 vi += 1;
             }

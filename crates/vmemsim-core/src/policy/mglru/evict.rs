@@ -49,6 +49,7 @@ impl MgLru {
         } else {
             0
         };
+        self.kernel = sc.kernel;
         if sc.kernel == KernelVersion::V6_1 {
             self.shrink_lruvec_61(mm, sc, swappiness, victims);
             return;
@@ -341,6 +342,7 @@ impl MgLru {
                 break;
             }
         }
+        self.stats.pgscan[ty] += isolated;
         if isolated > 0 || remaining == 0 {
             scanned
         } else {
@@ -371,6 +373,11 @@ impl MgLru {
             self.fs[i].phys = new_gen as u16;
             self.pid.protected[ty][tier - 1] += 1;
             self.stats.protected_tier[tier] += 1;
+            // 6.1 counts the protection as an activation (`WORKINGSET_ACTIVATE_BASE + type`);
+            // 6.8 counts recent refaults there instead (docs/kernel-6.1-vs-6.8.md, A1).
+            if self.kernel == KernelVersion::V6_1 {
+                self.stats.workingset_activate[ty] += 1;
+            }
             return true;
         }
         // waiting for writeback: a folio whose swap read is in flight is locked;
@@ -453,7 +460,12 @@ impl MgLru {
             victims.push(f);
             self.stats.writeback_keep += 1;
         } else {
+            // A clean page-cache folio is freed without I/O; a dirty one is written by this
+            // reclaim (`pageout`) and freed, the page cache's first rule (module
+            // `engine::pagecache`), instead of 6.8's `sort_folio` moving it to the next
+            // generation with `PG_reclaim` for the flusher threads, which are not modelled.
             self.fs[f as usize].shadow = self.eviction(f);
+            self.stats.pgsteal[self.ty(f)] += 1;
             victims.push(f);
             self.nr_reclaimed += 1;
         }

@@ -20,6 +20,14 @@
 //! - tiers, refault history and the PI controller: `lru_gen_eviction` / `lru_gen_refault`,
 //!   `read_ctrl_pos`, `get_tier_idx`, `get_type_to_scan` ([`pid`]).
 //!
+//! - page-cache folios (unmapped, `F_PAGECACHE`): the file type, placed by `lru_gen_add_folio`
+//!   as added outside a fault (`min_seq[file] + 1`, or `min_seq[file]` with 3 generations),
+//!   refs from `folio_mark_accessed` → `folio_inc_refs` ([`MgLru::mark_accessed`]), tiers,
+//!   `sort_folio`'s protection and the PID controller's type choice as for any folio; rmap
+//!   finds them old, so an isolated one is reclaimed (a dirty one written by that reclaim,
+//!   the page cache's first rule: 6.8's `sort_folio` would defer it to the flusher threads,
+//!   which are not modelled); aging walks and look-around never see them.
+//!
 //! Knobs (PolicyOptions keys; defaults are the kernel's or the preset's):
 //! - `max_gens` (4; `mglru-gen14`: 16384): `MAX_NR_GENS`, 4..=65535.
 //! - `scan` (`bloom`; presets `all`, `none`, `rand`): which PMDs an aging walk descends into.
@@ -43,8 +51,10 @@
 //! Left out or simplified (each named where it applies):
 //! - one node, one zone, one memcg, one mm: no memcg LRU (`shrink_many`), no zone eligibility.
 //! - no clock: generation birth times are not kept (`timestamps[]`), `min_ttl_ms` rejected.
-//! - the engine has no writeback: dirty file folios are isolated and written back by the
-//!   engine's pageout instead of being deferred to the flusher in `sort_folio`.
+//! - the engine has no writeback: dirty file folios (page cache and file mappings) are
+//!   isolated and written back by the engine's pageout instead of being deferred to the
+//!   flusher in `sort_folio` (with `PG_reclaim`, and `lru_gen_add_folio`'s `max_seq - 1`
+//!   for such a folio put back).
 //! - walks run to completion (the kernel yields every `MAX_LRU_BATCH` folios; that only
 //!   matters to the timing engine); per-CPU folio batches are applied immediately.
 //! - THP / huge PMD leaves are not modelled (the page table has none).
@@ -56,6 +66,8 @@
 pub mod aging;
 pub mod bloom;
 pub mod evict;
+#[cfg(test)]
+mod file_tests;
 pub mod pid;
 #[cfg(test)]
 mod tests;
@@ -65,9 +77,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::list::{Links, List};
 use super::registry::PolicyOptions;
-use super::{Family, Insert, Policy, ScanControl, Touch};
+use super::{Family, Insert, KernelVersion, Policy, ScanControl, Touch};
 use crate::error::{Error, Result};
-use crate::mm::frames::F_SWAPCACHE;
+use crate::mm::frames::{F_PAGECACHE, F_SWAPCACHE};
 use crate::mm::{FrameId, Mm, VPN_LIMIT};
 
 use bloom::BloomFilters;
@@ -304,6 +316,18 @@ pub struct MgLruStats {
     pub refaults_recent: u64,
     /// Largest number of generations of either type seen after an aging.
     pub max_nr_gens: u64,
+    /// `WORKINGSET_ACTIVATE_BASE + type`, `[anon, file]`: 6.8 counts the recent refaults
+    /// (`lru_gen_refault`), 6.1 the folios `sort_folio` protects.
+    pub workingset_activate: [u64; 2],
+    /// `WORKINGSET_RESTORE_BASE + type`: recent refaults in a fault or of a folio whose tier
+    /// was protected (refs ≥ 3), which `lru_gen_refault` gives back `LRU_REFS_MASK` and
+    /// `PG_workingset`.
+    pub workingset_restore: [u64; 2],
+    /// `PGSCAN_ANON + type`: folios `scan_folios` isolated.
+    pub pgscan: [u64; 2],
+    /// `PGSTEAL_ANON + type`: isolated folios `shrink_folio_list` reclaimed (handed to the
+    /// engine to free; a failed swap write later puts an anon one back).
+    pub pgsteal: [u64; 2],
 }
 
 /// What MG-LRU keeps in a folio (`folio->flags` gen / refs bits, `folio->lru`'s list) plus
@@ -349,6 +373,10 @@ pub struct MgLru {
     /// 6.1's `sc->memcgs_need_aging` for kswapd: clear at the start of each `balance_pgdat`
     /// run (the engine's [`Policy::reclaim_done`]), so its first pass does not age.
     pub(crate) memcgs_need_aging: bool,
+    /// The kernel version of the last reclaim pass ([`ScanControl::kernel`]), for the counts
+    /// that differ (`WORKINGSET_ACTIVATE`: 6.1's `sort_folio`, 6.8's `lru_gen_refault`). No
+    /// refault can come before the first reclaim pass.
+    pub(crate) kernel: KernelVersion,
     /// Scratch: walkable [start, end) page ranges of one PTE table.
     pub(crate) segs: Vec<(u64, u64)>,
 }
@@ -385,6 +413,7 @@ impl MgLru {
             nr_reclaimed: 0,
             type_scanned: ANON,
             memcgs_need_aging: false,
+            kernel: KernelVersion::V6_8,
             segs: Vec::new(),
             cfg,
         }
@@ -543,8 +572,15 @@ impl MgLru {
         !matches!(mm.vmas.find(vpn), Some(v) if v.seq_or_rand_hint)
     }
 
-    /// `lru_gen_refault`: count a refault and, if its shadow is from the current `min_seq`,
-    /// restore the folio's tier.
+    /// `lru_gen_refault` (6.8, mm/workingset.c; `workingset_refault_*` itself is counted by
+    /// the engine): a refault is recent when its shadow is from the current `min_seq` of its
+    /// type (`lru_gen_test_recent`); then `refaulted[type][tier]` of the shadow's tier grows
+    /// and 6.8 counts `WORKINGSET_ACTIVATE` (6.1 counts it in `sort_folio` instead). A recent
+    /// refault in a fault, or of a folio whose refs were ≥ 3 (tier ≥ 2: accessed so often
+    /// through file descriptors that `sort_folio` would have protected it), gets
+    /// `LRU_REFS_MASK | PG_workingset` (refs 4, tier 3) and counts `WORKINGSET_RESTORE`.
+    /// A page-cache folio is never added in a fault (`lru_gen_in_fault()` is false in
+    /// `filemap_read`).
     fn refault(&mut self, f: FrameId, shadow: u32, in_fault: bool) {
         let ty = self.ty(f);
         self.stats.refaults += 1;
@@ -556,8 +592,12 @@ impl MgLru {
         let tier = tier_from_refs(refs);
         self.pid.refaulted[ty][tier] += 1;
         self.stats.refaults_recent += 1;
+        if self.kernel == KernelVersion::V6_8 {
+            self.stats.workingset_activate[ty] += 1;
+        }
         if in_fault || refs >= (1 << LRU_REFS_WIDTH) - 1 {
             self.fs[f as usize].fl |= F_REFS | F_WORKINGSET;
+            self.stats.workingset_restore[ty] += 1;
         }
     }
 
@@ -593,9 +633,12 @@ pub(crate) fn unpack_shadow(s: u32) -> (u64, u32, bool) {
 }
 
 impl Policy for MgLru {
-    /// The file type's generations and tiers (refs from fd accesses) are not modelled yet.
+    /// Page-cache folios are file-type folios: their own `min_seq[FILE]`, generations and
+    /// tiers, refs from `folio_mark_accessed` (`folio_inc_refs`), `sort_folio`'s protection,
+    /// the PID controller's type choice, and file shadows (`lru_gen_eviction` /
+    /// `lru_gen_refault`).
     fn models_page_cache(&self) -> bool {
-        false
+        true
     }
     fn name(&self) -> &'static str {
         self.preset.name()
@@ -637,7 +680,12 @@ impl Policy for MgLru {
     fn on_insert(&mut self, mm: &Mm, f: FrameId, touch: Touch, how: Insert) {
         let i = f as usize;
         debug_assert_eq!(self.fs[i].gen1, 0, "frame {f} inserted twice");
-        self.fs[i].fl = if mm.frames.is_anon(f) { 0 } else { F_FILE };
+        let ffl = mm.frames.flags(f);
+        self.fs[i].fl = if ffl & crate::mm::frames::F_ANON != 0 {
+            0
+        } else {
+            F_FILE
+        };
         if how == Insert::Rotate {
             // `folio_rotate_reclaimable` → `lru_move_tail_fn` → `lruvec_add_folio_tail` →
             // `lru_gen_add_folio(.., reclaiming = true)`: in the swap cache, `PG_reclaim`
@@ -661,7 +709,12 @@ impl Policy for MgLru {
             self.add_folio(f, gen, false);
             return;
         }
-        let in_fault = Self::has_recency(mm, touch.vpn);
+        // `lru_gen_in_fault()`: set by `handle_mm_fault` for a VMA with recency. A page-cache
+        // folio is added by `filemap_read` / `generic_perform_write` outside any fault, so it
+        // is not active: `lru_gen_add_folio` puts it (file type, not reclaiming) at
+        // `min_seq[FILE] + 1`, or `min_seq[FILE]` while only `MIN_NR_GENS` + 1 generations
+        // exist.
+        let in_fault = ffl & F_PAGECACHE == 0 && Self::has_recency(mm, touch.vpn);
         match how {
             Insert::FirstTouch | Insert::Putback | Insert::Rotate => {}
             Insert::Refault { shadow } => self.refault(f, shadow, in_fault),
@@ -837,6 +890,13 @@ impl Policy for MgLru {
             ("refaults", s.refaults),
             ("refaults_recent", s.refaults_recent),
             ("max_nr_gens", s.max_nr_gens),
+            ("workingset_activate_anon", s.workingset_activate[ANON]),
+            ("workingset_activate_file", s.workingset_activate[FILE]),
+            ("workingset_restore_anon", s.workingset_restore[ANON]),
+            ("workingset_restore_file", s.workingset_restore[FILE]),
+            ("pgscan_anon", s.pgscan[ANON]),
+            ("pgscan_file", s.pgscan[FILE]),
+            ("pgsteal_file", s.pgsteal[FILE]),
             ("max_seq", self.max_seq),
             ("min_seq_anon", self.min_seq[ANON]),
             ("min_seq_file", self.min_seq[FILE]),
