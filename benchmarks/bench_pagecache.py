@@ -81,8 +81,8 @@ def replay_rows(label: str, trace: str, frames: int, repeat: int) -> None:
         w = statistics.median(walls)
         s = r.stats
         n = s["file_io"] + r.accesses
-        print(f"{policy:<11}{label:>8}{n:>11,}{s['pgpgin']:>12,}{s['pgpgout']:>13,}"
-              f"{s['workingset_refault_file']:>9,}{w:>9.3f}{n / w / 1e6:>9.2f}", flush=True)
+        print(f"{policy:<11}{label:>8}{n:>11,}{s['pgpgin']:>12,}{s['pgpgout']:>14,}"
+              f"{s['workingset_refault_file']:>11,}{w:>9.3f}{n / w / 1e6:>9.2f}", flush=True)
 
 
 def main() -> None:
@@ -100,8 +100,8 @@ def main() -> None:
         vmemsim.import_trace(csv, vmt, "msr")
         print(f"import: {time.perf_counter() - t0:.2f} s; {distinct:,} distinct pages")
         # records: file I/O records and access records replayed
-        print(f"{'policy':<11}{'memory':>8}{'records':>11}{'pgpgin KiB':>12}{'pgpgout KiB':>13}"
-              f"{'refault':>9}{'wall s':>9}{'M rec/s':>9}")
+        print(f"{'policy':<11}{'memory':>8}{'records':>11}{'pgpgin KiB':>12}{'pgpgout KiB':>14}"
+              f"{'refault':>11}{'wall s':>9}{'M rec/s':>9}")
         for share in (0.1, 0.5):
             replay_rows(f"{share:.0%}", vmt, max(64, int(distinct * share)), a.repeat)
         why = recorder.available()
@@ -109,8 +109,10 @@ def main() -> None:
             print(f"dd: not recorded ({why})")
             return
         src, dst, dd = (os.path.join(tmp, n) for n in ("in.bin", "out.bin", "dd.vmt"))
+        rng = random.Random(2)
         with open(src, "wb") as f:
-            f.write(random.Random(2).randbytes(a.dd_mib << 20))
+            for _ in range(a.dd_mib):
+                f.write(rng.randbytes(1 << 20))
         rec = recorder.record(["dd", f"if={src}", f"of={dst}", "bs=4k"], dd,
                               stderr=subprocess.DEVNULL)
         print(f"dd bs=4k of {a.dd_mib} MiB recorded: {rec.stats['accesses']:,} accesses, "
