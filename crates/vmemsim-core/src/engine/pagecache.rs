@@ -553,6 +553,7 @@ impl<P: Policy> Machine<P> {
             };
             if self.mm.frames.flags(f) & F_DIRTY == 0 {
                 self.mm.frames.set_flags(f, F_DIRTY);
+                self.mm.cache.file_mut(i).dirty.insert(index);
                 self.stats.nr_dirty += 1;
             }
             pos += bytes;
@@ -572,6 +573,7 @@ impl<P: Policy> Machine<P> {
             return false;
         }
         self.mm.frames.clear_flags(f, F_DIRTY);
+        self.mm.cache.file_mut(i).dirty.remove(&index);
         self.stats.nr_dirty -= 1;
         self.stats.file_writebacks += 1;
         self.stats.pgpgout += 4;
@@ -580,8 +582,8 @@ impl<P: Policy> Machine<P> {
 
     /// `__filemap_fdatawrite_range` (and `filemap_write_and_wait_range`) over pages `first`
     /// ..= `last` of file `i`: every dirty cached page is written. The pages written are
-    /// added to `written` when given. Walks the file's pages below its reserved extent
-    /// (no tag lookup of dirty pages: linear in the file's size).
+    /// added to `written` when given, in order. Visits the file's dirty tag
+    /// (`PAGECACHE_TAG_DIRTY`, as `write_cache_pages` does), not every page of the range.
     fn pc_writeback_range(
         &mut self,
         i: usize,
@@ -589,11 +591,18 @@ impl<P: Policy> Machine<P> {
         last: u64,
         mut written: Option<&mut Vec<u64>>,
     ) {
-        if self.stats.nr_dirty == 0 || self.mm.cache.file(i).nrpages == 0 {
+        if first > last {
             return;
         }
-        let last = last.min(self.mm.cache.file(i).reserved.saturating_sub(1));
-        for index in first..=last {
+        let tagged: Vec<u64> = self
+            .mm
+            .cache
+            .file(i)
+            .dirty
+            .range(first..=last)
+            .copied()
+            .collect();
+        for index in tagged {
             if self.pc_writeback(i, index) {
                 if let Some(w) = written.as_mut() {
                     w.push(index);
@@ -620,9 +629,11 @@ impl<P: Policy> Machine<P> {
     /// (dirty ones without being written) and shadow entries go; a partial last page stays
     /// (its tail zeroed, `truncate_inode_partial_folio`).
     fn truncate_setsize(&mut self, i: usize, size: u64) {
+        // (no entry lies at or beyond the old size's pages: neither pages, `Mm::validate`,
+        // nor shadows, which only cached pages leave)
+        let old_pages = self.mm.cache.file(i).size_pages();
         self.mm.cache.file_mut(i).i_size = size;
-        let reserved = self.mm.cache.file(i).reserved;
-        for index in size.div_ceil(4096)..reserved {
+        for index in size.div_ceil(4096)..old_pages {
             self.pc_delete(i, index);
         }
     }
@@ -676,7 +687,11 @@ impl<P: Policy> Machine<P> {
                 // `mapping_try_invalidate`: clean pages and shadow entries go; pages under
                 // writeback stay (the kernel then deactivates them, `deactivate_file_folio`:
                 // left out, the policies have no such call).
-                let end = end.min(self.mm.cache.file(i).reserved.saturating_sub(1));
+                // (no entry lies beyond the file's last page)
+                let Some(last) = self.mm.cache.file(i).size_pages().checked_sub(1) else {
+                    return;
+                };
+                let end = end.min(last);
                 let mut k = 0;
                 for index in start..=end {
                     while k < busy.len() && busy[k] < index {
@@ -744,8 +759,12 @@ impl<P: Policy> Machine<P> {
     /// A page-cache frame leaves (reclaim): the file's count and the gauges.
     pub(super) fn pc_release(&mut self, f: FrameId, dirty: bool) {
         let vpn = self.mm.owner(f);
-        if let Some((i, _)) = self.mm.cache.page_of(vpn) {
-            self.mm.cache.file_mut(i).nrpages -= 1;
+        if let Some((i, index)) = self.mm.cache.page_of(vpn) {
+            let file = self.mm.cache.file_mut(i);
+            file.nrpages -= 1;
+            if dirty {
+                file.dirty.remove(&index);
+            }
         }
         if dirty {
             self.stats.nr_dirty -= 1;

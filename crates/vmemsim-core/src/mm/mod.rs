@@ -173,6 +173,7 @@ impl Mm {
         let n = self.frames.len();
         let mut used = 0u32;
         let mut cached = vec![0u64; self.cache.files().len()];
+        let mut dirty_n = vec![0u64; self.cache.files().len()];
         for f in 0..n {
             if !self.frames.in_use(f) {
                 continue;
@@ -205,6 +206,15 @@ impl Mm {
                 match self.cache.page_of(vpn) {
                     Some((i, index)) if index < self.cache.file(i).size_pages() => {
                         cached[i] += 1;
+                        let dirty = self.frames.flags(f) & frames::F_DIRTY != 0;
+                        if dirty != self.cache.file(i).dirty.contains(&index) {
+                            return Err(format!(
+                                "page {index} of file {}: dirty {dirty}, but its dirty tag says \
+                                 otherwise",
+                                self.cache.file(i).id
+                            ));
+                        }
+                        dirty_n[i] += dirty as u64;
                     }
                     Some((i, index)) => {
                         let file = self.cache.file(i);
@@ -237,7 +247,15 @@ impl Mm {
                 self.frames.n_unused()
             ));
         }
-        for (file, &n) in self.cache.files().iter().zip(&cached) {
+        for (i, (file, &n)) in self.cache.files().iter().zip(&cached).enumerate() {
+            if file.dirty.len() as u64 != dirty_n[i] {
+                return Err(format!(
+                    "file {}: {} pages tagged dirty but {} dirty frames",
+                    file.id,
+                    file.dirty.len(),
+                    dirty_n[i]
+                ));
+            }
             if file.nrpages != n {
                 return Err(format!(
                     "file {}: nrpages {} but {n} frames cache its pages",

@@ -20,7 +20,7 @@
 //! `mmap` of files through the page cache (a file mapping's pages are kept apart, at their
 //! virtual pages, see [`super::VmaKind::File`]), truncation and deletion.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// First page number of the page cache's range (above every user address of a 47-bit
 /// address space: 2^35 pages of 4 KiB).
@@ -82,6 +82,9 @@ pub struct AddressSpace {
     pub ra_pages: Option<u64>,
     /// `FMODE_RANDOM` (`POSIX_FADV_RANDOM`): reads are forced readahead of the request only.
     pub random: bool,
+    /// The dirty pages' indices (`PAGECACHE_TAG_DIRTY`): writeback of a range visits these,
+    /// not every page of the range.
+    pub dirty: BTreeSet<u64>,
 }
 
 impl AddressSpace {
@@ -131,6 +134,7 @@ impl PageCache {
             ra: FileRaState::default(),
             ra_pages: None,
             random: false,
+            dirty: BTreeSet::new(),
         });
         self.by_id.insert(spec.id, i as u32);
         Ok(i)
