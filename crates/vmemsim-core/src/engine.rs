@@ -37,6 +37,8 @@ use crate::policy::{Family, Insert, KernelVersion, Policy, ReclaimReason, ScanCo
 use crate::watermarks::Watermarks;
 
 mod pagecache;
+#[cfg(test)]
+pub(crate) use pagecache::testutil::pc_machine;
 pub use pagecache::{get_init_ra_size, get_next_ra_size, IO_PAGES};
 
 /// `SWAP_CLUSTER_MAX`: the reclaim batch.

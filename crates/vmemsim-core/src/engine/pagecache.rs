@@ -774,6 +774,45 @@ impl<P: Policy> Machine<P> {
 }
 
 #[cfg(test)]
+pub(crate) mod testutil {
+    use super::*;
+    use crate::policy::KernelVersion;
+
+    /// A machine for page-cache tests: watermarks all 0 (kswapd runs when an allocation finds
+    /// no free frame), a synchronous swap device, invariants checked after every step,
+    /// readahead of `read_ahead_kb` (0: each read of a page not cached reads it alone),
+    /// `kernel`'s rules, one file 0 of `pages` pages that may grow to `extent` pages.
+    pub(crate) fn pc_machine<P: Policy>(
+        policy: P,
+        frames: u32,
+        read_ahead_kb: u32,
+        kernel: KernelVersion,
+        (pages, extent): (u64, u64),
+    ) -> Machine<P> {
+        let cfg = MachineConfig {
+            kernel,
+            watermarks: Some(Watermarks {
+                min: 0,
+                low: 0,
+                high: 0,
+            }),
+            swap_sync_io: true,
+            check_invariants: true,
+            read_ahead_kb,
+            ..MachineConfig::new(frames)
+        };
+        let mut m = Machine::new(&cfg, policy).unwrap();
+        m.add_file(FileSpec {
+            id: 0,
+            initial_size: pages * 4096,
+            extent: extent * 4096,
+        })
+        .unwrap();
+        m
+    }
+}
+
+#[cfg(test)]
 mod tests {
     //! Expected values are worked out by hand from Linux 6.8's rules in the comments beside
     //! them.
@@ -809,25 +848,14 @@ mod tests {
         pages: u64,
         extent: u64,
     ) -> Machine<ClockLru> {
-        let cfg = MachineConfig {
-            watermarks: Some(Watermarks {
-                min: 0,
-                low: 0,
-                high: 0,
-            }),
-            swap_sync_io: true,
-            check_invariants: true,
+        let p = ClockLru::new(frames);
+        super::testutil::pc_machine(
+            p,
+            frames,
             read_ahead_kb,
-            ..MachineConfig::new(frames)
-        };
-        let mut m = Machine::new(&cfg, ClockLru::new(frames)).unwrap();
-        m.add_file(FileSpec {
-            id: 0,
-            initial_size: pages * 4096,
-            extent: extent * 4096,
-        })
-        .unwrap();
-        m
+            Default::default(),
+            (pages, extent),
+        )
     }
 
     pub(super) fn cached(m: &Machine<ClockLru>) -> Vec<u64> {

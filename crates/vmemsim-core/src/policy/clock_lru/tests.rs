@@ -901,25 +901,8 @@ fn a_folio_under_read_is_kept_by_reclaim_until_the_read_completes() {
 /// allocation finds no free frame), readahead off (each read of a page not cached reads it
 /// alone: `page_cache_sync_ra` → `force_page_cache_ra` of 1 page), one file 0 of 100 pages.
 fn page_cache_machine(frames: u32) -> Machine<ClockLru> {
-    let cfg = MachineConfig {
-        watermarks: Some(Watermarks {
-            min: 0,
-            low: 0,
-            high: 0,
-        }),
-        swap_sync_io: true,
-        check_invariants: true,
-        read_ahead_kb: 0,
-        ..MachineConfig::new(frames)
-    };
-    let mut m = Machine::new(&cfg, ClockLru::new(frames)).unwrap();
-    m.add_file(crate::mm::FileSpec {
-        id: 0,
-        initial_size: 100 * 4096,
-        extent: 100 * 4096,
-    })
-    .unwrap();
-    m
+    let p = ClockLru::new(frames);
+    crate::engine::pc_machine(p, frames, 0, Default::default(), (100, 100))
 }
 
 fn pread(m: &mut Machine<ClockLru>, offset: u64, len: u64) {

@@ -12,7 +12,6 @@ use crate::engine::{Machine, MachineConfig, DEF_PRIORITY};
 use crate::mm::{pte_frame, FileSpec, PTE_PRESENT};
 use crate::policy::{KernelVersion, ReclaimReason, ScanControl};
 use crate::trace::recorded::{FileIo, FileOp};
-use crate::watermarks::Watermarks;
 
 /// `frames` frames, all watermarks 0 (kswapd runs only when an allocation finds no free
 /// frame), a synchronous swap device, no readahead (`read_ahead_kb` 0: a read of one page
@@ -24,27 +23,9 @@ fn pc_machine(frames: u32, pages: u64) -> Machine<MgLru> {
 /// [`pc_machine`] modelling `kernel` (the policy learns it from its first reclaim pass;
 /// these tests call `evict_folios` themselves, so it is set here too).
 fn pc_machine_of(frames: u32, pages: u64, kernel: KernelVersion) -> Machine<MgLru> {
-    let cfg = MachineConfig {
-        kernel,
-        watermarks: Some(Watermarks {
-            min: 0,
-            low: 0,
-            high: 0,
-        }),
-        swap_sync_io: true,
-        check_invariants: true,
-        read_ahead_kb: 0,
-        ..MachineConfig::new(frames)
-    };
     let p = MgLru::new(frames, &PolicyOptions::new(3), Preset::Default).unwrap();
-    let mut m = Machine::new(&cfg, p).unwrap();
+    let mut m = crate::engine::pc_machine(p, frames, 0, kernel, (pages, pages));
     m.policy.kernel = kernel;
-    m.add_file(FileSpec {
-        id: 0,
-        initial_size: pages * 4096,
-        extent: pages * 4096,
-    })
-    .unwrap();
     m
 }
 
