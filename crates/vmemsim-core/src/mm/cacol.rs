@@ -1,8 +1,9 @@
-//! Cacol's host page-cache manager for VM disk images (Cacol, "a non-intrusive and dynamic
-//! cache management policy to mitigate the double caching issue in virtualized
-//! environments", §4.2 "Implementation" and §5, Fig. 7): which pages of a disk image the host
-//! keeps when QEMU reads or writes them on a guest's behalf, and which it gives back, VM by
-//! VM, under memory pressure.
+//! Cacol's host page-cache manager for VM disk images (seed 003, the Cacol paper: §4.2
+//! "Implementation", and §5 with Fig. 7 and Table 2 for the two-VM fairness run): which
+//! pages of a disk image the host keeps when QEMU reads or writes them on a guest's behalf,
+//! and which it gives back, VM by VM, under memory pressure. Cacol's aim is less double
+//! caching: a page the guest reads once is in the guest's page cache already, so the host
+//! keeps only pages the guest asks for again.
 //!
 //! A pure data structure: VMs `0..n`, each with one disk image, the pages of those images the
 //! host caches and the frames holding them. The caller (the host's page cache) does the I/O,
@@ -58,12 +59,13 @@
 //! - a request for a cached page raises its count and does not move it (O(1), as a clock's
 //!   hit sets a bit and moves nothing).
 //!
-//! Every sentence holds: the order is frequency-based (a page survives one pass of the hand
-//! per access above the threshold, so pages leave in increasing order of count among pages
-//! of the same age, as a clock approximates LRU); a page that cannot be evicted because of
-//! its count is decremented and put back; a page not requested again is evicted after at
-//! most `count − EVICT_THRESHOLD` passes. The decremented count is the same count that
-//! decides admission (the paper has one count per page).
+//! Every sentence holds: frequency decides how long a page stays (it survives one pass of
+//! the hand for each access above the threshold, as a clock's reference bit approximates
+//! LRU with one pass per reference); a page that cannot be evicted because of its count is
+//! decremented and put back; a page not requested again is evicted after at most
+//! `count − EVICT_THRESHOLD` passes. The decremented count is the same count that decides
+//! admission (the paper has one count per page); with the threshold at 2 the hand never
+//! takes it below 2, so a decrement never turns a later admission into a bypass.
 //!
 //! Cost: each decrement undoes one earlier increment, and every increment is a request, so
 //! a reclaim's scanning is paid for by the requests before it: O(1) amortized per request
@@ -77,14 +79,14 @@
 //! 1. **The eviction threshold** is [`EVICT_THRESHOLD`] = 2: "elevated" means more accesses
 //!    than admission takes. Every cached page has had at least two requests (the first was
 //!    bypassed, the second admitted it), so a page requested only those two times is evicted
-//!    at the hand's first visit, and every further request buys one more pass. With a
-//!    threshold of 1 every page, even one never requested since its admission, would survive
-//!    one pass: a plain second chance for all, which blurs the line the paper draws between
-//!    pages seen again and pages seen twice. Since the hand never takes a count below the
-//!    threshold, an evicted page keeps a count of at least 2 and its next request admits it
-//!    again (the paper: a count of "1 or more" means the page "has already been accessed in
-//!    the past"). [`Cacol::with_threshold`] takes another threshold (at least 1, so that no
-//!    cached page's count reaches 0) for sensitivity studies.
+//!    at the hand's first visit, and every further request buys one more pass. A threshold
+//!    of 1 would give every page a second pass whether or not it was requested after its
+//!    admission, and the first decrement would bring a cached page to the count of a page
+//!    seen once; at 2 the table never says "seen once" of a page that was cached. An evicted
+//!    page keeps its count (at least 2), so its next request admits it again (the paper: a
+//!    count of "1 or more" means the page "has already been accessed in the past").
+//!    [`Cacol::with_threshold`] takes another threshold (at least 1, so that no cached
+//!    page's count reaches 0) for sensitivity studies.
 //! 2. **The decrement** is by one per pass ("decreases its access count", no amount given).
 //! 3. **"The remaining free memory"** that the fairness rule splits is the caller's
 //!    `available_frames` at the time of the reclaim. The intended value is the host's free
