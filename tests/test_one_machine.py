@@ -118,7 +118,10 @@ def test_vm_settings_and_costs_are_declared_once_in_the_core():
     assert set(schema) == set(core)
     sweep_key = {"workload": "workload.guest", "guest_frames": "machine.frames",
                  "guest_policy": "machine.policy", "vms": "vm.count", "seed": None,
-                 "translate": "vm.walk_caches", "costs": "machine.costs"}
+                 "translate": "vm.walk_caches", "costs": "machine.costs",
+                 # one name with the native runs' (and the replay's read_ahead_kb)
+                 "file_device": "machine.file_device", "read_ahead_kb": "machine.read_ahead_kb",
+                 "sample_every_ns": "run.sample_every_ns"}
     vm = next(a for a in build_parser()._subparsers._group_actions[0].choices.items()
               if a[0] == "vm")[1]
     options = {o.dest: o for o in vm._actions}

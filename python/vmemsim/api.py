@@ -731,6 +731,12 @@ def _int_arg(key: str, v: Any) -> int:
     return int(v)
 
 
+def _device_arg(key: str, v: Any) -> Optional[str]:
+    if v is not None and not isinstance(v, str):
+        raise VmemsimError(f"{key}: expected a device spec string, got {v!r}")
+    return v
+
+
 def _count_arg(key: str, v: Any, lo: int = 1) -> int:
     if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < lo:
         raise VmemsimError(f"{key}: expected a whole number of at least {lo}, got {v!r}")
@@ -1130,6 +1136,10 @@ class RunResult:
     threads: Tuple[Dict[str, int], ...]
     device_stats: Optional[Dict[str, Any]]
     host_device_stats: Optional[Dict[str, Any]]
+    file_device_stats: Optional[Dict[str, Any]]
+    host_file_device_stats: Optional[Dict[str, Any]]
+    double_cached_pages: int
+    host_image_pages: int
     device_frames_peak: int
     latency: Dict[str, Dict[str, float]]
     latency_buckets: Dict[str, Tuple[Tuple[int, int], ...]]
@@ -1151,6 +1161,9 @@ class RunResult:
         d = dict(d)
         d.setdefault("cgroup", False)
         d.setdefault("config", {})
+        # (the core leaves them out of runs without file I/O)
+        d.setdefault("file_device_stats", None)
+        d.setdefault("host_file_device_stats", None)
         d["threads"] = tuple(dict(t) for t in d.get("threads", ()))
         d["latency"] = {k: dict(v) for k, v in (d.get("latency") or {}).items()}
         d["latency_buckets"] = {k: tuple((int(a), int(b)) for a, b in v)
@@ -1158,7 +1171,8 @@ class RunResult:
         # The time series flat: one dict per sample with the time, kswapd's CPU time and
         # the counters.
         d["series"] = tuple(
-            {"time_ns": s["time_ns"], "kswapd_ns": s["kswapd_ns"], **s["stats"]}
+            {"time_ns": s["time_ns"], "kswapd_ns": s["kswapd_ns"], **s["stats"],
+             **({"caches": [dict(c) for c in s["caches"]]} if s.get("caches") else {})}
             if "stats" in s else dict(s)
             for s in d.get("series", ()))
         self.__dict__["_d"] = d
@@ -1359,6 +1373,8 @@ def run(
     swap: Optional[str] = None,
     tlb: bool = False,
     kernel: str = "6.8",
+    file_device: Optional[str] = None,
+    read_ahead_kb: int = 128,
 ) -> RunResult:
     """Run a workload model on a timed machine (the timing engine,
     ``vmemsim_core::timed``): its threads and kswapd compete for ``cpus`` CPUs, every event
@@ -1374,7 +1390,11 @@ def run(
     pool out of ``frames``, as a memory cgroup limit does (zsmalloc memory is not charged to
     the cgroup). ``kernel`` picks whose reclaim rules the kernel policies follow where Linux
     versions differ (``"6.8"`` or ``"6.1"``, as :func:`replay`'s). ``progress(done, None)``
-    reports simulated ns.
+    reports simulated ns. A workload with file I/O (``dd-like``, ``fileio``, ``gzip-like``, a
+    recorded program's reads and writes, an MSR import) goes through the page cache, its
+    files on ``file_device`` (``hdd``, ``ssd``, ``nvme``, ``remote``; default ``ssd``) with
+    readahead of ``read_ahead_kb``; ``file_device_stats`` counts the disk's requests and
+    ``time["file_cpu_ns"]``/``time["file_wait_ns"]`` the calls' CPU time and waits.
     """
     if not isinstance(workload, str):
         raise VmemsimError(f"workload: expected a workload spec string, got {workload!r}")
@@ -1410,6 +1430,8 @@ def run(
         "page_cluster": None if page_cluster is None else _int_arg("page_cluster", page_cluster),
         "watermarks": watermarks, "swappiness": _int_arg("swappiness", swappiness),
         "kernel": kernel, "check_invariants": bool(check_invariants),
+        "file_device": _device_arg("file_device", file_device),
+        "read_ahead_kb": _count_arg("read_ahead_kb", read_ahead_kb, lo=0),
     }
     out = _native.run_timed(json.dumps(config), progress)
     # The core refused a cgroup that disagrees with charge_device_ram; one decides.
@@ -1448,6 +1470,10 @@ def run_vm(
     host_cpus: Optional[int] = None,
     walk_caches: bool = True,
     shared_disk: bool = False,
+    cache_mode: str = "writeback",
+    file_device: Optional[str] = None,
+    read_ahead_kb: int = 128,
+    sample_every_ns: int = 0,
 ) -> RunResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
     ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host:
@@ -1483,6 +1509,13 @@ def run_vm(
     ``device_stats`` counts its own). ``walk_caches=False`` turns the page-walk caches
     and the nested TLB off (``vmemsim vm --no-walk-caches``, ``vm.walk_caches = false``;
     the same as ``translate={"pwc": {"enabled": False}, "ntlb": {"enabled": False}}``).
+    A guest workload with file I/O (``dd-like``, ``fileio``, ``gzip-like``, a recorded
+    program) goes through the guest's page cache to its virtual disk (virtio-blk), whose
+    image QEMU opens with ``cache_mode`` (``writeback``: through the host's page cache;
+    ``none``: ``O_DIRECT``; ``writethrough``; ``directsync``) on the host's ``file_device``;
+    ``double_cached_pages`` counts the guest's page-cache pages the host caches too and
+    ``host_image_pages`` the host's pages of the image, at the end; with
+    ``sample_every_ns`` each sample of ``series`` has them per VM (``caches``).
     """
     for name, flag in (("walk_caches", walk_caches), ("shared_disk", shared_disk)):
         if not isinstance(flag, bool):
@@ -1520,6 +1553,9 @@ def run_vm(
         "guest_page": guest_page, "host_page": host_page, "vms": _count_arg("vms", vms),
         "host_swap": host_swap, "guest_swap": guest_swap, "shared_disk": shared_disk,
         "host_cpus": None if host_cpus is None else _count_arg("host_cpus", host_cpus),
+        "cache_mode": cache_mode, "file_device": _device_arg("file_device", file_device),
+        "read_ahead_kb": _count_arg("read_ahead_kb", read_ahead_kb, lo=0),
+        "sample_every_ns": _count_arg("sample_every_ns", sample_every_ns, lo=0),
     }
     out = _native.run_vm(json.dumps(config))
     return RunResult.from_json(out, config=config)

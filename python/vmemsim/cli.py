@@ -770,6 +770,10 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    help=doc("tlb", default=False))
     p.add_argument("--kernel", default=RUN["kernel"], choices=setting_choices(RUN_SCHEMA, "kernel"),
                    help=doc("kernel"))
+    p.add_argument("--file-device", default=RUN["file_device"], metavar="SPEC",
+                   help=doc("file_device", default=False))
+    p.add_argument("--read-ahead-kb", type=_int, default=RUN["read_ahead_kb"], metavar="KB",
+                   help=doc("read_ahead_kb"))
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_progress_argument(p)
 
@@ -782,7 +786,8 @@ def _run_run(args: argparse.Namespace) -> int:
         lambda progress: vmemsim_run(
             args.workload, device=args.device, cpus=args.cpus, costs=costs,
             slice_ns=args.slice_ns, sample_every_ns=args.sample_every_ns, progress=progress,
-            step_ns=args.step_ns, cgroup=args.cgroup, tlb=args.tlb, kernel=args.kernel, **kw,
+            step_ns=args.step_ns, cgroup=args.cgroup, tlb=args.tlb, kernel=args.kernel,
+            file_device=args.file_device, read_ahead_kb=args.read_ahead_kb, **kw,
         ),
     )
     if args.json:
@@ -837,6 +842,14 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host-cpus", type=_positive, default=VM["host_cpus"], metavar="N",
                    help=doc("host_cpus", default=False))
     p.add_argument("--vms", type=_positive, default=VM["vms"], metavar="N", help=doc("vms"))
+    p.add_argument("--cache-mode", default=VM["cache_mode"],
+                   choices=setting_choices(VM_SCHEMA, "cache_mode"), help=doc("cache_mode"))
+    p.add_argument("--file-device", default=VM["file_device"], metavar="SPEC",
+                   help=doc("file_device", default=False))
+    p.add_argument("--read-ahead-kb", type=_int, default=VM["read_ahead_kb"], metavar="KB",
+                   help=doc("read_ahead_kb"))
+    p.add_argument("--sample-every-ns", type=_int, default=VM["sample_every_ns"], metavar="NS",
+                   help=doc("sample_every_ns") + "; with --json")
     p.add_argument("--guest-levels", type=int, default=VM["guest_levels"], choices=(4, 5),
                    help=doc("guest_levels"))
     p.add_argument("--host-levels", type=int, default=VM["host_levels"], choices=(4, 5),
@@ -868,7 +881,9 @@ def _run_vm(args: argparse.Namespace) -> int:
         host_page=args.host_page, vms=args.vms, host_swap=args.host_swap,
         guest_swap=args.guest_swap, host_cpus=args.host_cpus, shared_disk=args.shared_disk,
         guest_levels=args.guest_levels, host_levels=args.host_levels, pt_pages=args.pt_pages,
-        walk_caches=args.walk_caches,
+        walk_caches=args.walk_caches, cache_mode=args.cache_mode,
+        file_device=args.file_device, read_ahead_kb=args.read_ahead_kb,
+        sample_every_ns=args.sample_every_ns,
     )
     if (args.folded or args.flamegraph) and not r.kvm_folded:
         raise CliError("--folded/--flamegraph: KVM's handler profile exists under "
@@ -916,6 +931,18 @@ def _run_vm(args: argparse.Namespace) -> int:
         lines += ["", f"{side} memory manager"]
         for k in ("faults", "minor_faults", "major_faults", "pswpin", "pswpout", "evictions"):
             lines.append(f"  {k:<24} {s[k]:>14,}")
+        if d.get("file_device_stats"):
+            for k in ("file_io", "nr_file_pages", "nr_dirty", "pgpgin", "pgpgout",
+                      "workingset_refault_file"):
+                lines.append(f"  {k:<24} {s[k]:>14,}")
+    if d.get("file_device_stats"):
+        lines += ["", "page caches (double caching)"]
+        lines.append(f"  {'guest pages cached twice':<24} {d['double_cached_pages']:>14,}")
+        lines.append(f"  {'host pages of the image':<24} {d['host_image_pages']:>14,}")
+        lines += _file_device_lines("virtual disk", d["file_device_stats"], d["runtime_ns"])
+        if d.get("host_file_device_stats"):
+            lines += _file_device_lines("host disk", d["host_file_device_stats"],
+                                        d["runtime_ns"])
     if d.get("kvm"):
         lines += ["", "kvm (shadow MMU)"]
         for k, v in d["kvm"].items():
@@ -960,7 +987,28 @@ def format_run(r: RunResult) -> str:
         val = f"{v:>14,}" if k in ("context_switches", "kswapd_runs") else f"{_ms(v):>17}"
         lines.append(f"  {k:<24} {val}")
     lines += _latency_lines(r.latency)
+    if r.file_device_stats:
+        lines += ["", "page cache"]
+        for k in ("file_io", "nr_file_pages", "nr_dirty", "pgpgin", "pgpgout",
+                  "workingset_refault_file"):
+            lines.append(f"  {k:<24} {r.stats[k]:>14,}")
+        for k in ("file_cpu_ns", "file_wait_ns"):
+            lines.append(f"  {k:<24} {_ms(r.time[k]):>17}")
+        lines += _file_device_lines("file disk", r.file_device_stats, r.runtime_ns)
     return "\n".join(lines)
+
+
+def _file_device_lines(name: str, d: Dict[str, Any], runtime_ns: int) -> List[str]:
+    """A file device's requests, pages and throughput over the run."""
+    secs = runtime_ns / 1e9 or 1.0
+    mb = (d["bytes_read"] + d["bytes_written"]) / 1e6
+    reqs = d["read_requests"] + d["write_requests"]
+    lat = d["service_total_ns"] + d["queue_delay_total_ns"]
+    return [
+        f"  {name:<24} {d['read_requests']:,} reads ({d['pages_read']:,} pages), "
+        f"{d['write_requests']:,} writes ({d['pages_written']:,} pages), "
+        f"{mb / secs:,.1f} MB/s, mean latency {lat / max(reqs, 1) / 1e3:,.1f} µs",
+    ]
 
 
 def _latency_lines(latency: Dict[str, Dict[str, float]]) -> List[str]:

@@ -38,8 +38,10 @@ use crate::watermarks::Watermarks;
 
 mod pagecache;
 #[cfg(test)]
+pub(crate) use pagecache::replay_tests::{tmp as pc_tmp, write_trace as pc_write_trace};
+#[cfg(test)]
 pub(crate) use pagecache::testutil::pc_machine;
-pub use pagecache::{get_init_ra_size, get_next_ra_size, IO_PAGES};
+pub use pagecache::{get_init_ra_size, get_next_ra_size, FileBackend, FileWork, IO_PAGES};
 
 /// `SWAP_CLUSTER_MAX`: the reclaim batch.
 pub const SWAP_CLUSTER_MAX: u32 = 32;
@@ -284,6 +286,9 @@ pub struct Machine<P: Policy> {
     user_page_shift: u32,
     /// Direct I/O's odd sectors not yet counted in `pgpgin` / `pgpgout` (KiB: sectors / 2).
     dio_sectors: [u64; 2],
+    /// Timed runs: the device behind the files and the file I/O not yet handed to it (see
+    /// [`pagecache::FileTime`]).
+    file_time: Option<Box<pagecache::FileTime>>,
 }
 
 /// The zram device of an untimed run with its pool charged to memory.
@@ -504,6 +509,7 @@ impl<P: Policy> Machine<P> {
             read_ahead_kb: cfg.read_ahead_kb,
             user_page_shift: 12,
             dio_sectors: [0, 0],
+            file_time: None,
         })
     }
 
@@ -1395,6 +1401,9 @@ impl<P: Policy> Machine<P> {
                 // `pageout` (see the module `pagecache` for the rule).
                 self.stats.file_writebacks += 1;
                 self.stats.pgpgout += 4;
+                if self.mm.frames.flags(f) & F_PAGECACHE != 0 {
+                    self.pc_log_write(f);
+                }
             }
             self.stats.nr_file_pages -= 1;
             if self.mm.frames.flags(f) & F_PAGECACHE != 0 {

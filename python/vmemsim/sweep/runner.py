@@ -41,10 +41,11 @@ _TIMED_KEYS = {
     "machine.tlb": "tlb",
     "run.step_ns": "step_ns",
     "run.sample_every_ns": "sample_every_ns",
+    "machine.file_device": "file_device",
 }
 #: Keys only replays read.
 _REPLAY_ONLY = {"workload.format", "workload.page_size", "workload.addresses", "workload.csv",
-                "run.sample_every", "machine.kernel", "machine.read_ahead_kb"}
+                "run.sample_every", "machine.kernel"}
 
 
 def payload(run: Any, base_dir: str) -> Dict[str, Any]:
@@ -81,6 +82,10 @@ _VM_KEYS = {
     "vm.shared_disk": "shared_disk",
     "vm.host_page": "host_page",
     "vm.walk_caches": "walk_caches",
+    "vm.cache_mode": "cache_mode",
+    "machine.file_device": "file_device",
+    "machine.read_ahead_kb": "read_ahead_kb",
+    "run.sample_every_ns": "sample_every_ns",
 }
 
 

@@ -249,7 +249,7 @@ def _builtin_schema() -> None:
     replay("machine.page_cluster", "page_cluster")
     replay("machine.watermarks", "watermarks")
     replay("machine.kernel", "kernel", note="replays: ")
-    replay("machine.read_ahead_kb", "read_ahead_kb", note="replays: ")
+    replay("machine.read_ahead_kb", "read_ahead_kb")
     replay("machine.check_invariants", "check_invariants")
     register_open_table("machine.options", "the policy's options, key = value")
     reg("workload.name", Key(optional(check_str), None,
@@ -289,6 +289,7 @@ def _builtin_schema() -> None:
     vm("vm.guest_page", "guest_page")
     vm("vm.host_page", "host_page")
     vm("vm.pt_pages", "pt_pages")
+    vm("vm.cache_mode", "cache_mode")
     reg("workload.format", Key(optional(check_str), None, "trace format (unset: detected)"))
     reg("workload.page_size", Key(check_int(1), 4096, "bytes per page of the trace"))
     reg("workload.addresses", Key(check_bool, False, "the trace holds byte addresses"))
@@ -311,6 +312,9 @@ def _builtin_schema() -> None:
     # always set, to a boolean
     timed("machine.cgroup", "cgroup", not RUN["charge_device_ram"], check_bool)
     timed("machine.slice_ns", "slice_ns", RUN["slice_ns"])
+    reg("machine.file_device", Key(schema_check(RUN_SCHEMA, "file_device"), RUN["file_device"],
+        "timed and VM runs: " + run_setting_help("file_device")
+        + " In a VM: the host's disk that holds the VMs' disk images."))
     timed("run.step_ns", "step_ns", RUN["step_ns"])
     register_open_table("machine.costs", "timed and VM runs: the one cost table, CPU time "
                         "of each event in ns (cpu_ghz in GHz, kvm_work_ns a list): "

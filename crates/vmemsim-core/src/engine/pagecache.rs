@@ -48,9 +48,37 @@
 //! `policy::mglru`, and MG-LRU defers a dirty file folio in `sort_folio` where this model
 //! writes it at reclaim, the same first rule).
 //!
+//! # Time
+//!
+//! In a timed run the machine has a [`FileBackend`] ([`Machine::set_file_backend`]: the
+//! native machine's file disk, a guest's virtual disk) and the I/O takes time on it, at the
+//! machine's clock (`mm.now`, which the caller sets before a record):
+//! - reads: each run of consecutive new pages `page_cache_ra_unbounded` adds is one request
+//!   (`read_pages` → the file system's `readahead`: one bio over contiguous blocks), as is
+//!   each single page `filemap_create_folio` and a partial write's `write_begin` read; the
+//!   new pages stay locked until the request completes (`folio_unlock` in the bio's end
+//!   I/O), so reclaim cannot take them ([`crate::mm::Mm::io_locked`]);
+//! - `filemap_read` waits for each page it copies that is still locked
+//!   (`filemap_update_page` → `folio_put_wait_locked`), and a partial write for the page it
+//!   read: the machine's clock moves to the completion. The async readahead a read starts
+//!   is submitted before it copies, and only a later read waits for it;
+//! - writes (reclaim's `pageout` of a dirty page, `fsync`, `fadvise(DONTNEED)`'s
+//!   `WB_SYNC_NONE` writeback, direct I/O's flush) are queued and handed to the device in
+//!   runs of consecutive pages of one file, one request each (the plug's merging); reclaim's
+//!   and fadvise's are asynchronous (the caller flushes them after the record or the op,
+//!   [`Machine::flush_file_writes`]), `fsync`'s and direct I/O's are waited for
+//!   (`filemap_write_and_wait_range`);
+//! - `O_DIRECT` reads and writes are one request per record, waited for.
+//!
+//! The CPU time of the calls (the syscall, copying each page) is the caller's to charge, from
+//! [`Machine::take_file_work`].
+//!
 //! Left out: `mmap` records (counted in `file_mmaps_skipped`: a file mapping's pages through
-//! the page cache need frames shared between a mapping and the cache), `fsync`, `fadvise`,
-//! `O_DIRECT`, truncation, the per-CPU LRU batches, large folios, the time I/O takes.
+//! the page cache need frames shared between a mapping and the cache), the per-CPU LRU
+//! batches, large folios, flusher threads and `balance_dirty_pages` (dirty pages are written
+//! by the reclaim that takes them, `fsync` or `fadvise`), the submission order inside one
+//! long read (all of a read's requests are submitted at its start, where the kernel submits
+//! the next batch's readahead after copying the previous one).
 
 use super::*;
 use crate::access::Access;
@@ -67,6 +95,60 @@ const PAGEVEC_SIZE: usize = 15;
 /// `BLK_DEF_MAX_SECTORS_CAP` of 2560 sectors, for a device whose hardware allows it. It
 /// widens readahead only for reads larger than `ra_pages`.
 pub const IO_PAGES: u64 = 320;
+
+/// The device behind a machine's files in a timed run: the native machine's file disk, a
+/// guest's virtual disk (the VM layer's). Files are the ids [`Machine::add_file`] declared.
+pub trait FileBackend {
+    /// One request for `pages` pages from page `index` of file `file`, submitted at `now`;
+    /// a read's `frames` are the frames it fills (a write's: empty).
+    fn submit(
+        &mut self,
+        now: u64,
+        file: u32,
+        index: u64,
+        pages: u64,
+        write: bool,
+        frames: &[FrameId],
+    ) -> crate::device::IoCompletion;
+    /// A cache flush (`REQ_PREFLUSH`, as `fsync` ends with `blkdev_issue_flush`) submitted at
+    /// `now`: when it completes. Default: at once (no volatile write cache).
+    fn flush(&mut self, now: u64) -> u64 {
+        now
+    }
+    /// A file of `pages` pages is placed after the others on the device.
+    fn add_file(&mut self, _file: u32, _pages: u64) {}
+    /// The device's counters.
+    fn stats(&self) -> crate::device::DeviceStats;
+}
+
+/// The CPU work of file I/O since [`Machine::take_file_work`] last took it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileWork {
+    /// Pages copied between the page cache and user memory (`copy_page_to_iter`,
+    /// `copy_page_from_iter_atomic`).
+    pub pages_copied: u64,
+    /// The submitting CPU's time in the device (`IoCompletion::cpu_ns`).
+    pub submit_ns: u64,
+    /// Of the clock's advance, the time spent waiting for the device.
+    pub wait_ns: u64,
+}
+
+/// A timed machine's file device and what it has not yet been handed.
+pub(super) struct FileTime {
+    dev: Box<dyn FileBackend>,
+    /// Writes queued: (file position, page index), in order.
+    writes: Vec<(usize, u64)>,
+    work: FileWork,
+}
+
+impl std::fmt::Debug for FileTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileTime")
+            .field("writes", &self.writes)
+            .field("work", &self.work)
+            .finish_non_exhaustive()
+    }
+}
 
 /// `get_init_ra_size`: the first window for a request of `size` pages.
 pub fn get_init_ra_size(size: u64, max: u64) -> u64 {
@@ -112,6 +194,152 @@ impl<P: Policy> Machine<P> {
             .add(spec)
             .map_err(|m| crate::Error::config("files", m))?;
         Ok(())
+    }
+
+    /// Give the machine's files a device with time (see the module docs' "Time"): reads and
+    /// writes are requests on it at the machine's clock, `mm.now`.
+    pub fn set_file_backend(&mut self, dev: Box<dyn FileBackend>) {
+        let n = self.mm.frames.len() as usize;
+        self.mm.io_lock.get_or_insert_with(|| vec![0; n]);
+        self.file_time = Some(Box::new(FileTime {
+            dev,
+            writes: Vec::new(),
+            work: FileWork::default(),
+        }));
+    }
+
+    /// Whether the machine's files have a device in time.
+    pub fn has_file_backend(&self) -> bool {
+        self.file_time.is_some()
+    }
+
+    /// Tell the file device that file `id` of `pages` pages follows the others on it.
+    pub fn file_backend_add(&mut self, id: u32, pages: u64) {
+        if let Some(t) = self.file_time.as_mut() {
+            t.dev.add_file(id, pages);
+        }
+    }
+
+    /// The file device's counters.
+    pub fn file_device_stats(&self) -> Option<crate::device::DeviceStats> {
+        self.file_time.as_ref().map(|t| t.dev.stats())
+    }
+
+    /// A cache flush of the file device at `now` (`fsync`'s `blkdev_issue_flush`): when it
+    /// completes (`now` without a device).
+    pub fn flush_file_device(&mut self, now: u64) -> u64 {
+        match self.file_time.as_mut() {
+            Some(t) => t.dev.flush(now),
+            None => now,
+        }
+    }
+
+    /// The caller waited for the file device until `done`: the clock moves there.
+    pub fn note_file_wait(&mut self, done: u64) {
+        if let Some(t) = self.file_time.as_mut() {
+            if done > self.mm.now {
+                t.work.wait_ns += done - self.mm.now;
+                self.mm.now = done;
+            }
+        }
+    }
+
+    /// Whether page `index` of the file at position `i` is cached.
+    pub fn file_page_cached(&self, i: usize, index: u64) -> bool {
+        self.pc_frame(i, index).is_some()
+    }
+
+    /// The file I/O's CPU work and waits since the last call (zero without a backend).
+    pub fn take_file_work(&mut self) -> FileWork {
+        match self.file_time.as_mut() {
+            Some(t) => std::mem::take(&mut t.work),
+            None => FileWork::default(),
+        }
+    }
+
+    /// Hand the queued file writes to the device at the clock, without waiting for them
+    /// (reclaim's `pageout`: the folio is under writeback and the reclaimer goes on).
+    pub fn flush_file_writes(&mut self) {
+        self.pc_flush_writes(false);
+    }
+
+    /// One read request of `frames`, new pages `first..` of file `i`: they stay locked until
+    /// it completes. Untimed: nothing.
+    fn pc_submit_read(&mut self, i: usize, first: u64, frames: &[FrameId]) {
+        let Some(t) = self.file_time.as_mut() else {
+            return;
+        };
+        if frames.is_empty() {
+            return;
+        }
+        let id = self.mm.cache.file(i).id;
+        let now = self.mm.now;
+        let c = t
+            .dev
+            .submit(now, id, first, frames.len() as u64, false, frames);
+        t.work.submit_ns += c.cpu_ns;
+        if let Some(lock) = self.mm.io_lock.as_mut() {
+            for &f in frames {
+                lock[f as usize] = c.done_at;
+            }
+        }
+    }
+
+    /// Wait for frame `f`'s read, if it is in flight: the clock moves to its completion.
+    #[inline]
+    fn pc_wait(&mut self, f: FrameId) {
+        let Some(t) = self.file_time.as_mut() else {
+            return;
+        };
+        let until = self.mm.io_lock.as_ref().map_or(0, |l| l[f as usize]);
+        if until > self.mm.now {
+            t.work.wait_ns += until - self.mm.now;
+            self.mm.now = until;
+        }
+    }
+
+    /// Queue the write of dirty page-cache frame `f` (reclaim's `pageout`). Untimed: nothing.
+    pub(super) fn pc_log_write(&mut self, f: FrameId) {
+        if self.file_time.is_none() {
+            return;
+        }
+        if let Some((i, index)) = self.mm.cache.page_of(self.mm.owner(f)) {
+            if let Some(t) = self.file_time.as_mut() {
+                t.writes.push((i, index));
+            }
+        }
+    }
+
+    /// Hand the queued writes to the device at the clock, one request per run of
+    /// consecutive pages of one file; with `wait`, the clock moves to the last one's
+    /// completion.
+    fn pc_flush_writes(&mut self, wait: bool) {
+        let Some(t) = self.file_time.as_mut() else {
+            return;
+        };
+        if t.writes.is_empty() {
+            return;
+        }
+        let now = self.mm.now;
+        let mut done = now;
+        let mut k = 0;
+        while k < t.writes.len() {
+            let (i, first) = t.writes[k];
+            let mut n = 1;
+            while t.writes.get(k + n as usize) == Some(&(i, first + n)) {
+                n += 1;
+            }
+            let id = self.mm.cache.file(i).id;
+            let c = t.dev.submit(now, id, first, n, true, &[]);
+            t.work.submit_ns += c.cpu_ns;
+            done = done.max(c.done_at);
+            k += n as usize;
+        }
+        t.writes.clear();
+        if wait && done > self.mm.now {
+            t.work.wait_ns += done - self.mm.now;
+            self.mm.now = done;
+        }
     }
 
     /// Serve one file I/O record. Errors: a file not declared, a range past 2^64 or past the
@@ -171,6 +399,7 @@ impl<P: Policy> Machine<P> {
                 self.stats.file_io += 1;
                 // `file_write_and_wait_range` over the whole file (WB_SYNC_ALL).
                 self.pc_writeback_range(i, 0, u64::MAX, None);
+                self.pc_flush_writes(true);
             }
             FileOp::Fadvise => {
                 self.stats.file_io += 1;
@@ -185,6 +414,8 @@ impl<P: Policy> Machine<P> {
                 self.direct_io(i, io);
             }
         }
+        // Reclaim's writes during the record go to the device now, not waited for.
+        self.pc_flush_writes(false);
         if self.check {
             self.validate().map_err(|e| {
                 crate::Error::config("check_invariants", format!("after file I/O: {e}"))
@@ -266,8 +497,14 @@ impl<P: Policy> Machine<P> {
     fn page_cache_ra_unbounded(&mut self, i: usize, index: u64, nr: u64, lookahead: u64) {
         let mark = nr.checked_sub(lookahead);
         let mut n_read = 0;
+        // The run of new pages not yet submitted (`read_pages` at a present page and at the
+        // end), from page `run_start`.
+        let mut run: Vec<FrameId> = Vec::new();
+        let mut run_start = index;
         for k in 0..nr {
             if self.pc_frame(i, index + k).is_some() {
+                self.pc_submit_read(i, run_start, &run);
+                run.clear();
                 continue;
             }
             let Some(f) = self.pc_add_folio(i, index + k, false) else {
@@ -276,8 +513,15 @@ impl<P: Policy> Machine<P> {
             if Some(k) == mark {
                 self.mm.frames.set_flags(f, F_READAHEAD);
             }
+            if run.is_empty() {
+                run_start = index + k;
+            }
+            if self.file_time.is_some() {
+                run.push(f);
+            }
             n_read += 1;
         }
+        self.pc_submit_read(i, run_start, &run);
         self.pc_count_read(n_read);
     }
 
@@ -490,9 +734,10 @@ impl<P: Policy> Machine<P> {
             }
             if batch.is_empty() {
                 // `filemap_create_folio`.
-                if self.pc_add_folio(i, index, false).is_none() {
+                let Some(f) = self.pc_add_folio(i, index, false) else {
                     return;
-                }
+                };
+                self.pc_submit_read(i, index, &[f]);
                 self.pc_count_read(1);
                 batch.push(index);
             }
@@ -510,12 +755,14 @@ impl<P: Policy> Machine<P> {
                     Some(f) => f,
                     None => match self.pc_add_folio(i, x, false) {
                         Some(f) => {
+                            self.pc_submit_read(i, x, &[f]);
                             self.pc_count_read(1);
                             f
                         }
                         None => return,
                     },
                 };
+                self.pc_wait(f);
                 let same_folio = k == 0 && (pos as i64) >> 12 == (last_pos - 1) >> 12;
                 if !same_folio {
                     let touch = self.pc_touch(i, x, false);
@@ -524,6 +771,7 @@ impl<P: Policy> Machine<P> {
                 let bytes = (end_offset - pos).min(4096 - (pos & 4095));
                 pos += bytes;
                 last_pos = pos as i64;
+                self.pc_copied(1);
             }
             if pos >= end || pos >= isize {
                 break;
@@ -546,7 +794,9 @@ impl<P: Policy> Machine<P> {
                         return;
                     };
                     if bytes < 4096 && index << 12 < self.mm.cache.file(i).i_size {
+                        self.pc_submit_read(i, index, &[f]);
                         self.pc_count_read(1);
+                        self.pc_wait(f);
                     }
                     f
                 }
@@ -557,6 +807,7 @@ impl<P: Policy> Machine<P> {
                 self.stats.nr_dirty += 1;
             }
             pos += bytes;
+            self.pc_copied(1);
             let file = self.mm.cache.file_mut(i);
             file.i_size = file.i_size.max(pos);
         }
@@ -577,7 +828,18 @@ impl<P: Policy> Machine<P> {
         self.stats.nr_dirty -= 1;
         self.stats.file_writebacks += 1;
         self.stats.pgpgout += 4;
+        if let Some(t) = self.file_time.as_mut() {
+            t.writes.push((i, index));
+        }
         true
+    }
+
+    /// Pages copied to or from user memory (timed: their CPU time is the caller's).
+    #[inline]
+    fn pc_copied(&mut self, n: u64) {
+        if let Some(t) = self.file_time.as_mut() {
+            t.work.pages_copied += n;
+        }
     }
 
     /// `__filemap_fdatawrite_range` (and `filemap_write_and_wait_range`) over pages `first`
@@ -673,6 +935,7 @@ impl<P: Policy> Machine<P> {
                 // under writeback, not evictable by the invalidation that follows.
                 let mut busy = Vec::new();
                 self.pc_writeback_range(i, offset >> 12, endbyte >> 12, Some(&mut busy));
+                self.pc_flush_writes(false);
                 // First and last full page; the last one too when the range ends on a page
                 // boundary or at the file's last byte.
                 let start = offset.div_ceil(4096);
@@ -723,6 +986,7 @@ impl<P: Policy> Machine<P> {
         let read = io.op == FileOp::DirectRead;
         let (first, last) = (io.offset >> 12, (io.offset + io.len - 1) >> 12);
         self.pc_writeback_range(i, first, last, None);
+        self.pc_flush_writes(true);
         if !read {
             let last = last.min(self.mm.cache.file(i).reserved.saturating_sub(1));
             for index in first..=last {
@@ -740,6 +1004,17 @@ impl<P: Policy> Machine<P> {
                     self.gup_access(Access::gup(q, read), u64::MAX);
                 }
                 p += BIO_MAX_VECS;
+            }
+        }
+        if let Some(t) = self.file_time.as_mut() {
+            // The transfer: one request over the pages the range covers, waited for.
+            let now = self.mm.now;
+            let id = self.mm.cache.file(i).id;
+            let c = t.dev.submit(now, id, first, last - first + 1, !read, &[]);
+            t.work.submit_ns += c.cpu_ns;
+            if c.done_at > now {
+                t.work.wait_ns += c.done_at - now;
+                self.mm.now = c.done_at;
             }
         }
         let sectors = io.len.div_ceil(512);
@@ -1152,7 +1427,7 @@ mod tests {
 }
 
 #[cfg(test)]
-mod replay_tests {
+pub(crate) mod replay_tests {
     //! A recorded trace with file I/O replayed end to end (`replay::replay`).
     use crate::engine::MachineConfig;
     use crate::policy::{PolicyKind, PolicyOptions};
@@ -1160,7 +1435,7 @@ mod replay_tests {
     use crate::trace::recorded::{FileIo, FileOp, Recorded, RecordedWriter};
     use crate::trace::{TraceMeta, TraceWriter};
 
-    fn tmp(name: &str) -> String {
+    pub(crate) fn tmp(name: &str) -> String {
         let dir = std::env::temp_dir().join(format!("vmemsim-pagecache-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir.join(name).to_string_lossy().into_owned()
@@ -1169,7 +1444,7 @@ mod replay_tests {
     /// Anonymous pages 1, 2, 3, then a file of 64 KiB read whole in 4 KiB reads, one
     /// anonymous access between reads, then 8 KiB written at its end (an append: the file
     /// grows to 72 KiB).
-    fn write_trace(path: &str) {
+    pub(crate) fn write_trace(path: &str) {
         let mut w = RecordedWriter::create(path, TraceMeta::default()).unwrap();
         let acc = |page| Recorded {
             page,

@@ -95,6 +95,8 @@ pub struct TimedConfig {
     /// With `tlb`: the CPUs' TLBs, page-walk caches and caches of page-table entries
     /// ([`crate::translate`]); an access that misses the TLB walks the page table.
     pub translate: TranslateConfig,
+    /// The disk of the workload's files ([`VmConfig::file_device`]; `None`: a default `ssd`).
+    pub file_device: Option<DeviceSpec>,
 }
 
 impl Default for TimedConfig {
@@ -109,6 +111,7 @@ impl Default for TimedConfig {
             step_ns: 2_000,
             tlb: false,
             translate: TranslateConfig::default(),
+            file_device: None,
         }
     }
 }
@@ -159,6 +162,18 @@ pub struct Sample {
     pub time_ns: u64,
     pub stats: Stats,
     pub kswapd_ns: u64,
+    /// With file I/O in VMs: each VM's page caches (double caching over time).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caches: Vec<CacheSample>,
+}
+
+/// One VM's page caches at a sample: the guest's page-cache pages, the host's pages of its
+/// disk image, and the guest's pages the host caches too (double caching).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheSample {
+    pub guest_file_pages: u64,
+    pub host_image_pages: u64,
+    pub double_cached: u64,
 }
 
 /// The `/proc/vmstat` view of the counters.
@@ -267,6 +282,7 @@ impl TimedSpec {
         c.guest_swap = Some(self.timed.device);
         c.charge_device_ram = self.timed.charge_device_ram;
         c.costs = self.timed.costs.clone();
+        c.file_device = self.timed.file_device;
         c
     }
 }

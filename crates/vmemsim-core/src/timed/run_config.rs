@@ -96,6 +96,13 @@ pub struct RunConfig {
     pub kernel: String,
     /// Check every invariant after every access (slow; for debugging).
     pub check_invariants: bool,
+    /// The disk the workload's files are on, for workloads with file I/O (dd-like, fileio,
+    /// gzip-like, recorded programs' reads and writes, MSR imports): `hdd`, `ssd`, `nvme`,
+    /// `remote` with `key=value` parameters (unset: `ssd`).
+    pub file_device: Option<String>,
+    /// The files' readahead window, the device's read_ahead_kb (/sys/block/DEV/queue): 0
+    /// reads only what is asked.
+    pub read_ahead_kb: u32,
 }
 
 impl Default for RunConfig {
@@ -123,6 +130,8 @@ impl Default for RunConfig {
             swappiness: machine.swappiness,
             kernel: machine.kernel.name().into(),
             check_invariants: machine.check_invariants,
+            file_device: None,
+            read_ahead_kb: machine.read_ahead_kb,
         }
     }
 }
@@ -240,6 +249,13 @@ impl RunConfig {
             step_ns: self.step_ns,
             tlb: self.tlb,
             translate: self.translate.clone(),
+            file_device: self
+                .file_device
+                .as_deref()
+                .map(|s| {
+                    DeviceSpec::parse(s).map_err(|e| Error::config("file_device", e.to_string()))
+                })
+                .transpose()?,
         };
         let workload = super::parse_workload(&self.workload, self.seed)?;
         let footprint = workload.footprint_pages();
@@ -264,6 +280,7 @@ impl RunConfig {
             swappiness: self.swappiness,
             kernel,
             check_invariants: self.check_invariants,
+            read_ahead_kb: self.read_ahead_kb,
             ..MachineConfig::new(frames)
         };
         Ok(TimedRun {

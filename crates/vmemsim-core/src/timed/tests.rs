@@ -78,6 +78,10 @@ fn zero_costs() -> Costs {
         kvm_work_ns: [0.0; crate::kvm::WORK_KINDS],
         clear_page_ns: 0,
         swap_page_ns: 0,
+        syscall_ns: 0,
+        copy_page_ns: 0,
+        pagecache_add_ns: 0,
+        virtio_blk_ns: 0,
     }
 }
 
@@ -96,6 +100,7 @@ fn spec(policy: &str, frames: u32, cpus: u32, costs: Costs, device: &str) -> Tim
             step_ns: 2_000,
             tlb: false,
             translate: Default::default(),
+            file_device: None,
         },
     }
 }

@@ -127,8 +127,14 @@
 //! Without [`HostCpus`], host threads take no vCPU time (the host's kswapd runs beside
 //! them); with it, the vCPUs and the host's kswapd share host CPUs (see [`run_many_with`]).
 //! Used directly ([`Vm::op`]), without the engine, a VM runs the guest's kswapd inline in
-//! the allocation that woke it. Also left out: copy-on-write between processes, guest page cache and file I/O, and ballooning or free
-//! page reporting (pages the guest frees stay backed on the host).
+//! the allocation that woke it. Also left out: copy-on-write between processes, and
+//! ballooning or free page reporting (pages the guest frees stay backed on the host).
+//!
+//! # Files
+//!
+//! A workload's file I/O goes through the page cache of its kernel with a disk in time
+//! (`files`: natively a block device, in a VM a virtio-blk disk served by QEMU from the
+//! image on the host, through the host's page cache by [`CacheMode`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -160,6 +166,7 @@ use crate::workload::{Op, Workload};
 mod build;
 mod config;
 mod cost;
+mod files;
 mod host;
 mod merge;
 mod process;
@@ -169,7 +176,7 @@ mod shadow;
 mod threads;
 mod translate;
 
-pub use config::{Costs, Paging, RunResult, VmConfig, VmTime};
+pub use config::{CacheMode, Costs, Paging, RunResult, VmConfig, VmTime};
 pub use cost::Classes;
 pub use host::{host_for, HostShared};
 pub use run_config::{parse_page_size, VmRun, VmRunConfig};
@@ -298,6 +305,9 @@ pub struct Vm {
     /// The pool's frames as of the last reservation.
     pool_seen: u32,
     device_frames_peak: u64,
+    /// The workload has files ([`Vm::add_files`]), and in a VM its virtual disk's log.
+    has_files: bool,
+    virtio: Option<std::rc::Rc<std::cell::RefCell<files::VirtioLog>>>,
 }
 
 fn pcid(pid: u32) -> u16 {
@@ -325,6 +335,7 @@ pub fn run_with(
     opts: EngineOpts<'_>,
 ) -> Result<RunResult> {
     let mut vm = Vm::new(cfg, wl.threads())?;
+    vm.add_files(&wl.files(), cfg)?;
     let cpus = hc.cpus;
     let out = schedule(std::slice::from_mut(&mut vm), &mut [&mut *wl], hc, opts)?;
     let mut r = vm.result();
@@ -410,6 +421,16 @@ pub fn run_many_with(
     wls: &mut [Box<dyn Workload>],
     cpus: Option<HostCpus>,
 ) -> Result<RunResult> {
+    run_many_opts(cfgs, wls, cpus, EngineOpts::default())
+}
+
+/// [`run_many_with`] with the engine's options (a time series of samples).
+pub fn run_many_opts(
+    cfgs: &[VmConfig],
+    wls: &mut [Box<dyn Workload>],
+    cpus: Option<HostCpus>,
+    opts: EngineOpts<'_>,
+) -> Result<RunResult> {
     if cfgs.is_empty() || cfgs.len() != wls.len() {
         return Err(Error::config(
             "vm",
@@ -418,7 +439,7 @@ pub fn run_many_with(
     }
     if cfgs.len() == 1 {
         let hc = cpus.unwrap_or_else(|| HostCpus::own(wls[0].threads()));
-        return run_with(&cfgs[0], wls[0].as_mut(), hc, EngineOpts::default());
+        return run_with(&cfgs[0], wls[0].as_mut(), hc, opts);
     }
     if cfgs.len() > 1 && cfgs.iter().any(|c| c.paging == Paging::Native) {
         return Err(Error::config(
@@ -433,11 +454,9 @@ pub fn run_many_with(
     };
     let mut vms = Vec::with_capacity(cfgs.len());
     for (i, (c, w)) in cfgs.iter().zip(wls.iter()).enumerate() {
-        vms.push(Vm::on_host(
-            c,
-            w.threads(),
-            host.as_ref().map(|h| (h.clone(), i)),
-        )?);
+        let mut vm = Vm::on_host(c, w.threads(), host.as_ref().map(|h| (h.clone(), i)))?;
+        vm.add_files(&w.files(), c)?;
+        vms.push(vm);
     }
     let n_vcpus = wls.iter().map(|w| w.threads()).sum();
     let hc = cpus.unwrap_or_else(|| HostCpus::own(n_vcpus));
@@ -446,7 +465,7 @@ pub fn run_many_with(
         .iter_mut()
         .map(|w| -> &mut dyn Workload { &mut **w })
         .collect();
-    let out = schedule(&mut vms, &mut refs, hc, EngineOpts::default())?;
+    let out = schedule(&mut vms, &mut refs, hc, opts)?;
     let host = host.expect("several VMs have a host");
     let mut per = Vec::with_capacity(vms.len());
     let mut hists: BTreeMap<u8, crate::timed::hist::Histogram> = BTreeMap::new();
@@ -466,6 +485,7 @@ pub fn run_many_with(
     merged.host_stats = sh.m.stats.clone();
     merged.host_vmstat = crate::timed::vmstat(&merged.host_stats);
     merged.host_device_stats = sh.dev.as_ref().map(|d| d.stats());
+    merged.host_file_device_stats = sh.m.file_device_stats();
     merged.host_frames = per[0].host_frames;
     (merged.latency, merged.latency_buckets) = by_kind(&hists);
     merged.per_vm = per;

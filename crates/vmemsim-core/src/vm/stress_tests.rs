@@ -126,6 +126,8 @@ fn random_case(rng: &mut Xoshiro256PlusPlus) -> Case {
         charge_device_ram: false,
         tlb: true,
         costs: Default::default(),
+        file_device: None,
+        cache_mode: Default::default(),
     };
     Case {
         paging,

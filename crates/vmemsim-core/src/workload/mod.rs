@@ -51,6 +51,10 @@
 //! | `custom`    | `threads` (1), `split` (partition), `compute_ns` (0), `class` (numeric), `repeat` (1) |
 //! | `trace`     | `path` (required), `format` (detected), `page_size` (4096), `addresses` (0), |
 //! |             | `compute_ns` (0), `class` (numeric), `threads` (1: blocks of 4096 accesses dealt round-robin) |
+//! | `dd-like`   | `bytes` (256MiB), `bs` (1MiB), `op` (read), `passes` (1), `fsync` (0)     |
+//! | `fileio`    | `bytes` (256MiB), `files` (1), `bs` (16KiB), `pattern` (seq), `op` (read), `ops` (one pass), |
+//! |             | `threads` (1), `fsync_every` (0), `write_share` (0.3), `compute_ns` (0)   |
+//! | `gzip-like` | `bytes` (64MiB), `bs` (32KiB), `ratio` (0.35), `ns_per_kib` (25000)       |
 //!
 //! The models, their layouts and what they leave out are documented in [`tpch`],
 //! [`pagerank`], [`ycsb`] and [`custom`]; [`trace`] replays a trace file (text, csv,
@@ -72,6 +76,7 @@
 
 pub mod common;
 pub mod custom;
+pub mod fileio;
 pub mod pagerank;
 pub(crate) mod params;
 pub mod tpch;
@@ -121,6 +126,10 @@ pub enum Op {
     /// `tlb_single_page_flush_ceiling` = 33 pages, a full flush beyond), empty page-table pages
     /// freed (`free_pgtables`).
     Unmap { start: u64, pages: u32 },
+    /// A file I/O call (`read`, `pwrite64`, `fsync`, ...) through the page cache: the
+    /// record is [`Workload::file_io`]`(thread, slot)`, valid until the thread's next
+    /// [`Workload::next_ops`] (kept beside the ops so that an op stays 16 bytes).
+    File { slot: u32 },
 }
 
 impl Op {
@@ -162,6 +171,16 @@ pub trait Workload: Send {
     /// Append thread `tid`'s next ops to `buf` (the caller clears it); appending nothing
     /// means the thread is finished. Ops come in chunks of a few thousand.
     fn next_ops(&mut self, tid: usize, buf: &mut Vec<Op>) -> Result<()>;
+    /// The files the workload's [`Op::File`] records use, declared before the run (their
+    /// sizes at the start and the furthest byte any record reaches). Default: none.
+    fn files(&self) -> Vec<crate::mm::FileSpec> {
+        Vec::new()
+    }
+    /// The file I/O record of thread `tid`'s [`Op::File`] `slot` in the ops the last
+    /// [`Workload::next_ops`] gave it. Default: none (a workload without file I/O).
+    fn file_io(&self, _tid: usize, _slot: u32) -> Option<&crate::trace::recorded::FileIo> {
+        None
+    }
 }
 
 /// Every workload kind with a one-line description (for help texts).
@@ -173,6 +192,9 @@ pub const KINDS: &[(&str, &str)] = &[
     ("ycsb-c", "as ycsb-a with reads only"),
     ("custom", "phases of generator specs run by every thread: custom:(spec)+(spec),threads=N"),
     ("trace", "a trace file replayed as one thread's accesses: trace:path=FILE"),
+    ("dd-like", "dd: a sequential read (or write) of a file in large blocks"),
+    ("fileio", "sysbench fileio: sequential or random reads/writes of files, several threads"),
+    ("gzip-like", "gzip: a file read in chunks, compressed, the output appended to a new file"),
 ];
 
 /// Parse a workload spec (grammar in the module docs) with `seed` as the run's seed.
@@ -186,6 +208,9 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn Workload>> {
         "ycsb-a" | "ycsb-b" | "ycsb-c" => Ok(Box::new(ycsb::Ycsb::parse(&kind, rest, seed)?)),
         "custom" => Ok(Box::new(custom::Custom::parse(rest, seed)?)),
         "trace" => Ok(Box::new(trace::TraceWorkload::parse(rest, seed)?)),
+        "dd-like" | "fileio" | "gzip-like" => {
+            Ok(Box::new(fileio::FileWorkload::parse(&kind, rest, seed)?))
+        }
         _ => {
             let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
             Err(Error::config(
@@ -224,7 +249,7 @@ mod tests {
         let e = parse("graph500:scale=3", 0).err().unwrap().to_string();
         assert_eq!(
             e,
-            "workload: unknown workload 'graph500'; valid: tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom, trace"
+            "workload: unknown workload 'graph500'; valid: tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom, trace, dd-like, fileio, gzip-like"
         );
         for (spec, threads) in [
             ("tpch-like:footprint=2MiB", 12),

@@ -50,6 +50,7 @@ use super::{bad_tid, Op, Workload};
 use crate::access::Access;
 use crate::device::ContentClass;
 use crate::error::{Error, ErrorKind, Result};
+use crate::trace::recorded::FileIo;
 use crate::trace::{self, ReaderOptions, TraceFormat, TraceSource};
 
 const KEYS: &[&str] = &[
@@ -75,6 +76,12 @@ struct ThreadState {
     /// Opened at the thread's first poll.
     src: Option<Box<dyn TraceSource>>,
     chunk: Vec<Access>,
+    /// The chunk's file I/O records, each with the number of the chunk's accesses before it,
+    /// and the next one to hand out.
+    io: Vec<(u32, FileIo)>,
+    io_pos: usize,
+    /// The records of the ops last handed out ([`Op::File`]'s slots).
+    ios: Vec<FileIo>,
     pos: usize,
     /// Index in the trace of `chunk[pos]`.
     index: u64,
@@ -95,6 +102,8 @@ pub struct TraceWorkload {
     state: Vec<ThreadState>,
     /// Dense region numbers, when the trace's pages go beyond a process's address space.
     regions: Option<Regions>,
+    /// The files of the trace's file I/O records (recorded programs, MSR imports).
+    files: Vec<crate::mm::FileSpec>,
 }
 
 /// `e` as an error of the spec's key `k` (a reader's own key, e.g. `format`, is replaced).
@@ -188,12 +197,29 @@ impl TraceWorkload {
             ..ReaderOptions::default()
         };
         let mut src = trace::open(&path, Some(format), &opts).map_err(|e| rekey(&p, "path", e))?;
+        let files = src
+            .files()
+            .map_err(|e| rekey(&p, "path", e))?
+            .unwrap_or_default();
+        if !files.is_empty() && threads > 1 {
+            return Err(p.err(
+                "threads",
+                "a trace with file I/O records runs as one thread (its records are in the \
+                 program's order)",
+            ));
+        }
+        let mut src = if files.is_empty() {
+            src
+        } else {
+            // (`files` read the source to its end)
+            trace::open(&path, Some(format), &opts).map_err(|e| rekey(&p, "path", e))?
+        };
         let (footprint, accesses, regions) =
             count_pages(&mut *src, max_pages).map_err(|e| match e.kind() {
                 ErrorKind::Config { msg, .. } => p.err("path", format!("{path}: {msg}")),
                 _ => p.err("path", e.to_string()),
             })?;
-        if accesses == 0 {
+        if accesses == 0 && files.is_empty() {
             return Err(p.err("path", format!("{path}: the trace holds no accesses")));
         }
         // Thread 0 goes on with a fresh reader of its own when first polled.
@@ -202,6 +228,9 @@ impl TraceWorkload {
             .map(|_| ThreadState {
                 src: None,
                 chunk: Vec::new(),
+                io: Vec::new(),
+                io_pos: 0,
+                ios: Vec::new(),
                 pos: 0,
                 index: 0,
                 done: false,
@@ -219,6 +248,7 @@ impl TraceWorkload {
             accesses,
             state,
             regions,
+            files,
         })
     }
 
@@ -264,6 +294,14 @@ impl Workload for TraceWorkload {
         self.class
     }
 
+    fn files(&self) -> Vec<crate::mm::FileSpec> {
+        self.files.clone()
+    }
+
+    fn file_io(&self, tid: usize, slot: u32) -> Option<&FileIo> {
+        self.state.get(tid)?.ios.get(slot as usize)
+    }
+
     fn next_ops(&mut self, tid: usize, buf: &mut Vec<Op>) -> Result<()> {
         if tid >= self.threads {
             return Err(bad_tid("trace", tid, self.threads));
@@ -277,15 +315,42 @@ impl Workload for TraceWorkload {
             self.state[tid].src = Some(src);
         }
         let (n, compute_ns) = (self.threads as u64, self.compute_ns);
+        let has_io = !self.files.is_empty();
+        self.state[tid].ios.clear();
         let start = buf.len();
         while buf.len() - start < CHUNK_OPS {
             let st = &mut self.state[tid];
+            // The file I/O records before the next access (or after the chunk's last one).
+            while st.io_pos < st.io.len() && st.io[st.io_pos].0 as usize <= st.pos {
+                let mut io = st.io[st.io_pos].1;
+                // The timed machine's pages are not the trace's addresses: an `O_DIRECT`
+                // buffer is not pinned (as `get_user_pages` is not carried here).
+                io.addr = if io.op == crate::trace::recorded::FileOp::Fadvise {
+                    io.addr
+                } else {
+                    0
+                };
+                buf.push(Op::File {
+                    slot: st.ios.len() as u32,
+                });
+                st.ios.push(io);
+                st.io_pos += 1;
+            }
             if st.pos == st.chunk.len() {
                 let src = st.src.as_mut().expect("opened above");
-                if let Err(e) = src.next_chunk(&mut st.chunk) {
+                let r = if has_io {
+                    src.next_chunk_io(&mut st.chunk, &mut st.io)
+                } else {
+                    src.next_chunk(&mut st.chunk)
+                };
+                if let Err(e) = r {
                     return Err(self.read_err(e));
                 }
                 st.pos = 0;
+                st.io_pos = 0;
+                if st.chunk.is_empty() && !st.io.is_empty() {
+                    continue;
+                }
                 if st.chunk.is_empty() {
                     st.done = true;
                     st.src = None;
@@ -306,7 +371,11 @@ impl Workload for TraceWorkload {
             // As many as fit in this call's share of ops (at least one).
             let per = if compute_ns > 0 { 2 } else { 1 };
             let room = (CHUNK_OPS - (buf.len() - start)).div_ceil(per);
-            let take = run.min(room.max(1));
+            let mut take = run.min(room.max(1));
+            if let Some(&(at, _)) = st.io.get(st.io_pos) {
+                // Up to the next file I/O record.
+                take = take.min((at as usize).saturating_sub(st.pos).max(1));
+            }
             for a in &st.chunk[st.pos..st.pos + take] {
                 let page = match &self.regions {
                     None => a.page,

@@ -263,6 +263,8 @@ impl Vm {
             kswapd_hold: 0,
             pool_seen: 0,
             device_frames_peak: 0,
+            has_files: false,
+            virtio: None,
         };
         for c in 0..vcpus {
             vm.kvm_cr3(c, 0, true, false)?;

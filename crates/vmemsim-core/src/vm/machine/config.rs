@@ -36,6 +36,59 @@ impl Paging {
     }
 }
 
+/// How QEMU opens a VM's disk image (`-drive cache=`, QEMU's `bdrv_parse_cache_mode`): whether
+/// the host's page cache holds the image's pages, and when a write counts as done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheMode {
+    /// QEMU's default: reads and writes through the host's page cache (`cache.direct=off`);
+    /// a write is done once in the host's cache (dirty), the guest's flush (`fsync` in the
+    /// guest: a virtio `VIRTIO_BLK_T_FLUSH`) is the image's `fdatasync`.
+    #[default]
+    Writeback,
+    /// `O_DIRECT` (`cache.direct=on`): the host caches nothing of the image; every read and
+    /// write is a request on the host's disk.
+    None,
+    /// Through the host's page cache, each write written to the disk before it completes
+    /// (`O_DSYNC`).
+    Writethrough,
+    /// `O_DIRECT` and `O_DSYNC`: as `none` here (the disks modelled have no volatile write
+    /// cache for the `O_DSYNC` to flush).
+    Directsync,
+}
+
+impl CacheMode {
+    /// The names [`CacheMode::parse`] accepts.
+    pub const NAMES: &'static [&'static str] = &["writeback", "none", "writethrough", "directsync"];
+
+    pub fn parse(s: &str) -> Result<CacheMode> {
+        match s {
+            "writeback" => Ok(CacheMode::Writeback),
+            "none" => Ok(CacheMode::None),
+            "writethrough" => Ok(CacheMode::Writethrough),
+            "directsync" => Ok(CacheMode::Directsync),
+            _ => Err(Error::config(
+                "cache_mode",
+                format!("unknown cache mode {s:?} ({})", CacheMode::NAMES.join(", ")),
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheMode::Writeback => "writeback",
+            CacheMode::None => "none",
+            CacheMode::Writethrough => "writethrough",
+            CacheMode::Directsync => "directsync",
+        }
+    }
+
+    /// Whether the image's pages go through the host's page cache.
+    pub fn host_cached(self) -> bool {
+        matches!(self, CacheMode::Writeback | CacheMode::Writethrough)
+    }
+}
+
 /// Everything a VM run needs besides the workload.
 #[derive(Clone, Debug)]
 pub struct VmConfig {
@@ -93,6 +146,12 @@ pub struct VmConfig {
     /// often, close to the TLB model's counts (docs/models.md).
     pub tlb: bool,
     pub costs: Costs,
+    /// The block device the files live on ([`crate::device`]: `hdd`, `ssd`, `nvme`, ...):
+    /// natively the machine's disk, in a VM the host's disk that holds the VMs' disk images.
+    /// Used only by workloads with file I/O ([`Op::File`]); `None`: the default `ssd`.
+    pub file_device: Option<crate::device::DeviceSpec>,
+    /// In a VM: how QEMU opens the disk image (the host's page cache or not).
+    pub cache_mode: CacheMode,
 }
 
 impl VmConfig {
@@ -124,6 +183,8 @@ impl VmConfig {
             charge_device_ram: false,
             tlb: true,
             costs: Costs::default(),
+            file_device: None,
+            cache_mode: CacheMode::Writeback,
         }
     }
 }
@@ -184,6 +245,20 @@ pub struct RunResult {
     pub device_stats: Option<crate::device::DeviceStats>,
     #[serde(alias = "host_device")]
     pub host_device_stats: Option<crate::device::DeviceStats>,
+    /// With file I/O: the device the workload's files are on (natively the file disk; in a
+    /// VM its virtual disk, whose requests' service is the host's handling), and the host's
+    /// disk holding the VMs' images.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_device_stats: Option<crate::device::DeviceStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_file_device_stats: Option<crate::device::DeviceStats>,
+    /// With file I/O in a VM: the guest's page-cache pages whose image page the host's page
+    /// cache holds too (double caching), at the end of the run, and the host's page-cache
+    /// pages of the VM's image.
+    #[serde(default)]
+    pub double_cached_pages: u64,
+    #[serde(default)]
+    pub host_image_pages: u64,
     /// The counters of the workload's kernel (natively the machine's; in a VM the guest's,
     /// whose faults are guest page faults), and the same under their `/proc/vmstat` names.
     #[serde(alias = "guest")]
@@ -323,6 +398,12 @@ pub struct VmTime {
     /// Runnable but waiting for a host CPU (with `HostCpus`: steal time, as the guest's
     /// `steal` in /proc/stat counts it).
     pub steal_ns: u64,
+    /// File I/O calls' CPU time (`syscall_ns`, `copy_page_ns`, `pagecache_add_ns`, the
+    /// devices' submission time) and their waits for the file device.
+    #[serde(default)]
+    pub file_cpu_ns: u64,
+    #[serde(default)]
+    pub file_wait_ns: u64,
 }
 
 /// The one machine's cost table: CPU time of each event, native and virtualization costs
@@ -395,6 +476,19 @@ pub struct Costs {
     /// Reading or writing one more 4 KiB of a large page at a swap-in (estimate: 1 µs, a
     /// sequential NVMe transfer at ~4 GB/s).
     pub swap_page_ns: u64,
+    /// A file I/O system call's own path (`read`, `write`, `fsync`, ...: entry, `fdget`, the
+    /// VFS and the file system's checks), besides copying and I/O. Estimate: 300 ns
+    /// (lmbench's `lat_syscall read` of one byte is 0.1–0.3 µs on current x86).
+    pub syscall_ns: u64,
+    /// Copying one 4 KiB page between the page cache and user memory (`copy_page_to_iter`).
+    /// Estimate: 400 ns, ~10 GB/s for `rep movsb` out of the CPU's caches.
+    pub copy_page_ns: u64,
+    /// Each page a file read brings into the page cache, besides the device: allocation,
+    /// `filemap_add_folio`, the LRU, the bio's set-up. Estimate: 500 ns.
+    pub pagecache_add_ns: u64,
+    /// A virtio-blk request of a guest, besides the host's I/O: the guest's kick (a VM exit)
+    /// and QEMU's handling until the completion interrupt. Estimate: 10 µs.
+    pub virtio_blk_ns: u64,
 }
 
 impl Costs {
@@ -444,6 +538,10 @@ impl Default for Costs {
             walk_pmd_ns: 20,
             lookaround_pte_ns: 5,
             context_switch_ns: 1_500,
+            syscall_ns: 300,
+            copy_page_ns: 400,
+            pagecache_add_ns: 500,
+            virtio_blk_ns: 10_000,
         }
     }
 }

@@ -37,7 +37,7 @@ pub struct HostShared {
 impl HostShared {
     /// Route the host's reclaim unmaps to the VMs owning the pages, and run KVM's shrinker for
     /// each reclaim pass.
-    fn distribute(&mut self) {
+    pub(super) fn distribute(&mut self) {
         let mut log = std::mem::take(&mut self.scratch);
         log.clear();
         if let Some(l) = self.m.unmap_log.as_mut() {

@@ -41,17 +41,27 @@ pub(super) fn merge_results(rs: &[RunResult]) -> RunResult {
             exits_pt_write, exits_cr3, exits_invlpg, cr3_loads, cr3_flushes, shootdown_pages,
             deferred_flushes, reclaim_flushes, nested_flushes, host_kswapd_ns, guest_kswapd_ns,
             mmu_shrink_scans, mmu_shrink_zapped, processes_created, processes_exited,
-            pages_unmapped, pt_pages_peak;
+            pages_unmapped, pt_pages_peak, double_cached_pages, host_image_pages;
             max: runtime_ns);
         crate::util::add_fields!(m.time, r.time;
             translation_ns, guest_fault_ns, host_fault_ns, exit_ns, kvm_ns, tlb_flush_ns,
-            reclaim_ns, compute_ns, idle_ns, steal_ns);
+            reclaim_ns, compute_ns, idle_ns, steal_ns, file_cpu_ns, file_wait_ns);
         m.stats.add(&r.stats);
         m.host_stats.add(&r.host_stats);
         m.translate.add(&r.translate);
         add_opt(
             &mut m.device_stats,
             &r.device_stats,
+            crate::device::DeviceStats::add,
+        );
+        add_opt(
+            &mut m.file_device_stats,
+            &r.file_device_stats,
+            crate::device::DeviceStats::add,
+        );
+        add_opt(
+            &mut m.host_file_device_stats,
+            &r.host_file_device_stats,
             crate::device::DeviceStats::add,
         );
         add_opt(
@@ -168,6 +178,8 @@ mod tests {
         let shape = RunResult {
             device_stats: Some(Default::default()),
             host_device_stats: Some(Default::default()),
+            file_device_stats: Some(Default::default()),
+            host_file_device_stats: Some(Default::default()),
             kvm: Some(Default::default()),
             vcpu_ns: vec![0],
             threads: vec![Default::default()],
@@ -186,6 +198,8 @@ mod tests {
                 ".kvm.max_mmu_page_hash_collisions",
                 ".device_stats.queue_delay_max_ns",
                 ".host_device_stats.queue_delay_max_ns",
+                ".file_device_stats.queue_delay_max_ns",
+                ".host_file_device_stats.queue_delay_max_ns",
             ],
             // Recomputed from the grid, and the per-vCPU clocks listed, not summed.
             // The engine's slice is set by the caller, as the latency by kind (from the

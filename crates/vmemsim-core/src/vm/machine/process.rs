@@ -315,6 +315,11 @@ impl Vm {
                 let pid = self.vcpus[v].pid;
                 self.unmap_range(v, pid, start, pages as u64)
             }
+            // The record is the workload's: the engine calls `file_op` with it.
+            Op::File { slot } => Err(Error::config(
+                "workload",
+                format!("a file op (slot {slot}) given without its record: use Vm::file_op"),
+            )),
             _ => Ok(()),
         };
         let after = self.work_snapshot();

@@ -74,6 +74,14 @@ impl Vm {
             .host
             .as_ref()
             .and_then(|h| h.shared.borrow().dev.as_ref().map(|d| d.stats()));
+        r.file_device_stats = self.guest.file_device_stats();
+        if self.has_files {
+            r.host_file_device_stats = self
+                .host
+                .as_ref()
+                .and_then(|h| h.shared.borrow().m.file_device_stats());
+            (r.double_cached_pages, r.host_image_pages) = self.double_cached();
+        }
         r.vcpu_ns = self.vcpus.iter().map(|c| c.clock).collect();
         r.runtime_ns = r.vcpu_ns.iter().copied().max().unwrap_or(0);
         (r.latency, r.latency_buckets) = by_kind(&self.hists_by_kind());

@@ -88,6 +88,19 @@ pub struct VmRunConfig {
     /// steal time.
     #[schemars(range(min = 1, max = "crate::sched::MAX_CPUS"))]
     pub host_cpus: Option<u32>,
+    /// The host's disk holding the VMs' disk images, for workloads with file I/O: `hdd`,
+    /// `ssd`, `nvme`, `remote`, with `key=value` parameters (unset: `ssd`).
+    pub file_device: Option<String>,
+    /// How QEMU opens each VM's disk image: `writeback` (QEMU's default: through the host's
+    /// page cache), `none` (O_DIRECT: no host cache), `writethrough`, `directsync`.
+    #[schemars(schema_with = "cache_mode_schema")]
+    pub cache_mode: String,
+    /// read_ahead_kb of the guest's virtual disk and of the host's disk (the largest
+    /// readahead window of each page cache; 0 reads only what is asked).
+    pub read_ahead_kb: u32,
+    /// Sample the counters every this many ns of simulated time (0: no time series): the
+    /// first VM's guest counters and, with file I/O, each VM's page caches.
+    pub sample_every_ns: u64,
 }
 
 impl Default for VmRunConfig {
@@ -114,6 +127,10 @@ impl Default for VmRunConfig {
             guest_swap: None,
             shared_disk: false,
             host_cpus: None,
+            file_device: None,
+            cache_mode: "writeback".into(),
+            read_ahead_kb: crate::engine::DEFAULT_READ_AHEAD_KB,
+            sample_every_ns: 0,
         }
     }
 }
@@ -124,12 +141,17 @@ pub struct VmRun {
     pub cfgs: Vec<VmConfig>,
     pub workloads: Vec<Box<dyn Workload>>,
     pub host_cpus: Option<HostCpus>,
+    pub sample_every_ns: u64,
 }
 
 impl VmRun {
     /// Run it ([`super::run_many_with`]).
     pub fn run(mut self) -> Result<super::RunResult> {
-        super::run_many_with(&self.cfgs, &mut self.workloads, self.host_cpus)
+        let opts = super::EngineOpts {
+            sample_every_ns: self.sample_every_ns,
+            ..Default::default()
+        };
+        super::run_many_opts(&self.cfgs, &mut self.workloads, self.host_cpus, opts)
     }
 }
 
@@ -139,6 +161,7 @@ pub const PAGE_SIZE_NAMES: &[&str] = &["4k", "2m", "1g", "4kib", "2mib", "1gib",
 crate::util::names_schema_fn!(page_size_schema, PAGE_SIZE_NAMES);
 crate::util::names_schema_fn!(paging_schema, Paging::NAMES);
 crate::util::names_schema_fn!(eviction_schema, crate::kvm::Eviction::NAMES);
+crate::util::names_schema_fn!(cache_mode_schema, super::CacheMode::NAMES);
 
 /// Parse a page size as the front ends write it (one of [`PAGE_SIZE_NAMES`]).
 pub fn parse_page_size(key: &str, s: &str) -> Result<PageSize> {
@@ -197,6 +220,8 @@ impl VmRunConfig {
         };
         let host_swap = device("host_swap", &self.host_swap)?;
         let guest_swap = device("guest_swap", &self.guest_swap)?;
+        let file_device = device("file_device", &self.file_device)?;
+        let cache_mode = super::CacheMode::parse(&self.cache_mode)?;
         let guest_page = parse_page_size("guest_page", &self.guest_page)?;
         let host_page = parse_page_size("host_page", &self.host_page)?;
         let paging = Paging::parse(&self.paging)?;
@@ -288,12 +313,16 @@ impl VmRunConfig {
         // A percentage of host memory is of all the VMs' memory.
         let all: u64 = gs.iter().map(|&(g, pt)| g as u64 + pt as u64).sum();
         let h = resolve("host_frames", &self.host_frames, all, host_page)?;
+        let machine = |frames| MachineConfig {
+            read_ahead_kb: self.read_ahead_kb,
+            ..MachineConfig::new(frames)
+        };
         let cfg = VmConfig {
             paging,
-            guest: MachineConfig::new(gs[0].0),
+            guest: machine(gs[0].0),
             guest_policy: PolicyKind::from_name(&self.guest_policy)?,
             guest_options: PolicyOptions::new(self.seed),
-            host: MachineConfig::new(h),
+            host: machine(h),
             host_policy: PolicyKind::from_name(&self.host_policy)?,
             host_options: PolicyOptions::new(self.seed),
             translate: self.translate.clone(),
@@ -310,11 +339,13 @@ impl VmRunConfig {
             charge_device_ram: false,
             tlb: true,
             costs: self.costs.clone(),
+            file_device,
+            cache_mode,
         };
         let cfgs = gs
             .iter()
             .map(|&(g, pt)| VmConfig {
-                guest: MachineConfig::new(g),
+                guest: machine(g),
                 pt_pages: pt,
                 ..cfg.clone()
             })
@@ -326,6 +357,7 @@ impl VmRunConfig {
                 cpus,
                 slice_ns: None,
             }),
+            sample_every_ns: self.sample_every_ns,
         })
     }
 }
@@ -393,7 +425,13 @@ mod tests {
         // Each name the schema lists (the CLI's choices, the sweep's check) builds; a name
         // outside the list is refused, naming the key. An upper-case spelling is outside.
         let schema = crate::util::checked_schema::<VmRunConfig>();
-        for key in ["paging", "eviction", "guest_page", "host_page"] {
+        for key in [
+            "paging",
+            "eviction",
+            "guest_page",
+            "host_page",
+            "cache_mode",
+        ] {
             let names = schema["properties"][key]["enum"].as_array().unwrap();
             assert!(names.len() >= 3, "{key}");
             let with = |v: &str| {

@@ -466,6 +466,16 @@ impl VmExec<'_, '_> {
                 vm.op(v, op)?;
             }
             Op::Barrier => return Ok(Some(Ran::Barrier)),
+            Op::File { slot } => {
+                let Some(io) = wl.file_io(v, slot) else {
+                    return Err(Error::config(
+                        "workload",
+                        format!("{}: a file op (slot {slot}) without its record", wl.name()),
+                    ));
+                };
+                let io = *io;
+                vm.file_op(v, &io, &|pid, vpn| wl.content_class(pid, vpn))?;
+            }
             // Request boundaries touch no memory: without `op_with`'s dispatch.
             Op::RequestBegin { .. } | Op::RequestEnd => {
                 vm.plain_op(v, op);
@@ -594,10 +604,26 @@ impl VmExec<'_, '_> {
                 ),
             ));
         }
+        let caches = if self.vms.iter().any(|vm| vm.has_files && vm.host.is_some()) {
+            self.vms
+                .iter()
+                .map(|vm| {
+                    let (double_cached, host_image_pages) = vm.double_cached();
+                    crate::timed::CacheSample {
+                        guest_file_pages: vm.guest.stats.nr_file_pages,
+                        host_image_pages,
+                        double_cached,
+                    }
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.series.push(crate::timed::Sample {
             time_ns: t,
             stats: self.vms[0].guest.stats.clone(),
             kswapd_ns: s.threads[self.kswapd].cpu_ns,
+            caches,
         });
         Ok(())
     }

@@ -77,6 +77,8 @@ pub struct Census {
     pub compute_ns: u64,
     /// Each stream's `Arrive` times, in stream order.
     pub arrivals: Vec<Vec<u64>>,
+    /// File I/O calls.
+    pub file_ops: u64,
 }
 
 /// Count `streams`, checking the process rules of the module docs: a pid is spawned once,
@@ -147,6 +149,7 @@ pub fn census(streams: &[Vec<Op>]) -> Census {
                     arrived = true;
                     arr.push(at_ns);
                 }
+                Op::File { .. } => c.file_ops += 1,
             }
         }
         assert!(!open, "vCPU {v}: stream ends inside a request");

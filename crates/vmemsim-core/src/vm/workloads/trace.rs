@@ -25,7 +25,10 @@
 //!   another process's. Tids the recorder gave from 4,200,000,000 up (a reused pid) count
 //!   as one process each. Copy-on-write sharing between a parent and its child is left out
 //!   of the VM layer, so a child's pages are its own.
-//! - File I/O records are skipped: the VM layer has no guest page cache yet.
+//! - A file I/O record (`read`, `pwrite64`, `fsync`, `fadvise64`, `O_DIRECT` ...) is an
+//!   [`Op::File`] of its thread's vCPU, served by the guest's page cache and its virtual
+//!   disk; an `O_DIRECT` buffer is not pinned (`get_user_pages` is not carried on the timed
+//!   path), and `mmap` records stay skipped (`file_mmaps_skipped`).
 //!
 //! The trace is read twice: once when the workload is built (its distinct (process, page)
 //! pairs are the footprint that percentages of guest memory refer to), then streamed while
@@ -67,6 +70,11 @@ pub struct TraceGuest {
     /// `ns_per_insn` in ps, and the ps not yet emitted (so that short gaps add up exactly).
     ps_per_insn: u64,
     carry_ps: u64,
+    /// The files of the file I/O records; per vCPU, the records of its queued file ops (in
+    /// queue order) and of the ops last handed out (the slots of [`Op::File`]).
+    files: Vec<crate::mm::FileSpec>,
+    pending_ios: Vec<VecDeque<crate::trace::recorded::FileIo>>,
+    ios: Vec<Vec<crate::trace::recorded::FileIo>>,
 }
 
 fn open(p: &Params, path: &str) -> Result<RecordedReader> {
@@ -130,7 +138,18 @@ impl TraceGuest {
                 }
             }
         }
+        let files = crate::trace::open(
+            &path,
+            Some(crate::trace::TraceFormat::Native),
+            &Default::default(),
+        )
+        .and_then(|mut src| src.files())
+        .map_err(|e| p.err("path", e.to_string()))?
+        .unwrap_or_default();
         Ok(TraceGuest {
+            files,
+            pending_ios: vec![VecDeque::new(); vcpus],
+            ios: vec![Vec::new(); vcpus],
             reader: open(&p, &path)?,
             path,
             vcpus,
@@ -168,6 +187,23 @@ impl TraceGuest {
         }
         let e = &self.events[self.next];
         self.next += 1;
+        if let Event::Io(io) = e {
+            let n = self.threads.len();
+            let v = *self.threads.entry(io.tid).or_insert(n % self.vcpus);
+            let pid = self.procs.get(&process_of(io.tid)).copied().unwrap_or(0);
+            let q = &mut self.queues[v];
+            if self.running[v] != pid {
+                self.running[v] = pid;
+                q.push_back(Op::Switch { pid });
+            }
+            let mut io = *io;
+            if io.op != crate::trace::recorded::FileOp::Fadvise {
+                io.addr = 0;
+            }
+            q.push_back(Op::File { slot: 0 });
+            self.pending_ios[v].push_back(io);
+            return Ok(true);
+        }
         let Event::Access(a) = e else {
             return Ok(true);
         };
@@ -235,8 +271,26 @@ impl Workload for TraceGuest {
         }
         let q = &mut self.queues[v];
         let n = q.len().min(CHUNK);
-        buf.extend(q.drain(..n));
+        let (ios, pending) = (&mut self.ios[v], &mut self.pending_ios[v]);
+        ios.clear();
+        buf.extend(q.drain(..n).map(|op| match op {
+            Op::File { .. } => {
+                ios.extend(pending.pop_front());
+                Op::File {
+                    slot: ios.len() as u32 - 1,
+                }
+            }
+            op => op,
+        }));
         Ok(())
+    }
+
+    fn files(&self) -> Vec<crate::mm::FileSpec> {
+        self.files.clone()
+    }
+
+    fn file_io(&self, tid: usize, slot: u32) -> Option<&crate::trace::recorded::FileIo> {
+        self.ios.get(tid)?.get(slot as usize)
     }
 }
 

@@ -1,0 +1,581 @@
+//! Files in timed runs: the page cache of the workload's kernel ([`Machine::file_io`], Linux
+//! 6.8's buffered and direct I/O) with its device in time, natively and in a VM.
+//!
+//! - **Natively** the files are on one block device (`VmConfig::file_device`, default a
+//!   `ssd`), laid out one after the other in the order they are declared, each contiguous
+//!   (as an ext4 file of few extents): page `j` of a file is block `start + j`
+//!   ([`Layout`]). A request longer than the device's largest is split
+//!   (`blk_queue_split`); its parts complete when the last does.
+//! - **In a VM** the guest's files are on its virtual disk (virtio-blk), with the same
+//!   layout, and the disk is QEMU's image file on the host ([`VirtioDisk`]): each request of
+//!   the guest (`virtio_blk` queues one per bio) becomes QEMU's `preadv`/`pwritev` of the
+//!   image at the same offset, through the host's page cache (`cache=writeback`,
+//!   `writethrough`) or with `O_DIRECT` (`none`, `directsync`; [`CacheMode`]), on the
+//!   host's memory manager, which the VMs' guest memory shares. The image is a file of the
+//!   host's page cache (its id is the VM's index), on the host's file disk. The guest's
+//!   flush (`fsync` → `REQ_PREFLUSH` → `VIRTIO_BLK_T_FLUSH`) is the image's `fdatasync`
+//!   under `writeback`. A request completes when the host's call returns, plus
+//!   [`Costs::virtio_blk_ns`] (the kick's exit, QEMU's handling, the interrupt) and the
+//!   host's copy of the pages ([`Costs::copy_page_ns`] each). A read's pages are written by
+//!   QEMU into guest memory: the host backs those guest frames (a host fault when they were
+//!   never touched or were reclaimed), as QEMU's own accesses, not the guest's (no EPT
+//!   violation).
+//! - **Double caching** ([`Vm::double_cached`]): a guest page-cache page whose image page
+//!   the host's page cache holds too.
+//!
+//! Left out: QEMU's I/O threads' CPU time (the host's copy is counted in the request's
+//! latency, not on a CPU), the guest's and the host's I/O schedulers (requests are served
+//! in submission order on the device's channels), writes' reads of guest memory by QEMU
+//! (the pages were just written by the guest, so normally backed), file systems' metadata,
+//! a volatile write cache in the disks, large guest pages with files (refused).
+
+use super::*;
+use crate::device::{DeviceSpec, DeviceStats, IoCompletion, IoKind, SwapDevice};
+use crate::engine::FileBackend;
+use crate::mm::FileSpec;
+use crate::trace::recorded::{FileIo, FileOp};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// Where each file starts on its disk, in pages: one after the other in declaration order,
+/// each taking its reserved extent (whole 512-page leaves: `mm::pagecache`).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Layout {
+    starts: std::collections::HashMap<u32, u64>,
+    pub(super) total: u64,
+}
+
+impl Layout {
+    fn add(&mut self, id: u32, pages: u64) {
+        self.starts.insert(id, self.total);
+        self.total += pages;
+    }
+
+    fn block(&self, file: u32, index: u64) -> u64 {
+        self.starts.get(&file).copied().unwrap_or(0) + index
+    }
+}
+
+/// The file disk of a native machine, or the host's disk holding the images.
+pub(super) struct BlockFiles {
+    dev: Box<dyn SwapDevice>,
+    layout: Layout,
+    classes: Vec<ContentClass>,
+}
+
+impl BlockFiles {
+    pub(super) fn new(spec: Option<&DeviceSpec>) -> Result<BlockFiles> {
+        let spec = match spec {
+            Some(s) => *s,
+            None => DeviceSpec::parse("ssd")?,
+        };
+        if matches!(spec, DeviceSpec::Zram(_)) {
+            return Err(Error::config(
+                "file_device",
+                "zram is a swap device in memory, not a disk for files: use hdd, ssd or nvme",
+            ));
+        }
+        Ok(BlockFiles {
+            dev: crate::device::build(&spec)?,
+            layout: Layout::default(),
+            classes: Vec::new(),
+        })
+    }
+}
+
+/// Submit `pages` pages from `block` to `dev`, split at its largest request: the parts'
+/// submission time summed, the last completion.
+fn submit_split(
+    dev: &mut dyn SwapDevice,
+    classes: &mut Vec<ContentClass>,
+    now: u64,
+    kind: IoKind,
+    block: u64,
+    pages: u64,
+) -> IoCompletion {
+    let max = dev.max_request_pages().max(1) as u64;
+    let mut out = IoCompletion {
+        done_at: now,
+        cpu_ns: 0,
+    };
+    let mut at = 0;
+    while at < pages {
+        let n = (pages - at).min(max);
+        classes.clear();
+        classes.resize(n as usize, ContentClass::Random);
+        let c = dev.submit(now + out.cpu_ns, kind, block + at, classes);
+        out.cpu_ns += c.cpu_ns;
+        out.done_at = out.done_at.max(c.done_at);
+        at += n;
+    }
+    out
+}
+
+impl FileBackend for BlockFiles {
+    fn submit(
+        &mut self,
+        now: u64,
+        file: u32,
+        index: u64,
+        pages: u64,
+        write: bool,
+        _frames: &[crate::mm::FrameId],
+    ) -> IoCompletion {
+        let kind = if write { IoKind::Write } else { IoKind::Read };
+        let block = self.layout.block(file, index);
+        submit_split(&mut *self.dev, &mut self.classes, now, kind, block, pages)
+    }
+
+    fn add_file(&mut self, file: u32, pages: u64) {
+        self.layout.add(file, pages);
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.dev.stats()
+    }
+}
+
+/// What a VM's virtual disk leaves for the VM to do after the guest's call: guest frames
+/// QEMU wrote (the host backs them), and an error of the host's side.
+#[derive(Default)]
+pub(super) struct VirtioLog {
+    pub(super) dma: Vec<u64>,
+    pub(super) err: Option<Error>,
+}
+
+/// A VM's virtual disk: its guest's requests served by QEMU from the image on the host.
+pub(super) struct VirtioDisk {
+    host: Rc<RefCell<HostShared>>,
+    /// The image's file id on the host (the VM's index).
+    image: u32,
+    mode: CacheMode,
+    layout: Layout,
+    virtio_ns: u64,
+    copy_page_ns: u64,
+    log: Rc<RefCell<VirtioLog>>,
+    /// The guest's view of its disk: requests, pages, their latency (from submission to
+    /// completion) as service time.
+    stats: DeviceStats,
+}
+
+impl VirtioDisk {
+    /// QEMU's call on the image for `[offset, offset + len)`, at `now` on the host.
+    fn host_call(&mut self, now: u64, op: FileOp, offset: u64, len: u64) -> u64 {
+        let mut sh = self.host.borrow_mut();
+        sh.m.mm.now = now;
+        let io = FileIo {
+            op,
+            tid: 0,
+            stamp: 0,
+            file: self.image,
+            offset,
+            len,
+            addr: 0,
+        };
+        let r = sh.m.file_io(&io);
+        if let Err(e) = r {
+            self.log.borrow_mut().err.get_or_insert(e);
+        }
+        if let Some(t) = sh.m.out_of_memory() {
+            self.log.borrow_mut().err.get_or_insert(Error::config(
+                "vm.host_frames",
+                format!(
+                    "host out of memory at its access {t} (QEMU's I/O on the disk image): give \
+                     the host more frames"
+                ),
+            ));
+        }
+        sh.m.flush_file_writes();
+        sh.distribute();
+        let _ = sh.m.take_file_work();
+        sh.m.mm.now
+    }
+}
+
+impl FileBackend for VirtioDisk {
+    fn submit(
+        &mut self,
+        now: u64,
+        file: u32,
+        index: u64,
+        pages: u64,
+        write: bool,
+        frames: &[crate::mm::FrameId],
+    ) -> IoCompletion {
+        let offset = self.layout.block(file, index) * 4096;
+        let len = pages * 4096;
+        let start = now + self.virtio_ns;
+        let op = match (self.mode.host_cached(), write) {
+            (true, false) => FileOp::Pread,
+            (true, true) => FileOp::Pwrite,
+            (false, false) => FileOp::DirectRead,
+            (false, true) => FileOp::DirectWrite,
+        };
+        let mut end = self.host_call(start, op, offset, len);
+        if write && self.mode == CacheMode::Writethrough {
+            // `O_DSYNC`: `generic_write_sync` writes what the call dirtied before it
+            // returns (the image has no other dirty pages under writethrough).
+            end = self.host_call(end, FileOp::Fsync, 0, 0);
+        }
+        if self.mode.host_cached() {
+            end += pages * self.copy_page_ns;
+        }
+        if !write {
+            self.log
+                .borrow_mut()
+                .dma
+                .extend(frames.iter().map(|&f| f as u64));
+        }
+        let kind = if write { IoKind::Write } else { IoKind::Read };
+        self.stats
+            .count_request(kind, pages, (now, now, end.max(now)), 0);
+        IoCompletion {
+            done_at: end.max(now),
+            cpu_ns: 0,
+        }
+    }
+
+    fn flush(&mut self, now: u64) -> u64 {
+        if self.mode == CacheMode::Writeback {
+            self.host_call(now + self.virtio_ns, FileOp::Fsync, 0, 0)
+        } else {
+            now
+        }
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.stats.clone()
+    }
+}
+
+impl Vm {
+    /// Declare the workload's files: in the workload's kernel (natively the machine, in a
+    /// VM the guest) with their device in time, and in a VM the disk image on the host.
+    /// Errors: files with large guest pages, a policy without page-cache pages, files
+    /// that do not fit the page cache's range, a bad device.
+    pub fn add_files(&mut self, files: &[FileSpec], cfg: &VmConfig) -> Result<()> {
+        if files.is_empty() {
+            return Ok(());
+        }
+        if self.gshift != 0 {
+            return Err(Error::config(
+                "vm.guest_page",
+                "the page cache is modelled with 4 KiB pages: a workload with file I/O needs \
+                 guest_page = 4k",
+            ));
+        }
+        let mut layout = Layout::default();
+        for &f in files {
+            self.guest.add_file(f)?;
+            let i = self.guest.mm.cache.find(f.id).expect("just added");
+            layout.add(f.id, self.guest.mm.cache.file(i).reserved);
+        }
+        match self.host.as_ref() {
+            None => {
+                let mut disk = BlockFiles::new(cfg.file_device.as_ref())?;
+                disk.layout = layout;
+                self.guest.set_file_backend(Box::new(disk));
+            }
+            Some(h) => {
+                let image = h.vm as u32;
+                {
+                    let mut sh = h.shared.borrow_mut();
+                    if !sh.m.has_file_backend() {
+                        let disk = BlockFiles::new(cfg.file_device.as_ref())?;
+                        sh.m.set_file_backend(Box::new(disk));
+                    }
+                    let bytes = layout.total * 4096;
+                    sh.m.add_file(FileSpec {
+                        id: image,
+                        initial_size: bytes,
+                        extent: bytes,
+                    })?;
+                    let i = sh.m.mm.cache.find(image).expect("just added");
+                    let reserved = sh.m.mm.cache.file(i).reserved;
+                    sh.m.file_backend_add(image, reserved);
+                }
+                let log = Rc::new(RefCell::new(VirtioLog::default()));
+                self.virtio = Some(log.clone());
+                self.guest.set_file_backend(Box::new(VirtioDisk {
+                    host: h.shared.clone(),
+                    image,
+                    mode: cfg.cache_mode,
+                    layout,
+                    virtio_ns: self.costs.virtio_blk_ns,
+                    copy_page_ns: self.costs.copy_page_ns,
+                    log,
+                    stats: DeviceStats::default(),
+                }));
+            }
+        }
+        self.has_files = true;
+        Ok(())
+    }
+
+    /// One file I/O call of vCPU (natively: thread) `v`: through the page cache of its
+    /// kernel, at its clock. The call's CPU time (`syscall_ns`, `copy_page_ns` per page
+    /// copied, `pagecache_add_ns` per page read from the device, the device's submission)
+    /// and the faults and reclaim its allocations caused advance the clock; its waits for
+    /// the device halt the vCPU (`io_wait`: the CPU is free meanwhile).
+    pub fn file_op(&mut self, v: usize, io: &FileIo, cls: Classes<'_>) -> Result<()> {
+        if !self.has_files {
+            return Err(Error::config(
+                "workload",
+                "a file I/O op, but the workload declared no files",
+            ));
+        }
+        if self.shares_host {
+            self.sync_host_unmaps();
+        }
+        self.last_valid = false;
+        let before = self.work_snapshot();
+        let t0 = self.vcpus[v].clock;
+        self.guest.mm.now = t0;
+        let reads0 = self.guest.stats.file_reads;
+        self.guest.file_io(io)?;
+        let fsync = io.op == FileOp::Fsync;
+        if fsync {
+            let now = self.guest.mm.now;
+            let done = self.guest.flush_file_device(now);
+            self.guest.note_file_wait(done);
+        }
+        if let Some(e) = self.virtio.as_ref().and_then(|l| l.borrow_mut().err.take()) {
+            return Err(e);
+        }
+        self.sync_guest_unmaps(Some(v))?;
+        self.sync_host_unmaps();
+        self.qemu_dma()?;
+        let after = self.work_snapshot();
+        self.charge(v, &before, &after, false, cls);
+        let w = self.guest.take_file_work();
+        let c = &self.costs;
+        let cpu = c.syscall_ns
+            + w.pages_copied * c.copy_page_ns
+            + (self.guest.stats.file_reads - reads0) * c.pagecache_add_ns
+            + w.submit_ns;
+        self.r.time.file_cpu_ns += cpu;
+        self.r.time.file_wait_ns += w.wait_ns;
+        let vc = &mut self.vcpus[v];
+        vc.clock += cpu + w.wait_ns;
+        vc.io_wait += w.wait_ns;
+        Ok(())
+    }
+
+    /// QEMU wrote guest frames (the reads it served): the host backs each, as QEMU's own
+    /// access (a host fault if need be, no EPT violation).
+    fn qemu_dma(&mut self) -> Result<()> {
+        let Some(log) = self.virtio.as_ref() else {
+            return Ok(());
+        };
+        let gfns = std::mem::take(&mut log.borrow_mut().dma);
+        if gfns.is_empty() {
+            return Ok(());
+        }
+        let Some(host) = self.host.as_mut() else {
+            return Ok(());
+        };
+        host.shared.borrow_mut().m.mm.now = self.guest.mm.now;
+        for &gfn in &gfns {
+            host.qemu_touch(gfn)?;
+        }
+        self.sync_host_unmaps();
+        Ok(())
+    }
+
+    /// Double caching now: the guest's page-cache pages whose image page is in the host's
+    /// page cache, and the host's page-cache pages of this VM's image (0, 0 natively or
+    /// without files).
+    pub fn double_cached(&self) -> (u64, u64) {
+        let (Some(host), Some(log)) = (self.host.as_ref(), self.virtio.as_ref()) else {
+            return (0, 0);
+        };
+        let _ = log;
+        let sh = host.shared.borrow();
+        let image = host.vm as u32;
+        let Some(hi) = sh.m.mm.cache.find(image) else {
+            return (0, 0);
+        };
+        let host_pages = sh.m.mm.cache.file(hi).nrpages;
+        let mut starts = Vec::new();
+        let mut at = 0;
+        for f in self.guest.mm.cache.files() {
+            starts.push(at);
+            at += f.reserved;
+        }
+        let mut both = 0;
+        let frames = &self.guest.mm.frames;
+        for f in 0..frames.len() {
+            if !frames.in_use(f) || frames.flags(f) & crate::mm::frames::F_PAGECACHE == 0 {
+                continue;
+            }
+            let vpn = self.guest.mm.owner(f);
+            if let Some((i, index)) = self.guest.mm.cache.page_of(vpn) {
+                if sh.m.file_page_cached(hi, starts[i] + index) {
+                    both += 1;
+                }
+            }
+        }
+        (both, host_pages)
+    }
+}
+
+impl HostSide {
+    /// QEMU writes guest frame `gfn` (a read's data): the host serves its page as a write
+    /// of QEMU's, without the EPT.
+    fn qemu_touch(&mut self, gfn: u64) -> Result<()> {
+        let key = self.base + (gfn >> self.shift);
+        let mut sh = self.shared.borrow_mut();
+        sh.m.access(
+            Access {
+                page: key,
+                write: true,
+                gup: false,
+            },
+            u64::MAX,
+        );
+        if let Some(t) = sh.m.out_of_memory() {
+            return Err(Error::config(
+                "vm.host_frames",
+                format!("host out of memory at its access {t}: give the host more frames"),
+            ));
+        }
+        sh.distribute();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One channel, 100 µs a request plus 1 µs a page (4096 B at 4096 MB/s), no submission
+    /// time.
+    const DISK: &str = "ssd:latency_us=100,qd=1,bw_mbps=4096,submit_us=0";
+
+    fn cfg(paging: Paging, guest_frames: u32, read_ahead_kb: u32) -> VmConfig {
+        let mut c = VmConfig::new(paging, guest_frames, 4 * guest_frames);
+        c.guest.read_ahead_kb = read_ahead_kb;
+        c.guest.check_invariants = true;
+        c.host.check_invariants = true;
+        c.file_device = Some(DeviceSpec::parse(DISK).unwrap());
+        c.tlb = paging != Paging::Native;
+        c
+    }
+
+    fn run(c: &VmConfig, spec: &str) -> RunResult {
+        let mut w = crate::vm::workloads::parse(spec, 0).unwrap();
+        super::super::run(c, w.as_mut()).unwrap()
+    }
+
+    #[test]
+    fn a_native_reader_waits_for_each_page_it_reads() {
+        // `read_ahead_kb = 0`: each read of a page not cached reads it alone
+        // (`force_page_cache_ra` of one page). dd of 16 KiB in 4 KiB blocks: 4 requests of
+        // one page, each 101 µs on an idle disk, each waited for; per call 300 ns of
+        // syscall, 400 ns of copy and 500 ns of page-cache insertion.
+        let r = run(&cfg(Paging::Native, 256, 0), "dd-like:bytes=16KiB,bs=4KiB");
+        let d = r.file_device_stats.as_ref().unwrap();
+        assert_eq!((d.read_requests, d.pages_read, d.write_requests), (4, 4, 0));
+        assert_eq!(r.time.file_wait_ns, 4 * 101_000);
+        assert_eq!(r.time.file_cpu_ns, 4 * (300 + 400 + 500));
+        assert_eq!(r.stats.pgpgin, 16);
+        assert_eq!(r.stats.nr_file_pages, 4);
+        // The run's time is the calls', the waits' and the buffer's one access per call
+        // (its first touch is a minor fault: 1 µs).
+        assert_eq!(r.runtime_ns, 4 * (101_000 + 1_200 + 100) + 1_000);
+    }
+
+    #[test]
+    fn readahead_reads_ahead_in_one_request_and_a_later_read_waits_for_it() {
+        // `read_ahead_kb = 128` (32 pages), a file of 64 pages read in 16 KiB (4-page)
+        // blocks, by `ondemand_readahead`'s rules: the first read's window is
+        // `get_init_ra_size(4, 32)` = 8 pages (4 ≤ 32/4), async size 4: one request of
+        // pages 0..8 with page 4 marked; the read at 4 hits the mark: next window
+        // `get_next_ra_size(8, 32)` = 16 at 8 (one request, page 8 marked); the read at 8:
+        // 32 pages at 24 (page 24 marked); the read at 24: 32 more at 56, clipped to the
+        // file's end (`do_page_cache_ra`): 8 pages. 4 requests, 64 pages, none read twice;
+        // the first read waits for its request.
+        let r = run(
+            &cfg(Paging::Native, 1024, 128),
+            "dd-like:bytes=256KiB,bs=16KiB",
+        );
+        let d = r.file_device_stats.as_ref().unwrap();
+        assert_eq!((d.read_requests, d.pages_read), (4, 64));
+        assert_eq!(r.stats.pgpgin, 256);
+        assert!(r.time.file_wait_ns >= 108_000, "{}", r.time.file_wait_ns);
+    }
+
+    #[test]
+    fn writes_reach_the_disk_at_fsync() {
+        // dd of 32 KiB in 8 KiB blocks with conv=fsync: 8 pages dirtied, written by the fsync
+        // in one request of 8 consecutive pages (108 µs), waited for.
+        let r = run(
+            &cfg(Paging::Native, 256, 128),
+            "dd-like:bytes=32KiB,bs=8KiB,op=write,fsync=1",
+        );
+        let d = r.file_device_stats.as_ref().unwrap();
+        assert_eq!(
+            (d.write_requests, d.pages_written, d.read_requests),
+            (1, 8, 0)
+        );
+        assert_eq!(r.time.file_wait_ns, 108_000);
+        assert_eq!(r.stats.nr_dirty, 0);
+        assert_eq!(r.stats.pgpgout, 32);
+    }
+
+    #[test]
+    fn a_guest_read_is_cached_twice_under_writeback_and_once_under_none() {
+        // A 64 KiB file read by a guest with `read_ahead_kb = 0` (16 one-page requests on
+        // its virtual disk). Under writeback QEMU's `preadv` of each page goes through the
+        // host's page cache, whose own readahead reads ahead in the image: every page the
+        // guest caches is in the host's cache too (16 double-cached pages), and the host
+        // caches at least those. Under none (`O_DIRECT`) the host caches nothing.
+        let wb = run(&cfg(Paging::Tdp, 256, 0), "dd-like:bytes=64KiB,bs=4KiB");
+        assert_eq!(wb.stats.nr_file_pages, 16);
+        assert_eq!(wb.double_cached_pages, 16);
+        assert!(wb.host_image_pages >= 16, "{}", wb.host_image_pages);
+        let vd = wb.file_device_stats.as_ref().unwrap();
+        assert_eq!((vd.read_requests, vd.pages_read), (16, 16));
+        let hd = wb.host_file_device_stats.as_ref().unwrap();
+        assert!(hd.read_requests < 16 && hd.pages_read >= 16, "{hd:?}");
+        let mut c = cfg(Paging::Tdp, 256, 0);
+        c.cache_mode = CacheMode::None;
+        let none = run(&c, "dd-like:bytes=64KiB,bs=4KiB");
+        assert_eq!(none.stats.nr_file_pages, 16);
+        assert_eq!((none.double_cached_pages, none.host_image_pages), (0, 0));
+        assert_eq!(none.host_stats.nr_file_pages, 0);
+        let hd = none.host_file_device_stats.as_ref().unwrap();
+        assert_eq!((hd.read_requests, hd.pages_read), (16, 16));
+        // Each guest request waits for the host's: 10 µs of virtio plus the disk's 101 µs.
+        assert_eq!(none.time.file_wait_ns, 16 * 111_000);
+    }
+
+    #[test]
+    fn a_recorded_programs_file_io_runs_on_the_timed_machine() {
+        // The replay's hand-checked trace (`recorded_file_io_goes_through_the_page_cache`):
+        // 16 pages read with readahead in windows 0..4, 4..12 and 12..16 (three requests
+        // on the disk), an append of two whole pages (dirty, not read), 3 anonymous pages.
+        let path = crate::engine::pc_tmp("timed.vmt");
+        crate::engine::pc_write_trace(&path);
+        let c = cfg(Paging::Native, 1024, 128);
+        // (natively, as `vmemsim run` parses it: the process model's trace workload)
+        let mut w = crate::workload::parse(&format!("trace:path={path}"), 0).unwrap();
+        let r = super::super::run(&c, w.as_mut()).unwrap();
+        assert_eq!(r.stats.file_io, 17);
+        assert_eq!((r.stats.file_reads, r.stats.pgpgin), (16, 64));
+        assert_eq!((r.stats.nr_file_pages, r.stats.nr_dirty), (18, 2));
+        let d = r.file_device_stats.as_ref().unwrap();
+        assert_eq!(
+            (d.read_requests, d.pages_read, d.write_requests),
+            (3, 16, 0)
+        );
+        // In a VM, the same guest counters. The host's cache holds every block the guest
+        // caches: the 16 it read, and the 2 the append wrote in the guest's cache only,
+        // whose image blocks (still the old, empty ones) the host's readahead of the image
+        // (32 pages from block 0) brought in: 18 blocks cached twice.
+        let r = run(&cfg(Paging::Tdp, 1024, 128), &format!("trace:path={path}"));
+        assert_eq!((r.stats.file_reads, r.stats.nr_file_pages), (16, 18));
+        assert_eq!(r.double_cached_pages, 18);
+        let _ = std::fs::remove_file(&path);
+    }
+}

@@ -1,0 +1,81 @@
+"""File I/O on the timed machine and in VMs: the page cache in time, the file disk, QEMU's
+cache modes and double caching, from the Python API, the CLI and a sweep."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import vmemsim
+from vmemsim import VmemsimError
+
+#: One channel, 100 µs a request plus 1 µs a page, no submission time.
+DISK = "ssd:latency_us=100,qd=1,bw_mbps=4096,submit_us=0"
+
+
+def test_a_native_file_read_waits_for_its_disk():
+    # read_ahead_kb=0: each 4 KiB read of a page not cached is one request of one page,
+    # 101 µs on an idle disk, waited for: 16 reads of a 64 KiB file.
+    r = vmemsim.run("dd-like:bytes=64KiB,bs=4KiB", frames=1024, cpus=1,
+                    file_device=DISK, read_ahead_kb=0)
+    d = r.file_device_stats
+    assert (d["read_requests"], d["pages_read"], d["write_requests"]) == (16, 16, 0)
+    assert r.time["file_wait_ns"] == 16 * 101_000
+    assert r.stats["nr_file_pages"] == 16 and r.stats["pgpgin"] == 64
+    assert r.config["file_device"] == DISK
+
+
+def test_cache_modes_decide_double_caching():
+    # A guest reading a 256 KiB file: under writeback every page it caches is in the host's
+    # cache too; under none (O_DIRECT) the host caches nothing of the image.
+    kw = dict(guest_frames=512, host_frames=4096, file_device=DISK, read_ahead_kb=0)
+    wb = vmemsim.run_vm("dd-like:bytes=256KiB,bs=4KiB", **kw)
+    assert wb.stats["nr_file_pages"] == 64
+    assert wb.double_cached_pages == 64 and wb.host_image_pages == 64
+    none = vmemsim.run_vm("dd-like:bytes=256KiB,bs=4KiB", cache_mode="none", **kw)
+    assert none.stats["nr_file_pages"] == 64
+    assert (none.double_cached_pages, none.host_image_pages) == (0, 0)
+    assert none.host_file_device_stats["pages_read"] == 64
+    with pytest.raises(VmemsimError, match="cache_mode"):
+        vmemsim.run_vm("dd-like:bytes=256KiB", cache_mode="unsafe")
+
+
+def test_two_vms_cache_series():
+    # Two VMs reading files, sampled every ms: each sample has both VMs' caches.
+    r = vmemsim.run_vm(["dd-like:bytes=512KiB,bs=64KiB", "fileio:bytes=256KiB,bs=4KiB,"
+                        "pattern=rand,ops=200"], guest_frames=1024, host_frames=8192,
+                       file_device=DISK, sample_every_ns=1_000_000)
+    assert len(r.per_vm) == 2
+    caches = [s["caches"] for s in r.series]
+    assert caches and all(len(c) == 2 for c in caches)
+    last = caches[-1]
+    assert last[0]["guest_file_pages"] == 128
+    assert all(c["double_cached"] <= c["guest_file_pages"] for c in last)
+    assert r.double_cached_pages == sum(v["double_cached_pages"] for v in r.per_vm)
+
+
+def test_cli_shows_the_page_caches():
+    out = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "vm", "dd-like:bytes=256KiB,bs=16KiB",
+         "--guest-frames", "512", "--host-frames", "4096", "--cache-mode", "none",
+         "--file-device", DISK], capture_output=True, text=True, check=True).stdout
+    assert "page caches (double caching)" in out and "virtual disk" in out
+    out = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "run", "dd-like:bytes=256KiB,bs=16KiB",
+         "--frames", "512", "--file-device", DISK, "--json"],
+        capture_output=True, text=True, check=True).stdout
+    d = json.loads(out)
+    assert d["file_device_stats"]["pages_read"] == 64
+
+
+def test_sweep_keys_of_files():
+    from vmemsim.sweep import runner
+    from vmemsim.sweep.spec import SCHEMA
+
+    assert SCHEMA["vm.cache_mode"].default == "writeback"
+    assert SCHEMA["machine.file_device"].default is None
+    cfg = {"workload.guest": "dd-like:bytes=64KiB", "vm.cache_mode": "none",
+           "machine.file_device": DISK, "machine.read_ahead_kb": 0}
+    kw = runner.vm_kwargs({**{k: v.default for k, v in SCHEMA.items()}, **cfg}, 1)
+    assert (kw["cache_mode"], kw["file_device"], kw["read_ahead_kb"]) == ("none", DISK, 0)
