@@ -79,3 +79,14 @@ def test_sweep_keys_of_files():
            "machine.file_device": DISK, "machine.read_ahead_kb": 0}
     kw = runner.vm_kwargs({**{k: v.default for k, v in SCHEMA.items()}, **cfg}, 1)
     assert (kw["cache_mode"], kw["file_device"], kw["read_ahead_kb"]) == ("none", DISK, 0)
+
+
+def test_cacol_keeps_nothing_a_guest_reads_once():
+    # One pass of dd: every request of the image is a page's first, which Cacol serves from
+    # the disk without keeping (seed 003 §4.2): no double caching; writeback keeps them all.
+    kw = dict(guest_frames=512, host_frames=4096, file_device=DISK, read_ahead_kb=0)
+    r = vmemsim.run_vm("dd-like:bytes=256KiB,bs=4KiB", cache_mode="cacol", **kw)
+    assert r.cacol["bypassed"] == 64 and r.cacol["inserted"] == 0
+    assert (r.host_image_pages, r.double_cached_pages) == (0, 0)
+    wb = vmemsim.run_vm("dd-like:bytes=256KiB,bs=4KiB", **kw)
+    assert wb.cacol == {} and wb.double_cached_pages == 64

@@ -1140,6 +1140,7 @@ class RunResult:
     host_file_device_stats: Optional[Dict[str, Any]]
     double_cached_pages: int
     host_image_pages: int
+    cacol: Dict[str, int]
     device_frames_peak: int
     latency: Dict[str, Dict[str, float]]
     latency_buckets: Dict[str, Tuple[Tuple[int, int], ...]]
@@ -1164,6 +1165,7 @@ class RunResult:
         # (the core leaves them out of runs without file I/O)
         d.setdefault("file_device_stats", None)
         d.setdefault("host_file_device_stats", None)
+        d.setdefault("cacol", {})
         d["threads"] = tuple(dict(t) for t in d.get("threads", ()))
         d["latency"] = {k: dict(v) for k, v in (d.get("latency") or {}).items()}
         d["latency_buckets"] = {k: tuple((int(a), int(b)) for a, b in v)
@@ -1512,7 +1514,9 @@ def run_vm(
     A guest workload with file I/O (``dd-like``, ``fileio``, ``gzip-like``, a recorded
     program) goes through the guest's page cache to its virtual disk (virtio-blk), whose
     image QEMU opens with ``cache_mode`` (``writeback``: through the host's page cache;
-    ``none``: ``O_DIRECT``; ``writethrough``; ``directsync``) on the host's ``file_device``;
+    ``none``: ``O_DIRECT``; ``writethrough``; ``directsync``; ``cacol``: the host's cache of
+    the images managed by Cacol, seed 003, its counters in ``cacol``) on the host's
+    ``file_device``;
     ``double_cached_pages`` counts the guest's page-cache pages the host caches too and
     ``host_image_pages`` the host's pages of the image, at the end; with
     ``sample_every_ns`` each sample of ``series`` has them per VM (``caches``).

@@ -31,7 +31,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::access::Access;
-use crate::mm::frames::{F_ANON, F_DIRTY, F_MAPPED, F_PAGECACHE, F_READAHEAD, F_SWAPCACHE};
+use crate::mm::frames::{
+    F_ANON, F_CACOL, F_DIRTY, F_MAPPED, F_PAGECACHE, F_READAHEAD, F_SWAPCACHE,
+};
 use crate::mm::*;
 use crate::policy::{Family, Insert, KernelVersion, Policy, ReclaimReason, ScanControl, Touch};
 use crate::watermarks::Watermarks;
@@ -289,6 +291,8 @@ pub struct Machine<P: Policy> {
     /// Timed runs: the device behind the files and the file I/O not yet handed to it (see
     /// [`pagecache::FileTime`]).
     file_time: Option<Box<pagecache::FileTime>>,
+    /// A host whose VM disk images Cacol caches ([`Machine::enable_cacol`]).
+    cacol: Option<Box<pagecache::CacolHost>>,
 }
 
 /// The zram device of an untimed run with its pool charged to memory.
@@ -510,6 +514,7 @@ impl<P: Policy> Machine<P> {
             user_page_shift: 12,
             dio_sectors: [0, 0],
             file_time: None,
+            cacol: None,
         })
     }
 
@@ -1290,6 +1295,18 @@ impl<P: Policy> Machine<P> {
         if let Some(log) = self.shrink_log.as_mut() {
             log.push(priority);
         }
+        // Cacol's pages first (seed 003 §4.2: on memory pressure Cacol reclaims from the
+        // images' cache, then the ordinary LRU takes the rest).
+        let by_cacol = self.cacol_shrink(nr);
+        if by_cacol >= nr {
+            match reason {
+                ReclaimReason::Kswapd => self.stats.pgsteal_kswapd += by_cacol as u64,
+                ReclaimReason::Direct => self.stats.pgsteal_direct += by_cacol as u64,
+            }
+            return (by_cacol, 0, nr_reclaimed + by_cacol as u64);
+        }
+        let nr = nr - by_cacol;
+        let nr_reclaimed = nr_reclaimed + by_cacol as u64;
         let mut sc = ScanControl {
             nr_to_reclaim: nr,
             priority,
@@ -1312,17 +1329,18 @@ impl<P: Policy> Machine<P> {
             n += self.reclaim_frame(v) as u32;
         }
         self.victims = victims;
+        let stolen = n + by_cacol;
         match reason {
             ReclaimReason::Kswapd => {
                 self.stats.pgscan_kswapd += sc.nr_scanned;
-                self.stats.pgsteal_kswapd += n as u64;
+                self.stats.pgsteal_kswapd += stolen as u64;
             }
             ReclaimReason::Direct => {
                 self.stats.pgscan_direct += sc.nr_scanned;
-                self.stats.pgsteal_direct += n as u64;
+                self.stats.pgsteal_direct += stolen as u64;
             }
         }
-        (n, sc.nr_scanned, sc.nr_reclaimed + n as u64)
+        (stolen, sc.nr_scanned, sc.nr_reclaimed + n as u64)
     }
 
     /// Unmap a victim, write it out if needed, keep its shadow, free its frame (`pageout`,
@@ -1438,7 +1456,18 @@ impl<P: Policy> Machine<P> {
         let mut freed = false;
         if pte & PTE_PRESENT != 0 {
             let f = pte_frame(pte);
-            self.policy.on_remove(f);
+            if self.mm.frames.flags(f) & F_CACOL != 0 {
+                // A disk image's page Cacol holds: off the policy's lists, in Cacol's.
+                if let (Some((i, index)), Some(h)) =
+                    (self.mm.cache.page_of(vpn), self.cacol.as_mut())
+                {
+                    let vm = self.mm.cache.file(i).id as usize;
+                    h.c.remove(vm, index);
+                }
+                self.mm.frames.clear_flags(f, F_CACOL);
+            } else {
+                self.policy.on_remove(f);
+            }
             self.stats.nr_file_pages -= !self.mm.frames.is_anon(f) as u64;
             self.drop_swap_slot(f);
             self.mm.frames.clear_flags(f, F_DIRTY);

@@ -82,7 +82,7 @@
 
 use super::*;
 use crate::access::Access;
-use crate::mm::frames::F_PAGECACHE;
+use crate::mm::frames::{F_CACOL, F_PAGECACHE};
 use crate::mm::pagecache::FileRaState;
 use crate::trace::recorded::{FileIo, FileOp};
 
@@ -150,6 +150,37 @@ impl std::fmt::Debug for FileTime {
     }
 }
 
+/// A host whose VMs' disk images Cacol caches (seed 003 §4.2; the structure is
+/// [`crate::mm::cacol`]): image `v` is file id `v`, VM `v`'s disk. Its pages are page-cache
+/// frames flagged `F_CACOL`, off the policy's lists; reclaim takes from Cacol first
+/// ([`Machine::enable_cacol`]).
+#[derive(Debug)]
+pub(super) struct CacolHost {
+    pub(super) c: crate::mm::cacol::Cacol,
+    /// Requests so far: the stamp of recency (the VMs' clocks run apart between the
+    /// engine's steps; a count is monotonic).
+    seq: u64,
+    out: Vec<crate::mm::cacol::Evicted>,
+    pub(super) counters: CacolCounters,
+}
+
+/// What Cacol did, summed over the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacolCounters {
+    /// Pages requested: served from the disk without being kept (first requests), found
+    /// cached, admitted.
+    pub bypassed: u64,
+    pub hits: u64,
+    pub inserted: u64,
+    /// Reclaim: pages the hand looked at, put back with their count decreased, evicted
+    /// (of which dirty, written first); calls that found every VM at its watermark.
+    pub scanned: u64,
+    pub decremented: u64,
+    pub evicted: u64,
+    pub evicted_dirty: u64,
+    pub at_watermarks: u64,
+}
+
 /// `get_init_ra_size`: the first window for a request of `size` pages.
 pub fn get_init_ra_size(size: u64, max: u64) -> u64 {
     let newsize = size.max(1).next_power_of_two();
@@ -206,6 +237,232 @@ impl<P: Policy> Machine<P> {
             writes: Vec::new(),
             work: FileWork::default(),
         }));
+    }
+
+    /// Let Cacol cache the disk images of `n_vms` VMs (file ids `0..n_vms`, declared with
+    /// [`Machine::add_file`]), served by [`Machine::cacol_io`]. Errors: a demand policy (Cacol
+    /// takes the images' pages off a kernel policy's LRU), no VM.
+    pub fn enable_cacol(&mut self, n_vms: usize) -> Result<(), crate::Error> {
+        if self.family != Family::Kernel {
+            return Err(crate::Error::config(
+                "cache_mode",
+                format!(
+                    "cacol runs beside the host's kernel reclaim (clock-lru, mglru), not {}",
+                    self.policy.name()
+                ),
+            ));
+        }
+        if n_vms == 0 {
+            return Err(crate::Error::config("cache_mode", "cacol needs a VM"));
+        }
+        self.cacol = Some(Box::new(CacolHost {
+            c: crate::mm::cacol::Cacol::new(n_vms),
+            seq: 0,
+            out: Vec::new(),
+            counters: CacolCounters::default(),
+        }));
+        Ok(())
+    }
+
+    /// Cacol's counters and each VM's cached pages and low watermark now (`None` without
+    /// Cacol).
+    pub fn cacol_state(&self) -> Option<(CacolCounters, Vec<(u64, u64)>)> {
+        let h = self.cacol.as_ref()?;
+        let available = self.mm.frames.n_free() as u64 + h.c.total_cached();
+        let wm = h.c.low_watermark(available);
+        Some((
+            h.counters,
+            (0..h.c.n_vms()).map(|v| (h.c.cached(v), wm)).collect(),
+        ))
+    }
+
+    /// Reclaim up to `nr` pages from Cacol's cache (none without Cacol): the frames freed.
+    /// The memory its fairness rule splits is the free frames plus the frames Cacol holds.
+    pub(super) fn cacol_shrink(&mut self, nr: u32) -> u32 {
+        let Some(h) = self.cacol.as_mut() else {
+            return 0;
+        };
+        let available = self.mm.frames.n_free() as u64 + h.c.total_cached();
+        let mut out = std::mem::take(&mut h.out);
+        out.clear();
+        let st = h.c.reclaim(nr as u64, available, &mut out);
+        let cn = &mut h.counters;
+        cn.scanned += st.scanned;
+        cn.decremented += st.decremented;
+        cn.evicted += st.evicted;
+        cn.at_watermarks += st.at_watermarks as u64;
+        for e in &out {
+            let f = e.frame;
+            let dirty = self.mm.frames.flags(f) & F_DIRTY != 0;
+            if dirty {
+                // Written before it is freed (its write queued for the device).
+                self.stats.file_writebacks += 1;
+                self.stats.pgpgout += 4;
+                self.pc_log_write(f);
+                if let Some(h) = self.cacol.as_mut() {
+                    h.counters.evicted_dirty += 1;
+                }
+            }
+            let idx = self.mm.frames.pte(f);
+            self.pc_release(f, dirty);
+            self.stats.nr_file_pages -= 1;
+            self.stats.evictions += 1;
+            // No shadow: Cacol's own table remembers the page.
+            *self.mm.pt.at(idx) = 0;
+            self.mm.frames.clear_flags(f, F_DIRTY | F_CACOL);
+            self.mm.frames.release(f);
+        }
+        let n = out.len() as u32;
+        if let Some(h) = self.cacol.as_mut() {
+            h.out = out;
+        }
+        n
+    }
+
+    /// QEMU's `preadv`/`pwritev` of `[offset, offset + len)` of VM `vm`'s image (file id
+    /// `vm`) on a host with Cacol, page by page as Cacol decides ([`crate::mm::cacol::Admit`]):
+    /// a first request is served from the disk without being kept (as `O_DIRECT`); a page
+    /// requested before is kept, read from the disk if it is not cached (a write fills it:
+    /// dirty, written when evicted or at `fsync`). Reads of the pages not cached go to the
+    /// disk in runs of consecutive pages, one request each, submitted after the call's
+    /// allocations; a write of pages not kept is one request per run, waited for. The
+    /// clock moves to the last completion. No readahead: Cacol keeps only pages requested
+    /// (a page read ahead was never requested, and its first request would bypass the cache
+    /// anyway). Errors: no Cacol, an undeclared image.
+    pub fn cacol_io(
+        &mut self,
+        vm: usize,
+        write: bool,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), crate::Error> {
+        if self.cacol.is_none() {
+            return Err(crate::Error::config("cache_mode", "cacol is not enabled"));
+        }
+        let Some(i) = self.mm.cache.find(vm as u32) else {
+            return Err(crate::Error::config(
+                "files",
+                format!("the disk image of VM {vm} was not declared"),
+            ));
+        };
+        if len == 0 {
+            return Ok(());
+        }
+        self.stats.file_io += 1;
+        let (first, last) = (offset >> 12, (offset + len - 1) >> 12);
+        // Pages to read from the disk (with the frame that keeps each, if any), pages to
+        // write to it directly.
+        let mut reads: Vec<(u64, Option<FrameId>)> = Vec::new();
+        let mut direct_writes: Vec<u64> = Vec::new();
+        for index in first..=last {
+            let h = self.cacol.as_mut().expect("checked");
+            h.seq += 1;
+            let seq = h.seq;
+            match h.c.request(vm, index, seq) {
+                crate::mm::cacol::Admit::Bypass => {
+                    h.counters.bypassed += 1;
+                    if write {
+                        direct_writes.push(index);
+                    } else {
+                        reads.push((index, None));
+                    }
+                }
+                crate::mm::cacol::Admit::Hit(f) => {
+                    h.counters.hits += 1;
+                    if write {
+                        self.pc_set_dirty(i, index, f);
+                    }
+                }
+                crate::mm::cacol::Admit::Insert => {
+                    h.counters.inserted += 1;
+                    let touch = self.pc_touch(i, index, write);
+                    let idx = self.mm.pt.pte_index(touch.vpn);
+                    let Some(f) = self.alloc_frame(touch, idx, F_PAGECACHE | F_CACOL) else {
+                        return Ok(());
+                    };
+                    *self.mm.pt.at(idx) = make_present(f);
+                    self.mm.cache.file_mut(i).nrpages += 1;
+                    self.stats.nr_file_pages += 1;
+                    self.update_peak();
+                    if let Some(h) = self.cacol.as_mut() {
+                        h.c.insert(vm, index, f);
+                    }
+                    if write {
+                        self.pc_set_dirty(i, index, f);
+                    } else {
+                        reads.push((index, Some(f)));
+                    }
+                }
+            }
+        }
+        // The reads, in runs; a frame reclaim took back meanwhile is read all the same (the
+        // data still has to come from the disk) but no longer locked.
+        let mut k = 0;
+        let mut done = self.mm.now;
+        while k < reads.len() {
+            let start = reads[k].0;
+            let mut n = 1;
+            while reads.get(k + n).is_some_and(|r| r.0 == start + n as u64) {
+                n += 1;
+            }
+            self.pc_count_read(n as u64);
+            let mut frames: Vec<FrameId> = Vec::new();
+            for &(index, f) in &reads[k..k + n] {
+                if let Some(f) = f {
+                    if self.pc_frame(i, index) == Some(f) {
+                        frames.push(f);
+                    }
+                }
+            }
+            if let Some(t) = self.file_time.as_mut() {
+                let c = t
+                    .dev
+                    .submit(self.mm.now, vm as u32, start, n as u64, false, &[]);
+                t.work.submit_ns += c.cpu_ns;
+                done = done.max(c.done_at);
+                if let Some(lock) = self.mm.io_lock.as_mut() {
+                    for &f in &frames {
+                        lock[f as usize] = c.done_at;
+                    }
+                }
+            }
+            k += n;
+        }
+        let mut k = 0;
+        while k < direct_writes.len() {
+            let start = direct_writes[k];
+            let mut n = 1;
+            while direct_writes.get(k + n) == Some(&(start + n as u64)) {
+                n += 1;
+            }
+            self.stats.pgpgout += 4 * n as u64;
+            if let Some(t) = self.file_time.as_mut() {
+                let c = t
+                    .dev
+                    .submit(self.mm.now, vm as u32, start, n as u64, true, &[]);
+                t.work.submit_ns += c.cpu_ns;
+                done = done.max(c.done_at);
+            }
+            k += n;
+        }
+        self.note_file_wait(done);
+        // Reclaim's writes during the call go to the disk now, not waited for.
+        self.pc_flush_writes(false);
+        if self.check {
+            self.validate().map_err(|e| {
+                crate::Error::config("check_invariants", format!("after Cacol's I/O: {e}"))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Mark page `index` of file `i` (frame `f`) dirty, as `write_end` does.
+    fn pc_set_dirty(&mut self, i: usize, index: u64, f: FrameId) {
+        if self.mm.frames.flags(f) & F_DIRTY == 0 {
+            self.mm.frames.set_flags(f, F_DIRTY);
+            self.mm.cache.file_mut(i).dirty.insert(index);
+            self.stats.nr_dirty += 1;
+        }
     }
 
     /// Whether the machine's files have a device in time.

@@ -22,6 +22,9 @@ pub const F_READAHEAD: u8 = 1 << 4;
 /// the folio's `PG_dirty` (written by `write()`, counted in `nr_dirty`) and `F_READAHEAD` its
 /// `PG_readahead` (the async readahead marker of `page_cache_ra_unbounded`).
 pub const F_PAGECACHE: u8 = 1 << 5;
+/// A page-cache frame Cacol manages ([`super::cacol`]: a VM disk image's page on a host
+/// whose images Cacol caches): on none of the policy's lists.
+pub const F_CACOL: u8 = 1 << 6;
 pub const F_IN_USE: u8 = 1 << 7;
 
 /// One frame's record, kept together so a reclaim decision touches one cache line.

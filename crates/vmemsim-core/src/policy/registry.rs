@@ -319,9 +319,16 @@ pub fn check_holds_exactly(
         if !mm.frames.in_use(f) {
             return Err(format!("{name}: holds free frame {f}"));
         }
+        if mm.frames.flags(f) & crate::mm::frames::F_CACOL != 0 {
+            return Err(format!("{name}: holds frame {f}, which Cacol manages"));
+        }
         n += 1;
     }
-    let in_use = mm.frames.len() - mm.frames.n_unused();
+    // (frames Cacol manages are off the policy's lists)
+    let cacol = (0..mm.frames.len())
+        .filter(|&f| mm.frames.flags(f) & crate::mm::frames::F_CACOL != 0)
+        .count() as u32;
+    let in_use = mm.frames.len() - mm.frames.n_unused() - cacol;
     if n != in_use {
         return Err(format!("{name}: holds {n} frames but {in_use} are in use"));
     }

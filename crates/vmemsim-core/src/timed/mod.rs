@@ -174,6 +174,9 @@ pub struct CacheSample {
     pub guest_file_pages: u64,
     pub host_image_pages: u64,
     pub double_cached: u64,
+    /// With Cacol: each VM's low watermark (the same for all), pages.
+    #[serde(default)]
+    pub cacol_watermark: u64,
 }
 
 /// The `/proc/vmstat` view of the counters.

@@ -308,6 +308,7 @@ pub struct Vm {
     /// The workload has files ([`Vm::add_files`]), and in a VM its virtual disk's log.
     has_files: bool,
     virtio: Option<std::rc::Rc<std::cell::RefCell<files::VirtioLog>>>,
+    file_layout: Option<files::Layout>,
 }
 
 fn pcid(pid: u32) -> u16 {
@@ -486,6 +487,8 @@ pub fn run_many_opts(
     merged.host_vmstat = crate::timed::vmstat(&merged.host_stats);
     merged.host_device_stats = sh.dev.as_ref().map(|d| d.stats());
     merged.host_file_device_stats = sh.m.file_device_stats();
+    // (host-wide: each VM's result has the same)
+    merged.cacol = per[0].cacol.clone();
     merged.host_frames = per[0].host_frames;
     (merged.latency, merged.latency_buckets) = by_kind(&hists);
     merged.per_vm = per;

@@ -265,6 +265,7 @@ impl Vm {
             device_frames_peak: 0,
             has_files: false,
             virtio: None,
+            file_layout: None,
         };
         for c in 0..vcpus {
             vm.kvm_cr3(c, 0, true, false)?;

@@ -55,11 +55,17 @@ pub enum CacheMode {
     /// `O_DIRECT` and `O_DSYNC`: as `none` here (the disks modelled have no volatile write
     /// cache for the `O_DSYNC` to flush).
     Directsync,
+    /// The host's page cache of the images managed by Cacol (seed 003, §4.2;
+    /// [`crate::mm::cacol`]): a page is kept from its second request, per-VM frequency
+    /// order with decay, per-VM low watermarks, reclaim from the least recently used VM
+    /// first. Otherwise as `writeback`.
+    Cacol,
 }
 
 impl CacheMode {
     /// The names [`CacheMode::parse`] accepts.
-    pub const NAMES: &'static [&'static str] = &["writeback", "none", "writethrough", "directsync"];
+    pub const NAMES: &'static [&'static str] =
+        &["writeback", "none", "writethrough", "directsync", "cacol"];
 
     pub fn parse(s: &str) -> Result<CacheMode> {
         match s {
@@ -67,6 +73,7 @@ impl CacheMode {
             "none" => Ok(CacheMode::None),
             "writethrough" => Ok(CacheMode::Writethrough),
             "directsync" => Ok(CacheMode::Directsync),
+            "cacol" => Ok(CacheMode::Cacol),
             _ => Err(Error::config(
                 "cache_mode",
                 format!("unknown cache mode {s:?} ({})", CacheMode::NAMES.join(", ")),
@@ -80,12 +87,16 @@ impl CacheMode {
             CacheMode::None => "none",
             CacheMode::Writethrough => "writethrough",
             CacheMode::Directsync => "directsync",
+            CacheMode::Cacol => "cacol",
         }
     }
 
     /// Whether the image's pages go through the host's page cache.
     pub fn host_cached(self) -> bool {
-        matches!(self, CacheMode::Writeback | CacheMode::Writethrough)
+        matches!(
+            self,
+            CacheMode::Writeback | CacheMode::Writethrough | CacheMode::Cacol
+        )
     }
 }
 
@@ -259,6 +270,11 @@ pub struct RunResult {
     pub double_cached_pages: u64,
     #[serde(default)]
     pub host_image_pages: u64,
+    /// With `cache_mode = cacol`: what Cacol did on the host (pages bypassed, hits,
+    /// admitted; reclaim's pages scanned, decremented, evicted, evicted dirty; calls that
+    /// found every VM at its low watermark).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cacol: BTreeMap<String, u64>,
     /// The counters of the workload's kernel (natively the machine's; in a VM the guest's,
     /// whose faults are guest page faults), and the same under their `/proc/vmstat` names.
     #[serde(alias = "guest")]

@@ -81,6 +81,7 @@ impl Vm {
                 .as_ref()
                 .and_then(|h| h.shared.borrow().m.file_device_stats());
             (r.double_cached_pages, r.host_image_pages) = self.double_cached();
+            r.cacol = self.cacol_counters();
         }
         r.vcpu_ns = self.vcpus.iter().map(|c| c.clock).collect();
         r.runtime_ns = r.vcpu_ns.iter().copied().max().unwrap_or(0);

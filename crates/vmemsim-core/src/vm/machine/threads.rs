@@ -613,6 +613,7 @@ impl VmExec<'_, '_> {
                         guest_file_pages: vm.guest.stats.nr_file_pages,
                         host_image_pages,
                         double_cached,
+                        cacol_watermark: vm.cacol_watermark(),
                     }
                 })
                 .collect()

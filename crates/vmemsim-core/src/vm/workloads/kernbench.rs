@@ -33,18 +33,36 @@
 //! `min(parallel, jobs)` jobs' (text + data + heap + stack) pages; all jobs together touch
 //! [`KernbenchLike::touched_pages`].
 //!
+//! # The source tree (`sources=1`)
+//!
+//! With `sources=1` the build reads its tree from files (seed 003 ran kernbench in a VM
+//! whose disk image holds the kernel's source; its page cache and the host's are what the
+//! experiment measures): `headers` header files of `header_bytes` each (ids `0..headers`),
+//! one source file of `source_bytes` per job and one object file per job, written. Job `j`,
+//! after its data pages: reads its source (one `read` of the whole file, as `cc1` reads a
+//! file it has `stat`ed) and `headers_per_job` headers, the `common_headers` first (headers
+//! `0..common_headers`: every translation unit includes the same core headers, e.g.
+//! `linux/kernel.h` and what it pulls in) and the rest drawn uniformly from the others with
+//! the job's stream (distinct draws are not enforced: a header included twice is read
+//! twice, as an include guard still opens it); each read copies into the job's first heap
+//! pages. At its end, before exiting, the job writes its object file (`object_bytes`). A
+//! kernel tree: ~25,000 headers (most jobs touch 200–600), sources of 5–50 KiB, objects of
+//! 10–100 KiB; the defaults are a smaller tree in proportion: 2,000 headers of 8 KiB, 200
+//! per job of which 100 common, sources of 24 KiB, objects of 48 KiB (estimates).
+//!
 //! # Left out
 //!
 //! Text and libraries shared between the compiler processes (page cache, shared mappings):
 //! each process touches its own copy, per [`Op::Spawn`]; the separate driver, `cc1` and
-//! `as` processes and the shell (one process per job); file reads and writes of sources,
-//! headers and objects; variation of job sizes; `make`'s dynamic job slots; freeing of heap
-//! memory before exit.
+//! `as` processes and the shell (one process per job); the file system's metadata (`stat`,
+//! directory lookups, `make`'s dependency checks); variation of job sizes; `make`'s dynamic
+//! job slots; freeing of heap memory before exit.
 
 use rand::Rng;
 
 use super::{bad_vcpu, GuestEmitter, Image, STACK_TOP, TEXT_BASE};
 use crate::error::Result;
+use crate::trace::recorded::{FileIo, FileOp};
 use crate::workload::common::{pages_of, split, stream, CHUNK_OPS};
 use crate::workload::params::{fmt_size, Params};
 use crate::workload::{Op, Workload};
@@ -58,6 +76,13 @@ const KEYS: &[&str] = &[
     "stack_bytes",
     "job_ns",
     "reuse",
+    "sources",
+    "headers",
+    "header_bytes",
+    "common_headers",
+    "headers_per_job",
+    "source_bytes",
+    "object_bytes",
     "seed",
 ];
 /// `make`'s own pages.
@@ -80,6 +105,14 @@ struct Config {
     stack_bytes: u64,
     job_ns: u64,
     reuse: u64,
+    /// The source tree on files (`sources=1`), see the module docs.
+    sources: bool,
+    headers: u64,
+    header_bytes: u64,
+    common_headers: u64,
+    headers_per_job: u64,
+    source_bytes: u64,
+    object_bytes: u64,
     seed: u64,
 }
 
@@ -102,6 +135,8 @@ struct Slot {
     stage: Stage,
     em: GuestEmitter,
     rng: rand_xoshiro::Xoshiro256PlusPlus,
+    /// The file records of the ops last handed out ([`Op::File`]'s slots).
+    ios: Vec<FileIo>,
 }
 
 /// The kernbench model (see the module docs).
@@ -134,8 +169,21 @@ impl KernbenchLike {
             stack_bytes: size("stack_bytes", 128 << 10, 4096)?,
             job_ns: p.u64_in("job_ns", 40_000_000, 0, 1 << 40)?,
             reuse: p.u64_in("reuse", 4, 0, 1024)?,
+            sources: p.choice("sources", 0, &["0", "1"])? == 1,
+            headers: p.u64_in("headers", 2000, 1, 1 << 20)?,
+            header_bytes: size("header_bytes", 8 << 10, 1)?,
+            common_headers: p.u64_in("common_headers", 100, 0, 1 << 20)?,
+            headers_per_job: p.u64_in("headers_per_job", 200, 0, 1 << 20)?,
+            source_bytes: size("source_bytes", 24 << 10, 1)?,
+            object_bytes: size("object_bytes", 48 << 10, 1)?,
             seed: p.seed(run_seed)?,
         };
+        if cfg.common_headers > cfg.headers.min(cfg.headers_per_job) {
+            return Err(p.err("common_headers", "at most headers and headers_per_job"));
+        }
+        if cfg.sources && cfg.headers + 2 * cfg.jobs > u32::MAX as u64 {
+            return Err(p.err("jobs", "too many files (headers + 2 × jobs ≥ 2^32)"));
+        }
         let image = Image {
             text: pages_of(cfg.text_bytes),
             data: pages_of(cfg.data_bytes),
@@ -150,6 +198,7 @@ impl KernbenchLike {
                 },
                 em: GuestEmitter::default(),
                 rng: stream(0, 0, 0),
+                ios: Vec::new(),
             })
             .collect();
         Ok(KernbenchLike {
@@ -194,12 +243,39 @@ impl KernbenchLike {
                 for p in 0..self.image.data {
                     s.em.access(buf, TEXT_BASE + self.image.text + p, true);
                 }
+                if self.cfg.sources {
+                    let c = &self.cfg;
+                    self.read_file(s, buf, c.headers + j, c.source_bytes);
+                    for h in 0..c.headers_per_job {
+                        let id = if h < c.common_headers {
+                            h
+                        } else {
+                            s.rng
+                                .gen_range(c.common_headers..c.headers.max(c.common_headers + 1))
+                                .min(c.headers - 1)
+                        };
+                        self.read_file(s, buf, id, c.header_bytes);
+                    }
+                }
                 s.stage = Stage::Step { j, i: 0 };
             }
             Stage::Step { j, i } => {
                 let steps = self.steps();
                 if i == steps {
                     let pid = j as u32 + 1;
+                    if self.cfg.sources {
+                        let c = &self.cfg;
+                        for p in 0..pages_of(c.object_bytes).min(steps) {
+                            s.em.access(buf, self.heap + p, false);
+                        }
+                        self.file_op(
+                            s,
+                            buf,
+                            FileOp::Write,
+                            c.headers + c.jobs + j,
+                            c.object_bytes,
+                        );
+                    }
                     s.em.event(buf, Op::Switch { pid: 0 });
                     s.em.event(buf, Op::Exit { pid });
                     s.stage = if j + t < self.cfg.jobs {
@@ -235,6 +311,33 @@ impl KernbenchLike {
     }
 }
 
+impl KernbenchLike {
+    /// A file op of the job on `s`'s vCPU: `op` of `len` bytes from the start of file `id`.
+    fn file_op(&self, s: &mut Slot, buf: &mut Vec<Op>, op: FileOp, id: u64, len: u64) {
+        s.em.flush(buf);
+        buf.push(Op::File {
+            slot: s.ios.len() as u32,
+        });
+        s.ios.push(FileIo {
+            op,
+            tid: 0,
+            stamp: 0,
+            file: id as u32,
+            offset: 0,
+            len,
+            addr: 0,
+        });
+    }
+
+    /// Read file `id` whole into the job's first heap pages.
+    fn read_file(&self, s: &mut Slot, buf: &mut Vec<Op>, id: u64, len: u64) {
+        self.file_op(s, buf, FileOp::Read, id, len);
+        for p in 0..pages_of(len).min(self.steps()) {
+            s.em.access(buf, self.heap + p, true);
+        }
+    }
+}
+
 impl Workload for KernbenchLike {
     fn name(&self) -> String {
         let c = &self.cfg;
@@ -249,7 +352,19 @@ impl Workload for KernbenchLike {
             c.job_ns,
             c.reuse,
             c.seed
-        )
+        ) + &if c.sources {
+            format!(
+                ",sources=1,headers={},header_bytes={},common_headers={},headers_per_job={},source_bytes={},object_bytes={}",
+                c.headers,
+                fmt_size(c.header_bytes),
+                c.common_headers,
+                c.headers_per_job,
+                fmt_size(c.source_bytes),
+                fmt_size(c.object_bytes)
+            )
+        } else {
+            String::new()
+        }
     }
 
     fn threads(&self) -> usize {
@@ -258,6 +373,27 @@ impl Workload for KernbenchLike {
 
     fn footprint_pages(&self) -> u64 {
         self.make_pages() + self.cfg.jobs.min(self.cfg.parallel as u64) * self.job_pages()
+    }
+
+    fn files(&self) -> Vec<crate::mm::FileSpec> {
+        let c = &self.cfg;
+        if !c.sources {
+            return Vec::new();
+        }
+        let file = |id: u64, size: u64, exists: bool| crate::mm::FileSpec {
+            id: id as u32,
+            initial_size: if exists { size } else { 0 },
+            extent: size,
+        };
+        (0..c.headers)
+            .map(|h| file(h, c.header_bytes, true))
+            .chain((0..c.jobs).map(|j| file(c.headers + j, c.source_bytes, true)))
+            .chain((0..c.jobs).map(|j| file(c.headers + c.jobs + j, c.object_bytes, false)))
+            .collect()
+    }
+
+    fn file_io(&self, tid: usize, slot: u32) -> Option<&FileIo> {
+        self.slots.get(tid)?.ios.get(slot as usize)
     }
 
     fn next_ops(&mut self, v: usize, buf: &mut Vec<Op>) -> Result<()> {
@@ -270,8 +406,10 @@ impl Workload for KernbenchLike {
                 stage: Stage::Done,
                 em: GuestEmitter::default(),
                 rng: stream(0, 0, 0),
+                ios: Vec::new(),
             },
         );
+        s.ios.clear();
         let start = buf.len();
         while buf.len() - start < CHUNK_OPS && !matches!(s.stage, Stage::Done) {
             self.step(&mut s, v, buf);
@@ -371,6 +509,59 @@ mod tests {
         let (_, s) = run("kernbench-like:jobs=1,parallel=2,heap_bytes=8KiB", 1);
         assert!(s[1].is_empty());
         assert_eq!(census(&s).spawns, 1);
+    }
+
+    #[test]
+    fn the_source_tree_is_read_and_objects_written() {
+        // 3 jobs on 2 vCPUs, 10 headers of 4 KiB of which 2 common, 4 headers a job: each
+        // job reads its source (file 10 + j) and headers 0, 1 and two drawn from 2..10,
+        // then writes its object (file 13 + j): 5 reads and 1 write a job.
+        let spec = "kernbench-like:jobs=3,parallel=2,heap_bytes=64KiB,text_bytes=16KiB,\
+                    job_ns=1000,sources=1,headers=10,header_bytes=4KiB,common_headers=2,\
+                    headers_per_job=4,source_bytes=8KiB,object_bytes=12KiB";
+        let mut w = parse(spec, 3).unwrap();
+        let files = w.files();
+        assert_eq!(files.len(), 10 + 3 + 3);
+        assert_eq!((files[12].id, files[12].initial_size), (12, 8 << 10));
+        assert_eq!(
+            (files[15].id, files[15].initial_size, files[15].extent),
+            (15, 0, 12 << 10)
+        );
+        let mut per_vcpu = Vec::new();
+        for v in 0..2 {
+            let mut recs = Vec::new();
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                w.next_ops(v, &mut buf).unwrap();
+                if buf.is_empty() {
+                    break;
+                }
+                for op in &buf {
+                    if let Op::File { slot } = op {
+                        recs.push(*w.file_io(v, *slot).unwrap());
+                    }
+                }
+            }
+            per_vcpu.push(recs);
+        }
+        // vCPU 0 runs jobs 0 and 2, vCPU 1 job 1.
+        assert_eq!((per_vcpu[0].len(), per_vcpu[1].len()), (12, 6));
+        let job1 = &per_vcpu[1];
+        assert_eq!(
+            (job1[0].op, job1[0].file, job1[0].len),
+            (FileOp::Read, 11, 8 << 10)
+        );
+        assert_eq!((job1[1].file, job1[2].file), (0, 1));
+        assert!(job1[3..5].iter().all(|r| (2..10).contains(&r.file)));
+        assert_eq!(
+            (job1[5].op, job1[5].file, job1[5].len),
+            (FileOp::Write, 14, 12 << 10)
+        );
+        assert!(w.name().contains(",sources=1,headers=10,"));
+        // Without sources the stream and the name are as before.
+        assert!(!parse(SMALL, 1).unwrap().name().contains("sources"));
+        assert!(parse(SMALL, 1).unwrap().files().is_empty());
     }
 
     #[test]
