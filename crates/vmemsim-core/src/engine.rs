@@ -31,9 +31,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::access::Access;
-use crate::mm::frames::{
-    F_ANON, F_DIRTY, F_MAPPED, F_PAGECACHE, F_READAHEAD, F_SWAPCACHE, F_WRITTEN,
-};
+use crate::mm::frames::{F_ANON, F_DIRTY, F_MAPPED, F_PAGECACHE, F_READAHEAD, F_SWAPCACHE};
 use crate::mm::*;
 use crate::policy::{Family, Insert, KernelVersion, Policy, ReclaimReason, ScanControl, Touch};
 use crate::watermarks::Watermarks;
@@ -95,25 +93,11 @@ pub struct MachineConfig {
     /// cache ([`crate::mm::rotational`]). `None`: a non-rotational device.
     #[serde(default)]
     pub swap_rotational: Option<u32>,
-    /// The most pages one request to the swap device carries once the block layer's plug
-    /// has merged contiguous writes ([`crate::device::SwapDevice::max_request_pages`]), for
-    /// the plug of a reclaim pass ([`crate::policy::plug`]: which swap writes MG-LRU's
-    /// `evict_folios` finds completed). Default 168, the `hdd` and `ssd` device models'
-    /// (`max_pages`), which an untimed replay's `hdd` and `disk` stand for; the VM layer
-    /// sets its swap device's.
-    #[serde(default = "default_swap_max_request_pages")]
-    pub swap_max_request_pages: u32,
     /// The file device's `read_ahead_kb` (`bdi->ra_pages` × 4): the largest readahead
     /// window of the page cache's reads; 0 = none. Linux's default is 128
     /// (`VM_READAHEAD_PAGES`).
     #[serde(default = "default_read_ahead_kb")]
     pub read_ahead_kb: u32,
-}
-
-/// [`MachineConfig::swap_max_request_pages`]'s default: the `hdd` and `ssd` models' `max_pages`.
-pub const DEFAULT_SWAP_MAX_REQUEST_PAGES: u32 = 168;
-fn default_swap_max_request_pages() -> u32 {
-    DEFAULT_SWAP_MAX_REQUEST_PAGES
 }
 
 /// `VM_READAHEAD_PAGES` in KiB.
@@ -144,7 +128,6 @@ impl MachineConfig {
             kernel: KernelVersion::V6_8,
             zram_pool: None,
             swap_rotational: None,
-            swap_max_request_pages: DEFAULT_SWAP_MAX_REQUEST_PAGES,
             read_ahead_kb: DEFAULT_READ_AHEAD_KB,
         }
     }
@@ -281,7 +264,6 @@ pub struct Machine<P: Policy> {
     oom_at: Option<u64>,
     defer_kswapd: bool,
     swap_sync_io: bool,
-    swap_max_request_pages: u32,
     kernel: KernelVersion,
     /// kswapd has been woken (free fell to `low`) and has not yet balanced the node.
     kswapd_awake: bool,
@@ -515,7 +497,6 @@ impl<P: Policy> Machine<P> {
             shrink_log: None,
             defer_kswapd: cfg.defer_kswapd,
             swap_sync_io: cfg.swap_sync_io || cfg.zram_pool.is_some(),
-            swap_max_request_pages: cfg.swap_max_request_pages.max(1),
             kernel: cfg.kernel,
             kswapd_awake: false,
             kswapd_priority: DEF_PRIORITY,
@@ -1312,7 +1293,6 @@ impl<P: Policy> Machine<P> {
             may_swap: true,
             high_wmark: self.wmark.high,
             writeback_async: !self.swap_sync_io,
-            swap_max_request_pages: self.swap_max_request_pages,
             low_wmark: self.wmark.low,
             nr_free: self.mm.frames.n_free() as u64,
             kernel: self.kernel,
@@ -1389,15 +1369,10 @@ impl<P: Policy> Machine<P> {
                     self.keep_in_swap_cache(f, slot, pidx, dirty, mapped, Insert::Putback);
                     return false;
                 }
-                if self.family == Family::Kernel
-                    && !self.swap_sync_io
-                    && self.mm.frames.flags(f) & F_WRITTEN == 0
-                {
+                if self.family == Family::Kernel && !self.swap_sync_io {
                     // An asynchronous device: `pageout` returns with the folio under
                     // writeback and `shrink_folio_list` keeps it (the policy was told:
-                    // `ScanControl::writeback_async`); a later scan frees it. Unless the
-                    // policy found the write completed within its batch (`F_WRITTEN`:
-                    // MG-LRU's `evict_folios` retry, module `policy::plug`): then freed now.
+                    // `ScanControl::writeback_async`); a later scan frees it.
                     self.keep_in_swap_cache(f, slot, pidx, false, mapped, Insert::Rotate);
                     return false;
                 }

@@ -22,11 +22,6 @@ pub const F_READAHEAD: u8 = 1 << 4;
 /// the folio's `PG_dirty` (written by `write()`, counted in `nr_dirty`) and `F_READAHEAD` its
 /// `PG_readahead` (the async readahead marker of `page_cache_ra_unbounded`).
 pub const F_PAGECACHE: u8 = 1 << 5;
-/// A reclaimer's swap write of this isolated frame is complete before the reclaimer puts its
-/// batch back: the engine frees the frame after writing it instead of putting it back under
-/// writeback (MG-LRU's `evict_folios` retry, [`crate::policy::plug`]). Set by the policy
-/// between isolation and the engine's `reclaim_frame`; cleared with the frame.
-pub const F_WRITTEN: u8 = 1 << 6;
 pub const F_IN_USE: u8 = 1 << 7;
 
 /// One frame's record, kept together so a reclaim decision touches one cache line.

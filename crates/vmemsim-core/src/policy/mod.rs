@@ -30,7 +30,6 @@ pub mod lru_k;
 pub mod mglru;
 pub mod mq;
 pub mod opt;
-pub mod plug;
 pub mod random;
 pub mod registry;
 pub mod s3fifo;
@@ -151,11 +150,6 @@ pub struct ScanControl {
     /// it back with [`Insert::Rotate`], but counts it neither reclaimed nor evicted (no
     /// `workingset_eviction`, no shadow).
     pub writeback_async: bool,
-    /// With `writeback_async`: the most pages one request to the swap device carries once the
-    /// block layer's plug has merged contiguous writes (the queue's `max_segments` /
-    /// `max_sectors`; [`crate::device::SwapDevice::max_request_pages`]), for MG-LRU's model of
-    /// the plug ([`plug`]), which decides which writes complete within their reclaim batch.
-    pub swap_max_request_pages: u32,
     /// The zone's low watermark in pages (6.1 MG-LRU's `should_abort_scan` for direct reclaim).
     pub low_wmark: u32,
     /// Free pages when the pass starts and as victims are taken (the policy does not free:

@@ -128,7 +128,6 @@ fn sc(priority: u8, reason: ReclaimReason, nr: u32) -> ScanControl {
         may_swap: true,
         high_wmark: 0,
         writeback_async: false,
-        swap_max_request_pages: 1,
         low_wmark: 0,
         nr_free: 0,
         kernel: crate::policy::KernelVersion::V6_8,

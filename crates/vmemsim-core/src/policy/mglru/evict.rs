@@ -25,8 +25,7 @@ use super::{
     lidx, MgLru, ScanMode, ANON, FILE, F_ALL_REFS, F_REFERENCED, MAX_LRU_BATCH, MIN_NR_GENS,
 };
 use crate::engine::DEF_PRIORITY;
-use crate::mm::frames::{F_DIRTY, F_WRITTEN};
-use crate::mm::{pte_frame, FrameId, Mm, NO_SLOT, PTE_ACCESSED, PTE_PRESENT};
+use crate::mm::{pte_frame, FrameId, Mm, PTE_ACCESSED, PTE_PRESENT};
 use crate::policy::{KernelVersion, ReclaimReason, ScanControl};
 
 /// `fls_long`: 1-based index of the highest set bit, 0 for 0.
@@ -51,10 +50,6 @@ impl MgLru {
             0
         };
         self.kernel = sc.kernel;
-        // blk_start_plug: the pass's swap writes meet one plug (`lru_gen_shrink_node` in
-        // 6.8, `lru_gen_shrink_lruvec` in 6.1); `blk_finish_plug` at its end sends the rest,
-        // after the last batch was put back.
-        self.plug.start();
         if sc.kernel == KernelVersion::V6_1 {
             self.shrink_lruvec_61(mm, sc, swappiness, victims);
             return;
@@ -277,40 +272,11 @@ impl MgLru {
         // shrink_folio_list, in isolation order.
         sc.nr_scanned += iso.len() as u64;
         mm.prefetch_rmap(&iso);
-        self.batch_written.clear();
         for &f in &iso {
-            self.check_references(mm, f, kswapd, sc, victims);
+            self.check_references(mm, f, kswapd, sc.writeback_async, victims);
         }
         self.isolated = iso;
-        self.retry_written(mm);
         scanned
-    }
-
-    /// `evict_folios` after `shrink_folio_list` (Linux 6.1 and 6.8): of the folios `pageout`
-    /// wrote, one whose write is still in the pass's plug is under writeback and goes back
-    /// to the lists (`folio_test_reclaim` and `folio_test_writeback`: `continue`); one whose
-    /// write the plug has sent is taken to be complete (the engine's devices take no time in
-    /// an untimed run): clean, unmapped, not active, not referenced, so it moves to the
-    /// `clean` list ("retry folios that may have missed folio_rotate_reclaimable()") and the
-    /// second `shrink_folio_list` frees it, with `lru_gen_eviction`, counted in pgsteal but not
-    /// in pgscan (`scan_folios` counted it once; 6.8 also takes it back out of
-    /// `sc->nr_scanned`, 6.1 counts it there twice: the engine's `nr_scanned` is pgscan, so
-    /// neither is modelled). The engine writes it and frees it (`F_WRITTEN`).
-    fn retry_written(&mut self, mm: &mut Mm) {
-        for k in 0..self.batch_written.len() {
-            let (f, i) = self.batch_written[k];
-            if !self.plug.dispatched(i) {
-                continue;
-            }
-            // Its flags are those `isolate_folio` left (kept in `shadow` for a putback).
-            self.fs[f as usize].fl = self.fs[f as usize].shadow as u8;
-            self.fs[f as usize].shadow = self.eviction(f);
-            self.stats.pgsteal[self.ty(f)] += 1;
-            self.stats.writeback_keep -= 1;
-            self.stats.writeback_retried += 1;
-            self.nr_reclaimed += 1;
-            mm.frames.set_flags(f, F_WRITTEN);
-        }
     }
 
     /// `isolate_folios`: choose the type (swappiness extremes first, then the PI controller)
@@ -445,7 +411,7 @@ impl MgLru {
         mm: &mut Mm,
         f: FrameId,
         kswapd: bool,
-        sc: &ScanControl,
+        writeback_async: bool,
         victims: &mut Vec<FrameId>,
     ) {
         // shrink_folio_list: a folio whose read started after `sort_folio` looked at it is
@@ -486,22 +452,10 @@ impl MgLru {
             let gen = self.gen_of_seq(self.max_seq);
             self.add_folio(f, gen, false);
             self.stats.promoted_rmap += 1;
-        } else if sc.writeback_async && mm.swap_out_writes(f) {
+        } else if writeback_async && mm.swap_out_writes(f) {
             // `pageout` leaves it under writeback: `shrink_folio_list` keeps it and
             // `evict_folios` puts it back; no `lru_gen_eviction`. The engine writes it and
-            // puts it back (`Insert::Rotate`); its flags wait in `shadow` meanwhile. Unless
-            // its write left the plug within this batch (`retry_written`). The slot is taken
-            // here, as `shrink_folio_list` → `add_to_swap` does (`folio_mark_dirty`: the
-            // engine writes it there), and the write joins the pass's plug
-            // (`swap_writepage` → `submit_bio`).
-            let mut slot = mm.frames.slot(f);
-            if slot == NO_SLOT {
-                slot = mm.alloc_swap_slot(vpn);
-                mm.frames.set_slot(f, slot);
-                mm.frames.set_flags(f, F_DIRTY);
-            }
-            let i = self.plug.submit(slot, sc.swap_max_request_pages);
-            self.batch_written.push((f, i));
+            // puts it back (`Insert::Rotate`); its flags wait in `shadow` meanwhile.
             self.fs[f as usize].shadow = self.fs[f as usize].fl as u32;
             victims.push(f);
             self.stats.writeback_keep += 1;

@@ -89,7 +89,6 @@ fn kswapd_sc() -> ScanControl {
         may_swap: true,
         high_wmark: 0,
         writeback_async: false,
-        swap_max_request_pages: 1,
         low_wmark: 0,
         nr_free: 0,
         kernel: KernelVersion::V6_8,

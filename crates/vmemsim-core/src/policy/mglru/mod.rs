@@ -304,11 +304,6 @@ pub struct MgLruStats {
     /// Folios `shrink_folio_list` kept because `pageout` left them under writeback
     /// (asynchronous swap device); freed by a later scan.
     pub writeback_keep: u64,
-    /// Of the folios `pageout` wrote, those whose write had left the reclaim pass's block
-    /// plug before `evict_folios` put its batch back: complete, clean and unmapped, so freed
-    /// by `evict_folios`' retry (counted in pgsteal, not again in pgscan; not in
-    /// `writeback_keep`).
-    pub writeback_retried: u64,
     /// Folios `sort_folio` moved to the list of the generation a walk had given them.
     pub sorted_promoted: u64,
     /// Folios `inc_min_seq` moved forward because the generation cap was reached.
@@ -384,12 +379,6 @@ pub struct MgLru {
     pub(crate) kernel: KernelVersion,
     /// Scratch: walkable [start, end) page ranges of one PTE table.
     pub(crate) segs: Vec<(u64, u64)>,
-    /// The block plug of the current reclaim pass (`blk_start_plug` in
-    /// `lru_gen_shrink_lruvec`, 6.1, / `lru_gen_shrink_node`, 6.8).
-    pub(crate) plug: crate::policy::plug::Plug,
-    /// Scratch: the folios of one `evict_folios` batch that `pageout` wrote, with their
-    /// write's index in the plug.
-    pub(crate) batch_written: Vec<(FrameId, u64)>,
 }
 
 #[inline]
@@ -426,8 +415,6 @@ impl MgLru {
             memcgs_need_aging: false,
             kernel: KernelVersion::V6_8,
             segs: Vec::new(),
-            plug: Default::default(),
-            batch_written: Vec::new(),
             cfg,
         }
     }
@@ -888,9 +875,6 @@ impl Policy for MgLru {
             ("promoted_lookaround", s.promoted_lookaround),
             ("promoted_rmap", s.promoted_rmap),
             ("writeback_keep", s.writeback_keep),
-            ("writeback_retried", s.writeback_retried),
-            ("plug_requests", self.plug.total_requests),
-            ("plug_flushes", self.plug.total_flushes),
             ("kept_referenced", s.kept_referenced),
             ("kept_locked", s.kept_locked),
             ("sorted_locked", s.sorted_locked),

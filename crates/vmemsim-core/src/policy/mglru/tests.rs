@@ -41,7 +41,6 @@ fn mk_sc(reason: ReclaimReason, priority: u8) -> ScanControl {
         may_swap: true,
         high_wmark: 0,
         writeback_async: false,
-        swap_max_request_pages: 1,
         low_wmark: 0,
         nr_free: 0,
         kernel: crate::policy::KernelVersion::V6_8,
@@ -965,17 +964,11 @@ fn mglru_speed() {
 fn swap_out(m: &mut Machine<MgLru>, f: FrameId, keep: Option<Insert>) {
     use crate::mm::frames::F_SWAPCACHE;
     let vpn = m.mm.owner(f);
-    // `evict_folios` took the slot of a folio it wrote (`add_to_swap`).
-    let slot = match m.mm.frames.slot(f) {
-        crate::mm::NO_SLOT => m.mm.alloc_swap_slot(vpn),
-        s => s,
-    };
+    let slot = m.mm.alloc_swap_slot(vpn);
     *m.mm.pt.pte_mut(vpn) = crate::mm::PTE_SWAP | ((slot as u64) << crate::mm::PTE_PAYLOAD_SHIFT);
     m.mm.frames.clear_flags(f, F_MAPPED);
     match keep {
         Some(how) => {
-            // Written: the swap copy is current (`keep_in_swap_cache`).
-            m.mm.frames.clear_flags(f, crate::mm::frames::F_DIRTY);
             m.mm.frames.set_flags(f, F_SWAPCACHE);
             m.mm.frames.set_slot(f, slot);
             m.mm.swap.set_cached_frame(slot, f);
@@ -1007,8 +1000,6 @@ fn async_writeback_keeps_then_rotates_to_the_oldest_tail() {
     touch(&mut m, 0..100);
     let mut sc = ScanControl {
         writeback_async: true,
-        // 64 contiguous slots make one request, held in the plug to the end of the batch.
-        swap_max_request_pages: 168,
         ..mk_sc(ReclaimReason::Direct, 1)
     };
     let mut victims = Vec::new();

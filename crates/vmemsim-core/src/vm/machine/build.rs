@@ -95,10 +95,6 @@ impl Vm {
         guest_cfg.frames = units("vm.guest_frames", cfg.guest.frames, gshift, "guest memory")?;
         guest_cfg.watermarks = unit_marks(&cfg.guest, gshift);
         guest_cfg.swap_sync_io |= cfg.guest_swap.as_ref().is_some_and(|d| d.kind() == "zram");
-        // The plug's merging of its swap writes (`policy::plug`): the device's largest request.
-        if let Some(d) = cfg.guest_swap.as_ref() {
-            guest_cfg.swap_max_request_pages = crate::device::build(d)?.max_request_pages();
-        }
         // Swap on a rotating disk is rotational swap (`DeviceSpec::rotational_slots`).
         if let Some(n) = cfg.guest_swap.as_ref().and_then(|d| d.rotational_slots()) {
             guest_cfg
