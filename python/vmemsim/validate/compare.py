@@ -61,6 +61,10 @@ COUNTERS: List[Tuple[str, Callable[[Dict[str, int]], int], Callable[[Dict[str, i
     ),
     ("pgscan_kswapd", lambda v: v.get("pgscan_kswapd", 0), lambda s: s["pgscan_kswapd"]),
     ("pgscan_direct", lambda v: v.get("pgscan_direct", 0), lambda s: s["pgscan_direct"]),
+    # Written folios moved to their list's tail when the write completed (a disk's; zram's
+    # complete while the folio is isolated): each one scanned again. MG-LRU's evict_folios
+    # frees the rest of the written ones without a second scan (FINDINGS.md).
+    ("pgrotated", lambda v: v.get("pgrotated", 0), lambda s: s.get("pgrotated", 0)),
     (
         "workingset_refault_anon",
         lambda v: v.get("workingset_refault_anon", 0),

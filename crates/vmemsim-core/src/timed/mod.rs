@@ -190,6 +190,7 @@ pub fn vmstat(s: &Stats) -> BTreeMap<String, u64> {
         ("pgscan_direct", s.pgscan_direct),
         ("pgsteal_kswapd", s.pgsteal_kswapd),
         ("pgsteal_direct", s.pgsteal_direct),
+        ("pgrotated", s.pgrotated),
         ("workingset_refault_anon", s.workingset_refault_anon),
         ("workingset_refault_file", s.workingset_refault_file),
         ("allocstall", s.allocstall),
