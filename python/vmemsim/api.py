@@ -1166,6 +1166,7 @@ class RunResult:
         d.setdefault("file_device_stats", None)
         d.setdefault("host_file_device_stats", None)
         d.setdefault("cacol", {})
+        d.setdefault("per_vm", [])
         d["threads"] = tuple(dict(t) for t in d.get("threads", ()))
         d["latency"] = {k: dict(v) for k, v in (d.get("latency") or {}).items()}
         d["latency_buckets"] = {k: tuple((int(a), int(b)) for a, b in v)
