@@ -102,6 +102,20 @@ pub struct MachineConfig {
     /// (`VM_READAHEAD_PAGES`).
     #[serde(default = "default_read_ahead_kb")]
     pub read_ahead_kb: u32,
+    /// `vm.dirty_ratio` and `vm.dirty_background_ratio`: the dirty page-cache pages, in
+    /// percent of dirtyable memory, above which writers are throttled and above which the
+    /// flusher writes in the background (`domain_dirty_limits`; Linux's defaults 20 and 10).
+    #[serde(default = "default_dirty_ratio")]
+    pub dirty_ratio: u32,
+    #[serde(default = "default_dirty_background_ratio")]
+    pub dirty_background_ratio: u32,
+}
+
+fn default_dirty_ratio() -> u32 {
+    20
+}
+fn default_dirty_background_ratio() -> u32 {
+    10
 }
 
 /// `VM_READAHEAD_PAGES` in KiB.
@@ -133,6 +147,8 @@ impl MachineConfig {
             zram_pool: None,
             swap_rotational: None,
             read_ahead_kb: DEFAULT_READ_AHEAD_KB,
+            dirty_ratio: 20,
+            dirty_background_ratio: 10,
         }
     }
 }
@@ -222,6 +238,20 @@ pub struct Stats {
     /// Dirty page-cache pages now (`nr_dirty`); a gauge, kept by a warm-up's reset.
     #[serde(default)]
     pub nr_dirty: u64,
+    /// Page-cache pages under writeback now (`nr_writeback`: written, the write not yet
+    /// complete; timed runs only); a gauge.
+    #[serde(default)]
+    pub nr_writeback: u64,
+    /// Pages the flusher wrote: in the background (dirty pages above
+    /// `dirty_background_ratio`) and periodically (dirty for longer than
+    /// `dirty_expire_centisecs`, timed runs); writers' waits in `balance_dirty_pages` above
+    /// `dirty_ratio` (timed runs).
+    #[serde(default)]
+    pub wb_background: u64,
+    #[serde(default)]
+    pub wb_periodic: u64,
+    #[serde(default)]
+    pub dirty_throttled: u64,
 }
 
 impl Stats {
@@ -234,7 +264,8 @@ impl Stats {
             workingset_refault_anon, workingset_refault_file, evictions, pgscan_kswapd,
             pgscan_direct, pgsteal_kswapd, pgsteal_direct, kswapd_wakeups, allocstall,
             peak_resident, pgrotated, swap_write_errors, zram_mem_used_max, gup_pages,
-            gup_touched, file_io, file_mmaps_skipped, pgpgin, pgpgout, nr_file_pages, nr_dirty);
+            gup_touched, file_io, file_mmaps_skipped, pgpgin, pgpgout, nr_file_pages, nr_dirty,
+            nr_writeback, wb_background, wb_periodic, dirty_throttled);
     }
 }
 
@@ -288,6 +319,9 @@ pub struct Machine<P: Policy> {
     zram: Option<Box<ZramState>>,
     /// [`MachineConfig::read_ahead_kb`].
     read_ahead_kb: u32,
+    /// [`MachineConfig::dirty_ratio`], [`MachineConfig::dirty_background_ratio`].
+    dirty_ratio: u32,
+    dirty_background_ratio: u32,
     /// log2 of the trace's page size: user addresses of file I/O records (an `O_DIRECT`
     /// buffer) to page numbers ([`Machine::set_user_page_size`]).
     user_page_shift: u32,
@@ -516,6 +550,8 @@ impl<P: Policy> Machine<P> {
             kswapd_priority: DEF_PRIORITY,
             zram,
             read_ahead_kb: cfg.read_ahead_kb,
+            dirty_ratio: cfg.dirty_ratio,
+            dirty_background_ratio: cfg.dirty_background_ratio,
             user_page_shift: 12,
             dio_sectors: [0, 0],
             file_time: None,

@@ -128,6 +128,7 @@ fn start_counting(stats: &mut Stats) {
         zram_mem_used_max: stats.zram_mem_used_max,
         nr_file_pages: stats.nr_file_pages,
         nr_dirty: stats.nr_dirty,
+        nr_writeback: stats.nr_writeback,
         ..Stats::default()
     };
 }

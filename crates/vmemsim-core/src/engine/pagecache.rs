@@ -38,8 +38,18 @@
 //!   direct reclaim alike and at once: the first rule of this model. Linux 6.8's
 //!   `shrink_folio_list` instead marks a dirty file folio `PG_reclaim` and activates it
 //!   unless kswapd meets it a second time while the node is flagged `PGDAT_DIRTY`, leaving
-//!   the writing to the flusher threads; those (and `fsync`, `balance_dirty_pages`) are not
-//!   modelled yet, so that rule would leave dirty pages unwritten.
+//!   the writing to the flusher threads; here the flusher's background writeback keeps the
+//!   dirty pages below `dirty_background_ratio` (next item), so reclaim meets few of them,
+//!   and the `PG_reclaim` rotation is left out.
+//! - Dirty limits (mm/page-writeback.c): after each page a write dirties,
+//!   `balance_dirty_pages` computes `global_dirtyable_memory` and `domain_dirty_limits`
+//!   ([`Machine::dirty_limits`]); above the background threshold the flusher writes the
+//!   files in the order they were dirtied, each in index order, a `MIN_WRITEBACK_PAGES`
+//!   chunk at a time, down to the threshold (`wb_writeback`, `wb_over_bg_thresh`); in time,
+//!   a writer whose dirty and writeback pages exceed the limit sleeps until writes complete,
+//!   and every `dirty_writeback_centisecs` the files dirty for longer than
+//!   `dirty_expire_centisecs` are written (`wb_check_old_data_flush`). Counters
+//!   `wb_background`, `wb_periodic`, `dirty_throttled`, `nr_writeback`.
 //!
 //! Counters (`/proc/vmstat` names): `pgpgin`/`pgpgout` in KiB as `submit_bio` counts them
 //! (swap I/O included: it goes through `submit_bio` too), `nr_file_pages`, `nr_dirty`,
@@ -75,8 +85,10 @@
 //!
 //! Left out: `mmap` records (counted in `file_mmaps_skipped`: a file mapping's pages through
 //! the page cache need frames shared between a mapping and the cache), the per-CPU LRU
-//! batches, large folios, flusher threads and `balance_dirty_pages` (dirty pages are written
-//! by the reclaim that takes them, `fsync` or `fadvise`), the submission order inside one
+//! batches, large folios, `balance_dirty_pages`' proportional pauses between the freerun
+//! ceiling and the limit (`pos_ratio`, the dirty rate limit: a writer is free or held at the
+//! limit), the flusher's timer as a thread of its own (its periodic pass runs at the first
+//! file I/O record after its time), the submission order inside one
 //! long read (all of a read's requests are submitted at its start, where the kernel submits
 //! the next batch's readahead after copying the previous one).
 
@@ -139,7 +151,21 @@ pub(super) struct FileTime {
     /// Writes queued: (file position, page index), in order.
     writes: Vec<(usize, u64)>,
     work: FileWork,
+    /// Page-cache writes in flight: (completion, pages), in submission order
+    /// (`nr_writeback`: `PG_writeback` until `folio_end_writeback`).
+    in_flight: std::collections::VecDeque<(u64, u64)>,
+    /// When the flusher next runs its periodic writeback (`wb_workfn` every
+    /// `dirty_writeback_centisecs`).
+    next_periodic: u64,
 }
+
+/// `dirty_expire_centisecs` (30 s) and `dirty_writeback_centisecs` (5 s), Linux's defaults:
+/// the flusher wakes every 5 s and writes the files dirty for longer than 30 s.
+pub const DIRTY_EXPIRE_NS: u64 = 30_000_000_000;
+pub const DIRTY_WRITEBACK_NS: u64 = 5_000_000_000;
+/// `MIN_WRITEBACK_PAGES` (4 MiB): the background flusher writes at least this much of a file
+/// before it looks at the dirty limits again (`writeback_chunk_size`).
+const MIN_WRITEBACK_PAGES: u64 = 1024;
 
 impl std::fmt::Debug for FileTime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -236,6 +262,8 @@ impl<P: Policy> Machine<P> {
             dev,
             writes: Vec::new(),
             work: FileWork::default(),
+            in_flight: Default::default(),
+            next_periodic: DIRTY_WRITEBACK_NS,
         }));
     }
 
@@ -349,6 +377,8 @@ impl<P: Policy> Machine<P> {
             return Ok(());
         }
         self.stats.file_io += 1;
+        self.retire_writeback();
+        self.periodic_writeback();
         let (first, last) = (offset >> 12, (offset + len - 1) >> 12);
         // Pages to read from the disk (with the frame that keeps each, if any), pages to
         // write to it directly.
@@ -448,6 +478,9 @@ impl<P: Policy> Machine<P> {
         self.note_file_wait(done);
         // Reclaim's writes during the call go to the disk now, not waited for.
         self.pc_flush_writes(false);
+        if write {
+            self.balance_dirty_pages();
+        }
         if self.check {
             self.validate().map_err(|e| {
                 crate::Error::config("check_invariants", format!("after Cacol's I/O: {e}"))
@@ -460,7 +493,13 @@ impl<P: Policy> Machine<P> {
     fn pc_set_dirty(&mut self, i: usize, index: u64, f: FrameId) {
         if self.mm.frames.flags(f) & F_DIRTY == 0 {
             self.mm.frames.set_flags(f, F_DIRTY);
-            self.mm.cache.file_mut(i).dirty.insert(index);
+            let now = self.mm.now;
+            let file = self.mm.cache.file_mut(i);
+            if file.dirty.is_empty() {
+                // `__mark_inode_dirty`: the inode's first dirty page.
+                file.dirtied_when = now;
+            }
+            file.dirty.insert(index);
             self.stats.nr_dirty += 1;
         }
     }
@@ -590,6 +629,8 @@ impl<P: Policy> Machine<P> {
             let c = t.dev.submit(now, id, first, n, true, &[]);
             t.work.submit_ns += c.cpu_ns;
             done = done.max(c.done_at);
+            t.in_flight.push_back((c.done_at, n));
+            self.stats.nr_writeback += n;
             k += n as usize;
         }
         t.writes.clear();
@@ -597,6 +638,143 @@ impl<P: Policy> Machine<P> {
             t.work.wait_ns += done - self.mm.now;
             self.mm.now = done;
         }
+    }
+
+    /// Writes whose completion time has passed leave writeback (`folio_end_writeback`).
+    fn retire_writeback(&mut self) {
+        let Some(t) = self.file_time.as_mut() else {
+            return;
+        };
+        let now = self.mm.now;
+        let mut done = 0;
+        t.in_flight.retain(|&(at, n)| {
+            if at <= now {
+                done += n;
+                false
+            } else {
+                true
+            }
+        });
+        self.stats.nr_writeback -= done;
+    }
+
+    /// The dirty limits, `(bg_thresh, thresh)` in pages: `global_dirtyable_memory` (free
+    /// pages less `totalreserve_pages`, here the high watermark of the one zone, plus the
+    /// file LRUs' pages, plus 1) times `dirty_background_ratio` and `dirty_ratio`, in
+    /// per-`PAGE_SIZE` precision as `domain_dirty_limits` computes them; a background
+    /// threshold not below the limit is half of it.
+    pub fn dirty_limits(&self) -> (u64, u64) {
+        let free = self.mm.frames.n_free() as u64;
+        let reserve = self.wmark.high as u64;
+        let avail = free - free.min(reserve) + self.stats.nr_file_pages + 1;
+        let ratio = self.dirty_ratio as u64 * 4096 / 100;
+        let bg_ratio = self.dirty_background_ratio as u64 * 4096 / 100;
+        let thresh = ratio * avail / 4096;
+        let mut bg = bg_ratio * avail / 4096;
+        if bg >= thresh {
+            bg = thresh / 2;
+        }
+        (bg, thresh)
+    }
+
+    /// `balance_dirty_pages` after a write dirtied a page: above the background threshold
+    /// the flusher writes in the background (`wb_start_background_writeback` →
+    /// `wb_writeback` with `for_background`: the files in the order they were dirtied, each
+    /// file's dirty pages in index order, at least `MIN_WRITEBACK_PAGES` of a file before
+    /// `wb_over_bg_thresh` is checked again, until the dirty pages are at most the
+    /// background threshold); in a timed run, with the dirty pages and those under writeback
+    /// above the limit, the writer sleeps until enough writes complete (the kernel's
+    /// proportional pauses between the freerun ceiling and the limit, `pos_ratio` and the
+    /// dirty rate limit, are left out: a writer is either free or held at the limit).
+    fn balance_dirty_pages(&mut self) {
+        self.retire_writeback();
+        let (bg, thresh) = self.dirty_limits();
+        if self.stats.nr_dirty > bg {
+            self.background_writeback(bg);
+        }
+        let Some(t) = self.file_time.as_mut() else {
+            return;
+        };
+        let mut throttled = false;
+        while self.stats.nr_dirty + self.stats.nr_writeback > thresh {
+            let Some((at, n)) = t.in_flight.pop_front() else {
+                break;
+            };
+            if at > self.mm.now {
+                t.work.wait_ns += at - self.mm.now;
+                self.mm.now = at;
+            }
+            self.stats.nr_writeback -= n;
+            throttled = true;
+        }
+        if throttled {
+            self.stats.dirty_throttled += 1;
+        }
+    }
+
+    /// The background flusher's pass down to `bg` dirty pages (see `balance_dirty_pages`).
+    fn background_writeback(&mut self, bg: u64) {
+        let mut files: Vec<(u64, usize)> = (0..self.mm.cache.files().len())
+            .filter(|&i| !self.mm.cache.file(i).dirty.is_empty())
+            .map(|i| (self.mm.cache.file(i).dirtied_when, i))
+            .collect();
+        files.sort_unstable();
+        'files: for (_, i) in files {
+            loop {
+                let chunk: Vec<u64> = self
+                    .mm
+                    .cache
+                    .file(i)
+                    .dirty
+                    .iter()
+                    .take(MIN_WRITEBACK_PAGES as usize)
+                    .copied()
+                    .collect();
+                if chunk.is_empty() {
+                    break;
+                }
+                for index in chunk {
+                    if self.pc_writeback(i, index) {
+                        self.stats.wb_background += 1;
+                    }
+                }
+                if self.stats.nr_dirty <= bg {
+                    break 'files;
+                }
+            }
+        }
+        self.pc_flush_writes(false);
+    }
+
+    /// The flusher's periodic writeback (timed runs): every `dirty_writeback_centisecs`, the
+    /// files dirtied more than `dirty_expire_centisecs` ago are written
+    /// (`wb_check_old_data_flush` → `wb_writeback` with `older_than_this`), at the first
+    /// file I/O record at or after its time (the flusher's timer is not a thread of its own
+    /// here: a run whose records stop leaves its files dirty).
+    fn periodic_writeback(&mut self) {
+        let Some(t) = self.file_time.as_mut() else {
+            return;
+        };
+        let now = self.mm.now;
+        if now < t.next_periodic {
+            return;
+        }
+        t.next_periodic = now + DIRTY_WRITEBACK_NS;
+        let old: Vec<usize> = (0..self.mm.cache.files().len())
+            .filter(|&i| {
+                let f = self.mm.cache.file(i);
+                !f.dirty.is_empty() && f.dirtied_when + DIRTY_EXPIRE_NS <= now
+            })
+            .collect();
+        for i in old {
+            let pages: Vec<u64> = self.mm.cache.file(i).dirty.iter().copied().collect();
+            for index in pages {
+                if self.pc_writeback(i, index) {
+                    self.stats.wb_periodic += 1;
+                }
+            }
+        }
+        self.pc_flush_writes(false);
     }
 
     /// Serve one file I/O record. Errors: a file not declared, a range past 2^64 or past the
@@ -631,6 +809,8 @@ impl<P: Policy> Machine<P> {
                 ),
             ));
         };
+        self.retire_writeback();
+        self.periodic_writeback();
         let reserved = self.mm.cache.file(i).reserved;
         if end.div_ceil(4096) > reserved {
             return Err(crate::Error::config(
@@ -1059,12 +1239,11 @@ impl<P: Policy> Machine<P> {
                 }
             };
             if self.mm.frames.flags(f) & F_DIRTY == 0 {
-                self.mm.frames.set_flags(f, F_DIRTY);
-                self.mm.cache.file_mut(i).dirty.insert(index);
-                self.stats.nr_dirty += 1;
+                self.pc_set_dirty(i, index, f);
             }
             pos += bytes;
             self.pc_copied(1);
+            self.balance_dirty_pages();
             let file = self.mm.cache.file_mut(i);
             file.i_size = file.i_size.max(pos);
         }
@@ -1313,7 +1492,9 @@ pub(crate) mod testutil {
     /// A machine for page-cache tests: watermarks all 0 (kswapd runs when an allocation finds
     /// no free frame), a synchronous swap device, invariants checked after every step,
     /// readahead of `read_ahead_kb` (0: each read of a page not cached reads it alone),
-    /// `kernel`'s rules, one file 0 of `pages` pages that may grow to `extent` pages.
+    /// `kernel`'s rules, one file 0 of `pages` pages that may grow to `extent` pages. The
+    /// dirty limits are 100% and 99% of dirtyable memory, so the background flusher stays out
+    /// of these few-frame machines' tests of other rules (the flusher's own tests set them).
     pub(crate) fn pc_machine<P: Policy>(
         policy: P,
         frames: u32,
@@ -1331,6 +1512,8 @@ pub(crate) mod testutil {
             swap_sync_io: true,
             check_invariants: true,
             read_ahead_kb,
+            dirty_ratio: 100,
+            dirty_background_ratio: 99,
             ..MachineConfig::new(frames)
         };
         let mut m = Machine::new(&cfg, policy).unwrap();
@@ -1986,5 +2169,95 @@ mod sync_tests {
         m.file_io(&io(FileOp::DirectWrite, 11 * 4096, 512, 0))
             .unwrap();
         assert_eq!(m.stats.pgpgout, 13);
+    }
+}
+
+#[cfg(test)]
+mod flusher_tests {
+    //! The dirty limits and the background flusher (mm/page-writeback.c, 6.8), by hand.
+    use super::*;
+    use crate::policy::clock_lru::ClockLru;
+
+    fn write_page(m: &mut Machine<ClockLru>, index: u64) {
+        m.file_io(&FileIo {
+            op: FileOp::Pwrite,
+            tid: 1,
+            stamp: 0,
+            file: 0,
+            offset: index * 4096,
+            len: 4096,
+            addr: 0,
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn background_writeback_starts_above_the_background_threshold() {
+        // 1,000 frames, watermarks 0 (`totalreserve_pages` 0), the default ratios 20 and 10.
+        // After k whole pages written, free = 1000 - k and the file LRUs hold k pages:
+        // `global_dirtyable_memory` = 1000 - k + k + 1 = 1001 at every step; thresh =
+        // (20 × 4096 / 100 = 819) × 1001 / 4096 = 200, bg_thresh = (409 × 1001) / 4096 = 99.
+        // The 100th dirty page exceeds 99: the flusher writes the file's dirty pages, a chunk
+        // of at most 1,024 (all 100), and stops at 0 ≤ 99; again at the 200th page. 250 pages:
+        // 200 written in the background (800 KiB of pgpgout), 50 still dirty. Untimed: no
+        // page is under writeback and no writer waits.
+        let cfg = MachineConfig {
+            watermarks: Some(Watermarks {
+                min: 0,
+                low: 0,
+                high: 0,
+            }),
+            check_invariants: true,
+            ..MachineConfig::new(1000)
+        };
+        let mut m = Machine::new(&cfg, ClockLru::new(1000)).unwrap();
+        m.add_file(FileSpec {
+            id: 0,
+            initial_size: 0,
+            extent: 250 * 4096,
+        })
+        .unwrap();
+        assert_eq!(m.dirty_limits(), (99, 200));
+        for k in 0..99 {
+            write_page(&mut m, k);
+        }
+        assert_eq!((m.stats.nr_dirty, m.stats.wb_background), (99, 0));
+        write_page(&mut m, 99);
+        assert_eq!((m.stats.nr_dirty, m.stats.wb_background), (0, 100));
+        for k in 100..250 {
+            write_page(&mut m, k);
+        }
+        assert_eq!((m.stats.nr_dirty, m.stats.wb_background), (50, 200));
+        assert_eq!(m.stats.pgpgout, 800);
+        assert_eq!((m.stats.nr_writeback, m.stats.dirty_throttled), (0, 0));
+        // The high watermark is `totalreserve_pages`: with high = 100 and 500 frames free,
+        // 400 + 250 + 1 = 651 dirtyable pages: thresh 819 × 651 / 4096 = 130, bg 65.
+        let cfg = MachineConfig {
+            watermarks: Some(Watermarks {
+                min: 50,
+                low: 75,
+                high: 100,
+            }),
+            ..MachineConfig::new(750)
+        };
+        let mut m = Machine::new(&cfg, ClockLru::new(750)).unwrap();
+        m.add_file(FileSpec {
+            id: 0,
+            initial_size: 250 * 4096,
+            extent: 250 * 4096,
+        })
+        .unwrap();
+        m.file_io(&FileIo {
+            op: FileOp::Read,
+            tid: 1,
+            stamp: 0,
+            file: 0,
+            offset: 0,
+            len: 250 * 4096,
+            addr: 0,
+        })
+        .unwrap();
+        assert_eq!(m.mm.frames.n_free(), 500);
+        assert_eq!(m.dirty_limits(), (65, 130));
     }
 }

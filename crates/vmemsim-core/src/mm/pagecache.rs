@@ -85,6 +85,9 @@ pub struct AddressSpace {
     /// The dirty pages' indices (`PAGECACHE_TAG_DIRTY`): writeback of a range visits these,
     /// not every page of the range.
     pub dirty: BTreeSet<u64>,
+    /// When the file went from clean to dirty (`inode->dirtied_when`; timed runs: simulated
+    /// ns), the age the flusher's periodic writeback goes by.
+    pub dirtied_when: u64,
 }
 
 impl AddressSpace {
@@ -135,6 +138,7 @@ impl PageCache {
             ra_pages: None,
             random: false,
             dirty: BTreeSet::new(),
+            dirtied_when: 0,
         });
         self.by_id.insert(spec.id, i as u32);
         Ok(i)

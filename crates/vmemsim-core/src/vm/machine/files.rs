@@ -693,4 +693,32 @@ mod tests {
         assert!(r.cacol["evicted"] > 0, "{:?}", r.cacol);
         assert_eq!(r.per_vm.len(), 2);
     }
+
+    #[test]
+    fn a_writer_above_the_dirty_limit_waits_for_the_disk() {
+        // A native machine of 1,000 frames (watermarks 0) writing a new file of 1,000 pages,
+        // a page a call: dirtyable memory is 1,000 (the dd buffer's page is anonymous), so
+        // thresh = 819 × 1000 / 4096 = 199 and bg_thresh = 409 × 1000 / 4096 = 99. Every
+        // 100th dirty page starts background writeback of the 100 (one request of
+        // consecutive pages: 200 µs on the one-channel disk); the writer dirties 100 pages in
+        // about 100 × 0.8 µs, far faster, so writes queue and dirty + writeback passes 199:
+        // the writer waits for the oldest write each time. 10 requests of 100 pages; the
+        // writer ends once the 9th is done, about 80 µs + 9 × 200 µs after the start.
+        let mut c = cfg(Paging::Native, 1000, 128);
+        c.guest.watermarks = Some(crate::watermarks::Watermarks {
+            min: 0,
+            low: 0,
+            high: 0,
+        });
+        let r = run(&c, "dd-like:bytes=4000KiB,bs=4KiB,op=write");
+        let d = r.file_device_stats.as_ref().unwrap();
+        assert_eq!((d.write_requests, d.pages_written), (10, 1000));
+        assert_eq!((r.stats.wb_background, r.stats.nr_dirty), (1000, 0));
+        assert!(r.stats.dirty_throttled >= 8, "{}", r.stats.dirty_throttled);
+        assert!(
+            (1_800_000..2_100_000).contains(&r.runtime_ns),
+            "{}",
+            r.runtime_ns
+        );
+    }
 }
