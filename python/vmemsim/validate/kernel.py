@@ -38,13 +38,14 @@ from .workload import Workload, build_program, cache_dir
 
 BUSYBOX_PATHS = ("/bin/busybox", "/usr/bin/busybox")
 INSTALL_HINT = "Debian/Ubuntu: apt-get install qemu-system-x86 busybox-static (or `make deps-kernel`)"
-SWAPS = ("disk", "ssd", "zram")
+SWAPS = ("disk", "ssd", "zram", "none")
 LRUS = ("classic", "mglru")
 #: Modules per swap device (their dependencies are added from .modinfo).
 SWAP_MODULES = {
     "disk": ["virtio_pci", "virtio_blk"],
     "ssd": ["virtio_pci", "virtio_blk"],
     "zram": ["zram"],
+    "none": [],
 }
 
 
@@ -401,6 +402,7 @@ SWAP_SETUP = {
         "echo \"@@rotational $(cat /sys/block/vda/queue/rotational)\"\n"
         "mkswap /dev/vda >/dev/null && swapon /dev/vda || echo '@@error swapon'"
     ),
+    "none": "",
     "zram": (
         "i=0; while [ ! -e /sys/block/zram0/disksize ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n"
         "echo lzo-rle > /sys/block/zram0/comp_algorithm\n"
@@ -409,6 +411,7 @@ SWAP_SETUP = {
     ),
 }
 AFTER = {
+    "none": "",
     "disk": "",
     "ssd": "",
     "zram": 'echo "@@mm_stat $(cat /sys/block/zram0/mm_stat)"\n'
@@ -435,7 +438,7 @@ def swap_mib(settings: Settings, w: Workload) -> int:
 def build_initramfs(kernel: Kernel, w: Workload, settings: Settings, out: Path) -> None:
     exe = build_program()
     wanted = list(SWAP_MODULES[settings.swap])
-    if w.kind == "trace":
+    if w.kind in ("trace", "file"):
         wanted += [m for m in SWAP_MODULES["disk"] if m not in wanted]
     mods = resolve_modules(kernel, wanted)
     files: Dict[str, Tuple[int, bytes]] = {}
@@ -451,8 +454,15 @@ def build_initramfs(kernel: Kernel, w: Workload, settings: Settings, out: Path) 
     trace_dev = "/dev/vdb" if settings.swap in ("disk", "ssd") else "/dev/vda"
     args = " ".join(w.program_args(trace_dev))
     wait = ""
-    if w.kind == "trace":
+    if w.kind in ("trace", "file"):
         wait = (f"i=0; while [ ! -e {trace_dev} ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n")
+    if w.kind == "file":
+        # The file workload's device: its readahead window and largest request (the
+        # simulator's read_ahead_kb), and whether the guest sees it as rotational.
+        q = f"/sys/block/{trace_dev.rsplit('/', 1)[1]}/queue"
+        wait += (f'echo "@@blockdev read_ahead_kb=$(cat {q}/read_ahead_kb) '
+                 f'max_sectors_kb=$(cat {q}/max_sectors_kb) rotational=$(cat {q}/rotational) '
+                 f'size=$(cat {q}/../size)"\n')
     init = INIT.format(
         lru_gen="y" if settings.lru == "mglru" else "n",
         page_cluster=settings.page_cluster,
@@ -487,8 +497,10 @@ CMDLINE = (
 
 def qemu_command(
     kernel: Kernel, initrd: Path, settings: Settings, accel: str, disk: Optional[Path], log: Path,
-    trace: Optional[Path] = None,
+    trace: Optional[Path] = None, writable: bool = False,
 ) -> List[str]:
+    """``trace`` is the second disk: a trace's sequence file (read-only) or a file workload's
+    device (``writable``: a sparse image, written back to the host's page cache)."""
     cmd = [
         find_qemu(), "-machine", "q35" if accel == "kvm" else "pc", "-m", f"{settings.mem_mib}M",
         "-smp", "1", "-display", "none", "-no-reboot", "-monitor", "none",
@@ -498,7 +510,9 @@ def qemu_command(
     cmd += ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-accel", "tcg", "-cpu", "max"]
     if disk is not None:
         cmd += ["-drive", f"file={disk},if=virtio,format=raw,cache=unsafe"]
-    if trace is not None:
+    if trace is not None and writable:
+        cmd += ["-drive", f"file={trace},if=virtio,format=raw,cache=unsafe"]
+    elif trace is not None:
         cmd += ["-drive", f"file={trace},if=virtio,format=raw,readonly=on"]
     return cmd
 
@@ -560,6 +574,9 @@ class KernelRun:
     boot_seconds: float = 0.0
     lru_gen: str = ""
     log_sha256: str = ""
+    #: A file workload's block device as the guest saw it (``@@blockdev``): read_ahead_kb,
+    #: max_sectors_kb, rotational, size (sectors).
+    blockdev: Dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, object]:
         return asdict(self)
@@ -648,11 +665,15 @@ def parse_log(text: str) -> Dict[str, object]:
     if mms:
         vals = mms.group(1).split()
         mm = {k: int(v) for k, v in zip(MM_STAT, vals) if v.lstrip("-").isdigit()}
+    bd = re.search(r"@@blockdev (.*)", text)
+    blockdev = {}
+    if bd:
+        blockdev = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", bd.group(1))}
     u = re.search(r"@@uname (\S+)", text)
     lg = re.search(r"@@lru_gen (\S+)", text)
     return dict(
         vmstat=delta, vmstat_before=before, meminfo_before=_meminfo(block("meminfo-before")),
-        zones=parse_zoneinfo(block("zoneinfo-before")), mm_stat=mm,
+        zones=parse_zoneinfo(block("zoneinfo-before")), mm_stat=mm, blockdev=blockdev,
         accesses=int(m.group(1)), checksum=m.group(2), phase_seconds=float(m.group(4)),
         release=u.group(1) if u else "", lru_gen=lg.group(1) if lg else "",
     )
@@ -685,8 +706,13 @@ def run_kernel(
         if w.kind == "trace":
             trace = t / "trace.img"
             w.write_sequence_file(trace)
+        elif w.kind == "file":
+            trace = t / "data.img"
+            with open(trace, "wb") as f:
+                f.truncate(w.disk_bytes())
         log = t / "serial.log"
-        cmd = qemu_command(kernel, initrd, settings, accel, disk, log, trace)
+        cmd = qemu_command(kernel, initrd, settings, accel, disk, log, trace,
+                           writable=w.kind == "file")
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         last = ""
