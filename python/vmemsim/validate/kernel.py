@@ -577,6 +577,12 @@ class KernelRun:
     #: A file workload's block device as the guest saw it (``@@blockdev``): read_ahead_kb,
     #: max_sectors_kb, rotational, size (sectors).
     blockdev: Dict[str, int] = field(default_factory=dict)
+    #: A file workload's device pages the page cache held after the phase (``mincore``), as
+    #: ``[start, end)`` runs of page indices.
+    resident: List[List[int]] = field(default_factory=list)
+    #: Per zone after the phase (file workloads): free pages and the file LRU sizes
+    #: (:func:`zone_file_pages`).
+    zones_after: Dict[str, Dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, object]:
         return asdict(self)
@@ -640,6 +646,26 @@ def parse_zoneinfo(text: str) -> Dict[str, Dict[str, object]]:
     return {k: v for k, v in zones.items() if v.get("managed", 0) > 0}
 
 
+def zone_file_pages(text: str) -> Dict[str, Dict[str, int]]:
+    """Per zone with managed pages, from ``/proc/zoneinfo``: ``free`` (``pages free``),
+    ``inactive_file``, ``active_file`` (``nr_zone_*``) and ``managed``."""
+    zones: Dict[str, Dict[str, int]] = {}
+    cur: Optional[Dict[str, int]] = None
+    for line in text.splitlines():
+        m = re.match(r"Node (\d+), zone\s+(\S+)", line)
+        if m:
+            cur = zones[m.group(2)] = {}
+            continue
+        if cur is None:
+            continue
+        m = re.match(r"\s*(pages free|nr_zone_inactive_file|nr_zone_active_file|managed)\s+(\d+)$",
+                     line)
+        if m:
+            k = {"pages free": "free"}.get(m.group(1), m.group(1).replace("nr_zone_", ""))
+            cur[k] = int(m.group(2))
+    return {k: v for k, v in zones.items() if v.get("managed", 0) > 0}
+
+
 def parse_log(text: str) -> Dict[str, object]:
     """Everything between the ``@@`` markers of a serial log."""
     def block(name: str) -> str:
@@ -669,11 +695,18 @@ def parse_log(text: str) -> Dict[str, object]:
     blockdev = {}
     if bd:
         blockdev = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", bd.group(1))}
+    resident = []
+    rs = re.search(r"@@resident( .*)?$", text, re.M)
+    if rs and rs.group(1):
+        resident = [[int(a), int(b)] for a, b in re.findall(r"(\d+)-(\d+)", rs.group(1))]
+    za = re.search(r"@@zoneinfo-after\r?\n(.*?)(?=\r?\n@@)", text, re.S)
+    zones_after = zone_file_pages(za.group(1)) if za else {}
     u = re.search(r"@@uname (\S+)", text)
     lg = re.search(r"@@lru_gen (\S+)", text)
     return dict(
         vmstat=delta, vmstat_before=before, meminfo_before=_meminfo(block("meminfo-before")),
         zones=parse_zoneinfo(block("zoneinfo-before")), mm_stat=mm, blockdev=blockdev,
+        resident=resident, zones_after=zones_after,
         accesses=int(m.group(1)), checksum=m.group(2), phase_seconds=float(m.group(4)),
         release=u.group(1) if u else "", lru_gen=lg.group(1) if lg else "",
     )

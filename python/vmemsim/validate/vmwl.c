@@ -30,7 +30,9 @@
  *   the kernel's partition scan reads a few). With --dump each call is written as 17 bytes
  *   (u8 op: 1 read, 2 write, 3 pread64, 6 fsync; u64 offset; u64 bytes transferred) and the
  *   I/O is still done. The checksum counts each call as an access of page
- *   (offset / 4096) << 16 | (bytes / 4096), a write for write() and fsync.
+ *   (offset / 4096) << 16 | (bytes / 4096), a write for write() and fsync. With --snap, after
+ *   the snapshots, `@@resident A-B ...` (the device's pages the page cache holds: mincore)
+ *   and /proc/zoneinfo as it was after the phase (`@@zoneinfo-after`).
  *
  * --mode rw (default): every access reads its page and then writes it (every page is dirty).
  * --mode r: a write pass over the footprint first (every page of every generator range, in
@@ -449,6 +451,33 @@ static void snapshot0(void) {
     slurp("/proc/vmstat", snap_vmstat0);
 }
 
+static char snap_zoneinfo1[SNAP_MAX];
+
+/* After the phase: which pages of the device the page cache holds (mincore of a shared
+ * read-only mapping, which faults nothing in), printed as `@@resident A-B ...` runs of page
+ * indices [A, B). */
+static void resident(int fd) {
+    off_t size = lseek(fd, 0, SEEK_END);
+    if (size <= 0) return;
+    uint64_t pages = ((uint64_t)size + PAGE - 1) / PAGE;
+    void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+    unsigned char *vec = malloc(pages);
+    if (m == MAP_FAILED || !vec || mincore(m, (size_t)size, vec)) {
+        printf("@@resident-error\n");
+        return;
+    }
+    printf("@@resident");
+    for (uint64_t p = 0; p < pages;) {
+        if (!(vec[p] & 1)) { p++; continue; }
+        uint64_t a = p;
+        while (p < pages && (vec[p] & 1)) p++;
+        printf(" %llu-%llu", (unsigned long long)a, (unsigned long long)p);
+    }
+    printf("\n");
+    munmap(m, (size_t)size);
+    free(vec);
+}
+
 static int file_main(int snap, const char *dump_path, int argc, char **argv, int i) {
     if (argc - i < 5) die("file DEV read|rand|write BYTES BS ...");
     const char *dev = argv[i], *op = argv[i + 1];
@@ -496,13 +525,18 @@ static int file_main(int snap, const char *dump_path, int argc, char **argv, int
         io_note(6, 0, 0);
     }
     double t1 = now_s();
-    if (snap) slurp("/proc/vmstat", snap_vmstat1);
+    if (snap) {
+        slurp("/proc/vmstat", snap_vmstat1);
+        slurp("/proc/zoneinfo", snap_zoneinfo1);
+    }
     if (dump && fclose(dump)) die("cannot write the dump");
     printf("@@vmwl accesses=%llu checksum=%016llx span=%llu seconds=%.3f\n",
            (unsigned long long)count, (unsigned long long)sum, (unsigned long long)(bytes / PAGE), t1 - t0);
     if (snap) {
         printf("@@vmstat-before\n%s@@meminfo-before\n%s@@zoneinfo-before\n%s@@vmstat-after\n%s@@end\n",
                snap_vmstat0, snap_meminfo0, snap_zoneinfo0, snap_vmstat1);
+        resident(fd);
+        printf("@@zoneinfo-after\n%s@@end-after\n", snap_zoneinfo1);
     }
     fflush(stdout);
     return 0;
