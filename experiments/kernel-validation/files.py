@@ -3,6 +3,7 @@ x {classic, MG-LRU}, each on the real kernel (repeats per setting) and through v
 
     python experiments/kernel-validation/files.py run [--repeats 2] [--only NAME...]
     python experiments/kernel-validation/files.py table     (each case as `vmemsim validate` prints it)
+    python experiments/kernel-validation/files.py dma [--run]  (ZONE_DMA closed to the cache)
     python experiments/kernel-validation/files.py findings  (the markdown tables of FILES.md)
 
 The guest has 160 MiB and no swap (``--swap none``: only the page cache is reclaimed; the
@@ -169,6 +170,70 @@ def residency_table(loaded) -> str:
     return "\n".join(lines)
 
 
+#: ZONE_DMA closed to the page cache: `vm.lowmem_reserve_ratio`'s first entry (ZONE_DMA's) at
+#: 1 makes ZONE_DMA keep all of ZONE_DMA32's managed pages in reserve against allocations
+#: that may use ZONE_DMA32, so the cache lives in ZONE_DMA32 alone (one zone, as vmemsim's).
+DMA_CLOSED = {"lowmem_reserve_ratio": "1"}
+DATA_DMA = HERE / "data" / "file-runs-dma-closed.json"
+DMA_WORKLOADS = ("seq-read-2x", "seq-read-3x")
+
+
+def run_dma(repeats: int) -> None:
+    """The sequential re-reads with ZONE_DMA closed to the page cache (gap 2 of FILES.md)."""
+    from vmemsim.validate.compare import validate
+
+    cases = []
+    for name in DMA_WORKLOADS:
+        spec, mem = WORKLOADS[name]
+        out = validate(spec, mem=mem, swap=SWAP, lrus=LRUS, repeats=repeats, seed=SEED,
+                       model_kernel=RULES, sysctl=DMA_CLOSED,
+                       progress=lambda m: print(f"[{name} dma-closed] {m}", file=sys.stderr,
+                                                flush=True))
+        for c in (x.to_dict() for x in out):
+            cases.append(dict(name=name, spec=spec, seed=c["seed"], settings=c["settings"],
+                              kernel=c["kernel"], kernel_runs=c["kernel_runs"]))
+    DATA_DMA.write_text(json.dumps({"cases": cases}, indent=1))
+
+
+def dma_rows():
+    """(workload, LRU, ZONE_DMA32 free pages, counter, kernel runs, vmemsim, error) of the
+    kernel with ZONE_DMA closed to the page cache against vmemsim on ZONE_DMA32's free pages
+    and watermarks (the memory the cache could have)."""
+    import statistics
+
+    import vmemsim
+    from vmemsim.validate.compare import POLICY, file_trace, read_ahead_kb
+    from vmemsim.validate.kernel import KernelRun
+    from vmemsim.validate.workload import make_workload
+
+    out = []
+    for c in json.loads(DATA_DMA.read_text())["cases"]:
+        runs = [KernelRun.from_dict(r) for r in c["kernel_runs"]]
+        free = sorted(int(r.zones["DMA32"]["free"]) for r in runs)[len(runs) // 2]
+        wm = tuple(min(int(r.zones["DMA32"][k]) - int(r.zones["DMA32"].get("boost", 0))
+                       for r in runs) for k in ("min", "low", "high"))
+        w = make_workload(c["spec"], seed=c["seed"])
+        res = vmemsim.replay(str(file_trace(w)), policy=POLICY[c["settings"]["lru"]],
+                             frames=free, watermarks=wm, read_ahead_kb=read_ahead_kb(runs),
+                             kernel=RULES, swap="disk")
+        st = {**res.to_dict()["policy_counters"], **res.stats}
+        for k in ("pgpgin", "workingset_refault_file", "pgsteal_file", "pgscan_file"):
+            kern = [int(r.vmstat.get(k, 0)) for r in runs]
+            mean = statistics.fmean(kern)
+            err = (st[k] - mean) / mean if mean else 0.0
+            out.append((c["name"], c["settings"]["lru"], free, k, kern, st[k], err))
+    return out
+
+
+def dma_table() -> str:
+    lines = ["| workload | LRU | ZONE_DMA32 free pages | counter | kernel runs | vmemsim | error |",
+             "|---|---|---|---|---|---|---|"]
+    for name, lru, free, k, kern, v, err in dma_rows():
+        lines.append(f"| {name} | {lru} | {free:,} | {k} | {', '.join(f'{x:,}' for x in kern)} "
+                     f"| {v:,} | {err * 100:+.1f}% |")
+    return "\n".join(lines)
+
+
 def table() -> None:
     from vmemsim.validate.compare import format_case
 
@@ -186,9 +251,16 @@ if __name__ == "__main__":
     r.add_argument("--only", nargs="*", help="workload names")
     sub.add_parser("table")
     sub.add_parser("findings")
+    d = sub.add_parser("dma", help="the sequential re-reads with ZONE_DMA closed to the cache")
+    d.add_argument("--run", action="store_true", help="boot what is not cached first")
+    d.add_argument("--repeats", type=int, default=2)
     a = ap.parse_args()
     if a.cmd == "run":
         run(a.repeats, a.only)
+    elif a.cmd == "dma":
+        if a.run:
+            run_dma(a.repeats)
+        print(dma_table())
     elif a.cmd == "findings":
         print(findings())
     else:
