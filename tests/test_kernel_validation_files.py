@@ -86,12 +86,13 @@ def test_mglru_activations_follow_61s_rules(loaded):
         assert abs(r.vmemsim - r.mean) <= max(50, 0.3 * r.mean), (name, r.kernel, r.vmemsim)
 
 
-def test_with_zone_dma_closed_to_the_cache_the_sequential_rereads_match():
-    """The causal check of gap 2 (FILES.md): with vm.lowmem_reserve_ratio's ZONE_DMA entry at
-    1 the kernel's page cache lives in ZONE_DMA32 alone, and vmemsim on ZONE_DMA32's free pages
-    is within 0.1% of it on every counter, MG-LRU's refaults and classic's pgscan included."""
+def test_with_zone_dma_closed_to_the_cache_the_reads_match():
+    """The causal check of gaps 2 and 6 (FILES.md): with vm.lowmem_reserve_ratio's ZONE_DMA
+    entry at 1 the kernel's page cache lives in ZONE_DMA32 alone, and vmemsim on ZONE_DMA32's
+    free pages is within 0.1% of it on every counter of the sequential re-reads (MG-LRU's
+    refaults and classic's pgscan included) and within 1.3% on the random reads."""
     rows = files.dma_rows()
     assert {(r[0], r[1]) for r in rows} == {(n, lru) for n in files.DMA_WORKLOADS
                                             for lru in files.LRUS}
     for name, lru, free, k, kern, v, err in rows:
-        assert abs(err) <= 0.005, (name, lru, k, kern, v)
+        assert abs(err) <= (0.005 if name.startswith("seq") else 0.02), (name, lru, k, kern, v)

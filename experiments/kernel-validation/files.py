@@ -175,7 +175,7 @@ def residency_table(loaded) -> str:
 #: that may use ZONE_DMA32, so the cache lives in ZONE_DMA32 alone (one zone, as vmemsim's).
 DMA_CLOSED = {"lowmem_reserve_ratio": "1"}
 DATA_DMA = HERE / "data" / "file-runs-dma-closed.json"
-DMA_WORKLOADS = ("seq-read-2x", "seq-read-3x")
+DMA_WORKLOADS = ("seq-read-2x", "seq-read-3x", "rand-read-4k", "rand-read-16k")
 
 
 def run_dma(repeats: int) -> None:
