@@ -217,6 +217,11 @@ def test_file_workloads_boot_with_the_block_device_and_its_queue(tmp_path):
     assert f"file={tmp_path / 'd.img'},if=virtio,format=raw,cache=unsafe" in cmd
 
 
+def test_swap_none_is_refused_for_anonymous_workloads():
+    with pytest.raises(VmemsimError, match="--swap none is for file workloads"):
+        C.validate("gen:uniform:pages=100,n=10", swap="none")
+
+
 def test_timed_is_refused_for_file_workloads():
     w = W.make_workload("fileread:bytes=1M")
     with pytest.raises(VmemsimError, match="--timed"):

@@ -463,6 +463,9 @@ def validate(
         raise VmemsimError(f"validate: --repeats must be at least 1, got {repeats}")
     cache = Path(cache) if cache else cache_dir()
     w = make_workload(spec, mode=mode, seed=seed)
+    if swap == "none" and w.kind != "file":
+        raise VmemsimError("validate: --swap none is for file workloads (fileread:, filerand:, "
+                           "filewrite:); an anonymous workload needs a swap device")
     expect = checksum(*w.sequence())
     kernel = kernel_from_dir(kernel_dir) if kernel_dir else fetch_kernel(cache, kernel_package)
     cases = []
