@@ -30,12 +30,17 @@ DESCRIPTION = (
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("spec", metavar="SPEC", help="gen:GENERATOR spec or a trace file")
+    p.add_argument("spec", metavar="SPEC",
+                   help="gen:GENERATOR spec, a trace file, or a file workload on a raw virtio "
+                   "block device: fileread:bytes=SIZE[,bs=,passes=,disk=], "
+                   "filerand:bytes=SIZE[,bs=,n=,seed=,disk=], "
+                   "filewrite:bytes=SIZE[,bs=,passes=,fsync=,disk=] (docs/validate.md)")
     p.add_argument("--mem", default="160M", metavar="SIZE", help="guest RAM (default 160M)")
-    p.add_argument("--swap", default="disk", choices=("disk", "ssd", "zram"),
+    p.add_argument("--swap", default="disk", choices=("disk", "ssd", "zram", "none"),
                    help="swap on a virtio disk image (rotational in the guest: cluster "
                    "readahead), on the same disk declared non-rotational before swapon (ssd: "
-                   "SSD slot clusters, VMA readahead), or on zram (lzo-rle) (default disk)")
+                   "SSD slot clusters, VMA readahead), on zram (lzo-rle), or none (for file "
+                   "workloads: only the page cache is reclaimed) (default disk)")
     p.add_argument("--lru", default="both", choices=("classic", "mglru", "both"),
                    help="classic LRU (lru_gen off), MG-LRU, or both (default both)")
     p.add_argument("--page-cluster", type=_int, default=3, metavar="N",

@@ -38,13 +38,14 @@ from .workload import Workload, build_program, cache_dir
 
 BUSYBOX_PATHS = ("/bin/busybox", "/usr/bin/busybox")
 INSTALL_HINT = "Debian/Ubuntu: apt-get install qemu-system-x86 busybox-static (or `make deps-kernel`)"
-SWAPS = ("disk", "ssd", "zram")
+SWAPS = ("disk", "ssd", "zram", "none")
 LRUS = ("classic", "mglru")
 #: Modules per swap device (their dependencies are added from .modinfo).
 SWAP_MODULES = {
     "disk": ["virtio_pci", "virtio_blk"],
     "ssd": ["virtio_pci", "virtio_blk"],
     "zram": ["zram"],
+    "none": [],
 }
 
 
@@ -401,6 +402,7 @@ SWAP_SETUP = {
         "echo \"@@rotational $(cat /sys/block/vda/queue/rotational)\"\n"
         "mkswap /dev/vda >/dev/null && swapon /dev/vda || echo '@@error swapon'"
     ),
+    "none": "",
     "zram": (
         "i=0; while [ ! -e /sys/block/zram0/disksize ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n"
         "echo lzo-rle > /sys/block/zram0/comp_algorithm\n"
@@ -409,6 +411,7 @@ SWAP_SETUP = {
     ),
 }
 AFTER = {
+    "none": "",
     "disk": "",
     "ssd": "",
     "zram": 'echo "@@mm_stat $(cat /sys/block/zram0/mm_stat)"\n'
@@ -435,7 +438,7 @@ def swap_mib(settings: Settings, w: Workload) -> int:
 def build_initramfs(kernel: Kernel, w: Workload, settings: Settings, out: Path) -> None:
     exe = build_program()
     wanted = list(SWAP_MODULES[settings.swap])
-    if w.kind == "trace":
+    if w.kind in ("trace", "file"):
         wanted += [m for m in SWAP_MODULES["disk"] if m not in wanted]
     mods = resolve_modules(kernel, wanted)
     files: Dict[str, Tuple[int, bytes]] = {}
@@ -451,8 +454,15 @@ def build_initramfs(kernel: Kernel, w: Workload, settings: Settings, out: Path) 
     trace_dev = "/dev/vdb" if settings.swap in ("disk", "ssd") else "/dev/vda"
     args = " ".join(w.program_args(trace_dev))
     wait = ""
-    if w.kind == "trace":
+    if w.kind in ("trace", "file"):
         wait = (f"i=0; while [ ! -e {trace_dev} ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n")
+    if w.kind == "file":
+        # The file workload's device: its readahead window and largest request (the
+        # simulator's read_ahead_kb), and whether the guest sees it as rotational.
+        q = f"/sys/block/{trace_dev.rsplit('/', 1)[1]}/queue"
+        wait += (f'echo "@@blockdev read_ahead_kb=$(cat {q}/read_ahead_kb) '
+                 f'max_sectors_kb=$(cat {q}/max_sectors_kb) rotational=$(cat {q}/rotational) '
+                 f'size=$(cat {q}/../size)"\n')
     init = INIT.format(
         lru_gen="y" if settings.lru == "mglru" else "n",
         page_cluster=settings.page_cluster,
@@ -487,8 +497,10 @@ CMDLINE = (
 
 def qemu_command(
     kernel: Kernel, initrd: Path, settings: Settings, accel: str, disk: Optional[Path], log: Path,
-    trace: Optional[Path] = None,
+    trace: Optional[Path] = None, writable: bool = False,
 ) -> List[str]:
+    """``trace`` is the second disk: a trace's sequence file (read-only) or a file workload's
+    device (``writable``: a sparse image, written back to the host's page cache)."""
     cmd = [
         find_qemu(), "-machine", "q35" if accel == "kvm" else "pc", "-m", f"{settings.mem_mib}M",
         "-smp", "1", "-display", "none", "-no-reboot", "-monitor", "none",
@@ -498,7 +510,9 @@ def qemu_command(
     cmd += ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-accel", "tcg", "-cpu", "max"]
     if disk is not None:
         cmd += ["-drive", f"file={disk},if=virtio,format=raw,cache=unsafe"]
-    if trace is not None:
+    if trace is not None and writable:
+        cmd += ["-drive", f"file={trace},if=virtio,format=raw,cache=unsafe"]
+    elif trace is not None:
         cmd += ["-drive", f"file={trace},if=virtio,format=raw,readonly=on"]
     return cmd
 
@@ -560,6 +574,15 @@ class KernelRun:
     boot_seconds: float = 0.0
     lru_gen: str = ""
     log_sha256: str = ""
+    #: A file workload's block device as the guest saw it (``@@blockdev``): read_ahead_kb,
+    #: max_sectors_kb, rotational, size (sectors).
+    blockdev: Dict[str, int] = field(default_factory=dict)
+    #: A file workload's device pages the page cache held after the phase (``mincore``), as
+    #: ``[start, end)`` runs of page indices.
+    resident: List[List[int]] = field(default_factory=list)
+    #: Per zone after the phase (file workloads): free pages and the file LRU sizes
+    #: (:func:`zone_file_pages`).
+    zones_after: Dict[str, Dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, object]:
         return asdict(self)
@@ -623,6 +646,26 @@ def parse_zoneinfo(text: str) -> Dict[str, Dict[str, object]]:
     return {k: v for k, v in zones.items() if v.get("managed", 0) > 0}
 
 
+def zone_file_pages(text: str) -> Dict[str, Dict[str, int]]:
+    """Per zone with managed pages, from ``/proc/zoneinfo``: ``free`` (``pages free``),
+    ``inactive_file``, ``active_file`` (``nr_zone_*``) and ``managed``."""
+    zones: Dict[str, Dict[str, int]] = {}
+    cur: Optional[Dict[str, int]] = None
+    for line in text.splitlines():
+        m = re.match(r"Node (\d+), zone\s+(\S+)", line)
+        if m:
+            cur = zones[m.group(2)] = {}
+            continue
+        if cur is None:
+            continue
+        m = re.match(r"\s*(pages free|nr_zone_inactive_file|nr_zone_active_file|managed)\s+(\d+)$",
+                     line)
+        if m:
+            k = {"pages free": "free"}.get(m.group(1), m.group(1).replace("nr_zone_", ""))
+            cur[k] = int(m.group(2))
+    return {k: v for k, v in zones.items() if v.get("managed", 0) > 0}
+
+
 def parse_log(text: str) -> Dict[str, object]:
     """Everything between the ``@@`` markers of a serial log."""
     def block(name: str) -> str:
@@ -648,11 +691,22 @@ def parse_log(text: str) -> Dict[str, object]:
     if mms:
         vals = mms.group(1).split()
         mm = {k: int(v) for k, v in zip(MM_STAT, vals) if v.lstrip("-").isdigit()}
+    bd = re.search(r"@@blockdev (.*)", text)
+    blockdev = {}
+    if bd:
+        blockdev = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", bd.group(1))}
+    resident = []
+    rs = re.search(r"@@resident( .*)?$", text, re.M)
+    if rs and rs.group(1):
+        resident = [[int(a), int(b)] for a, b in re.findall(r"(\d+)-(\d+)", rs.group(1))]
+    za = re.search(r"@@zoneinfo-after\r?\n(.*?)(?=\r?\n@@)", text, re.S)
+    zones_after = zone_file_pages(za.group(1)) if za else {}
     u = re.search(r"@@uname (\S+)", text)
     lg = re.search(r"@@lru_gen (\S+)", text)
     return dict(
         vmstat=delta, vmstat_before=before, meminfo_before=_meminfo(block("meminfo-before")),
-        zones=parse_zoneinfo(block("zoneinfo-before")), mm_stat=mm,
+        zones=parse_zoneinfo(block("zoneinfo-before")), mm_stat=mm, blockdev=blockdev,
+        resident=resident, zones_after=zones_after,
         accesses=int(m.group(1)), checksum=m.group(2), phase_seconds=float(m.group(4)),
         release=u.group(1) if u else "", lru_gen=lg.group(1) if lg else "",
     )
@@ -685,8 +739,13 @@ def run_kernel(
         if w.kind == "trace":
             trace = t / "trace.img"
             w.write_sequence_file(trace)
+        elif w.kind == "file":
+            trace = t / "data.img"
+            with open(trace, "wb") as f:
+                f.truncate(w.disk_bytes())
         log = t / "serial.log"
-        cmd = qemu_command(kernel, initrd, settings, accel, disk, log, trace)
+        cmd = qemu_command(kernel, initrd, settings, accel, disk, log, trace,
+                           writable=w.kind == "file")
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         last = ""

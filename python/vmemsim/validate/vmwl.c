@@ -5,6 +5,9 @@
  *
  *   vmwl [--mode rw|r] [--snap] [--dump FILE] gen N TOTAL NODE...
  *   vmwl [--snap] [--dump FILE] trace FILE
+ *   vmwl [--snap] [--dump FILE] file DEV read BYTES BS PASSES
+ *   vmwl [--snap] [--dump FILE] file DEV rand BYTES BS N SEED
+ *   vmwl [--snap] [--dump FILE] file DEV write BYTES BS PASSES FSYNC
  *
  * gen: the plan of a vmemsim generator spec (`GenSpec::plan` in generate.rs writes it), drawn
  *   here with the same algorithms and the same random streams: xoshiro256++ seeded through
@@ -16,6 +19,20 @@
  *   ("VMWLSEQ1", u64 record count, u64 span in pages, zeros), then little-endian u32 records,
  *   page | write << 31. It is streamed in 1 MiB chunks with O_DIRECT where the file allows it
  *   (a virtio disk in the guest), so a long trace costs the guest no memory.
+ *
+ * file: buffered I/O on DEV (a block device in the guest, a regular file natively) through one
+ *   BS-byte buffer (BS a multiple of 4096), which is written once before the phase so the
+ *   program's anonymous memory stays that buffer: `read` reads [0, BYTES) with read() in BS
+ *   blocks, PASSES times (lseek to 0 between passes); `rand` makes N pread()s of BS bytes at
+ *   block (mix64(SEED ^ mix64(k)) mod (BYTES / BS)) * BS, k = 0..N-1; `write` writes [0,
+ *   BYTES) with write() in BS blocks, PASSES times, then fsync()s when FSYNC is 1. Before the
+ *   snapshot the device's cached pages are dropped (posix_fadvise DONTNEED over all of it:
+ *   the kernel's partition scan reads a few). With --dump each call is written as 17 bytes
+ *   (u8 op: 1 read, 2 write, 3 pread64, 6 fsync; u64 offset; u64 bytes transferred) and the
+ *   I/O is still done. The checksum counts each call as an access of page
+ *   (offset / 4096) << 16 | (bytes / 4096), a write for write() and fsync. With --snap, after
+ *   the snapshots, `@@resident A-B ...` (the device's pages the page cache holds: mincore)
+ *   and /proc/zoneinfo as it was after the phase (`@@zoneinfo-after`).
  *
  * --mode rw (default): every access reads its page and then writes it (every page is dirty).
  * --mode r: a write pass over the footprint first (every page of every generator range, in
@@ -400,6 +417,131 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* ---------------------------------------------------------------- file workloads */
+
+static void io_note(int op, uint64_t off, uint64_t len) {
+    int w = op == 2 || op == 6;
+    uint64_t key = ((off / PAGE) << 16) | (len / PAGE);
+    sum += mix64(((key << 1) | (uint64_t)w) ^ mix64(count));
+    count++;
+    if (dump) {
+        unsigned char b[17];
+        b[0] = (unsigned char)op;
+        for (int i = 0; i < 8; i++) b[1 + i] = (unsigned char)(off >> (8 * i));
+        for (int i = 0; i < 8; i++) b[9 + i] = (unsigned char)(len >> (8 * i));
+        if (fwrite(b, 1, 17, dump) != 17) die("cannot write the dump");
+    }
+}
+
+static uint64_t parse_u64(const char *t) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(t, &end, 10);
+    if (errno || *end || end == t) die("bad integer in the file workload");
+    return v;
+}
+
+static void snapshot0(void) {
+    slurp("/proc/vmstat", snap_vmstat1); /* fault the buffers in before the snapshot */
+    slurp("/proc/meminfo", snap_meminfo0);
+    slurp("/proc/zoneinfo", snap_zoneinfo0);
+    slurp("/proc/vmstat", snap_vmstat0);
+    slurp("/proc/meminfo", snap_meminfo0);
+    slurp("/proc/zoneinfo", snap_zoneinfo0);
+    slurp("/proc/vmstat", snap_vmstat0);
+}
+
+static char snap_zoneinfo1[SNAP_MAX];
+
+/* After the phase: which pages of the device the page cache holds (mincore of a shared
+ * read-only mapping, which faults nothing in), printed as `@@resident A-B ...` runs of page
+ * indices [A, B). */
+static void resident(int fd) {
+    off_t size = lseek(fd, 0, SEEK_END);
+    if (size <= 0) return;
+    uint64_t pages = ((uint64_t)size + PAGE - 1) / PAGE;
+    void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+    unsigned char *vec = malloc(pages);
+    if (m == MAP_FAILED || !vec || mincore(m, (size_t)size, vec)) {
+        printf("@@resident-error\n");
+        return;
+    }
+    printf("@@resident");
+    for (uint64_t p = 0; p < pages;) {
+        if (!(vec[p] & 1)) { p++; continue; }
+        uint64_t a = p;
+        while (p < pages && (vec[p] & 1)) p++;
+        printf(" %llu-%llu", (unsigned long long)a, (unsigned long long)p);
+    }
+    printf("\n");
+    munmap(m, (size_t)size);
+    free(vec);
+}
+
+static int file_main(int snap, const char *dump_path, int argc, char **argv, int i) {
+    if (argc - i < 5) die("file DEV read|rand|write BYTES BS ...");
+    const char *dev = argv[i], *op = argv[i + 1];
+    uint64_t bytes = parse_u64(argv[i + 2]), bs = parse_u64(argv[i + 3]);
+    if (bs == 0 || bs % PAGE || bytes < bs) die("BS must be a positive multiple of 4096, at most BYTES");
+    int kind = !strcmp(op, "read") ? 0 : !strcmp(op, "rand") ? 1 : !strcmp(op, "write") ? 2 : -1;
+    int want = kind == 0 ? 5 : 6;
+    if (kind < 0) die("file workloads: read, rand or write");
+    if (argc - i != want) die("wrong number of file workload arguments");
+    uint64_t a = parse_u64(argv[i + 4]), b = kind ? parse_u64(argv[i + 5]) : 0;
+    int fd = open(dev, kind == 2 ? O_RDWR : O_RDONLY);
+    if (fd < 0) die("cannot open the file workload's device");
+    unsigned char *buf;
+    if (posix_memalign((void **)&buf, PAGE, bs)) die("out of memory");
+    memset(buf, 0x5a, bs);
+    if (dump_path) {
+        dump = fopen(dump_path, "wb");
+        if (!dump) die("cannot create the dump file");
+    }
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    if (snap) snapshot0();
+    double t0 = now_s();
+    uint64_t blocks = bytes / bs, calls = kind == 1 ? a : a * blocks, tenth = calls / 10 ? calls / 10 : 1;
+    uint64_t k = 0;
+    for (uint64_t pass = 0; kind != 1 && pass < a; pass++) {
+        if (lseek(fd, 0, SEEK_SET) != 0) die("lseek failed");
+        for (uint64_t blk = 0; blk < blocks; blk++, k++) {
+            if (snap && k % tenth == 0 && k)
+                fprintf(stderr, "@@progress %llu %llu\n", (unsigned long long)k, (unsigned long long)calls);
+            ssize_t r = kind == 0 ? read(fd, buf, bs) : write(fd, buf, bs);
+            if (r != (ssize_t)bs) die(kind == 0 ? "short read" : "short write");
+            io_note(kind == 0 ? 1 : 2, blk * bs, bs);
+        }
+    }
+    for (k = 0; kind == 1 && k < a; k++) {
+        if (snap && k % tenth == 0 && k)
+            fprintf(stderr, "@@progress %llu %llu\n", (unsigned long long)k, (unsigned long long)calls);
+        uint64_t off = (mix64(b ^ mix64(k)) % blocks) * bs;
+        ssize_t r = pread(fd, buf, bs, (off_t)off);
+        if (r != (ssize_t)bs) die("short pread");
+        io_note(3, off, bs);
+    }
+    if (kind == 2 && b) {
+        if (fsync(fd)) die("fsync failed");
+        io_note(6, 0, 0);
+    }
+    double t1 = now_s();
+    if (snap) {
+        slurp("/proc/vmstat", snap_vmstat1);
+        slurp("/proc/zoneinfo", snap_zoneinfo1);
+    }
+    if (dump && fclose(dump)) die("cannot write the dump");
+    printf("@@vmwl accesses=%llu checksum=%016llx span=%llu seconds=%.3f\n",
+           (unsigned long long)count, (unsigned long long)sum, (unsigned long long)(bytes / PAGE), t1 - t0);
+    if (snap) {
+        printf("@@vmstat-before\n%s@@meminfo-before\n%s@@zoneinfo-before\n%s@@vmstat-after\n%s@@end\n",
+               snap_vmstat0, snap_meminfo0, snap_zoneinfo0, snap_vmstat1);
+        resident(fd);
+        printf("@@zoneinfo-after\n%s@@end-after\n", snap_zoneinfo1);
+    }
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int snap = 0, i = 1;
     const char *dump_path = NULL;
@@ -415,6 +557,7 @@ int main(int argc, char **argv) {
     }
     if (i >= argc) die("missing gen or trace");
     const char *what = argv[i++];
+    if (!strcmp(what, "file")) return file_main(snap, dump_path, argc, argv, i);
     node_t *root = NULL;
     uint64_t total = 0;
     uint64_t (*rg)[2] = NULL;

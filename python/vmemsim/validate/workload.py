@@ -27,7 +27,7 @@ import struct
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -37,6 +37,15 @@ from ..api import VmemsimError, generate, load_trace
 SOURCE = Path(__file__).with_name("vmwl.c")
 MODES = ("rw", "r")
 GEN_PREFIX = "gen:"
+#: File workload kinds (``KIND:key=value,...``) and their keys with defaults (None: required;
+#: sizes take K/M/G suffixes, powers of 1024).
+FILE_KINDS: Dict[str, Dict[str, Optional[int]]] = {
+    "fileread": {"bytes": None, "bs": 65536, "passes": 2, "disk": 0},
+    "filerand": {"bytes": None, "bs": 4096, "n": 0, "seed": None, "disk": 0},
+    "filewrite": {"bytes": None, "bs": 65536, "passes": 1, "fsync": 1, "disk": 0},
+}
+#: The ops of the file I/O records (``FileOp`` in recorded.rs, ``vmwl.c``'s dump).
+OP_READ, OP_WRITE, OP_PREAD, OP_FSYNC = 1, 2, 3, 6
 PMD_PAGES = 512
 #: Largest placed page (the guest program keeps pages in 31 bits).
 MAX_PAGE = (1 << 31) - 1
@@ -152,12 +161,16 @@ class Workload:
     #: For ``trace``: the placed pages and write flags (before the mode's transformation).
     trace_pages: Optional[np.ndarray] = None
     trace_writes: Optional[np.ndarray] = None
+    #: For ``file``: the parsed spec (:func:`parse_file_spec`), ``kind`` included.
+    file: Optional[Dict[str, object]] = None
 
     @property
     def key(self) -> str:
         """What identifies the access sequence (for the kernel result cache)."""
         if self.kind == "gen":
             return f"gen:{self.name}|mode={self.mode}"
+        if self.kind == "file":
+            return f"file:{self.name}"
         h = hashlib.sha256()
         h.update(np.ascontiguousarray(self.trace_pages).tobytes())
         h.update(np.ascontiguousarray(self.trace_writes).tobytes())
@@ -172,6 +185,11 @@ class Workload:
         return cached
 
     def _make_sequence(self) -> Tuple[np.ndarray, np.ndarray]:
+        if self.kind == "file":
+            # What the guest program's checksum counts per call (vmwl.c's io_note).
+            op, off, ln = self.io_records()
+            pages = ((off >> np.uint64(12)) << np.uint64(16)) | (ln >> np.uint64(12))
+            return pages, (op == OP_WRITE) | (op == OP_FSYNC)
         if self.kind == "gen":
             pages, writes = load_trace(generate(self.spec[len(GEN_PREFIX):], seed=self.seed))
             footprint = _union_ascending(_plan_ranges(self.plan or []))
@@ -237,8 +255,40 @@ class Workload:
             out_gup[bidx] = bwrites
         return out_pages, out_writes, out_gup
 
+    def io_records(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A file workload's calls in order, as ``vmwl.c`` makes them: ``(op, offset,
+        bytes)`` (ops :data:`OP_READ`, :data:`OP_WRITE`, :data:`OP_PREAD`, :data:`OP_FSYNC`)."""
+        f = self.file or {}
+        size, bs = int(f["bytes"]), int(f["bs"])
+        blocks = size // bs
+        if f["kind"] == "filerand":
+            n = int(f["n"])
+            with np.errstate(over="ignore"):
+                k = np.arange(n, dtype=np.uint64)
+                off = (_mix64(np.uint64(int(f["seed"])) ^ _mix64(k)) % np.uint64(blocks)) \
+                    * np.uint64(bs)
+            return (np.full(n, OP_PREAD, dtype=np.uint8), off,
+                    np.full(n, bs, dtype=np.uint64))
+        passes = int(f["passes"])
+        off = np.tile(np.arange(blocks, dtype=np.uint64) * np.uint64(bs), passes)
+        op = OP_READ if f["kind"] == "fileread" else OP_WRITE
+        ops = np.full(off.size, op, dtype=np.uint8)
+        ln = np.full(off.size, bs, dtype=np.uint64)
+        if f["kind"] == "filewrite" and int(f["fsync"]):
+            ops = np.append(ops, np.uint8(OP_FSYNC))
+            off = np.append(off, np.uint64(0))
+            ln = np.append(ln, np.uint64(0))
+        return ops, off, ln
+
+    def disk_bytes(self) -> int:
+        """A file workload's device size."""
+        f = self.file or {}
+        return int(f.get("disk") or 0) or int(f.get("bytes") or 0)
+
     def footprint_pages(self) -> int:
         """Distinct pages the program touches."""
+        if self.kind == "file":
+            return int((self.file or {})["bs"]) // 4096
         if self.kind == "gen":
             return int(_union_ascending(_plan_ranges(self.plan or [])).size) if self.mode == "r" \
                 else int(np.unique(self.sequence()[0]).size)
@@ -246,6 +296,8 @@ class Workload:
 
     def span_pages(self) -> int:
         """Pages of the guest program's mapping (highest page + 1)."""
+        if self.kind == "file":
+            return int((self.file or {})["bs"]) // 4096
         if self.kind == "gen":
             return max(b for _, b in _plan_ranges(self.plan or []))
         return int(self.trace_pages.max()) + 1 if self.trace_pages.size else 0
@@ -254,6 +306,12 @@ class Workload:
         """Arguments of the guest program after the options."""
         if self.kind == "gen":
             return ["gen", *(self.plan or [])]
+        if self.kind == "file":
+            f = self.file or {}
+            op = str(f["kind"])[len("file"):]
+            keys = {"read": ("passes",), "rand": ("n", "seed"), "write": ("passes", "fsync")}[op]
+            return ["file", trace_path, op, str(f["bytes"]), str(f["bs"]),
+                    *(str(f[k]) for k in keys)]
         return ["trace", trace_path]
 
     def write_sequence_file(self, path: Path) -> int:
@@ -326,10 +384,126 @@ def checksum(pages: np.ndarray, writes: np.ndarray) -> str:
     return f"{total & ((1 << 64) - 1):016x}"
 
 
+_SIZE = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def _size(key: str, text: str) -> int:
+    t = text.strip().upper()
+    for suffix in ("IB", "B"):
+        if t.endswith(suffix) and t[:-len(suffix)][-1:] in "KMG" and len(t) > len(suffix):
+            t = t[:-len(suffix)]
+            break
+    mult = _SIZE.get(t[-1:], 1) if t[-1:] in "KMG" else 1
+    num = t[:-1] if t[-1:] in "KMG" else t
+    try:
+        v = float(num) * mult
+    except ValueError:
+        raise VmemsimError(f"validate: {key}={text!r}: expected a number (K/M/G suffixes)") from None
+    if v != int(v) or v < 0:
+        raise VmemsimError(f"validate: {key}={text!r}: expected a whole, non-negative number")
+    return int(v)
+
+
+def is_file_spec(spec: str) -> bool:
+    return spec.split(":", 1)[0] in FILE_KINDS and ":" in spec
+
+
+def parse_file_spec(spec: str, seed: int = 0) -> Dict[str, object]:
+    """``fileread:bytes=SIZE[,bs=SIZE][,passes=K][,disk=SIZE]`` (sequential ``read()`` of
+    ``[0, bytes)`` in ``bs`` blocks, ``passes`` times), ``filerand:bytes=SIZE[,bs=SIZE]
+    [,n=N][,seed=S][,disk=SIZE]`` (``n`` ``pread()`` calls of ``bs`` bytes at seeded block
+    offsets below ``bytes``; ``n`` defaults to ``bytes / bs``, ``seed`` to ``--seed``),
+    ``filewrite:bytes=SIZE[,bs=SIZE][,passes=K][,fsync=0|1][,disk=SIZE]`` (sequential
+    ``write()`` calls, then ``fsync``). ``disk`` is the block device's size (default ``bytes``).
+    Returns the canonical values with ``kind`` and ``name`` (the canonical spec)."""
+    kind, _, body = spec.partition(":")
+    keys = FILE_KINDS.get(kind)
+    if keys is None:
+        raise VmemsimError(f"validate: {kind!r} is not a file workload ({', '.join(FILE_KINDS)})")
+    out: Dict[str, object] = dict(keys)
+    for item in filter(None, (x.strip() for x in body.split(","))):
+        k, sep, v = item.partition("=")
+        k = k.strip()
+        if not sep or k not in keys:
+            raise VmemsimError(
+                f"validate: {kind}: unknown or malformed {item!r} (keys: {', '.join(keys)})")
+        out[k] = _size(k, v)
+    if out.get("seed", 0) is None:
+        out["seed"] = seed
+    if out["bytes"] is None:
+        raise VmemsimError(f"validate: {kind}: bytes= is required")
+    size, bs = int(out["bytes"]), int(out["bs"])  # type: ignore[arg-type]
+    if bs <= 0 or bs % 4096 or size < bs:
+        raise VmemsimError(f"validate: {kind}: bs must be a positive multiple of 4096 and at most "
+                           f"bytes (bs={bs}, bytes={size})")
+    if size % bs:
+        raise VmemsimError(f"validate: {kind}: bytes must be a multiple of bs")
+    if int(out["disk"] or 0) and int(out["disk"]) < size:  # type: ignore[arg-type]
+        raise VmemsimError(f"validate: {kind}: disk must be at least bytes")
+    if not out["disk"]:
+        out["disk"] = size
+    if kind == "filerand" and not out["n"]:
+        out["n"] = size // bs
+    for k in ("passes",):
+        if k in out and int(out[k]) < 1:  # type: ignore[arg-type]
+            raise VmemsimError(f"validate: {kind}: {k} must be at least 1")
+    if "fsync" in out and out["fsync"] not in (0, 1):
+        raise VmemsimError(f"validate: {kind}: fsync must be 0 or 1")
+    out["kind"] = kind
+    out["name"] = kind + ":" + ",".join(f"{k}={out[k]}" for k in keys)
+    return out
+
+
+def write_file_trace(w: Workload, path: Path) -> Path:
+    """The file workload's calls as a recorded trace (native v2) of one file (the guest's
+    block device, named ``blockdev:`` and the canonical spec),
+    whose file I/O records (``read``, ``pread64``, ``write``, ``fsync``) ``vmemsim replay``
+    serves through its page cache. It starts with a ``read`` of 0 bytes at the device's end:
+    a replay sizes a file from the records (``file_specs``: a read reaches bytes that exist
+    from the start), and that record, which does nothing else (``filemap_read`` returns on
+    an empty read), gives it the block device's size. The trace holds no access records: the
+    program's only anonymous memory, its buffer, was written before the phase, and the
+    simulator's frames are the memory the kernel had free after that."""
+    op, off, ln = w.io_records()
+    n = op.size + 1
+    op = np.concatenate([[OP_READ], op]).astype(np.uint64)
+    off = np.concatenate([[w.disk_bytes()], off]).astype(np.uint64)
+    ln = np.concatenate([[0], ln]).astype(np.uint64)
+    tid = 1
+    words = [int.from_bytes(b"VMRECRAW", "little"), 2, 4096, 0]
+    words += [7 | (tid << 8) | (1 << 32), 1, 0]  # process 1 starts
+    p = ("blockdev:" + w.name).encode()
+    words += [5 | (tid << 8) | (len(p) << 32), 1]
+    words += list(np.frombuffer(p.ljust(-(-len(p) // 8) * 8, b"\0"), dtype="<u8"))
+    head = np.array(words, dtype="<u8")
+    rec = np.empty((n, 6), dtype="<u8")
+    rec[:, 0] = np.uint64(4) | np.uint64(tid << 8) | (op << np.uint64(32))
+    rec[:, 1] = np.arange(n, dtype=np.uint64)  # stamp
+    rec[:, 2] = 1  # file id
+    rec[:, 3] = off
+    rec[:, 4] = ln
+    rec[:, 5] = 0
+    tail = np.array([6 | (tid << 8), 0, n], dtype="<u8")
+    raw = Path(str(path) + ".raw")
+    with open(raw, "wb") as fh:
+        fh.write(head.tobytes())
+        fh.write(rec.tobytes())
+        fh.write(tail.tobytes())
+    try:
+        _native.record_convert(str(raw), str(path), "vmemsim validate " + w.name, [])
+    finally:
+        raw.unlink()
+    return Path(path)
+
+
 def make_workload(spec: str, mode: str = "rw", seed: int = 0) -> Workload:
-    """A workload from ``gen:SPEC`` or a trace path (read with vmemsim's readers)."""
+    """A workload from ``gen:SPEC``, a file workload (:func:`parse_file_spec`) or a trace path
+    (read with vmemsim's readers)."""
     if mode not in MODES:
         raise VmemsimError(f"validate: mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if is_file_spec(spec):
+        f = parse_file_spec(spec, seed)
+        return Workload(spec=spec, mode=mode, seed=seed, kind="file", name=str(f["name"]), file=f)
     if spec.startswith(GEN_PREFIX):
         body = spec[len(GEN_PREFIX):]
         g = generate(body, seed=seed)

@@ -1,0 +1,98 @@
+"""The committed page-cache validation (experiments/kernel-validation/data/file-runs.json):
+real Linux runs of each file workload on a raw virtio block device, re-compared here with the
+simulator as it is now.
+
+Every case must stay within ±5% (widened to the kernel's own repeat spread) on pgpgin,
+workingset_refault_file and pgsteal_file. Counters the models do not reach yet are listed in
+KNOWN_OFF with the reason found (FILES.md); they are strict xfails, so one that comes within
+tolerance fails here until it is taken off the list."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from vmemsim.validate.workload import make_workload
+
+EXP = Path(__file__).resolve().parent.parent / "experiments" / "kernel-validation"
+DATA = EXP / "data" / "file-runs.json"
+
+
+def _files():
+    spec = importlib.util.spec_from_file_location("kv_files", EXP / "files.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+files = _files()
+RAW = json.loads(DATA.read_text())["cases"]
+KEYS = [(c["name"], c["settings"]["lru"], k) for c in RAW for k in files.TOLERANCE]
+
+#: (workload, LRU, counter) out of tolerance, with the error measured when this was written
+#: and the reason (FILES.md). Every entry is a strict xfail.
+_DMA_ISLAND = (
+    "about 3,660 first-pass pages in ZONE_DMA are never reclaimed, and the second pass finds "
+    "them cached (MG-LRU's scan_folios takes the reclaim zone's list first, and new clean "
+    "file folios keep joining min_seq's ZONE_DMA32 list); vmemsim has one zone (FILES.md)")
+KNOWN_OFF = {
+    ("seq-read-2x", "mglru", "workingset_refault_file"): "+8.0%: " + _DMA_ISLAND,
+    ("seq-read-3x", "mglru", "workingset_refault_file"): "+6.6%: " + _DMA_ISLAND,
+}
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return {(n, c.settings["lru"]): c for n, c in files.load_cases()}
+
+
+def test_the_file_matrix_covers_each_workload_under_both_lrus():
+    got = {(c["name"], c["settings"]["lru"]) for c in RAW}
+    assert got == {(n, lru) for n in files.WORKLOADS for lru in files.LRUS}
+    for c in RAW:
+        assert len(c["kernel_runs"]) >= 2
+        w = make_workload(c["spec"], seed=c["seed"])
+        assert c["settings"]["swap"] == "none"
+        for r in c["kernel_runs"]:
+            assert r["kernel"].startswith("linux-image-") and r["release"].startswith("6.1.")
+            assert len(r["log_sha256"]) == 64
+            assert r["workload"] == w.key
+            # The guest's device: the workload's size, virtio-blk's readahead window.
+            assert r["blockdev"]["size"] * 512 == w.disk_bytes()
+            assert r["blockdev"]["read_ahead_kb"] == 128
+            # The device is 2-3x the memory the kernel had free.
+            free = r["vmstat_before"]["nr_free_pages"]
+            assert 2 <= w.disk_bytes() / 4096 / free <= 3, (c["name"], free)
+
+
+@pytest.mark.parametrize("key", KEYS, ids=["/".join(k) for k in KEYS])
+def test_counter_within_tolerance(loaded, key, request):
+    if key in KNOWN_OFF:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_OFF[key]))
+    name, lru, counter = key
+    row = loaded[(name, lru)].row(counter)
+    assert files.within(row), f"{key}: {row.error * 100:+.1f}% (kernel {row.kernel}, vmemsim {row.vmemsim})"
+
+
+def test_mglru_activations_follow_61s_rules(loaded):
+    """MG-LRU's WORKINGSET_ACTIVATE: 6.1 counts refaults whose shadow is from the current
+    min_seq (and sort_folio's protections), 6.8 every refault within MAX_NR_GENS of max_seq;
+    under 6.1's rules vmemsim is within a few dozen pages of the kernel."""
+    for (name, lru), c in loaded.items():
+        if lru != "mglru":
+            continue
+        r = c.row("workingset_activate_file")
+        assert abs(r.vmemsim - r.mean) <= max(50, 0.3 * r.mean), (name, r.kernel, r.vmemsim)
+
+
+def test_with_zone_dma_closed_to_the_cache_the_reads_match():
+    """The causal check of gaps 2 and 6 (FILES.md): with vm.lowmem_reserve_ratio's ZONE_DMA
+    entry at 1 the kernel's page cache lives in ZONE_DMA32 alone, and vmemsim on ZONE_DMA32's
+    free pages is within 0.1% of it on every counter of the sequential re-reads (MG-LRU's
+    refaults and classic's pgscan included) and within 1.3% on the random reads."""
+    rows = files.dma_rows()
+    assert {(r[0], r[1]) for r in rows} == {(n, lru) for n in files.DMA_WORKLOADS
+                                            for lru in files.LRUS}
+    for name, lru, free, k, kern, v, err in rows:
+        assert abs(err) <= (0.005 if name.startswith("seq") else 0.02), (name, lru, k, kern, v)
