@@ -90,3 +90,26 @@ def test_cacol_keeps_nothing_a_guest_reads_once():
     assert (r.host_image_pages, r.double_cached_pages) == (0, 0)
     wb = vmemsim.run_vm("dd-like:bytes=256KiB,bs=4KiB", **kw)
     assert wb.cacol == {} and wb.double_cached_pages == 64
+
+
+def test_an_msr_import_runs_on_the_timed_machine(tmp_path):
+    # Four 4 KiB reads of one disk at 0, 4096, 8192, then 0 again. The file's size is the
+    # furthest byte read (12 KiB, 3 pages). The first read's window (`get_init_ra_size(1,
+    # 32)` = 4 pages, clipped to the file's 3) is one request of 3 pages; the other reads
+    # hit the cache.
+    csv = tmp_path / "msr.csv"
+    rows = [(0, 4096), (4096, 4096), (8192, 4096), (0, 4096)]
+    csv.write_text("".join(
+        f"{128166372003061629 + k},hm,0,Read,{off},{size},100\n"
+        for k, (off, size) in enumerate(rows)))
+    vmt = tmp_path / "msr.vmt"
+    vmemsim.import_trace(str(csv), str(vmt), "msr")
+    r = vmemsim.run(f"trace:path={vmt}", frames=256, cpus=1, file_device=DISK)
+    d = r.file_device_stats
+    assert (d["read_requests"], d["pages_read"]) == (1, 3)
+    assert r.stats["file_io"] == 4 and r.stats["nr_file_pages"] == 3
+    # The same in a VM: the guest's one request reaches the host's disk through its cache.
+    v = vmemsim.run_vm(f"trace:path={vmt}", guest_frames=256, host_frames=1024,
+                       file_device=DISK)
+    assert v.file_device_stats["read_requests"] == 1
+    assert v.double_cached_pages == 3
