@@ -3,7 +3,6 @@ comparison, and one real kernel boot end to end (skipped only where qemu cannot 
 
 import hashlib
 import json
-import shutil
 import stat
 import subprocess
 import sys
@@ -218,17 +217,7 @@ def test_sysctls_are_set_before_the_swap_and_left_out_of_old_cache_keys(tmp_path
 
 
 def _can_boot():
-    if shutil.which("qemu-system-x86_64") is None:
-        return "qemu-system-x86_64 is not installed (make deps-kernel)"
-    try:
-        K.find_busybox()
-    except K.KernelUnavailable as e:
-        return str(e)
-    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
-        return "no apt-get/dpkg-deb to fetch Debian's kernel"
-    if shutil.which("gcc") is None:
-        return "no gcc to build the guest program"
-    return None
+    return K.cannot_boot()
 
 
 @pytest.mark.skipif(_can_boot() is not None, reason=str(_can_boot()))

@@ -261,16 +261,7 @@ def test_a_cached_file_case_boots_nothing_and_replays_the_simulator(tmp_path, mo
 
 
 def _can_boot():
-    try:
-        K.find_qemu()
-        K.find_busybox()
-    except K.KernelUnavailable as e:
-        return str(e)
-    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
-        return "no apt-get/dpkg-deb to fetch Debian's kernel"
-    if shutil.which("gcc") is None:
-        return "no gcc to build the guest program"
-    return None
+    return K.cannot_boot()
 
 
 @pytest.mark.skipif(_can_boot() is not None, reason=str(_can_boot()))

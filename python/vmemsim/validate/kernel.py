@@ -482,6 +482,22 @@ def build_initramfs(kernel: Kernel, w: Workload, settings: Settings, out: Path) 
 # ------------------------------------------------------------------------------ QEMU
 
 
+def cannot_boot() -> Optional[str]:
+    """Why a real kernel cannot be booted here (no QEMU, no busybox, no apt-get/dpkg-deb to
+    fetch Debian's kernel, no gcc for the guest program), or None when it can: the reason
+    the end-to-end tests give when they skip."""
+    try:
+        find_qemu()
+        find_busybox()
+    except KernelUnavailable as e:
+        return str(e)
+    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+        return "no apt-get/dpkg-deb to fetch Debian's kernel"
+    if shutil.which("gcc") is None:
+        return "no gcc to build the guest program"
+    return None
+
+
 def find_qemu() -> str:
     q = shutil.which("qemu-system-x86_64")
     if q is None:

@@ -150,6 +150,31 @@ impl Emitter {
     }
 }
 
+/// Append an [`Op::File`] of thread 0's call `op` of `len` bytes at `offset` of file `file`
+/// to `buf`, its record to `ios` (the op's slot is the record's index there): the models'
+/// file I/O ([`super::Workload::file_io`]).
+pub fn push_file_op(
+    buf: &mut Vec<Op>,
+    ios: &mut Vec<crate::trace::recorded::FileIo>,
+    op: crate::trace::recorded::FileOp,
+    file: u32,
+    offset: u64,
+    len: u64,
+) {
+    buf.push(Op::File {
+        slot: ios.len() as u32,
+    });
+    ios.push(crate::trace::recorded::FileIo {
+        op,
+        tid: 0,
+        stamp: 0,
+        file,
+        offset,
+        len,
+        addr: 0,
+    });
+}
+
 /// An independent stream for (`seed`, `tag`, `index`): every thread, vertex or table draws
 /// from its own, so no stream depends on the order in which others are consumed.
 pub fn stream(seed: u64, tag: u64, index: u64) -> Xoshiro256PlusPlus {

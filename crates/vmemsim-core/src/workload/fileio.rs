@@ -38,7 +38,7 @@
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::common::{pages_of, stream, Emitter, CHUNK_OPS, PAGE_BYTES};
+use super::common::{pages_of, push_file_op, stream, Emitter, CHUNK_OPS, PAGE_BYTES};
 use super::params::{fmt_size, Params};
 use super::{bad_tid, Op, Workload};
 use crate::error::Result;
@@ -232,18 +232,7 @@ impl FileWorkload {
 fn file(st: &mut Thread, buf: &mut Vec<Op>, op: FileOp, file: u32, offset: u64, len: u64) {
     st.em.flush(buf);
     st.em.split();
-    buf.push(Op::File {
-        slot: st.ios.len() as u32,
-    });
-    st.ios.push(FileIo {
-        op,
-        tid: 0,
-        stamp: 0,
-        file,
-        offset,
-        len,
-        addr: 0,
-    });
+    push_file_op(buf, &mut st.ios, op, file, offset, len);
 }
 
 impl Workload for FileWorkload {

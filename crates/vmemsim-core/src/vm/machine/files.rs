@@ -159,45 +159,27 @@ pub(super) struct VirtioDisk {
 }
 
 impl VirtioDisk {
-    /// QEMU's call on the image for `[offset, offset + len)`, at `now` on the host.
+    /// QEMU's call on the image for `[offset, offset + len)`, at `now` on the host:
+    /// `op` through the host's page cache (or `O_DIRECT`), or with `cacol` Cacol's
+    /// [`Machine::cacol_io`] (`op` a read or a write). Returns when it is done on the host.
     fn host_call(&mut self, now: u64, op: FileOp, offset: u64, len: u64) -> u64 {
         let mut sh = self.host.borrow_mut();
         sh.m.mm.now = now;
-        let io = FileIo {
-            op,
-            tid: 0,
-            stamp: 0,
-            file: self.image,
-            offset,
-            len,
-            addr: 0,
+        let r = if self.mode == CacheMode::Cacol && op != FileOp::Fsync {
+            let write = matches!(op, FileOp::Pwrite | FileOp::DirectWrite);
+            sh.m.cacol_io(self.image as usize, write, offset, len)
+        } else {
+            sh.m.file_io(&FileIo {
+                op,
+                tid: 0,
+                stamp: 0,
+                file: self.image,
+                offset,
+                len,
+                addr: 0,
+            })
         };
-        let r = sh.m.file_io(&io);
         if let Err(e) = r {
-            self.log.borrow_mut().err.get_or_insert(e);
-        }
-        if let Some(t) = sh.m.out_of_memory() {
-            self.log.borrow_mut().err.get_or_insert(Error::config(
-                "vm.host_frames",
-                format!(
-                    "host out of memory at its access {t} (QEMU's I/O on the disk image): give \
-                     the host more frames"
-                ),
-            ));
-        }
-        sh.m.flush_file_writes();
-        sh.distribute();
-        let _ = sh.m.take_file_work();
-        sh.m.mm.now
-    }
-}
-
-impl VirtioDisk {
-    /// QEMU's call on a host with Cacol ([`Machine::cacol_io`]), at `now` on the host.
-    fn cacol_call(&mut self, now: u64, write: bool, offset: u64, len: u64) -> u64 {
-        let mut sh = self.host.borrow_mut();
-        sh.m.mm.now = now;
-        if let Err(e) = sh.m.cacol_io(self.image as usize, write, offset, len) {
             self.log.borrow_mut().err.get_or_insert(e);
         }
         if let Some(t) = sh.m.out_of_memory() {
@@ -235,11 +217,7 @@ impl FileBackend for VirtioDisk {
             (false, false) => FileOp::DirectRead,
             (false, true) => FileOp::DirectWrite,
         };
-        let mut end = if self.mode == CacheMode::Cacol {
-            self.cacol_call(start, write, offset, len)
-        } else {
-            self.host_call(start, op, offset, len)
-        };
+        let mut end = self.host_call(start, op, offset, len);
         if write && self.mode == CacheMode::Writethrough {
             // `O_DSYNC`: `generic_write_sync` writes what the call dirtied before it
             // returns (the image has no other dirty pages under writethrough).
@@ -264,7 +242,7 @@ impl FileBackend for VirtioDisk {
     }
 
     fn flush(&mut self, now: u64) -> u64 {
-        if self.mode == CacheMode::Writeback {
+        if matches!(self.mode, CacheMode::Writeback | CacheMode::Cacol) {
             self.host_call(now + self.virtio_ns, FileOp::Fsync, 0, 0)
         } else {
             now
@@ -488,20 +466,7 @@ impl HostSide {
     fn qemu_touch(&mut self, gfn: u64) -> Result<()> {
         let key = self.base + (gfn >> self.shift);
         let mut sh = self.shared.borrow_mut();
-        sh.m.access(
-            Access {
-                page: key,
-                write: true,
-                gup: false,
-            },
-            u64::MAX,
-        );
-        if let Some(t) = sh.m.out_of_memory() {
-            return Err(Error::config(
-                "vm.host_frames",
-                format!("host out of memory at its access {t}: give the host more frames"),
-            ));
-        }
+        sh.serve(key, true)?;
         sh.distribute();
         Ok(())
     }

@@ -80,6 +80,26 @@ impl HostShared {
         self.passes = passes;
     }
 
+    /// The host's memory manager serves its page `key` (a VM's guest memory); errors when
+    /// the host is out of memory.
+    pub(super) fn serve(&mut self, key: u64, write: bool) -> Result<()> {
+        self.m.access(
+            Access {
+                page: key,
+                write,
+                gup: false,
+            },
+            u64::MAX,
+        );
+        match self.m.out_of_memory() {
+            Some(t) => Err(Error::config(
+                "vm.host_frames",
+                format!("host out of memory at its access {t}: give the host more frames"),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The host's memory manager (its counters, its invariants).
     pub fn machine(&self) -> &Machine<BoxedPolicy> {
         &self.m
@@ -181,20 +201,7 @@ impl HostSide {
             None => sh.m.mm.pt.pte(key) & PTE_PRESENT == 0,
         };
         let evictions = sh.m.stats.evictions;
-        sh.m.access(
-            Access {
-                page: key,
-                write,
-                gup: false,
-            },
-            u64::MAX,
-        );
-        if let Some(t) = sh.m.out_of_memory() {
-            return Err(Error::config(
-                "vm.host_frames",
-                format!("host out of memory at its access {t}: give the host more frames"),
-            ));
-        }
+        sh.serve(key, write)?;
         if self.shift == 18 && sh.m.stats.evictions != evictions {
             return Err(hugetlb_reclaimed("vm.host_page", "host"));
         }

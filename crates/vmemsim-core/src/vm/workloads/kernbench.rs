@@ -315,18 +315,8 @@ impl KernbenchLike {
     /// A file op of the job on `s`'s vCPU: `op` of `len` bytes from the start of file `id`.
     fn file_op(&self, s: &mut Slot, buf: &mut Vec<Op>, op: FileOp, id: u64, len: u64) {
         s.em.flush(buf);
-        buf.push(Op::File {
-            slot: s.ios.len() as u32,
-        });
-        s.ios.push(FileIo {
-            op,
-            tid: 0,
-            stamp: 0,
-            file: id as u32,
-            offset: 0,
-            len,
-            addr: 0,
-        });
+        s.em.split();
+        crate::workload::common::push_file_op(buf, &mut s.ios, op, id as u32, 0, len);
     }
 
     /// Read file `id` whole into the job's first heap pages.

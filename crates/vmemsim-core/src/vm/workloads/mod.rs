@@ -185,6 +185,10 @@ impl GuestEmitter {
     pub fn barrier(&mut self, buf: &mut Vec<Op>) {
         self.em.barrier(buf);
     }
+    /// End the current burst (the next reference is a new `Access` even to the same page).
+    pub fn split(&mut self) {
+        self.em.split();
+    }
     /// A process or arrival event ([`Op::is_event`]).
     pub fn event(&mut self, buf: &mut Vec<Op>, op: Op) {
         debug_assert!(op.is_event());
