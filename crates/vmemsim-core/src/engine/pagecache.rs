@@ -640,6 +640,13 @@ impl<P: Policy> Machine<P> {
         }
     }
 
+    /// The clock moves to `now` (if later) and the writes complete by then leave writeback:
+    /// the end of a timed run.
+    pub fn settle_file_io(&mut self, now: u64) {
+        self.mm.now = self.mm.now.max(now);
+        self.retire_writeback();
+    }
+
     /// Writes whose completion time has passed leave writeback (`folio_end_writeback`).
     fn retire_writeback(&mut self) {
         let Some(t) = self.file_time.as_mut() else {

@@ -339,6 +339,7 @@ pub fn run_with(
     vm.add_files(&wl.files(), cfg)?;
     let cpus = hc.cpus;
     let out = schedule(std::slice::from_mut(&mut vm), &mut [&mut *wl], hc, opts)?;
+    vm.settle_files();
     let mut r = vm.result();
     describe(&mut r, cfg, &*wl, cpus);
     out.fill(&mut r);
@@ -472,6 +473,7 @@ pub fn run_many_opts(
     let mut hists: BTreeMap<u8, crate::timed::hist::Histogram> = BTreeMap::new();
     for ((vm, w), c) in vms.iter_mut().zip(wls.iter()).zip(cfgs) {
         vm.sync_host_unmaps();
+        vm.settle_files();
         let mut r = vm.result();
         describe(&mut r, c, w.as_ref(), n_cpus);
         for (k, h) in vm.hists_by_kind() {

@@ -371,6 +371,19 @@ impl Vm {
         Ok(())
     }
 
+    /// At the end of the run: the file writes complete by then leave writeback, so
+    /// `nr_writeback` is the writes still in flight when the last vCPU finished.
+    pub(super) fn settle_files(&mut self) {
+        if !self.has_files {
+            return;
+        }
+        let end = self.vcpus.iter().map(|c| c.clock).max().unwrap_or(0);
+        self.guest.settle_file_io(end);
+        if let Some(h) = self.host.as_ref() {
+            h.shared.borrow_mut().m.settle_file_io(end);
+        }
+    }
+
     /// QEMU wrote guest frames (the reads it served): the host backs each, as QEMU's own
     /// access (a host fault if need be, no EPT violation).
     fn qemu_dma(&mut self) -> Result<()> {
@@ -679,6 +692,9 @@ mod tests {
         let d = r.file_device_stats.as_ref().unwrap();
         assert_eq!((d.write_requests, d.pages_written), (10, 1000));
         assert_eq!((r.stats.wb_background, r.stats.nr_dirty), (1000, 0));
+        // The last request (the 10th: the writer waited for the 9th only) is still in
+        // flight when the run ends.
+        assert_eq!(r.stats.nr_writeback, 100);
         assert!(r.stats.dirty_throttled >= 8, "{}", r.stats.dirty_throttled);
         assert!(
             (1_800_000..2_100_000).contains(&r.runtime_ns),
