@@ -36,8 +36,9 @@
 //!   layer frees the host frame (or swap slot) behind each reported PFN.
 //! - *Deflate* (`leak_balloon`): up to 256 pages, no more than the balloon holds,
 //!   dequeued from the balloon's list head (`balloon_page_list_dequeue`). Each inflate
-//!   round put its pages at the head in reverse of its PFN array, i.e. in allocation order
-//!   (`balloon_page_enqueue` is a `list_add`): the balloon is a stack of rounds, the last
+//!   round enqueues its PFN array's pages one by one at the head (`balloon_page_enqueue` is
+//!   a `list_add`), so read from the head a round's pages are in allocation order: the
+//!   balloon is a stack of rounds, the last
 //!   round's pages leave first, and within a round the page allocated first leaves first.
 //!   Deflate's PFN array is in dequeue order. The host is told *before* the pages go
 //!   back to the guest (the order `VIRTIO_BALLOON_F_MUST_TELL_HOST` requires; 6.8 always
@@ -128,6 +129,10 @@
 //!    one interval old, as with libvirt's `<stats period='5'/>`.
 //! 4. MOM's other rules files (KSM, CPU tune, QoS) and the RPC, plotting and guest-agent
 //!    paths are left out.
+//! 5. MOM's own CPU time (a Python daemon waking every 5 s) and the latency of libvirt's
+//!    `setMemory` are not modelled: a decision reaches the driver at the evaluation's time.
+//! 6. MOM's constants are a [`MomConfig`] (serde, unknown keys rejected) for sensitivity
+//!    studies; the defaults are the file's.
 //!
 //! # The lag (the paper's "belatedly", §2.3 and §5.2)
 //!
@@ -162,8 +167,13 @@ pub const PAGE_KIB: u64 = 4;
 pub struct AllocFlags {
     /// Movable, highmem-capable user page (`GFP_HIGHUSER_MOVABLE`).
     pub movable: bool,
-    /// May run direct reclaim and compaction (`__GFP_DIRECT_RECLAIM`, in `GFP_HIGHUSER`).
+    /// Wakes kswapd when below the low watermark (`__GFP_KSWAPD_RECLAIM`, in `GFP_USER`).
+    pub kswapd: bool,
+    /// May run direct reclaim and compaction (`__GFP_DIRECT_RECLAIM`, in `GFP_USER`).
     pub direct_reclaim: bool,
+    /// Reclaim may start I/O and enter the file system (`__GFP_IO | __GFP_FS`): swap-out
+    /// and writeback are allowed.
+    pub io: bool,
     /// Retries after a reclaim pass that did not help (`__GFP_NORETRY` clears it).
     pub retry: bool,
     /// May invoke the OOM killer when reclaim fails (`__GFP_NORETRY` forbids it).
@@ -174,10 +184,15 @@ pub struct AllocFlags {
 
 /// `balloon_page_alloc`'s flags (`mm/balloon_compaction.c`, with
 /// `CONFIG_BALLOON_COMPACTION`): `GFP_HIGHUSER_MOVABLE | __GFP_NOMEMALLOC | __GFP_NORETRY |
-/// __GFP_NOWARN`. One reclaim (and compaction) attempt, then failure, never an OOM kill.
+/// __GFP_NOWARN` (`GFP_HIGHUSER_MOVABLE` = `GFP_USER | __GFP_HIGHMEM | __GFP_MOVABLE`,
+/// `GFP_USER` = `__GFP_RECLAIM | __GFP_IO | __GFP_FS | __GFP_HARDWALL`): wakes kswapd, one
+/// direct reclaim (and compaction) attempt, then failure; never an OOM kill, never the
+/// reserves.
 pub const BALLOON_GFP: AllocFlags = AllocFlags {
     movable: true,
+    kswapd: true,
     direct_reclaim: true,
+    io: true,
     retry: false,
     oom: false,
     reserves: false,
