@@ -1,6 +1,7 @@
 //! Virtual machines: guest programs ([`crate::workload::Op`] streams) run by a guest OS on vCPUs, translated by
 //! native, shadow or nested paging, on a host whose memory manager backs guest memory.
 
+pub mod balloon;
 pub mod machine;
 pub mod workloads;
 
