@@ -113,3 +113,20 @@ def test_an_msr_import_runs_on_the_timed_machine(tmp_path):
                        file_device=DISK)
     assert v.file_device_stats["read_requests"] == 1
     assert v.double_cached_pages == 3
+
+
+def test_bad_file_settings_are_named():
+    # Large guest pages with files, zram as a file disk, Cacol beside a demand policy, an
+    # unknown device: each refused before the run, naming the setting.
+    with pytest.raises(VmemsimError, match="vm.guest_page: the page cache is modelled with 4 KiB"):
+        vmemsim.run_vm("dd-like:bytes=64KiB,bs=4KiB", guest_page="2m", host_page="2m")
+    with pytest.raises(VmemsimError, match="file_device: zram is a swap device"):
+        vmemsim.run("dd-like:bytes=64KiB,bs=4KiB", frames=256, file_device="zram")
+    with pytest.raises(VmemsimError, match="cache_mode: cacol runs beside the host's kernel"):
+        vmemsim.run_vm("dd-like:bytes=64KiB,bs=4KiB", cache_mode="cacol", host_policy="lru")
+    with pytest.raises(VmemsimError, match="file_device"):
+        vmemsim.run("dd-like:bytes=64KiB,bs=4KiB", frames=256, file_device="floppy")
+    with pytest.raises(VmemsimError, match="dd-like.bs"):
+        vmemsim.run("dd-like:bs=0", frames=256)
+    with pytest.raises(VmemsimError, match="dd-like.bytes: 65536 bytes is less than one block"):
+        vmemsim.run("dd-like:bytes=64KiB", frames=256)

@@ -94,6 +94,8 @@ const MAKE: Image = Image {
 /// Heap pages of `make`'s job table.
 const MAKE_JOB_PAGES: u64 = 4;
 const TAG_JOB: u64 = 0x4B42;
+/// Most files the source tree may have (`sources=1`).
+const MAX_FILES: u64 = 1 << 20;
 
 #[derive(Clone, Debug)]
 struct Config {
@@ -181,8 +183,16 @@ impl KernbenchLike {
         if cfg.common_headers > cfg.headers.min(cfg.headers_per_job) {
             return Err(p.err("common_headers", "at most headers and headers_per_job"));
         }
-        if cfg.sources && cfg.headers + 2 * cfg.jobs > u32::MAX as u64 {
-            return Err(p.err("jobs", "too many files (headers + 2 × jobs ≥ 2^32)"));
+        // Each file is an address space of the page cache (~200 bytes of state besides its
+        // pages): a million files at most.
+        if cfg.sources && cfg.headers + 2 * cfg.jobs > MAX_FILES {
+            return Err(p.err(
+                "jobs",
+                format!(
+                    "with sources=1 the tree has headers + 2 × jobs files, {} here: at most {MAX_FILES}",
+                    cfg.headers + 2 * cfg.jobs
+                ),
+            ));
         }
         let image = Image {
             text: pages_of(cfg.text_bytes),
@@ -565,6 +575,8 @@ mod tests {
             e("kernbench-like:jobs=0"),
             "kernbench-like.jobs: 0 is outside [1, 16777216]"
         );
+        assert!(e("kernbench-like:jobs=1000000,sources=1")
+            .starts_with("kernbench-like.jobs: with sources=1 the tree has headers + 2 × jobs files, 2002000 here"));
         assert!(e("kernbench-like:j=8")
             .starts_with("kernbench-like.j: unknown key for kernbench-like (valid: jobs,"));
     }
