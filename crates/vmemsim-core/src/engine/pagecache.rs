@@ -1925,16 +1925,20 @@ pub(crate) mod replay_tests {
     fn recorded_file_io_goes_through_the_page_cache() {
         let path = tmp("seq.vmt");
         write_trace(&path);
-        let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
-        let spec = ReplaySpec::new(
-            PolicyKind::from_name("clock-lru").unwrap(),
-            MachineConfig {
-                check_invariants: true,
-                ..MachineConfig::new(1024)
-            },
-            PolicyOptions::new(1),
-        );
-        let r = replay(&mut src, &spec, None).unwrap();
+        // The trace replayed under `policy` in 1,024 frames.
+        let replay_under = |policy: &str, check: bool| {
+            let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
+            let spec = ReplaySpec::new(
+                PolicyKind::from_name(policy).unwrap(),
+                MachineConfig {
+                    check_invariants: check,
+                    ..MachineConfig::new(1024)
+                },
+                PolicyOptions::new(1),
+            );
+            replay(&mut src, &spec, None)
+        };
+        let r = replay_under("clock-lru", true).unwrap();
         // 16 pages of a 16-page file read with readahead (windows 0..4, 4..12, 12..16
         // clipped at the end of the file, as in `sequential_reader_readahead_windows`):
         // each page read once, 64 KiB in pgpgin. The append writes two whole pages: no read,
@@ -1946,35 +1950,14 @@ pub(crate) mod replay_tests {
         assert_eq!(r.stats.pgpgout, 0);
         // Under mglru: the same page-cache reads and writes (nothing is reclaimed in 1024
         // frames, so the policy decides nothing here).
-        let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
-        let spec = ReplaySpec::new(
-            PolicyKind::from_name("mglru").unwrap(),
-            MachineConfig {
-                check_invariants: true,
-                ..MachineConfig::new(1024)
-            },
-            PolicyOptions::new(1),
-        );
-        let r = replay(&mut src, &spec, None).unwrap();
+        let r = replay_under("mglru", true).unwrap();
         assert_eq!((r.stats.file_reads, r.stats.pgpgin), (16, 64));
         assert_eq!((r.stats.nr_file_pages, r.stats.nr_dirty), (18, 2));
         // Under opt: an error naming what is not modelled, before anything runs.
-        let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
-        let spec = ReplaySpec::new(
-            PolicyKind::from_name("opt").unwrap(),
-            MachineConfig::new(1024),
-            PolicyOptions::new(1),
-        );
-        let e = replay(&mut src, &spec, None).unwrap_err().to_string();
+        let e = replay_under("opt", false).unwrap_err().to_string();
         assert!(e.contains("opt") && e.contains("page cache"), "{e}");
         // Under a demand policy (file pages are pages): the same page-cache reads.
-        let mut src = crate::trace::open(&path, None, &Default::default()).unwrap();
-        let spec = ReplaySpec::new(
-            PolicyKind::from_name("lru").unwrap(),
-            MachineConfig::new(1024),
-            PolicyOptions::new(1),
-        );
-        let r = replay(&mut src, &spec, None).unwrap();
+        let r = replay_under("lru", false).unwrap();
         assert_eq!((r.stats.file_reads, r.stats.nr_file_pages), (16, 18));
         let _ = std::fs::remove_file(&path);
     }
