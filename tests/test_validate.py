@@ -131,12 +131,27 @@ def test_a_cached_case_boots_nothing_and_replays_the_simulator(tmp_path, monkeyp
     (case,) = cases
     assert case.row("pgmajfault").kernel == [1497, 1497]
     assert case.row("pgmajfault").spread == 0.0
-    # The simulator ran the same sequence on 4340 frames with the summed watermarks.
+    # The simulator ran the same sequence on the log's zones (/proc/zoneinfo before the
+    # phase): ZONE_DMA 2,217 free pages, 80/100/120, protection 20 against DMA32; ZONE_DMA32
+    # 2,123 free, 109/136/163: 4,340 frames in all.
+    zones = [
+        dict(name="DMA", frames=2217, watermarks=[80, 100, 120], lowmem_reserve=20),
+        dict(name="DMA32", frames=2123, watermarks=[109, 136, 163], lowmem_reserve=0),
+    ]
     sim = vmemsim.replay(*W.make_workload(LOG_SPEC, "rw", 3).sequence()[:1], policy="mglru",
                          frames=4340, writes=w.sequence()[1], seed=3, page_cluster=0,
-                         watermarks=(189, 236, 283), swap="zram", content_class="sparse")
+                         zones=zones, swap="zram", content_class="sparse")
     assert case.row("pgmajfault").vmemsim == sim.major_faults
     assert case.row("pswpout").vmemsim == sim.stats["pswpout"]
+    assert len(sim.stats["pgalloc_zone"]) == 2
+    # --one-zone: 4,340 frames with the summed watermarks.
+    (one,) = C.validate(LOG_SPEC, mem="96M", swap="zram", lrus=("mglru",), page_cluster=0,
+                        repeats=2, seed=3, cache=tmp_path, kernel_dir=kdir, zones=False)
+    sim1 = vmemsim.replay(*W.make_workload(LOG_SPEC, "rw", 3).sequence()[:1], policy="mglru",
+                          frames=4340, writes=w.sequence()[1], seed=3, page_cluster=0,
+                          watermarks=(189, 236, 283), swap="zram", content_class="sparse")
+    assert one.row("pgmajfault").vmemsim == sim1.major_faults
+    assert "pgalloc_zone" not in sim1.stats
     # A different setting is not in the cache: it would boot (TCG named, so that no probe
     # of /dev/kvm, which boots a kernel of its own with Debian's busybox, comes first).
     with pytest.raises(AssertionError, match="booted"):
@@ -323,3 +338,23 @@ def test_a_kernel_unpacked_before_is_not_downloaded_again(monkeypatch, tmp_path)
     k = K.fetch_kernel(cache=tmp_path)
     assert (k.package, k.version, k.release) == (
         "linux-image-6.1.0-56-amd64", "6.1.192-2", "6.1.0-56-amd64")
+
+
+def test_a_replay_on_zones_takes_the_highest_zone_first_and_errors_name_the_zone():
+    # 1,000 frames as ZONE_DMA 100 + ZONE_DMA32 900, watermarks derived
+    # (__setup_per_zone_wmarks): min_free_kbytes = int_sqrt(4,000 KiB × 16) = 252 → 63 pages;
+    # DMA32 min 63 × 900 / 1,000 = 56, delta max(14, 0) → low 70. DMA32 gives its first
+    # 900 − 70 = 830 pages, so 500 first touches all come from it.
+    r = vmemsim.replay(list(range(500)), policy="clock-lru", frames=1000,
+                       zones=[{"name": "DMA", "frames": 100}, {"name": "DMA32", "frames": 900}])
+    assert r.stats["pgalloc_zone"] == [0, 500]
+    with pytest.raises(VmemsimError, match="unknown field `frame`"):
+        vmemsim.replay(list(range(10)), policy="mglru", frames=30, zones=[{"frame": 10}])
+    with pytest.raises(VmemsimError, match=r"zones\[1\]: the highest zone keeps no lowmem_reserve"):
+        vmemsim.replay(list(range(10)), policy="mglru", frames=300,
+                       zones=[{"frames": 100}, {"frames": 200, "lowmem_reserve": 3}])
+    with pytest.raises(VmemsimError, match="the zones' frames sum to 250, the machine has 300"):
+        vmemsim.replay(list(range(10)), policy="mglru", frames=300,
+                       zones=[{"frames": 100}, {"frames": 150}])
+    with pytest.raises(VmemsimError, match="zones: expected a list"):
+        vmemsim.replay(list(range(10)), policy="mglru", frames=300, zones="DMA")

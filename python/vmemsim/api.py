@@ -354,6 +354,25 @@ def _hdd_slots(swap: str) -> int:
     return slots
 
 
+def _zones_arg(zones: Optional[Sequence[Mapping[str, Any]]]) -> List[Dict[str, Any]]:
+    """The machine's zones, lowest first, as the core's ``zones`` key takes them: each a
+    mapping of ``frames`` and optionally ``name``, ``watermarks`` ``(min, low, high)`` and
+    ``lowmem_reserve``. The core checks the values and names what is wrong."""
+    if zones is None:
+        return []
+    if isinstance(zones, (str, bytes)) or not isinstance(zones, Sequence):
+        raise VmemsimError(f"zones: expected a list of zones (mappings), got {zones!r}")
+    out: List[Dict[str, Any]] = []
+    for i, z in enumerate(zones):
+        if not isinstance(z, Mapping):
+            raise VmemsimError(f"zones[{i}]: expected a mapping with frames, got {z!r}")
+        d = dict(z)
+        if d.get("watermarks") is not None:
+            d["watermarks"] = [_int_arg(f"zones[{i}].watermarks", x) for x in d["watermarks"]]
+        out.append(d)
+    return out
+
+
 def _machine_arg(
     page_cluster: Optional[int],
     watermarks: Optional[Sequence[int]],
@@ -546,6 +565,7 @@ def replay(
     cgroup: Optional[bool] = None,
     gup: Optional[Union[np.ndarray, Sequence[bool]]] = None,
     read_ahead_kb: int = 128,
+    zones: Optional[Sequence[Mapping[str, Any]]] = None,
 ) -> ReplayResult:
     """Replay ``trace`` through ``policy`` on a machine of ``frames`` 4 KiB frames.
 
@@ -583,6 +603,12 @@ def replay(
     writes, writable) pages untouched, and whose slow path, from the first page it cannot
     pin on, faults pages in and marks every page accessed (``mark_page_accessed``);
     ``stats["gup_pages"]`` and ``stats["gup_touched"]`` count them.
+    ``zones`` splits the machine into the kernel's zones, lowest first (ZONE_DMA, ZONE_DMA32,
+    ...): a list of mappings with ``frames`` (summing to ``frames``) and optionally ``name``,
+    ``watermarks`` ``(min, low, high)`` and ``lowmem_reserve`` (unset: derived as Linux does);
+    the allocator falls back from the highest zone by watermark and reserve, kswapd stops
+    when one zone is balanced, and MG-LRU keeps its lists per zone (docs/models.md, "Zones").
+    It replaces ``watermarks``.
 
     The file I/O records of a recorded trace (``read``, ``write``, ``pread64``,
     ``pwrite64``, ``fsync``, ``fadvise64``, ``ftruncate``, ``read_direct``/``write_direct`` of
@@ -614,6 +640,7 @@ def replay(
     config: Dict[str, Any] = {
         "policy": policy, "frames": frames_s, "seed": seed_i, "options": opts, **machine,
         "sample_every": every, "warmup": warm, "read_ahead_kb": read_ahead_kb,
+        "zones": _zones_arg(zones),
     }
     out = _native.replay(src, json.dumps(config), progress)
     return ReplayResult.from_json(out)
@@ -1378,6 +1405,7 @@ def run(
     kernel: str = "6.8",
     file_device: Optional[str] = None,
     read_ahead_kb: int = 128,
+    zones: Optional[Sequence[Mapping[str, Any]]] = None,
 ) -> RunResult:
     """Run a workload model on a timed machine (the timing engine,
     ``vmemsim_core::timed``): its threads and kswapd compete for ``cpus`` CPUs, every event
@@ -1398,6 +1426,7 @@ def run(
     files on ``file_device`` (``hdd``, ``ssd``, ``nvme``, ``remote``; default ``ssd``) with
     readahead of ``read_ahead_kb``; ``file_device_stats`` counts the disk's requests and
     ``time["file_cpu_ns"]``/``time["file_wait_ns"]`` the calls' CPU time and waits.
+    ``zones`` splits the machine into the kernel's zones, as :func:`replay`'s does.
     """
     if not isinstance(workload, str):
         raise VmemsimError(f"workload: expected a workload spec string, got {workload!r}")
@@ -1435,6 +1464,7 @@ def run(
         "kernel": kernel, "check_invariants": bool(check_invariants),
         "file_device": _device_arg("file_device", file_device),
         "read_ahead_kb": _count_arg("read_ahead_kb", read_ahead_kb, lo=0),
+        "zones": _zones_arg(zones),
     }
     out = _native.run_timed(json.dumps(config), progress)
     # The core refused a cgroup that disagrees with charge_device_ram; one decides.

@@ -109,6 +109,49 @@ pub struct MachineConfig {
     pub dirty_ratio: u32,
     #[serde(default = "default_dirty_background_ratio")]
     pub dirty_background_ratio: u32,
+    /// The node's zones, lowest first (ZONE_DMA, ZONE_DMA32, ZONE_NORMAL): their frames sum
+    /// to `frames`, and `watermarks` is then not given (each zone has its own). Empty: one
+    /// zone of `frames` frames. See [`ZoneConfig`] for what several zones change.
+    #[serde(default)]
+    pub zones: Vec<ZoneConfig>,
+}
+
+/// One zone of a machine with several ([`MachineConfig::zones`]). The frames are split into
+/// consecutive ranges, lowest zone first, and the kernel policies' machine follows Linux 6.1
+/// and 6.8 (mm/page_alloc.c, mm/vmscan.c) where zones matter:
+/// - the page allocator (`get_page_from_freelist`) takes the first zone of the zonelist,
+///   highest first, whose free pages exceed its low watermark plus its `lowmem_reserve`;
+///   when none does it wakes kswapd and tries again against the min watermarks, then
+///   reclaims directly;
+/// - kswapd (`balance_pgdat`) reclaims `Σ max(high, SWAP_CLUSTER_MAX)` pages a pass
+///   (`kswapd_shrink_node`) and stops when any zone is above its high watermark plus its
+///   reserve (`pgdat_balanced`);
+/// - MG-LRU keeps a list per generation, type and zone (`lrugen->folios[gen][type][zone]`)
+///   and `scan_folios` takes the oldest generation's lists highest zone first, stopping at
+///   `MIN_LRU_BATCH` isolated folios; `try_to_inc_min_seq` needs every zone's list empty;
+/// - the zone tests of 6.1 MG-LRU's `should_abort_scan` are per zone.
+///
+/// Left out: watermark boosting (`boost_watermark`, which needs the allocator's
+/// migratetypes), reclaim limited below the highest zone (`sc->reclaim_idx` is always the
+/// highest zone, so the classic LRU never skips a folio for its zone), several nodes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZoneConfig {
+    // The documentation is the help of the setting (`zones` of a replay and a timed run).
+    /// The zone's name as /proc/zoneinfo prints it (DMA, DMA32, Normal), for messages.
+    #[serde(default)]
+    pub name: String,
+    /// Frames of the zone; the zones' frames sum to the machine's.
+    pub frames: u32,
+    /// [min, low, high] watermarks of the zone in pages (unset: derived from the zones'
+    /// frames as Linux does).
+    #[serde(default)]
+    pub watermarks: Option<[u32; 3]>,
+    /// Pages the zone keeps free against allocations that may use the highest zone,
+    /// lowmem_reserve (unset: derived from the zones above it as Linux does; 0 for the
+    /// highest zone).
+    #[serde(default)]
+    pub lowmem_reserve: Option<u32>,
 }
 
 fn default_dirty_ratio() -> u32 {
@@ -149,6 +192,7 @@ impl MachineConfig {
             read_ahead_kb: DEFAULT_READ_AHEAD_KB,
             dirty_ratio: 20,
             dirty_background_ratio: 10,
+            zones: Vec::new(),
         }
     }
 }
@@ -202,6 +246,10 @@ pub struct Stats {
     /// 6.8, both LRUs): one per asynchronous write here ([`Insert::Rotate`]).
     #[serde(default)]
     pub pgrotated: u64,
+    /// Pages allocated from each zone, lowest first (`pgalloc_dma`, `pgalloc_dma32`, ...),
+    /// on a machine with several zones ([`MachineConfig::zones`]); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pgalloc_zone: Vec<u64>,
     /// Swap-outs the device failed (zram with no memory left for its pool: zram's
     /// `failed_writes`); the page stays in memory, in the swap cache, dirty.
     pub swap_write_errors: u64,
@@ -266,6 +314,12 @@ impl Stats {
             peak_resident, pgrotated, swap_write_errors, zram_mem_used_max, gup_pages,
             gup_touched, file_io, file_mmaps_skipped, pgpgin, pgpgout, nr_file_pages, nr_dirty,
             nr_writeback, wb_background, wb_periodic, dirty_throttled);
+        if self.pgalloc_zone.len() < o.pgalloc_zone.len() {
+            self.pgalloc_zone.resize(o.pgalloc_zone.len(), 0);
+        }
+        for (a, b) in self.pgalloc_zone.iter_mut().zip(&o.pgalloc_zone) {
+            *a += b;
+        }
     }
 }
 
@@ -277,7 +331,10 @@ pub struct Machine<P: Policy> {
     pub stats: Stats,
     family: Family,
     page_cluster: u8,
+    /// The node's watermarks: the zones' sums when there are several.
     wmark: Watermarks,
+    /// The zones' watermarks and reserves, lowest first (one entry: `wmark`, reserve 0).
+    zones: Vec<(Watermarks, u32)>,
     swappiness: u32,
     check: bool,
     t: u64,
@@ -460,7 +517,13 @@ impl<P: Policy> Machine<P> {
             ));
         }
         let family = policy.family();
+        let zones = Self::zone_setup(cfg, family)?;
         let wmark = match (family, cfg.watermarks) {
+            (Family::Kernel, None) if zones.len() > 1 => Watermarks {
+                min: zones.iter().map(|z| z.0.min).sum(),
+                low: zones.iter().map(|z| z.0.low).sum(),
+                high: zones.iter().map(|z| z.0.high).sum(),
+            },
             (Family::Demand, _) => Watermarks {
                 min: 0,
                 low: 0,
@@ -506,6 +569,10 @@ impl<P: Policy> Machine<P> {
             }
         };
         let mut mm = Mm::new(cfg.frames);
+        if cfg.zones.len() > 1 {
+            let sizes: Vec<u32> = cfg.zones.iter().map(|z| z.frames).collect();
+            mm.frames = crate::mm::frames::Frames::with_zones(&sizes);
+        }
         mm.swap.device.log_on = zram.is_some();
         if let Some(n) = cfg.swap_rotational {
             if zram.is_some() || cfg.swap_sync_io {
@@ -522,6 +589,10 @@ impl<P: Policy> Machine<P> {
             }
             mm.swap.set_rotational(n);
         }
+        let mut policy = policy;
+        if mm.frames.n_zones() > 1 {
+            policy.set_zones(mm.frames.zone_starts());
+        }
         Ok(Machine {
             mm,
             policy,
@@ -529,6 +600,11 @@ impl<P: Policy> Machine<P> {
             family,
             page_cluster,
             wmark,
+            zones: if zones.len() > 1 {
+                zones
+            } else {
+                vec![(wmark, 0)]
+            },
             swappiness: cfg.swappiness,
             check: cfg.check_invariants,
             t: 0,
@@ -566,8 +642,203 @@ impl<P: Policy> Machine<P> {
         Ok(())
     }
 
+    /// The zones of `cfg` with their watermarks and reserves (empty for one zone), checked.
+    fn zone_setup(
+        cfg: &MachineConfig,
+        family: Family,
+    ) -> Result<Vec<(Watermarks, u32)>, crate::Error> {
+        let zs = &cfg.zones;
+        if zs.len() <= 1 {
+            if let Some(z) = zs.first() {
+                if z.frames != cfg.frames {
+                    return Err(crate::Error::config(
+                        "zones",
+                        format!(
+                            "one zone of {} frames in a machine of {}",
+                            z.frames, cfg.frames
+                        ),
+                    ));
+                }
+            }
+            return Ok(Vec::new());
+        }
+        if zs.len() > crate::policy::MAX_ZONES {
+            return Err(crate::Error::config(
+                "zones",
+                format!("{} zones: at most {}", zs.len(), crate::policy::MAX_ZONES),
+            ));
+        }
+        if cfg.watermarks.is_some() {
+            return Err(crate::Error::config(
+                "watermarks",
+                "give each zone its watermarks (zones[i].watermarks), not the machine",
+            ));
+        }
+        let total: u64 = zs.iter().map(|z| z.frames as u64).sum();
+        if total != cfg.frames as u64 {
+            return Err(crate::Error::config(
+                "zones",
+                format!(
+                    "the zones' frames sum to {total}, the machine has {}",
+                    cfg.frames
+                ),
+            ));
+        }
+        let sizes: Vec<u32> = zs.iter().map(|z| z.frames).collect();
+        let derived = Watermarks::derive_zones(&sizes);
+        let reserves = crate::watermarks::lowmem_reserves(&sizes);
+        let mut out = Vec::with_capacity(zs.len());
+        for (i, z) in zs.iter().enumerate() {
+            let name = if z.name.is_empty() {
+                format!("zones[{i}]")
+            } else {
+                format!("zones[{i}] ({})", z.name)
+            };
+            if z.frames == 0 {
+                return Err(crate::Error::config(&name, "a zone needs at least 1 frame"));
+            }
+            let w = z
+                .watermarks
+                .map(|[min, low, high]| Watermarks { min, low, high })
+                .unwrap_or(derived[i]);
+            let reserve = z.lowmem_reserve.unwrap_or(reserves[i]);
+            if i + 1 == zs.len() && reserve != 0 {
+                return Err(crate::Error::config(
+                    &name,
+                    format!(
+                        "the highest zone keeps no lowmem_reserve against itself, got {reserve}"
+                    ),
+                ));
+            }
+            if (family == Family::Kernel || z.watermarks.is_some())
+                && !(w.min <= w.low && w.low <= w.high)
+            {
+                return Err(crate::Error::config(
+                    format!("{name}.watermarks"),
+                    format!(
+                        "must satisfy min <= low <= high, got min {}, low {}, high {}",
+                        w.min, w.low, w.high
+                    ),
+                ));
+            }
+            out.push((w, reserve));
+        }
+        if family == Family::Kernel {
+            // The top zone must be able to go above its high watermark.
+            let (top, _) = out[out.len() - 1];
+            if top.high >= zs[zs.len() - 1].frames {
+                return Err(crate::Error::config(
+                    "zones",
+                    format!(
+                        "the highest zone's high watermark {} must be below its {} frames",
+                        top.high,
+                        zs[zs.len() - 1].frames
+                    ),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
     pub fn watermarks(&self) -> Watermarks {
         self.wmark
+    }
+
+    /// The zones' watermarks and `lowmem_reserve`s, lowest first (one entry on a machine
+    /// with one zone).
+    pub fn zones(&self) -> &[(Watermarks, u32)] {
+        &self.zones
+    }
+
+    /// `get_page_from_freelist`'s zone choice for a `GFP_HIGHUSER_MOVABLE` page: the first
+    /// zone of the zonelist (highest first) whose free pages exceed the watermark `mark`
+    /// picks plus the zone's `lowmem_reserve` (`zone_watermark_fast`).
+    #[inline]
+    fn zone_fit(&self, mark: fn(&Watermarks) -> u32) -> Option<usize> {
+        if self.zones.len() == 1 {
+            return (self.mm.frames.n_free() > mark(&self.wmark)).then_some(0);
+        }
+        (0..self.zones.len()).rev().find(|&z| {
+            let (w, reserve) = &self.zones[z];
+            self.mm.frames.n_free_zone(z) > mark(w) + reserve
+        })
+    }
+
+    /// The zone of a swap readahead page, which only takes free memory above `min` (kernel
+    /// policies: readahead never reclaims here): the zone the allocator's fast path would
+    /// take, else the one its min-watermark retry would. Demand policies: the highest zone
+    /// with a free frame.
+    fn ra_zone(&self) -> Option<usize> {
+        if self.family == Family::Kernel {
+            return self
+                .zone_fit(|w| w.low)
+                .or_else(|| self.zone_fit(|w| w.min));
+        }
+        (0..self.zones.len())
+            .rev()
+            .find(|&z| self.mm.frames.n_free_zone(z) > 0)
+    }
+
+    /// A frame of zone `z`, counted in `pgalloc_<zone>` on a machine with several zones.
+    #[inline]
+    fn take_frame(&mut self, z: usize, idx: PteIndex, flags: u8) -> Option<FrameId> {
+        let f = self.mm.frames.alloc_in(z, idx, flags)?;
+        if self.zones.len() > 1 {
+            if self.stats.pgalloc_zone.len() < self.zones.len() {
+                self.stats.pgalloc_zone.resize(self.zones.len(), 0);
+            }
+            self.stats.pgalloc_zone[z] += 1;
+        }
+        Some(f)
+    }
+
+    /// `pgdat_balanced`: some zone is above its high watermark plus its reserve.
+    fn pgdat_balanced(&self) -> bool {
+        self.zone_fit(|w| w.high).is_some()
+    }
+
+    /// kswapd's pass size (`kswapd_shrink_node`): Σ max(high, `SWAP_CLUSTER_MAX`) over the
+    /// zones it may reclaim from.
+    fn kswapd_nr_to_reclaim(&self) -> u32 {
+        self.zones
+            .iter()
+            .map(|(w, _)| w.high.max(SWAP_CLUSTER_MAX))
+            .sum()
+    }
+
+    /// The zones as reclaim reads them (empty on a machine with one zone).
+    fn zone_marks(&self) -> crate::policy::ZoneMarks {
+        let mut m = crate::policy::ZoneMarks::default();
+        if self.zones.len() > 1 {
+            m.n = self.zones.len() as u8;
+            for (i, (w, reserve)) in self.zones.iter().enumerate() {
+                m.z[i] = crate::policy::ZoneMark {
+                    free: self.mm.frames.n_free_zone(i) as u64,
+                    min: w.min,
+                    low: w.low,
+                    high: w.high,
+                    reserve: *reserve,
+                };
+            }
+        }
+        m
+    }
+
+    /// `totalreserve_pages` (`calculate_totalreserve_pages`): per zone its high watermark
+    /// plus its largest `lowmem_reserve`, at most its frames.
+    pub(crate) fn totalreserve_pages(&self) -> u64 {
+        if self.zones.len() == 1 {
+            return self.wmark.high as u64;
+        }
+        let starts = self.mm.frames.zone_starts();
+        self.zones
+            .iter()
+            .enumerate()
+            .map(|(i, (w, r))| {
+                let end = starts.get(i + 1).copied().unwrap_or(self.mm.frames.len());
+                ((w.high + r) as u64).min((end - starts[i]) as u64)
+            })
+            .sum()
     }
     pub fn page_cluster(&self) -> u8 {
         self.page_cluster
@@ -924,16 +1195,14 @@ impl<P: Policy> Machine<P> {
         }
         let start = slot & !(pages - 1);
         let end = (start + pages).min(self.mm.swap.n_slots());
-        let reserve = if self.family == Family::Kernel {
-            self.wmark.min
-        } else {
-            0
-        };
         let mut n = 0;
         for s in start..end {
-            if s == slot || self.mm.frames.n_free() <= reserve {
+            if s == slot {
                 continue;
             }
+            let Some(zone) = self.ra_zone() else {
+                continue;
+            };
             let Some(pidx) = self.mm.swap.owner(s) else {
                 continue;
             };
@@ -941,11 +1210,7 @@ impl<P: Policy> Machine<P> {
                 continue;
             }
             let owner = self.mm.pt.vpn_of(pidx);
-            let Some(f) = self
-                .mm
-                .frames
-                .alloc(pidx, F_ANON | F_SWAPCACHE | F_READAHEAD)
-            else {
+            let Some(f) = self.take_frame(zone, pidx, F_ANON | F_SWAPCACHE | F_READAHEAD) else {
                 break;
             };
             self.mm.frames.set_slot(f, s);
@@ -1055,11 +1320,6 @@ impl<P: Policy> Machine<P> {
         let pmd = vpn & !511;
         let start = lpfn.max(vm_start).max(pmd);
         let end = rpfn.min(vm_end).min(pmd + 512);
-        let reserve = if self.family == Family::Kernel {
-            self.wmark.min
-        } else {
-            0
-        };
         // The reads go out in address order under one block plug, where the block layer
         // merges those of consecutive slots into one request.
         let mut run: Option<(u32, u32)> = None;
@@ -1069,9 +1329,12 @@ impl<P: Policy> Machine<P> {
             let s = if v == vpn {
                 slot
             } else {
-                if full || self.mm.frames.n_free() <= reserve {
+                if full {
                     continue;
                 }
+                let Some(zone) = self.ra_zone() else {
+                    continue;
+                };
                 let Some(pidx) = self.mm.pt.find_index(v) else {
                     continue;
                 };
@@ -1083,10 +1346,7 @@ impl<P: Policy> Machine<P> {
                 if self.mm.swap.cached_frame(s) != NO_FRAME {
                     continue;
                 }
-                let Some(f) = self
-                    .mm
-                    .frames
-                    .alloc(pidx, F_ANON | F_SWAPCACHE | F_READAHEAD)
+                let Some(f) = self.take_frame(zone, pidx, F_ANON | F_SWAPCACHE | F_READAHEAD)
                 else {
                     full = true;
                     continue;
@@ -1165,9 +1425,12 @@ impl<P: Policy> Machine<P> {
                 }
             }
             Family::Kernel => {
-                if self.mm.frames.n_free() <= self.wmark.low {
-                    self.wakeup_kswapd();
+                // The fast path: a zone above its low watermark (plus reserve); when none
+                // is, `__alloc_pages_slowpath` wakes kswapd and retries against min.
+                if let Some(z) = self.zone_fit(|w| w.low) {
+                    return self.take_frame(z, idx, flags);
                 }
+                self.wakeup_kswapd();
                 // The allocation fails while free ≤ min (`__zone_watermark_ok` at
                 // ALLOC_WMARK_MIN): `__alloc_pages_direct_reclaim` → `try_to_free_pages` →
                 // `do_try_to_free_pages`, one call (one `allocstall`) per failed try. A call
@@ -1182,7 +1445,8 @@ impl<P: Policy> Machine<P> {
                 // calls in a row that freed nothing, the OOM killer.
                 let mut retries = 0;
                 let mut reclaimed_directly = false;
-                while self.mm.frames.n_free() <= self.wmark.min || self.mm.frames.n_free() == 0 {
+                let mut zone = self.zone_fit(|w| w.min);
+                while zone.is_none() {
                     if reclaimed_directly {
                         self.policy.reclaim_done(ReclaimReason::Direct);
                     }
@@ -1197,12 +1461,18 @@ impl<P: Policy> Machine<P> {
                             break;
                         }
                     }
+                    zone = self.zone_fit(|w| w.min);
                     if got > 0 {
                         retries = 0;
                         continue;
                     }
-                    if self.mm.frames.n_free() > 0 {
-                        break; // below min but nothing reclaimable: use the reserve (no OOM kill here)
+                    if zone.is_none() && self.mm.frames.n_free() > 0 {
+                        // Below min but nothing reclaimable: use the reserve (no OOM kill
+                        // here), from the highest zone that has a page.
+                        zone = (0..self.zones.len())
+                            .rev()
+                            .find(|&z| self.mm.frames.n_free_zone(z) > 0);
+                        break;
                     }
                     retries += 1;
                     if retries >= MAX_RECLAIM_RETRIES {
@@ -1214,6 +1484,7 @@ impl<P: Policy> Machine<P> {
                 if reclaimed_directly {
                     self.policy.reclaim_done(ReclaimReason::Direct);
                 }
+                return self.take_frame(zone?, idx, flags);
             }
         }
         self.mm.frames.alloc(idx, flags)
@@ -1232,9 +1503,9 @@ impl<P: Policy> Machine<P> {
     /// which is left to direct reclaim.
     fn kswapd(&mut self) {
         self.stats.kswapd_wakeups += 1;
-        let nr = self.wmark.high.max(SWAP_CLUSTER_MAX);
+        let nr = self.kswapd_nr_to_reclaim();
         let mut priority = DEF_PRIORITY;
-        while self.mm.frames.n_free() <= self.wmark.high {
+        while !self.pgdat_balanced() {
             let (got, scanned, _) = self.shrink(ReclaimReason::Kswapd, nr, priority, 0);
             if got == 0 || scanned < nr as u64 {
                 if priority == 1 {
@@ -1252,7 +1523,7 @@ impl<P: Policy> Machine<P> {
     /// then briefly overcommitted until reclaim frees frames and the caller asks again.
     pub fn set_kernel_pages(&mut self, n: u32) -> u32 {
         let short = self.mm.frames.set_reserved(n);
-        if self.family == Family::Kernel && self.mm.frames.n_free() <= self.wmark.low {
+        if self.family == Family::Kernel && self.zone_fit(|w| w.low).is_none() {
             self.wakeup_kswapd();
         }
         short
@@ -1298,12 +1569,12 @@ impl<P: Policy> Machine<P> {
         if !self.kswapd_awake {
             return false;
         }
-        if self.mm.frames.n_free() > self.wmark.high {
+        if self.pgdat_balanced() {
             self.kswapd_awake = false;
             self.policy.reclaim_done(ReclaimReason::Kswapd);
             return false;
         }
-        let nr = self.wmark.high.max(SWAP_CLUSTER_MAX);
+        let nr = self.kswapd_nr_to_reclaim();
         let (got, scanned, _) = self.shrink(ReclaimReason::Kswapd, nr, self.kswapd_priority, 0);
         if got == 0 || scanned < nr as u64 {
             if self.kswapd_priority == 1 {
@@ -1313,7 +1584,7 @@ impl<P: Policy> Machine<P> {
             }
             self.kswapd_priority -= 1;
         }
-        let more = self.mm.frames.n_free() <= self.wmark.high;
+        let more = !self.pgdat_balanced();
         self.kswapd_awake = more;
         if !more {
             self.policy.reclaim_done(ReclaimReason::Kswapd);
@@ -1361,6 +1632,7 @@ impl<P: Policy> Machine<P> {
             nr_free: self.mm.frames.n_free() as u64,
             kernel: self.kernel,
             nr_reclaimed,
+            zones: self.zone_marks(),
         };
         let mut victims = std::mem::take(&mut self.victims);
         victims.clear();
@@ -1598,6 +1870,9 @@ impl<P: Policy> Machine<P> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod zone_tests;
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,10 @@
 //! clamped to [128, 262144] KiB) and `__setup_per_zone_wmarks` for one zone:
 //! `min = min_free_kbytes / 4` pages, `delta = max(min / 4, managed * watermark_scale_factor / 10000)`
 //! with `watermark_scale_factor = 10`, `low = min + delta`, `high = min + 2 * delta`.
-//! Left out: lowmem reserves, several zones/nodes, watermark boosting.
+//! Several zones ([`Watermarks::derive_zones`], [`lowmem_reserves`]): `__setup_per_zone_wmarks`
+//! shares `min` among the zones by managed pages, and `setup_per_zone_lowmem_reserve` gives
+//! each zone its reserve against allocations that may use a higher zone.
+//! Left out: several nodes, watermark boosting, highmem.
 //!
 //! Departure: machines so small that `high` would exceed half of memory (below ~100 frames)
 //! get all three scaled down so that `high` = half of memory; the kernel has no such case.
@@ -56,6 +59,32 @@ impl Watermarks {
         w
     }
 
+    /// Watermarks of the zones of a node, `managed` pages each, lowest zone first
+    /// (`__setup_per_zone_wmarks`, Linux 6.1 and 6.8): `min_free_kbytes` from the node's
+    /// pages as for one zone, each zone's `min` its share by managed pages (`pages_min *
+    /// managed / lowmem_pages`), `delta` = max(min / 4, managed × 10 / 10000). One zone gives
+    /// [`Watermarks::derive`].
+    pub fn derive_zones(managed: &[u32]) -> Vec<Watermarks> {
+        if managed.len() == 1 {
+            return vec![Watermarks::derive(managed[0])];
+        }
+        let total: u64 = managed.iter().map(|&m| m as u64).sum();
+        let min_free_kbytes = int_sqrt(total * 4 * 16).clamp(128, 262_144);
+        let pages_min = min_free_kbytes / 4;
+        managed
+            .iter()
+            .map(|&m| {
+                let min = (pages_min * m as u64 / total.max(1)) as u32;
+                let delta = (min / 4).max((m as u64 * 10 / 10_000) as u32);
+                Watermarks {
+                    min,
+                    low: min + delta,
+                    high: min + 2 * delta,
+                }
+            })
+            .collect()
+    }
+
     pub fn validate(&self, frames: u32) -> Result<(), String> {
         if !(self.min <= self.low && self.low <= self.high) {
             return Err(format!(
@@ -73,9 +102,67 @@ impl Watermarks {
     }
 }
 
+/// `sysctl_lowmem_reserve_ratio` of Linux 6.1 and 6.8 by zone index (ZONE_DMA, ZONE_DMA32,
+/// ZONE_NORMAL, ZONE_MOVABLE).
+pub const LOWMEM_RESERVE_RATIO: [u32; 4] = [256, 256, 32, 0];
+
+/// Each zone's `lowmem_reserve` against allocations that may use the highest zone
+/// (`setup_per_zone_lowmem_reserve`): the managed pages of the zones above it over its
+/// ratio ([`LOWMEM_RESERVE_RATIO`], the zones taken as ZONE_DMA, ZONE_DMA32, ... in order);
+/// 0 for the highest zone and where the ratio is 0.
+pub fn lowmem_reserves(managed: &[u32]) -> Vec<u32> {
+    (0..managed.len())
+        .map(|i| {
+            let ratio = LOWMEM_RESERVE_RATIO.get(i).copied().unwrap_or(0);
+            let above: u64 = managed[i + 1..].iter().map(|&m| m as u64).sum();
+            if ratio == 0 {
+                0
+            } else {
+                (above / ratio as u64) as u32
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zones_share_min_by_managed_pages() {
+        // __setup_per_zone_wmarks for ZONE_DMA 3,840 + ZONE_DMA32 20,809 managed pages:
+        // lowmem 24,649 pages = 98,596 KiB → int_sqrt(98,596 × 16 = 1,577,536) = 1,256 KiB →
+        // pages_min 314. DMA: 314 × 3,840 / 24,649 = 48 (48.9), delta max(12, 3) = 12;
+        // DMA32: 314 × 20,809 / 24,649 = 265 (265.1), delta max(66, 20) = 66. (The
+        // validation guests' kernel printed DMA 48/60/72 and DMA32 266/332/398.)
+        assert_eq!(
+            Watermarks::derive_zones(&[3_840, 20_809]),
+            vec![
+                Watermarks {
+                    min: 48,
+                    low: 60,
+                    high: 72
+                },
+                Watermarks {
+                    min: 265,
+                    low: 331,
+                    high: 397
+                },
+            ]
+        );
+        assert_eq!(
+            Watermarks::derive_zones(&[5_000]),
+            vec![Watermarks::derive(5_000)]
+        );
+        // setup_per_zone_lowmem_reserve: the managed pages above each zone over its ratio
+        // (256, 256, 32): 21,000 / 256 = 82 (the guests' DMA protection against DMA32);
+        // DMA 500,000 / 256 = 1,953, DMA32 400,000 / 256 = 1,562, Normal 0.
+        assert_eq!(lowmem_reserves(&[3_840, 21_000]), vec![82, 0]);
+        assert_eq!(
+            lowmem_reserves(&[3_840, 100_000, 400_000]),
+            vec![1_953, 1_562, 0]
+        );
+    }
 
     #[test]
     fn kernel_values() {

@@ -68,6 +68,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="whose reclaim rules vmemsim follows where Linux versions differ: 6.8 "
                    "(default, what the models follow), 6.1 (the 6.1 differences modelled so "
                    "far: MG-LRU's reclaim pass), auto (6.1's for a 6.1 kernel)")
+    p.add_argument("--one-zone", action="store_true",
+                   help="replay on one zone of the kernel's free pages with its summed "
+                   "watermarks, instead of the kernel's zones (ZONE_DMA, ZONE_DMA32) with "
+                   "their own watermarks and lowmem_reserve (the default)")
     p.add_argument("--sysctl", action="append", metavar="NAME=N",
                    help="set /proc/sys/vm/NAME in the kernel before the run (repeatable; "
                    "e.g. watermark_boost_factor=0); vmemsim does not read it, so the run "
@@ -114,7 +118,7 @@ def _run(args: argparse.Namespace) -> int:
         cache=Path(args.cache) if args.cache else None, kernel_package=args.kernel_package,
         kernel_dir=Path(args.kernel_dir) if args.kernel_dir else None, accel=args.accel,
         timeout=float(args.timeout), progress=progress, model_kernel=args.model_kernel,
-        sysctl=_sysctls(args.sysctl),
+        sysctl=_sysctls(args.sysctl), zones=not args.one_zone,
         timing=Timing(tcg=args.tcg_slowdown, disk_us=args.disk_us) if args.timed else None,
     )
     if sys.stderr.isatty():

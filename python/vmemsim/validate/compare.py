@@ -224,7 +224,54 @@ def simulator_inputs(runs: Sequence[KernelRun]) -> Dict[str, object]:
 
     sums = [summed(r) for r in runs]
     wm = tuple(min(s[i] for s in sums) for i in range(3)) if sums else (0, 0, 0)
-    return dict(frames=frees[len(frees) // 2], watermarks=wm)
+    return dict(frames=frees[len(frees) // 2], watermarks=wm, zones=kernel_zones(runs))
+
+
+#: Zone indices (``enum zone_type`` on x86-64 with ZONE_DMA and ZONE_DMA32), which index
+#: ``lowmem_reserve`` (/proc/zoneinfo's ``protection``).
+ZONE_INDEX = {"DMA": 0, "DMA32": 1, "Normal": 2, "Movable": 3}
+
+
+def kernel_zones(runs: Sequence[KernelRun]) -> List[Dict[str, object]]:
+    """The kernel's zones for the simulator (its ``zones``), lowest first: the free pages of
+    each zone in the repeat whose free memory is the median, each zone's watermarks less
+    the boost (the smallest over the repeats, as :func:`simulator_inputs` sums them), and
+    each zone's ``lowmem_reserve`` against the highest zone's allocations (``protection[top]``:
+    every page the workload takes is ``GFP_HIGHUSER_MOVABLE``). Empty when the runs recorded
+    no zones."""
+    if not runs or not runs[0].zones:
+        return []
+    order = sorted(runs, key=lambda r: int(r.vmstat_before["nr_free_pages"]))
+    mid = order[len(order) // 2]
+    names = sorted(mid.zones, key=lambda n: ZONE_INDEX.get(n, 99))
+    top = ZONE_INDEX.get(names[-1], len(names) - 1)
+    out: List[Dict[str, object]] = []
+    for n in names:
+        z = mid.zones[n]
+        marks = [
+            min(int(r.zones[n][k]) - int(r.zones[n].get("boost", 0)) for r in runs if n in r.zones)
+            for k in ("min", "low", "high")
+        ]
+        reserve = list(z.get("lowmem_reserve") or [])
+        out.append(dict(
+            name=n, frames=int(z["free"]), watermarks=marks,
+            lowmem_reserve=int(reserve[top]) if n != names[-1] and len(reserve) > top else 0,
+        ))
+    return out
+
+
+#: Replays model the kernel's zones (:func:`kernel_zones`) unless told otherwise.
+ZONES = True
+
+
+def machine_args(inp: Dict[str, object], zones: Optional[bool] = None) -> Dict[str, object]:
+    """``frames`` and ``watermarks``, or ``frames`` and ``zones``, for a replay or a run: the
+    kernel's zones when ``zones`` (default :data:`ZONES`) and the runs recorded them; their
+    free pages are then the frames."""
+    zs = inp.get("zones") or []
+    if (ZONES if zones is None else zones) and len(zs) > 1:
+        return dict(frames=sum(int(z["frames"]) for z in zs), zones=zs)
+    return dict(frames=int(inp["frames"]), watermarks=inp["watermarks"])
 
 
 def model_kernel(release: str) -> str:
@@ -235,7 +282,7 @@ def model_kernel(release: str) -> str:
 
 def simulate(
     w: Workload, s: Settings, runs: Sequence[KernelRun], seed: int = 0,
-    kernel: Optional[str] = None, gup: bool = True,
+    kernel: Optional[str] = None, gup: bool = True, zones: Optional[bool] = None,
 ) -> ReplayResult:
     """Replay the sequence through vmemsim with the kernel's free memory and watermarks.
     ``kernel`` picks the reclaim rules where Linux versions differ: ``"6.8"`` (default, what
@@ -248,8 +295,8 @@ def simulate(
     if kernel is None or kernel == "auto":
         kernel = model_kernel(runs[0].release) if runs and kernel == "auto" else "6.8"
     return replay(
-        pages, policy=POLICY[s.lru], frames=int(inp["frames"]), writes=writes, gup=gup, seed=seed,
-        page_cluster=s.page_cluster, watermarks=inp["watermarks"], swappiness=s.swappiness,
+        pages, policy=POLICY[s.lru], writes=writes, gup=gup, seed=seed,
+        page_cluster=s.page_cluster, swappiness=s.swappiness, **machine_args(inp, zones),
         swap=swap_device(s, runs), kernel=kernel, content_class=CONTENT_CLASS,
     )
 
@@ -277,7 +324,7 @@ def file_trace(w: Workload) -> Path:
 
 def simulate_file(
     w: Workload, s: Settings, runs: Sequence[KernelRun], seed: int = 0,
-    kernel: Optional[str] = None,
+    kernel: Optional[str] = None, zones: Optional[bool] = None,
 ) -> ReplayResult:
     """Replay a file workload's recorded trace (:func:`file_trace`) through vmemsim's page
     cache with the kernel's free memory and watermarks and the device's ``read_ahead_kb``."""
@@ -285,8 +332,8 @@ def simulate_file(
     if kernel is None or kernel == "auto":
         kernel = model_kernel(runs[0].release) if runs and kernel == "auto" else "6.8"
     return replay(
-        str(file_trace(w)), policy=POLICY[s.lru], frames=int(inp["frames"]), seed=seed,
-        page_cluster=s.page_cluster, watermarks=inp["watermarks"], swappiness=s.swappiness,
+        str(file_trace(w)), policy=POLICY[s.lru], seed=seed,
+        page_cluster=s.page_cluster, swappiness=s.swappiness, **machine_args(inp, zones),
         swap="disk" if s.swap == "none" else swap_device(s, runs), kernel=kernel,
         read_ahead_kb=read_ahead_kb(runs),
     )
@@ -369,7 +416,7 @@ def _trace_file(pages, writes) -> Path:
 
 def simulate_timed(
     w: Workload, s: Settings, runs: Sequence[KernelRun], timing: Timing, seed: int = 0,
-    kernel: Optional[str] = None,
+    kernel: Optional[str] = None, zones: Optional[bool] = None,
 ) -> RunResult:
     """Run the sequence on the timed machine (``vmemsim.run`` of ``trace:path=``) with the
     kernel's free memory and watermarks, ``page-cluster`` and ``swappiness``, one CPU for the
@@ -386,9 +433,9 @@ def simulate_timed(
         kernel = model_kernel(runs[0].release) if runs and kernel == "auto" else "6.8"
     return run(
         f"trace:path={path},class={CONTENT_CLASS}", policy=POLICY[s.lru],
-        frames=int(inp["frames"]), seed=seed, device=timing.device(s, runs), cpus=1,
+        seed=seed, device=timing.device(s, runs), cpus=1,
         slice_ns=timing.slice_ns(), costs=dict(timing.costs or ()), page_cluster=s.page_cluster,
-        watermarks=inp["watermarks"], swappiness=s.swappiness, kernel=kernel,
+        swappiness=s.swappiness, kernel=kernel, **machine_args(inp, zones),
     )
 
 
@@ -406,6 +453,7 @@ TIMED_COUNTERS: List[Tuple[str, Callable[[Dict[str, int]], int], Callable[[Dict[
 def compare(
     w: Workload, s: Settings, runs: Sequence[KernelRun], seed: int = 0,
     kernel: Optional[str] = None, timing: Optional[Timing] = None, gup: bool = True,
+    zones: Optional[bool] = None,
 ) -> Case:
     """The kernel's counters and vmemsim's: the untimed replay's (:func:`simulate`, with
     ``gup`` as there), or the timed machine's with ``timing`` (:func:`simulate_timed`)."""
@@ -413,12 +461,12 @@ def compare(
     if w.kind == "file":
         if timing is not None:
             raise VmemsimError("validate: --timed does not take a file workload yet")
-        sim = simulate_file(w, s, runs, seed, kernel)
+        sim = simulate_file(w, s, runs, seed, kernel, zones)
         counters = FILE_COUNTERS
     elif timing is None:
-        sim = simulate(w, s, runs, seed, kernel, gup)
+        sim = simulate(w, s, runs, seed, kernel, gup, zones)
     else:
-        sim = simulate_timed(w, s, runs, timing, seed, kernel)
+        sim = simulate_timed(w, s, runs, timing, seed, kernel, zones)
         counters = COUNTERS + TIMED_COUNTERS
     st = sim.to_dict()["stats"]
     if w.kind == "file":
@@ -460,6 +508,7 @@ def validate(
     model_kernel: str = "6.8",
     sysctl: Optional[Dict[str, str]] = None,
     timing: Optional[Timing] = None,
+    zones: Optional[bool] = None,
 ) -> List[Case]:
     """Run ``spec`` (``gen:SPEC`` or a trace file) on the real kernel ``repeats`` times per
     LRU setting (reusing cached runs) and through vmemsim; one :class:`Case` per setting."""
@@ -502,7 +551,7 @@ def validate(
             runs.append(run)
             save_runs(path, runs)
         cases.append(compare(w, s, runs[:repeats], seed=seed, kernel=model_kernel,
-                             timing=timing))
+                             timing=timing, zones=zones))
     return cases
 
 

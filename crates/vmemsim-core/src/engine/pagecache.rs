@@ -666,13 +666,13 @@ impl<P: Policy> Machine<P> {
     }
 
     /// The dirty limits, `(bg_thresh, thresh)` in pages: `global_dirtyable_memory` (free
-    /// pages less `totalreserve_pages`, here the high watermark of the one zone, plus the
+    /// pages less `totalreserve_pages` (each zone's high watermark plus its largest reserve), plus the
     /// file LRUs' pages, plus 1) times `dirty_background_ratio` and `dirty_ratio`, in
     /// per-`PAGE_SIZE` precision as `domain_dirty_limits` computes them; a background
     /// threshold not below the limit is half of it.
     pub fn dirty_limits(&self) -> (u64, u64) {
         let free = self.mm.frames.n_free() as u64;
-        let reserve = self.wmark.high as u64;
+        let reserve = self.totalreserve_pages();
         let avail = free - free.min(reserve) + self.stats.nr_file_pages + 1;
         let ratio = self.dirty_ratio as u64 * 4096 / 100;
         let bg_ratio = self.dirty_background_ratio as u64 * 4096 / 100;

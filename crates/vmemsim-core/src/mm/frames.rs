@@ -47,18 +47,41 @@ const FREE: Frame = Frame {
 #[derive(Clone, Debug)]
 pub struct Frames {
     frames: Vec<Frame>,
-    free: Vec<FrameId>,
+    /// Free frames of each zone, lowest zone first (one list when the machine has one
+    /// zone): `zone->free_area`, order 0 only.
+    free: Vec<Vec<FrameId>>,
+    /// First frame of each zone, lowest first (`zone_start[0]` = 0): the zones are
+    /// consecutive frame ranges, as `zone_start_pfn`/`spanned_pages` make them.
+    zone_start: Vec<FrameId>,
     /// Free frames held back for the kernel's own use (zram's compressed pool): they count
-    /// as used in [`Frames::n_free`] and are never handed out.
+    /// as used in [`Frames::n_free`] and are never handed out. They are charged to the
+    /// highest zone first (zsmalloc allocates with `__GFP_HIGHMEM | __GFP_MOVABLE`).
     reserved: u32,
 }
 
 impl Frames {
     pub fn new(n: u32) -> Self {
+        Self::with_zones(&[n])
+    }
+
+    /// Frames split into zones of `sizes` frames, lowest zone first (ZONE_DMA, ZONE_DMA32,
+    /// ...). Each zone's free list hands out its lowest frame first.
+    pub fn with_zones(sizes: &[u32]) -> Self {
+        assert!(!sizes.is_empty(), "a machine has at least one zone");
+        let n: u32 = sizes.iter().sum();
+        let mut free = Vec::with_capacity(sizes.len());
+        let mut zone_start = Vec::with_capacity(sizes.len());
+        let mut at = 0u32;
+        for &z in sizes {
+            zone_start.push(at);
+            // Popped from the end: the zone's first frame first.
+            free.push((at..at + z).rev().collect());
+            at += z;
+        }
         Frames {
             frames: crate::hint::huge_vec(n as usize, FREE),
-            // Popped from the end: frame 0 first.
-            free: (0..n).rev().collect(),
+            free,
+            zone_start,
             reserved: 0,
         }
     }
@@ -69,14 +92,49 @@ impl Frames {
     pub fn is_empty(&self) -> bool {
         self.frames.is_empty()
     }
-    /// Frames free for pages: the free list less the reserved ones.
+    /// Number of zones.
+    #[inline]
+    pub fn n_zones(&self) -> usize {
+        self.zone_start.len()
+    }
+    /// First frame of each zone, lowest first.
+    pub fn zone_starts(&self) -> &[FrameId] {
+        &self.zone_start
+    }
+    /// The zone frame `f` belongs to (`folio_zonenum`).
+    #[inline]
+    pub fn zone_of(&self, f: FrameId) -> usize {
+        zone_of(&self.zone_start, f)
+    }
+    #[inline]
+    fn n_listed(&self) -> u32 {
+        self.free.iter().map(|l| l.len() as u32).sum()
+    }
+    /// Frames free for pages: the free lists less the reserved ones.
     #[inline]
     pub fn n_free(&self) -> u32 {
-        (self.free.len() as u32).saturating_sub(self.reserved)
+        if self.free.len() == 1 {
+            return (self.free[0].len() as u32).saturating_sub(self.reserved);
+        }
+        self.n_listed().saturating_sub(self.reserved)
     }
-    /// Frames on the free list, reserved ones included (for invariant checks).
+    /// Free frames of zone `z` (`zone_page_state(zone, NR_FREE_PAGES)`), less the reserved
+    /// frames charged to it (highest zone first).
+    pub fn n_free_zone(&self, z: usize) -> u32 {
+        let mut left = self.reserved;
+        for (i, l) in self.free.iter().enumerate().rev() {
+            let here = l.len() as u32;
+            let charged = left.min(here);
+            if i == z {
+                return here - charged;
+            }
+            left -= charged;
+        }
+        0
+    }
+    /// Frames on the free lists, reserved ones included (for invariant checks).
     pub fn n_unused(&self) -> u32 {
-        self.free.len() as u32
+        self.n_listed()
     }
     /// Frames reserved now.
     pub fn reserved(&self) -> u32 {
@@ -85,17 +143,34 @@ impl Frames {
     /// Hold `n` free frames back (at most the whole free list; what does not fit yet is
     /// returned and can be asked for again once reclaim has freed frames).
     pub fn set_reserved(&mut self, n: u32) -> u32 {
-        let fit = n.min(self.free.len() as u32);
+        let fit = n.min(self.n_listed());
         self.reserved = fit;
         n - fit
     }
-    /// Take a free frame for the page whose PTE has global index `pte`.
+    /// Take a free frame for the page whose PTE has global index `pte`: from the highest
+    /// zone that has one (the zonelist's order, without watermarks: the kernel policies'
+    /// machine chooses the zone itself, [`Frames::alloc_in`]).
     #[inline]
     pub fn alloc(&mut self, pte: u32, flags: u8) -> Option<FrameId> {
-        if self.free.len() as u32 <= self.reserved {
+        if self.free.len() == 1 {
+            return self.alloc_in(0, pte, flags);
+        }
+        let z = (0..self.free.len())
+            .rev()
+            .find(|&z| self.n_free_zone(z) > 0)?;
+        self.alloc_in(z, pte, flags)
+    }
+    /// Take a free frame of zone `z`, if it has one that is not reserved.
+    #[inline]
+    pub fn alloc_in(&mut self, z: usize, pte: u32, flags: u8) -> Option<FrameId> {
+        if self.free.len() == 1 {
+            if self.free[0].len() as u32 <= self.reserved {
+                return None;
+            }
+        } else if self.n_free_zone(z) == 0 {
             return None;
         }
-        let f = self.free.pop()?;
+        let f = self.free[z].pop()?;
         self.frames[f as usize] = Frame {
             pte,
             slot: NO_SLOT,
@@ -107,7 +182,8 @@ impl Frames {
     pub fn release(&mut self, f: FrameId) {
         debug_assert!(self.in_use(f));
         self.frames[f as usize] = FREE;
-        self.free.push(f);
+        let z = self.zone_of(f);
+        self.free[z].push(f);
     }
     /// Prefetch a frame's record (simulator speed only).
     #[inline]
@@ -154,7 +230,18 @@ impl Frames {
 
     pub(crate) fn validate_free_list(&self) -> Result<(), String> {
         let mut seen = vec![false; self.frames.len()];
-        for &f in &self.free {
+        for (z, &f) in self
+            .free
+            .iter()
+            .enumerate()
+            .flat_map(|(z, l)| l.iter().map(move |f| (z, f)))
+        {
+            if self.zone_of(f) != z {
+                return Err(format!(
+                    "frame {f} on zone {z}'s free list but in zone {}",
+                    self.zone_of(f)
+                ));
+            }
             if self.in_use(f) {
                 return Err(format!("frame {f} on the free list but in use"));
             }
@@ -163,5 +250,15 @@ impl Frames {
             }
         }
         Ok(())
+    }
+}
+
+/// The zone of frame `f` given the zones' first frames (lowest first).
+#[inline]
+pub fn zone_of(zone_start: &[FrameId], f: FrameId) -> usize {
+    match zone_start.len() {
+        1 => 0,
+        2 => (f >= zone_start[1]) as usize,
+        _ => zone_start.partition_point(|&s| s <= f) - 1,
     }
 }

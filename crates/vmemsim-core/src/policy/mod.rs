@@ -126,6 +126,35 @@ impl KernelVersion {
     }
 }
 
+/// The most zones a machine has (ZONE_DMA, ZONE_DMA32, ZONE_NORMAL, ZONE_MOVABLE).
+pub const MAX_ZONES: usize = 4;
+
+/// One zone as reclaim reads it (`struct zone`): its free pages, watermarks and the
+/// `lowmem_reserve` it keeps against allocations that may use the machine's highest zone
+/// (every page the engine allocates is `GFP_HIGHUSER_MOVABLE`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZoneMark {
+    pub free: u64,
+    pub min: u32,
+    pub low: u32,
+    pub high: u32,
+    pub reserve: u32,
+}
+
+/// The zones of a machine with several, lowest first; `n` = 0 on a machine with one zone,
+/// which [`ScanControl::nr_free`], `low_wmark` and `high_wmark` describe.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZoneMarks {
+    pub n: u8,
+    pub z: [ZoneMark; MAX_ZONES],
+}
+
+impl ZoneMarks {
+    pub fn zones(&self) -> &[ZoneMark] {
+        &self.z[..self.n as usize]
+    }
+}
+
 /// One reclaim pass, as the kernel's `struct scan_control`.
 #[derive(Clone, Debug)]
 pub struct ScanControl {
@@ -165,6 +194,9 @@ pub struct ScanControl {
     /// `shrink_lruvec` counts its pass alone). A policy never adds its victims here (the
     /// engine counts the frames it frees), only 6.1's `MIN_LRU_BATCH` credit.
     pub nr_reclaimed: u64,
+    /// The zones of a machine with several (`high_wmark` and `low_wmark` are then their
+    /// sums, `nr_free` the node's free pages); empty with one zone.
+    pub zones: ZoneMarks,
 }
 
 /// A replacement policy. See the module documentation for the two families' contracts.
@@ -182,6 +214,11 @@ pub trait Policy: 'static {
     fn models_page_cache(&self) -> bool {
         true
     }
+    /// The machine's zones, by the first frame of each, lowest first: called once, on a
+    /// machine with several, before any page is inserted. A policy that keeps its lists per
+    /// zone (MG-LRU's `lrugen->folios[gen][type][zone]`) splits them; the default ignores
+    /// zones (the classic LRU's lists are per node).
+    fn set_zones(&mut self, _zone_start: &[FrameId]) {}
     /// A resident page was accessed. Demand policies update recency/frequency here; kernel
     /// policies must leave it empty (they learn only from accessed bits and faults; the engine
     /// does not call it for them).
@@ -316,6 +353,9 @@ impl Policy for BoxedPolicy {
     }
     fn models_page_cache(&self) -> bool {
         (**self).models_page_cache()
+    }
+    fn set_zones(&mut self, zone_start: &[FrameId]) {
+        (**self).set_zones(zone_start)
     }
     #[inline]
     fn on_hit(&mut self, f: FrameId, touch: Touch) {

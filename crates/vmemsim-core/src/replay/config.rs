@@ -49,6 +49,10 @@ pub struct ReplayConfig {
     /// [min, low, high] zone watermarks in pages, min <= low <= high (unset: derived from
     /// the memory size as Linux does).
     pub watermarks: Option<[u32; 3]>,
+    /// The machine's zones, lowest first (e.g. DMA then DMA32), each with its frames and
+    /// optionally its watermarks and lowmem_reserve; their frames sum to frames (unset: one
+    /// zone). Replaces watermarks.
+    pub zones: Vec<crate::engine::ZoneConfig>,
     /// vm.swappiness, 0 to 200.
     #[schemars(range(max = "MAX_SWAPPINESS"))]
     pub swappiness: u32,
@@ -102,6 +106,7 @@ impl Default for ReplayConfig {
             options: BTreeMap::new(),
             page_cluster: machine.page_cluster.map(u32::from),
             watermarks: machine.watermarks.map(|w| [w.min, w.low, w.high]),
+            zones: machine.zones.clone(),
             swappiness: machine.swappiness,
             check_invariants: machine.check_invariants,
             swap_sync_io: machine.swap_sync_io,
@@ -278,6 +283,7 @@ impl ReplayConfig {
         Ok(MachineConfig {
             page_cluster,
             watermarks,
+            zones: self.zones.clone(),
             swappiness: self.swappiness,
             check_invariants: self.check_invariants,
             swap_sync_io: self.swap_sync_io,
@@ -420,6 +426,12 @@ mod tests {
             options: [("k".to_string(), "2".to_string())].into(),
             page_cluster: Some(2),
             watermarks: Some([10, 20, 30]),
+            zones: vec![crate::engine::ZoneConfig {
+                name: "DMA".into(),
+                frames: 5,
+                watermarks: Some([1, 2, 3]),
+                lowmem_reserve: Some(4),
+            }],
             swappiness: 150,
             check_invariants: true,
             swap_sync_io: true,

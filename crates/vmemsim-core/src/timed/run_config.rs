@@ -87,6 +87,10 @@ pub struct RunConfig {
     /// [min, low, high] zone watermarks in pages, min <= low <= high (unset: derived from
     /// the memory size as Linux does).
     pub watermarks: Option<[u32; 3]>,
+    /// The machine's zones, lowest first (e.g. DMA then DMA32), each with its frames and
+    /// optionally its watermarks and lowmem_reserve; their frames sum to frames (unset: one
+    /// zone). Replaces watermarks.
+    pub zones: Vec<crate::engine::ZoneConfig>,
     /// vm.swappiness, 0 to 200.
     #[schemars(range(max = "crate::replay::config::MAX_SWAPPINESS"))]
     pub swappiness: u32,
@@ -127,6 +131,7 @@ impl Default for RunConfig {
             translate: timed.translate,
             page_cluster: machine.page_cluster.map(u32::from),
             watermarks: None,
+            zones: Vec::new(),
             swappiness: machine.swappiness,
             kernel: machine.kernel.name().into(),
             check_invariants: machine.check_invariants,
@@ -277,6 +282,7 @@ impl RunConfig {
         let machine = MachineConfig {
             page_cluster,
             watermarks,
+            zones: self.zones.clone(),
             swappiness: self.swappiness,
             kernel,
             check_invariants: self.check_invariants,

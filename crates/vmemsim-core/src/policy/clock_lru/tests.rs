@@ -132,6 +132,7 @@ fn sc(priority: u8, reason: ReclaimReason, nr: u32) -> ScanControl {
         nr_free: 0,
         kernel: crate::policy::KernelVersion::V6_8,
         nr_reclaimed: 0,
+        zones: Default::default(),
     }
 }
 

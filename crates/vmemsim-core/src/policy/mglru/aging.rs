@@ -176,22 +176,27 @@ impl MgLru {
         self.stats.max_nr_gens = self.stats.max_nr_gens.max(g);
     }
 
-    /// `inc_min_seq`: move every folio of the oldest generation into the next one
+    /// `inc_min_seq`: move every folio of the oldest generation into the next one, zone by
+    /// zone
     /// (`folio_inc_gen`, tail), then advance `min_seq`. Anon that cannot be swapped is not
     /// moved: its oldest list becomes the new youngest generation ("cold/hot inversion").
     /// The kernel does this `MAX_LRU_BATCH` folios at a time with restarts; same result.
     fn inc_min_seq(&mut self, ty: usize, can_swap: bool) {
         if ty != ANON || can_swap {
             let old_gen = self.gen_of_seq(self.min_seq[ty]);
-            while let Some(f) = {
-                let t = self.lists[lidx(old_gen, ty)].tail;
-                (t != crate::policy::list::NIL).then_some(t)
-            } {
-                let new_gen = self.folio_inc_gen(f, ty);
-                self.lists[lidx(old_gen, ty)].remove(&mut self.links, f);
-                self.lists[lidx(new_gen, ty)].push_tail(&mut self.links, f);
-                self.fs[f as usize].phys = new_gen as u16;
-                self.stats.forced_inc_gen += 1;
+            for zone in 0..self.nz() {
+                let from = self.lz(old_gen, ty, zone);
+                while let Some(f) = {
+                    let t = self.lists[from].tail;
+                    (t != crate::policy::list::NIL).then_some(t)
+                } {
+                    let new_gen = self.folio_inc_gen(f, ty);
+                    let to = self.lz(new_gen, ty, zone);
+                    self.lists[from].remove(&mut self.links, f);
+                    self.lists[to].push_tail(&mut self.links, f);
+                    self.fs[f as usize].phys = new_gen as u16;
+                    self.stats.forced_inc_gen += 1;
+                }
             }
         }
         self.pid.carryover(ty);
@@ -216,7 +221,8 @@ impl MgLru {
         new_gen
     }
 
-    /// `try_to_inc_min_seq`: advance `min_seq` past empty oldest lists, keeping anon and file
+    /// `try_to_inc_min_seq`: advance `min_seq` past oldest generations whose lists are empty
+    /// in every zone, keeping anon and file
     /// in step when anon can be swapped. Returns whether anything advanced.
     // Loops over types index min_seq by type as the kernel does.
     #[allow(clippy::needless_range_loop)]
@@ -225,7 +231,7 @@ impl MgLru {
         for ty in (!can_swap as usize)..2 {
             while min_seq[ty] + MIN_NR_GENS <= self.max_seq {
                 let gen = self.gen_of_seq(min_seq[ty]);
-                if !self.lists[lidx(gen, ty)].is_empty() {
+                if !self.gen_empty(gen, ty) {
                     break;
                 }
                 min_seq[ty] += 1;

@@ -16,8 +16,9 @@
 //! Departures: victims are whole `evict_folios` batches (up to `MIN_LRU_BATCH` = 64), so a
 //! pass can return more than `sc.nr_to_reclaim`, as the kernel reclaims; kswapd's
 //! `should_abort_scan` watermark test is replaced by `nr_reclaimed >= nr_to_reclaim` (the
-//! engine sets `nr_to_reclaim` from the watermark); writeback, zones and memcg protection are
-//! not modelled.
+//! engine sets `nr_to_reclaim` from the watermark); writeback and memcg protection are not
+//! modelled. Zones: the lists are per zone and `scan_folios` takes them highest zone first;
+//! `sc->reclaim_idx` is always the highest zone, so no folio is ineligible.
 
 use super::aging::suitable_to_scan;
 use super::pid::MIN_LRU_BATCH;
@@ -58,6 +59,7 @@ impl MgLru {
         let kswapd = sc.reason == ReclaimReason::Kswapd;
         let mut scanned = 0u64;
         self.nr_reclaimed = 0;
+        self.nr_reclaimed_zone = Default::default();
         loop {
             let nr_to_scan = self.get_nr_to_scan(mm, sc.priority, swappiness != 0);
             if nr_to_scan <= 0 {
@@ -118,6 +120,7 @@ impl MgLru {
         let mut need_swapping = false;
         let reclaimed = sc.nr_reclaimed;
         self.nr_reclaimed = 0;
+        self.nr_reclaimed_zone = Default::default();
         loop {
             let nr_to_scan =
                 self.get_nr_to_scan_61(mm, sc.priority, can_swap, kswapd, &mut need_aging);
@@ -200,11 +203,22 @@ impl MgLru {
         if sc.priority > DEF_PRIORITY - 2 {
             return false;
         }
-        // Victims kept under writeback are not freed: count only those reclaimed.
-        let free = sc.nr_free + self.nr_reclaimed;
-        let wmark = if kswapd { sc.high_wmark } else { sc.low_wmark } as u64;
-        if wmark > free {
-            return false;
+        // Victims kept under writeback are not freed: count only those reclaimed. Each zone
+        // up to `sc->reclaim_idx` (every zone here) must be at its watermark, by its own free
+        // pages (`zone_page_state(zone, NR_FREE_PAGES)`).
+        if sc.zones.n > 1 {
+            for (z, zm) in sc.zones.zones().iter().enumerate() {
+                let wmark = if kswapd { zm.high } else { zm.low } as u64;
+                if wmark > zm.free + self.nr_reclaimed_zone[z] {
+                    return false;
+                }
+            }
+        } else {
+            let free = sc.nr_free + self.nr_reclaimed;
+            let wmark = if kswapd { sc.high_wmark } else { sc.low_wmark } as u64;
+            if wmark > free {
+                return false;
+            }
         }
         sc.nr_reclaimed += MIN_LRU_BATCH;
         true
@@ -310,8 +324,9 @@ impl MgLru {
         scanned
     }
 
-    /// `scan_folios`: walk the oldest list of `ty` from the tail, sorting or isolating, until
-    /// `MAX_LRU_BATCH` scanned or `MIN_LRU_BATCH` isolated. Nothing when only `MIN_NR_GENS`
+    /// `scan_folios`: walk the oldest generation's lists of `ty` from the tail, highest zone
+    /// first, sorting or isolating, until `MAX_LRU_BATCH` scanned or `MIN_LRU_BATCH` isolated
+    /// (a zone's list is left for the next only when it runs empty first). Nothing when only `MIN_NR_GENS`
     /// generations exist.
     fn scan_folios(&mut self, mm: &Mm, ty: usize, tier_idx: usize, iso: &mut Vec<FrameId>) -> u64 {
         if self.nr_gens(ty) == MIN_NR_GENS {
@@ -320,24 +335,32 @@ impl MgLru {
         let gen = self.gen_of_seq(self.min_seq[ty]);
         let mut remaining = MAX_LRU_BATCH;
         let (mut scanned, mut isolated) = (0u64, 0u64);
-        loop {
-            let f = self.lists[lidx(gen, ty)].tail;
-            if f == crate::policy::list::NIL {
-                break;
+        // Zone by zone from `sc->reclaim_idx` (here always the highest zone) down.
+        for zone in (0..self.nz()).rev() {
+            let li = self.lz(gen, ty, zone);
+            loop {
+                let f = self.lists[li].tail;
+                if f == crate::policy::list::NIL {
+                    break;
+                }
+                scanned += 1;
+                // The next folio to look at: fetch its state while this one is sorted (speed
+                // only).
+                let p = self.links.prev(f);
+                if p != crate::policy::list::NIL {
+                    crate::hint::prefetch(self.fs.as_ptr().wrapping_add(p as usize));
+                    self.links.prefetch(p);
+                }
+                if !self.sort_folio(mm, f, ty, tier_idx) {
+                    self.isolate_folio(f);
+                    iso.push(f);
+                    isolated += 1;
+                }
+                remaining -= 1;
+                if remaining == 0 || isolated >= MIN_LRU_BATCH {
+                    break;
+                }
             }
-            scanned += 1;
-            // The next folio to look at: fetch its state while this one is sorted (speed only).
-            let p = self.links.prev(f);
-            if p != crate::policy::list::NIL {
-                crate::hint::prefetch(self.fs.as_ptr().wrapping_add(p as usize));
-                self.links.prefetch(p);
-            }
-            if !self.sort_folio(mm, f, ty, tier_idx) {
-                self.isolate_folio(f);
-                iso.push(f);
-                isolated += 1;
-            }
-            remaining -= 1;
             if remaining == 0 || isolated >= MIN_LRU_BATCH {
                 break;
             }
@@ -358,9 +381,14 @@ impl MgLru {
         let refs = self.refs(f);
         let tier = super::pid::tier_from_refs(refs);
         // promoted (by a walk or look-around under kswapd)
+        let zone = self.zone(f);
         if gen != self.gen_of_seq(self.min_seq[ty]) {
-            self.lists[lidx(self.fs[i].phys as usize, ty)].remove(&mut self.links, f);
-            self.lists[lidx(gen, ty)].push_head(&mut self.links, f);
+            let (from, to) = (
+                self.lz(self.fs[i].phys as usize, ty, zone),
+                self.lz(gen, ty, zone),
+            );
+            self.lists[from].remove(&mut self.links, f);
+            self.lists[to].push_head(&mut self.links, f);
             self.fs[i].phys = gen as u16;
             self.stats.sorted_promoted += 1;
             return true;
@@ -368,8 +396,9 @@ impl MgLru {
         // protected
         if tier > tier_idx || refs == 1 << super::pid::LRU_REFS_WIDTH {
             let new_gen = self.folio_inc_gen(f, ty);
-            self.lists[lidx(gen, ty)].remove(&mut self.links, f);
-            self.lists[lidx(new_gen, ty)].push_tail(&mut self.links, f);
+            let (from, to) = (self.lz(gen, ty, zone), self.lz(new_gen, ty, zone));
+            self.lists[from].remove(&mut self.links, f);
+            self.lists[to].push_tail(&mut self.links, f);
             self.fs[i].phys = new_gen as u16;
             self.pid.protected[ty][tier - 1] += 1;
             self.stats.protected_tier[tier] += 1;
@@ -385,8 +414,9 @@ impl MgLru {
         // left out), at the head of the next generation (`list_move`). Linux 6.1 and 6.8.
         if mm.io_locked(f) {
             let new_gen = self.folio_inc_gen(f, ty);
-            self.lists[lidx(gen, ty)].remove(&mut self.links, f);
-            self.lists[lidx(new_gen, ty)].push_head(&mut self.links, f);
+            let (from, to) = (self.lz(gen, ty, zone), self.lz(new_gen, ty, zone));
+            self.lists[from].remove(&mut self.links, f);
+            self.lists[to].push_head(&mut self.links, f);
             self.fs[i].phys = new_gen as u16;
             self.stats.sorted_locked += 1;
             return true;
@@ -468,6 +498,7 @@ impl MgLru {
             self.stats.pgsteal[self.ty(f)] += 1;
             victims.push(f);
             self.nr_reclaimed += 1;
+            self.nr_reclaimed_zone[self.zone(f)] += 1;
         }
     }
 

@@ -93,6 +93,7 @@ fn kswapd_sc() -> ScanControl {
         nr_free: 0,
         kernel: KernelVersion::V6_8,
         nr_reclaimed: 0,
+        zones: Default::default(),
     }
 }
 

@@ -49,7 +49,10 @@
 //!   `!sc.may_swap`).
 //!
 //! Left out or simplified (each named where it applies):
-//! - one node, one zone, one memcg, one mm: no memcg LRU (`shrink_many`), no zone eligibility.
+//! - one node, one memcg, one mm: no memcg LRU (`shrink_many`). Zones: a machine with several
+//!   ([`crate::engine::ZoneConfig`]) gets a list per generation, type and zone
+//!   (`lrugen->folios[gen][type][zone]`), scanned highest zone first; no zone is ever
+//!   ineligible (`sc->reclaim_idx` is the highest zone: watermark boosting is not modelled).
 //! - no clock: generation birth times are not kept (`timestamps[]`), `min_ttl_ms` rejected.
 //! - the engine has no writeback: dirty file folios (page cache and file mappings) are
 //!   isolated and written back by the engine's pageout instead of being deferred to the
@@ -353,7 +356,10 @@ pub struct MgLru {
     pub(crate) fs: Vec<FrameState>,
     pub(crate) links: Links,
     /// `folios[gen][type]`, index `gen * 2 + type`.
+    /// `lrugen->folios[gen][type][zone]`, at [`MgLru::lz`].
     pub(crate) lists: Vec<List>,
+    /// First frame of each zone, lowest first (`[0]`: one zone).
+    pub(crate) zone_start: Vec<FrameId>,
     /// `nr_pages[gen][type]` (by the generation in the flags).
     pub(crate) nr_pages: Vec<u64>,
     pub(crate) max_seq: u64,
@@ -368,6 +374,8 @@ pub struct MgLru {
     pub(crate) isolated: Vec<FrameId>,
     /// Folios reclaimed (freed) so far in the current `shrink_lruvec` (`sc->nr_reclaimed`).
     pub(crate) nr_reclaimed: u64,
+    /// `nr_reclaimed` by zone (6.1's `should_abort_scan` tests each zone's free pages).
+    pub(crate) nr_reclaimed_zone: [u64; crate::policy::MAX_ZONES],
     /// The type `isolate_folios` last scanned (6.1's `need_swapping`).
     pub(crate) type_scanned: usize,
     /// 6.1's `sc->memcgs_need_aging` for kswapd: clear at the start of each `balance_pgdat`
@@ -400,6 +408,7 @@ impl MgLru {
             fs: crate::hint::huge_vec(n, FrameState::default()),
             links: Links::new(n),
             lists: vec![List::default(); g * 2],
+            zone_start: vec![0],
             nr_pages: vec![0; g * 2],
             // lru_gen_init_lruvec: max_seq = MIN_NR_GENS + 1, min_seq = 0.
             max_seq: MIN_NR_GENS + 1,
@@ -411,6 +420,7 @@ impl MgLru {
             stats: MgLruStats::default(),
             isolated: Vec::with_capacity(MIN_LRU_BATCH as usize),
             nr_reclaimed: 0,
+            nr_reclaimed_zone: [0; crate::policy::MAX_ZONES],
             type_scanned: ANON,
             memcgs_need_aging: false,
             kernel: KernelVersion::V6_8,
@@ -421,6 +431,26 @@ impl MgLru {
 
     pub fn config(&self) -> &MgLruConfig {
         &self.cfg
+    }
+
+    /// Number of zones.
+    #[inline]
+    pub(crate) fn nz(&self) -> usize {
+        self.zone_start.len()
+    }
+    /// `folio_zonenum`.
+    #[inline]
+    pub(crate) fn zone(&self, f: FrameId) -> usize {
+        crate::mm::frames::zone_of(&self.zone_start, f)
+    }
+    /// Index of the list `lrugen->folios[gen][ty][zone]`.
+    #[inline]
+    pub(crate) fn lz(&self, gen: usize, ty: usize, zone: usize) -> usize {
+        lidx(gen, ty) * self.zone_start.len() + zone
+    }
+    /// Whether generation `gen` of `ty` has no folio on any zone's list.
+    pub(crate) fn gen_empty(&self, gen: usize, ty: usize) -> bool {
+        (0..self.nz()).all(|z| self.lists[self.lz(gen, ty, z)].is_empty())
     }
     pub fn stats(&self) -> &MgLruStats {
         &self.stats
@@ -462,9 +492,13 @@ impl MgLru {
     }
 
     /// Frames on `seq`'s list of `ty`, head (youngest) to tail (next to evict).
+    /// With several zones, the highest zone's list first (`scan_folios`' order read backwards
+    /// per zone: each zone's list head to tail).
     pub fn list_of_seq(&self, seq: u64, ty: usize) -> Vec<FrameId> {
-        self.lists[lidx(self.gen_of_seq(seq), ty)]
-            .iter(&self.links)
+        let gen = self.gen_of_seq(seq);
+        (0..self.nz())
+            .rev()
+            .flat_map(|z| self.lists[self.lz(gen, ty, z)].iter(&self.links))
             .collect()
     }
 
@@ -489,7 +523,8 @@ impl MgLru {
     #[inline]
     pub(crate) fn add_folio(&mut self, f: FrameId, gen: usize, tail: bool) {
         let ty = self.ty(f);
-        let l = &mut self.lists[lidx(gen, ty)];
+        let li = self.lz(gen, ty, self.zone(f));
+        let l = &mut self.lists[li];
         if tail {
             l.push_tail(&mut self.links, f);
         } else {
@@ -507,7 +542,8 @@ impl MgLru {
         let g = self.fs[f as usize].gen1;
         debug_assert!(g != 0, "frame {f} not on a list");
         let p = self.fs[f as usize].phys as usize;
-        self.lists[lidx(p, ty)].remove(&mut self.links, f);
+        let li = self.lz(p, ty, self.zone(f));
+        self.lists[li].remove(&mut self.links, f);
         self.nr_pages[lidx(g as usize - 1, ty)] -= 1;
         self.fs[f as usize].gen1 = 0;
     }
@@ -637,6 +673,12 @@ impl Policy for MgLru {
     /// tiers, refs from `folio_mark_accessed` (`folio_inc_refs`), `sort_folio`'s protection,
     /// the PID controller's type choice, and file shadows (`lru_gen_eviction` /
     /// `lru_gen_refault`).
+    fn set_zones(&mut self, zone_start: &[FrameId]) {
+        debug_assert!(self.lists.iter().all(|l| l.is_empty()));
+        let g = self.cfg.max_gens as usize;
+        self.zone_start = zone_start.to_vec();
+        self.lists = vec![List::default(); g * 2 * zone_start.len()];
+    }
     fn models_page_cache(&self) -> bool {
         true
     }
@@ -787,8 +829,11 @@ impl Policy for MgLru {
         let mut count = vec![0u64; n * 2];
         let mut held = 0u64;
         for gen in 0..n {
-            for ty in [ANON, FILE] {
-                let l = &self.lists[lidx(gen, ty)];
+            for (ty, zone) in [ANON, FILE]
+                .into_iter()
+                .flat_map(|ty| (0..self.nz()).map(move |z| (ty, z)))
+            {
+                let l = &self.lists[self.lz(gen, ty, zone)];
                 l.validate(&self.links, name)?;
                 if l.is_empty() {
                     continue;
@@ -810,6 +855,12 @@ impl Policy for MgLru {
                     }
                     if mm.frames.is_anon(f) == (ty == FILE) {
                         return Err(format!("{name}: frame {f} on the wrong type's list"));
+                    }
+                    if self.zone(f) != zone {
+                        return Err(format!(
+                            "{name}: frame {f} of zone {} on a zone-{zone} list",
+                            self.zone(f)
+                        ));
                     }
                     if self.fs[i].phys as usize != gen || self.fs[i].gen1 == 0 {
                         return Err(format!(

@@ -45,6 +45,7 @@ fn mk_sc(reason: ReclaimReason, priority: u8) -> ScanControl {
         nr_free: 0,
         kernel: crate::policy::KernelVersion::V6_8,
         nr_reclaimed: 0,
+        zones: Default::default(),
     }
 }
 
@@ -1338,4 +1339,43 @@ fn a_refused_swap_out_goes_back_to_the_youngest_generation() {
         .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims);
     assert!(!victims.is_empty());
     assert!(!victims.contains(&0), "{victims:?}");
+}
+
+/// `scan_folios` with two zones (`lrugen->folios[gen][type][zone]`): the oldest generation's
+/// lists are taken from `sc->reclaim_idx` (the highest zone) down, so ZONE_DMA32's folios go
+/// first whatever their age; `try_to_inc_min_seq` waits for every zone's list to be empty.
+#[test]
+fn scan_folios_takes_the_highest_zone_first() {
+    let cfg = MgLruConfig::preset(Preset::Default);
+    let mut p = MgLru::with_config(8, cfg, Preset::Default, 1);
+    p.set_zones(&[0, 4]); // frames 0..4: zone 0 (DMA), 4..8: zone 1 (DMA32)
+    let mut mm = Mm::new(8);
+    let oldest = p.gen_of_seq(p.min_seq(ANON));
+    for v in 0..8u64 {
+        let f = mm.alloc_frame(v, F_ANON).unwrap();
+        assert_eq!(f, v as u32);
+        // At the head of the oldest generation in frame order: frame 0 at the tail.
+        p.add_folio(f, oldest, false);
+    }
+    assert_eq!(p.list_of_seq(0, ANON), vec![7, 6, 5, 4, 3, 2, 1, 0]);
+    let mut sc = mk_sc(ReclaimReason::Direct, 1);
+    let mut victims = Vec::new();
+    p.evict_folios(&mut mm, &mut sc, 200, false, &mut victims);
+    // One zone would take the tail first: 0, 1, ..., 7. Two zones: DMA32's list from its
+    // tail (4..8), then DMA's (0..4). None is mapped, so all are reclaimed.
+    assert_eq!(victims, vec![4, 5, 6, 7, 0, 1, 2, 3]);
+    assert_eq!(sc.nr_scanned, 8);
+
+    // min_seq stays while any zone's list of the oldest generation holds a folio.
+    let mut p = MgLru::with_config(8, MgLruConfig::preset(Preset::Default), Preset::Default, 1);
+    p.set_zones(&[0, 4]);
+    let mut mm = Mm::new(8);
+    let f = mm.alloc_frame(0, F_ANON).unwrap();
+    p.add_folio(f, p.gen_of_seq(0), false);
+    assert!(!p.try_to_inc_min_seq(true));
+    assert_eq!(p.min_seq(ANON), 0);
+    p.del_folio(0);
+    // Every zone empty: generations 0 and 1 are passed, down to MIN_NR_GENS (max_seq 3).
+    assert!(p.try_to_inc_min_seq(true));
+    assert_eq!(p.min_seq(ANON), 2);
 }
