@@ -125,13 +125,14 @@ def table() -> None:
           f"{rng(scan[('classic', 1)])} with the boost off; MG-LRU "
           f"{rng(scan[('mglru', 0)])} and {rng(scan[('mglru', 1)])}. Classic LRU's "
           "systematic low pgscan is the boost's (its zone-limited kswapd runs scan pages "
-          "they skip or reclaim beyond what vmemsim's one-zone kswapd does); so is MG-LRU's "
-          "on the zipf-1.2-1.3x rows, but not its +5% to +16% on the others (stress-ng, "
-          "memcached, the Zipf rows), which stays with the boost off. Modelling the boost needs the DMA zone with its watermarks and "
-          "`lowmem_reserve`, zone fallback in the allocator, migratetype fallback and "
-          "`boost_watermark`, the kswapd wake-up with `reclaim_idx`, and reclaim limited "
-          "to the zones up to `reclaim_idx` (classic: `isolate_lru_folios` skipping; "
-          "MG-LRU: per-zone lists in `scan_folios`).\n")
+          "they skip or reclaim beyond what vmemsim's kswapd, which always reclaims from "
+          "every zone, does); so is MG-LRU's on the zipf-1.2-1.3x rows. vmemsim replays on "
+          "the kernel's two zones (FINDINGS.md, fix 13), which brought MG-LRU's excess on "
+          "stress-ng and memcached down; what is left of it with the boost off is on the "
+          "Zipf rows. Modelling the boost itself needs migratetype fallback and "
+          "`boost_watermark`, the kswapd wake-up with the boosted zone as `reclaim_idx`, "
+          "and reclaim limited to the zones up to it (classic: `isolate_lru_folios` "
+          "skipping; MG-LRU: `sort_folio`'s ineligible zone).\n")
     print("MG-LRU - classic (major faults), with the boost off (one boot each, so no "
           "spread):\n")
     print("| workload | swap | kernel, default | kernel, boost 0 | vmemsim, boost-0 runs | "
