@@ -51,6 +51,9 @@ pub struct Frames {
     /// Free frames held back for the kernel's own use (zram's compressed pool): they count
     /// as used in [`Frames::n_free`] and are never handed out.
     reserved: u32,
+    /// Frames taken off the free list with [`Frames::take`] and not yet given back: in no
+    /// page's use, on no list (a balloon's pages).
+    held: u32,
 }
 
 impl Frames {
@@ -60,6 +63,7 @@ impl Frames {
             // Popped from the end: frame 0 first.
             free: (0..n).rev().collect(),
             reserved: 0,
+            held: 0,
         }
     }
     #[inline]
@@ -88,6 +92,27 @@ impl Frames {
         let fit = n.min(self.free.len() as u32);
         self.reserved = fit;
         n - fit
+    }
+    /// Frames held by [`Frames::take`] now.
+    pub fn n_held(&self) -> u32 {
+        self.held
+    }
+    /// Take a free frame for no page (the reserved frames are left alone): it is neither
+    /// free nor in use until [`Frames::give_back`]. Models a kernel allocation that leaves
+    /// the page off the LRU lists (`balloon_page_alloc`).
+    pub fn take(&mut self) -> Option<FrameId> {
+        if self.free.len() as u32 <= self.reserved {
+            return None;
+        }
+        let f = self.free.pop()?;
+        self.held += 1;
+        Some(f)
+    }
+    /// Put a frame [`Frames::take`] took back on the free list.
+    pub fn give_back(&mut self, f: FrameId) {
+        debug_assert!(self.held > 0 && !self.in_use(f));
+        self.held -= 1;
+        self.free.push(f);
     }
     /// Take a free frame for the page whose PTE has global index `pte`.
     #[inline]

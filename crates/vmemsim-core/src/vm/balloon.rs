@@ -810,7 +810,7 @@ pub struct Decision {
 }
 
 /// The manager's event counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManagerCounters {
     pub samples: u64,
     pub evaluations: u64,
@@ -871,6 +871,11 @@ impl BalloonManager {
 
     pub fn counters(&self) -> &ManagerCounters {
         &self.counters
+    }
+
+    /// When the manager next samples, in ns.
+    pub fn next_sample(&self) -> u64 {
+        self.next_sample
     }
 
     /// When the manager next wants to run (a sample, an evaluation or both), in ns.

@@ -163,6 +163,7 @@ use crate::workload::{Op, Workload};
 // translation and TLB flushes (`translate`), processes and ops (`process`), time, swap
 // devices and kswapd passes (`cost`), results and checks (`result`), the engine's threads
 // (`threads`) and several VMs' merged results (`merge`).
+mod ballooning;
 mod build;
 mod config;
 mod cost;
@@ -176,6 +177,7 @@ mod shadow;
 mod threads;
 mod translate;
 
+pub use ballooning::{BalloonConfig, BalloonDecision, BalloonPoint, BalloonResult};
 pub use config::{CacheMode, Costs, Paging, RunResult, VmConfig, VmTime};
 pub use cost::Classes;
 pub use host::{host_for, HostShared};
@@ -183,6 +185,7 @@ pub use run_config::{parse_page_size, VmRun, VmRunConfig};
 pub use shadow::{shrink_slab_plan, MMU_SHRINKER_SEEKS, SHRINK_BATCH};
 pub use threads::EngineOpts;
 
+use ballooning::BalloonDev;
 use build::{pt_pages_of, unit_marks, units};
 use cost::{SharedDisk, SwapDev, Work};
 use host::{hugetlb_reclaimed, HostSide};
@@ -309,6 +312,10 @@ pub struct Vm {
     has_files: bool,
     virtio: Option<std::rc::Rc<std::cell::RefCell<files::VirtioLog>>>,
     file_layout: Option<files::Layout>,
+    /// The virtio-balloon device, if the VM has one ([`VmConfig::balloon`]).
+    balloon: Option<ballooning::BalloonDev>,
+    /// The host's balloon manager's settings ([`VmConfig::mom`]; the first VM's count).
+    mom: Option<crate::vm::balloon::MomConfig>,
 }
 
 fn pcid(pid: u32) -> u16 {
@@ -507,5 +514,6 @@ impl EngineOut {
         r.cpu.context_switches = self.context_switches;
         r.slice_ns = self.slice_ns;
         r.series = self.series;
+        r.mom = self.mom;
     }
 }

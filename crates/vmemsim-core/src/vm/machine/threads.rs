@@ -80,6 +80,10 @@ struct VmExec<'a, 'b> {
     sample_every_ns: u64,
     next_sample: u64,
     series: Vec<crate::timed::Sample>,
+    /// The host's balloon manager, a host thread polled at its times, and the next
+    /// scripted balloon target of any VM (`u64::MAX`: none).
+    mom: Option<super::ballooning::MomThread>,
+    next_script: u64,
 }
 
 impl VmExec<'_, '_> {
@@ -189,6 +193,20 @@ impl VmExec<'_, '_> {
             None => {}
         }
         self.vms[i].steal_until(v, now);
+        if self.vms[i].oom_killed() {
+            // The guest OOM-killed the workload: nothing is left to run on its vCPUs.
+            self.vcpus[t].held = None;
+            return Ok(Step::Done(self.vms[i].clock(v)));
+        }
+        if self.vms[i].balloon_due(self.vms[i].clock(v)) {
+            // The balloon's work item runs on this vCPU (see `vm/machine/ballooning.rs`).
+            let wl = &*self.wls[i];
+            self.vms[i].balloon_round(v, &|pid, vpn| wl.content_class(pid, vpn))?;
+            let at = self.vms[i].clock(v);
+            self.note_kswapd(s, at);
+            self.note_guest_kswapd(s, i, at);
+            return Ok(Step::Ran(at));
+        }
         let task = self.guest_pick(t);
         if task != self.vcpus[t].cur {
             self.vcpus[t].cur = task;
@@ -255,7 +273,7 @@ impl VmExec<'_, '_> {
                 let c0 = self.vms[i].clock(v);
                 let vc = &mut self.vcpus[t];
                 // The host's kswapd is woken after the step (`note_kswapd`), not by its ops.
-                let out = Self::run_ops(
+                let out = match Self::run_ops(
                     &mut self.vms[i],
                     &mut *self.wls[i],
                     (&mut vc.buf, &mut vc.pos),
@@ -263,8 +281,14 @@ impl VmExec<'_, '_> {
                     self.step_ns,
                     &mut None,
                     &mut |_| None,
-                )?;
+                ) {
+                    Ok(out) => out,
+                    // A guest with a balloon device kills the workload when out of memory.
+                    Err(e) if !self.vms[i].oom_kill(v) => return Err(e),
+                    Err(_) => Ran::Done,
+                };
                 let vm = &mut self.vms[i];
+                vm.balloon_charge_oom(v);
                 let out = out.into_step(vm, v, &mut vc.held);
                 let c1 = vm.clock(v);
                 vc.vruntime += c1 - c0;
@@ -555,12 +579,30 @@ impl Exec for VmExec<'_, '_> {
             self.sample(s, self.next_sample)?;
             self.next_sample += self.sample_every_ns;
         }
-        s.hook_at = self.next_sample;
+        // The host's side of ballooning: scripted targets (`virsh setmem`), then MOM.
+        if now >= self.next_script {
+            self.next_script = self
+                .vms
+                .iter_mut()
+                .map(|vm| vm.balloon_script(now))
+                .min()
+                .unwrap_or(u64::MAX);
+        }
+        if let Some(m) = self.mom.as_mut() {
+            m.poll(self.vms, now);
+        }
+        s.hook_at = self.hook_at();
         Ok(())
     }
 }
 
 impl VmExec<'_, '_> {
+    /// When [`Exec::before`] is next due: a sample, a scripted balloon target or MOM.
+    fn hook_at(&self) -> u64 {
+        let mom = self.mom.as_ref().map_or(u64::MAX, |m| m.next_event());
+        self.next_sample.min(self.next_script).min(mom)
+    }
+
     /// Native paging: kswapd runs one `balance_pgdat` pass per step. The machine freed the
     /// pass's pages at once; kswapd frees them over the pass's simulated time, in
     /// `shrink_folio_list` batches of SWAP_CLUSTER_MAX: they are held back and each batch
@@ -660,6 +702,8 @@ pub(super) struct EngineOut {
     pub context_switches: u64,
     pub slice_ns: u64,
     pub series: Vec<crate::timed::Sample>,
+    /// The balloon manager's counters, if it ran.
+    pub mom: Option<crate::vm::balloon::ManagerCounters>,
 }
 
 /// Run all VMs' vCPUs on `hc.cpus` host CPUs with the host's kswapd (see
@@ -715,7 +759,12 @@ pub(super) fn schedule(
     } else {
         u64::MAX
     };
-    s.hook_at = next_sample;
+    let mom = super::ballooning::MomThread::new(vms)?;
+    let next_script = vms
+        .iter_mut()
+        .map(|vm| vm.balloon_script(0))
+        .min()
+        .unwrap_or(u64::MAX);
     let mut x = VmExec {
         vcpus,
         gk: vec![GuestKswapd::default(); vms.len()],
@@ -734,7 +783,10 @@ pub(super) fn schedule(
         sample_every_ns: opts.sample_every_ns,
         next_sample,
         series: Vec::new(),
+        mom,
+        next_script,
     };
+    s.hook_at = x.hook_at();
     s.run(&mut x, opts.progress)?;
     if x.sample_every_ns > 0 {
         x.sample(&s, s.end_ns)?;
@@ -766,5 +818,6 @@ pub(super) fn schedule(
         context_switches: s.context_switches,
         slice_ns: s.cfg.slice_ns,
         series: std::mem::take(&mut x.series),
+        mom: x.mom.as_ref().map(|m| m.counters()),
     })
 }
