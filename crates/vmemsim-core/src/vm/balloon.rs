@@ -9,7 +9,8 @@
 //! guest allocations and frees they ask for with the guest's own allocator and reclaim, has
 //! the host release or re-back the reported pages, calls the manager at
 //! [`BalloonManager::next_event`] with the host's and the guests' memory figures, and hands
-//! the manager's targets to the drivers.
+//! the manager's targets to the drivers: `vm/machine/ballooning.rs` does (`--balloon`,
+//! `--mom`).
 //!
 //! # The driver: Linux 6.8 `drivers/virtio/virtio_balloon.c` and `mm/balloon_compaction.c`
 //!

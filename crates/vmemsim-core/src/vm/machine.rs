@@ -127,8 +127,9 @@
 //! Without [`HostCpus`], host threads take no vCPU time (the host's kswapd runs beside
 //! them); with it, the vCPUs and the host's kswapd share host CPUs (see [`run_many_with`]).
 //! Used directly ([`Vm::op`]), without the engine, a VM runs the guest's kswapd inline in
-//! the allocation that woke it. Also left out: copy-on-write between processes, and
-//! ballooning or free page reporting (pages the guest frees stay backed on the host).
+//! the allocation that woke it. Also left out: copy-on-write between processes, and free
+//! page reporting (pages the guest frees stay backed on the host). Ballooning is
+//! `ballooning.rs`'s (with `--balloon`).
 //!
 //! # Files
 //!
