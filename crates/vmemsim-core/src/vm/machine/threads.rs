@@ -84,7 +84,14 @@ struct VmExec<'a, 'b> {
     /// scripted balloon target of any VM (`u64::MAX`: none).
     mom: Option<super::ballooning::MomThread>,
     next_script: u64,
+    /// The time of the engine timer armed for the host's balloon events (`u64::MAX`:
+    /// none), so that they happen on time while every vCPU sleeps.
+    host_timer: u64,
 }
+
+/// The engine timer's token of the host's balloon events (scripted targets, MOM): the timer
+/// only makes an event at their time, whose [`Exec::before`] runs them.
+const HOST_HOOK: u32 = u32::MAX;
 
 impl VmExec<'_, '_> {
     /// After a vCPU's step: an allocation in it that found the host's free pages at the low
@@ -568,8 +575,12 @@ impl Exec for VmExec<'_, '_> {
         }
     }
 
-    /// Native kswapd has finished freeing `token` more of the frames its pass reclaimed.
+    /// Native kswapd has finished freeing `token` more of the frames its pass reclaimed (or
+    /// the host's balloon events are due: [`HOST_HOOK`], handled by `before`).
     fn timer(&mut self, _s: &mut Sched, token: u32, _now: u64) -> Result<()> {
+        if token == HOST_HOOK {
+            return Ok(());
+        }
         self.vms[0].hold_kswapd_frames(-(token as i64));
         Ok(())
     }
@@ -592,6 +603,7 @@ impl Exec for VmExec<'_, '_> {
             m.poll(self.vms, now);
         }
         s.hook_at = self.hook_at();
+        self.arm_host_timer(s);
         Ok(())
     }
 }
@@ -599,8 +611,23 @@ impl Exec for VmExec<'_, '_> {
 impl VmExec<'_, '_> {
     /// When [`Exec::before`] is next due: a sample, a scripted balloon target or MOM.
     fn hook_at(&self) -> u64 {
+        self.next_sample.min(self.host_events_at())
+    }
+
+    /// When the host's next balloon event (a scripted target, MOM's sample or policy) is
+    /// due (`u64::MAX`: none).
+    fn host_events_at(&self) -> u64 {
         let mom = self.mom.as_ref().map_or(u64::MAX, |m| m.next_event());
-        self.next_sample.min(self.next_script).min(mom)
+        self.next_script.min(mom)
+    }
+
+    /// Arm the engine's timer at the host's next balloon event, once per event time.
+    fn arm_host_timer(&mut self, s: &mut Sched) {
+        let at = self.host_events_at();
+        if at != u64::MAX && at != self.host_timer {
+            self.host_timer = at;
+            s.timer(at, HOST_HOOK);
+        }
     }
 
     /// Native paging: kswapd runs one `balance_pgdat` pass per step. The machine freed the
@@ -785,8 +812,10 @@ pub(super) fn schedule(
         series: Vec::new(),
         mom,
         next_script,
+        host_timer: u64::MAX,
     };
     s.hook_at = x.hook_at();
+    x.arm_host_timer(&mut s);
     s.run(&mut x, opts.progress)?;
     if x.sample_every_ns > 0 {
         x.sample(&s, s.end_ns)?;
