@@ -115,8 +115,9 @@ pub struct BalloonResult {
     /// host had never backed free nothing).
     pub host_frames_released: u64,
     pub host_swap_released: u64,
-    /// The kworker's guest CPU time (reclaim its allocations ran is in `time.reclaim_ns`),
-    /// QEMU's time it waited for, and its out-of-puff sleeps, ns.
+    /// The driver's guest CPU time (its rounds', the OOM deflations' and, with MOM, the
+    /// stats replies'; the reclaim its allocations ran is in `time.reclaim_ns`), QEMU's
+    /// time it waited for, and its out-of-puff sleeps, ns.
     pub guest_ns: u64,
     pub host_ns: u64,
     pub sleep_ns: u64,
@@ -248,16 +249,16 @@ impl Vm {
     }
 
     /// The host's stats request at `now` (QEMU's `guest-stats-polling-interval` timer, at
-    /// the manager's sample interval): the guest answers at once (`stats_handle_request`
-    /// on vCPU 0, whose clock takes its cost). Returns MOM's view of the guest and
-    /// records a [`BalloonPoint`].
+    /// the manager's sample interval): the guest answers at once (`stats_handle_request`).
+    /// Its guest time (`stats_ns` + `kick_ns`, 15 µs by default every 5 s) is counted in
+    /// [`BalloonResult::guest_ns`] but charged to no vCPU (left out: a vCPU whose stream
+    /// has ended would otherwise run on). Returns MOM's view of the guest and records a
+    /// [`BalloonPoint`].
     pub(super) fn balloon_sample(&mut self, now: u64) -> Option<GuestSample> {
         let counters = self.balloon_counters();
         let b = self.balloon.as_mut()?;
         let mut c = b.cell.borrow_mut();
         let (stats, ns) = c.drv.stats_request(&counters);
-        self.vcpus[0].clock += ns;
-        self.r.time.balloon_ns += ns;
         b.res.guest_ns += ns;
         b.res.samples.push(BalloonPoint {
             time_ns: now,
