@@ -407,3 +407,31 @@ def test_bad_balloon_settings_are_errors_naming_the_key():
         vmemsim.run_vm(spec, balloon=True, paging="native")
     with pytest.raises(VmemsimError, match="balloon: expected True or False"):
         vmemsim.run_vm(spec, balloon="yes")
+
+
+def test_balloon_keys_in_a_sweep(tmp_path):
+    import textwrap
+
+    from vmemsim.sweep import load_experiment, open_results, run_sweep
+
+    p = tmp_path / "b.toml"
+    p.write_text(textwrap.dedent("""
+        [experiment]
+        name = "balloon"
+        seeds = 1
+        [machine]
+        policy = "clock-lru"
+        frames = "200%"
+        [workload]
+        guest = "stress-vm:vcpus=1,bytes=4MiB,rounds=1"
+        [vm]
+        balloon = true
+        [sweep]
+        "vm.balloon_size_mib" = [1, 2]
+        """))
+    s = run_sweep(load_experiment(p), tmp_path / "res", workers=1, progress="quiet")
+    assert (s.ok, s.failed) == (2, 0), s.errors
+    df = open_results(tmp_path / "res").table().set_index("vm.balloon_size_mib")
+    # 1 MiB = 256 pages (1 round), 2 MiB = 512 (2 rounds)
+    assert list(df["balloon.actual_pages"]) == [256, 512]
+    assert list(df["balloon.rounds"]) == [1, 2]

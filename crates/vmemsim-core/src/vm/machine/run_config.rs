@@ -544,6 +544,40 @@ mod tests {
     }
 
     #[test]
+    fn balloon_settings_are_checked_and_errors_name_their_key() {
+        let with = |extra: &str| {
+            VmRunConfig::from_json(&format!(
+                r#"{{"workload": ["stress-vm:vcpus=1,bytes=4MiB,rounds=1"]{extra}}}"#
+            ))
+            .and_then(|c| c.build())
+        };
+        let err = |extra: &str| with(extra).err().unwrap().to_string();
+        // 1,030 pages × 200% = 2,060 guest pages: 8 MiB (2,048 pages) fit, 9 MiB do not.
+        let run = with(r#", "balloon": true, "balloon_size_mib": 8"#).unwrap();
+        let b = run.cfgs[0].balloon.as_ref().unwrap();
+        assert_eq!((b.size_pages, b.driver.deflate_on_oom), (2_048, false));
+        assert!(run.cfgs[0].mom.is_none());
+        assert!(err(r#", "balloon": true, "balloon_size_mib": 9"#)
+            .starts_with("balloon_size_mib: 9 MiB is more than the guest's memory (2060 pages"));
+        assert!(err(r#", "deflate_on_oom": true"#).starts_with("deflate_on_oom: needs a balloon"));
+        assert!(err(r#", "mom": true"#).starts_with("mom: needs a balloon"));
+        assert!(err(r#", "balloon": true, "mom_config": {"history": 0}"#)
+            .starts_with("mom_config: needs the manager"));
+        assert!(
+            err(r#", "balloon": true, "mom": true, "mom_config": {"history": 0}"#)
+                .starts_with("mom_config.history: at least one sample")
+        );
+        assert!(
+            err(r#", "balloon": true, "balloon_costs": {"kick_nss": 1}"#)
+                .contains("balloon_costs.kick_nss: unknown field")
+        );
+        assert!(err(r#", "balloon": true, "paging": "native""#).starts_with("balloon: "));
+        assert!(err(r#", "balloon": true, "host_page": "2m""#).starts_with("balloon: "));
+        // Without a balloon the VM configuration has none.
+        assert!(with("").unwrap().cfgs[0].balloon.is_none());
+    }
+
+    #[test]
     fn a_bad_entry_is_named_by_its_path() {
         let e = VmRunConfig::from_json(r#"{"costs": {"exit_ns": -5}}"#).unwrap_err();
         assert!(
