@@ -9,7 +9,8 @@
 //!
 //! - *The kworker* (`update_balloon_size_func` on `system_freezable_wq`): each round runs on
 //!   the first of the VM's vCPUs the engine schedules at or after the round is due (a
-//!   work item runs where it was queued: any vCPU). Its guest CPU (the driver's per-page
+//!   work item runs where it was queued: any vCPU); when none of them is running, a halted
+//!   one is woken for it at that time (as for the guest's kswapd). Its guest CPU (the driver's per-page
 //!   and kick costs, [`BalloonCosts`], plus the guest reclaim its allocations ran) advances
 //!   that vCPU's clock, as a kernel thread that preempts the stream would; the wait for
 //!   QEMU (`tell_host`, the host's per-page `madvise`) and `fill_balloon`'s `msleep(200)`
@@ -40,8 +41,7 @@
 //!   device the run still ends with the error that asks for more guest memory).
 //!
 //! Left out: the guest's fair scheduler does not account the kworker's CPU time against the
-//! stream's (the guest's kswapd is accounted); a round due while every vCPU of the VM is
-//! halted waits until one runs; QEMU's CPU time is not charged to a host CPU; a host swap
+//! stream's (the guest's kswapd is accounted); QEMU's CPU time is not charged to a host CPU; a host swap
 //! slot freed by a discard is not discarded on a timed host swap device; the killed
 //! workload's memory is not freed (`oom_reaper`): the VM's run ends at the kill.
 
@@ -298,6 +298,13 @@ impl Vm {
         self.balloon.as_ref().is_some_and(|b| {
             b.res.oom_kill_ns.is_none() && b.next_at <= now && b.cell.borrow().drv.work_queued()
         })
+    }
+
+    /// When the balloon's next round is due (`None`: no work queued, or the workload was
+    /// killed).
+    pub(super) fn balloon_next_due(&self) -> Option<u64> {
+        let b = self.balloon.as_ref()?;
+        (b.res.oom_kill_ns.is_none() && b.cell.borrow().drv.work_queued()).then_some(b.next_at)
     }
 
     /// The guest OOM-killed the workload (the VM's vCPUs have nothing left to run).
@@ -706,6 +713,25 @@ mod tests {
             // The vCPU ran its 3 ms of compute and the kworker's 290 µs.
             assert_eq!(vm.clock(0) - start, 3_000_000 + 290_000);
         }
+    }
+
+    #[test]
+    fn the_rounds_run_on_a_halted_vcpu_on_time() {
+        // The same 1,000 pages while the stream idles 5 ms for a request's arrival: the
+        // vCPU is halted, and is woken for each round when it is due, so the rounds end at
+        // 1,790,000 ns as on a busy vCPU; the request then arrives at 5 ms.
+        let mut vm = Vm::new(&cfg(4_096, 8_192, 1_000, false), 1).unwrap();
+        let ops = vec![
+            Op::Arrive { at_ns: 5_000_000 },
+            Op::RequestBegin { kind: 0 },
+            Op::Compute { ns: 1_000 },
+            Op::RequestEnd,
+        ];
+        let r = run(&mut vm, &mut script(ops));
+        let b = r.balloon.as_ref().unwrap();
+        assert_eq!((b.actual_pages, b.rounds), (1_000, 4));
+        assert_eq!(b.last_round_end_ns, 1_790_000);
+        assert_eq!(vm.clock(0), 5_001_000);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! kswapd on them (a small fair scheduler per VM), and the host's kswapd.
 
 use super::*;
+use crate::sched::State;
 
 /// Why a vCPU's stream is not running: it waits for a swap read, or idles until its next
 /// request arrives (both until the given time). Meanwhile the vCPU halts, unless the
@@ -212,6 +213,9 @@ impl VmExec<'_, '_> {
             let at = self.vms[i].clock(v);
             self.note_kswapd(s, at);
             self.note_guest_kswapd(s, i, at);
+            // The next round's time, for a vCPU to be woken then if all halt.
+            s.hook_at = self.hook_at();
+            self.arm_host_timer(s);
             return Ok(Step::Ran(at));
         }
         let task = self.guest_pick(t);
@@ -602,6 +606,7 @@ impl Exec for VmExec<'_, '_> {
         if let Some(m) = self.mom.as_mut() {
             m.poll(self.vms, now);
         }
+        self.kick_for_balloon(s, now);
         s.hook_at = self.hook_at();
         self.arm_host_timer(s);
         Ok(())
@@ -614,19 +619,51 @@ impl VmExec<'_, '_> {
         self.next_sample.min(self.host_events_at())
     }
 
-    /// When the host's next balloon event (a scripted target, MOM's sample or policy) is
-    /// due (`u64::MAX`: none).
+    /// When the next balloon event is due (`u64::MAX`: none): the host's (a scripted
+    /// target, MOM's sample or policy) or a VM's next round.
     fn host_events_at(&self) -> u64 {
         let mom = self.mom.as_ref().map_or(u64::MAX, |m| m.next_event());
-        self.next_script.min(mom)
+        let rounds = self
+            .vms
+            .iter()
+            .filter_map(|vm| vm.balloon_next_due())
+            .min()
+            .unwrap_or(u64::MAX);
+        self.next_script.min(mom).min(rounds)
     }
 
-    /// Arm the engine's timer at the host's next balloon event, once per event time.
+    /// Arm the engine's timer at the next balloon event, once per event time (never in
+    /// the past).
     fn arm_host_timer(&mut self, s: &mut Sched) {
         let at = self.host_events_at();
         if at != u64::MAX && at != self.host_timer {
             self.host_timer = at;
-            s.timer(at, HOST_HOOK);
+            s.timer(at.max(s.now), HOST_HOOK);
+        }
+    }
+
+    /// A VM whose balloon round is due at `now` and none of whose vCPUs is running or
+    /// runnable: its first halted vCPU is woken to run the round (the work item runs on an
+    /// otherwise idle vCPU; a running one picks the round up at its next step).
+    fn kick_for_balloon(&mut self, s: &mut Sched, now: u64) {
+        for (i, vm) in self.vms.iter().enumerate() {
+            if !vm.balloon_due(now) {
+                continue;
+            }
+            let ts = &self.threads_of[i];
+            let state = |t: usize| s.threads[t].state;
+            if ts
+                .iter()
+                .any(|&t| matches!(state(t), State::Runnable | State::Running))
+            {
+                continue;
+            }
+            if let Some(&t) = ts
+                .iter()
+                .find(|&&t| matches!(state(t), State::Blocked | State::Sleeping))
+            {
+                s.kick(t, now);
+            }
         }
     }
 
