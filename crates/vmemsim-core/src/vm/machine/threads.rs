@@ -85,13 +85,14 @@ struct VmExec<'a, 'b> {
     /// scripted balloon target of any VM (`u64::MAX`: none).
     mom: Option<super::ballooning::MomThread>,
     next_script: u64,
-    /// The time of the engine timer armed for the host's balloon events (`u64::MAX`:
-    /// none), so that they happen on time while every vCPU sleeps.
+    /// The time of the engine timer armed for the next balloon event (`u64::MAX`: none),
+    /// so that it happens on time while every vCPU sleeps.
     host_timer: u64,
 }
 
-/// The engine timer's token of the host's balloon events (scripted targets, MOM): the timer
-/// only makes an event at their time, whose [`Exec::before`] runs them.
+/// The engine timer's token of the balloon events (scripted targets, MOM, a round due in a
+/// VM whose vCPUs all halt): the timer only makes an event at their time, whose
+/// [`Exec::before`] handles them.
 const HOST_HOOK: u32 = u32::MAX;
 
 impl VmExec<'_, '_> {
@@ -614,7 +615,7 @@ impl Exec for VmExec<'_, '_> {
 }
 
 impl VmExec<'_, '_> {
-    /// When [`Exec::before`] is next due: a sample, a scripted balloon target or MOM.
+    /// When [`Exec::before`] is next due: a sample or a balloon event.
     fn hook_at(&self) -> u64 {
         self.next_sample.min(self.host_events_at())
     }
