@@ -361,3 +361,77 @@ def test_vcpus_sharing_host_cpus_accrue_steal_time():
     assert vmemsim.run_vm(spec, vms=2, host_cpus=2).time["steal_ns"] == 0
     with pytest.raises(VmemsimError, match="host_cpus"):
         vmemsim.run_vm(spec, host_cpus=0)
+
+
+def test_a_balloon_at_boot_through_the_api_and_the_cli():
+    # stress-vm of 4 MiB: 1,030 pages, guest 200% = 2,060 frames. A balloon of 2 MiB at
+    # boot = 512 pages: 2 rounds of 256 before the program touches anything (so no host
+    # page backed them: none freed). Each round: 256 × 250 ns + a 10 µs kick of guest time,
+    # 256 × 1.5 µs of QEMU's.
+    spec = "stress-vm:vcpus=1,bytes=4MiB,rounds=1"
+    r = vmemsim.run_vm(spec, balloon=True, balloon_size_mib=2)
+    b = r.balloon
+    assert (b["target_pages"], b["actual_pages"], b["inflated"], b["rounds"]) == (512, 512,
+                                                                                 512, 2)
+    assert (b["out_of_puff"], b["deflated"], b["oom_killed"]) == (0, 0, False)
+    assert (b["guest_ns"], b["host_ns"], b["host_frames_released"]) == (148_000, 768_000, 0)
+    assert r.time["balloon_ns"] == 148_000 and r.mom is None
+    assert vmemsim.run_vm(spec).balloon is None
+    out = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "vm", spec, "--balloon", "--balloon-size-mib", "2",
+         "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == json.loads(json.dumps(r.to_dict()))
+    out = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "vm", spec, "--balloon", "--balloon-size-mib", "2"],
+        capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "balloon (pages)" in out.stdout
+    from vmemsim.sweep.spec import SCHEMA
+
+    assert SCHEMA["vm.balloon"].default is False and SCHEMA["vm.deflate_on_oom"].default is False
+
+
+def test_bad_balloon_settings_are_errors_naming_the_key():
+    spec = "stress-vm:vcpus=1,bytes=4MiB,rounds=1"
+    with pytest.raises(VmemsimError, match="balloon_costs.kick_nss: unknown field"):
+        vmemsim.run_vm(spec, balloon=True, balloon_costs={"kick_nss": 5})
+    with pytest.raises(VmemsimError, match="mom_config.history: at least one sample"):
+        vmemsim.run_vm(spec, balloon=True, mom=True, mom_config={"history": 0})
+    # 2,060 guest pages are 8 MiB and a bit: 9 MiB is more
+    with pytest.raises(VmemsimError, match="balloon_size_mib: 9 MiB is more than the guest"):
+        vmemsim.run_vm(spec, balloon=True, balloon_size_mib=9)
+    with pytest.raises(VmemsimError, match="deflate_on_oom: needs a balloon device"):
+        vmemsim.run_vm(spec, deflate_on_oom=True)
+    with pytest.raises(VmemsimError, match="balloon: "):
+        vmemsim.run_vm(spec, balloon=True, paging="native")
+    with pytest.raises(VmemsimError, match="balloon: expected True or False"):
+        vmemsim.run_vm(spec, balloon="yes")
+
+
+def test_balloon_keys_in_a_sweep(tmp_path):
+    import textwrap
+
+    from vmemsim.sweep import load_experiment, open_results, run_sweep
+
+    p = tmp_path / "b.toml"
+    p.write_text(textwrap.dedent("""
+        [experiment]
+        name = "balloon"
+        seeds = 1
+        [machine]
+        policy = "clock-lru"
+        frames = "200%"
+        [workload]
+        guest = "stress-vm:vcpus=1,bytes=4MiB,rounds=1"
+        [vm]
+        balloon = true
+        [sweep]
+        "vm.balloon_size_mib" = [1, 2]
+        """))
+    s = run_sweep(load_experiment(p), tmp_path / "res", workers=1, progress="quiet")
+    assert (s.ok, s.failed) == (2, 0), s.errors
+    df = open_results(tmp_path / "res").table().set_index("vm.balloon_size_mib")
+    # 1 MiB = 256 pages (1 round), 2 MiB = 512 (2 rounds)
+    assert list(df["balloon.actual_pages"]) == [256, 512]
+    assert list(df["balloon.rounds"]) == [1, 2]

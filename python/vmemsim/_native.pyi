@@ -170,7 +170,7 @@ def import_trace(
 def guest_workload_kinds() -> List[Tuple[str, str]]: ...
 def check_guest_workload(spec: str, seed: int) -> Tuple[str, int, int]: ...
 def run_vm(config: str) -> str:
-    """Run VMs: ``config`` is the JSON of the core's ``VmRunConfig``; returns a ``RunResult``'s JSON (the one result type)."""
+    """Run VMs: ``config`` is the JSON of the core's ``VmRunConfig``; returns a ``RunResult``'s JSON (the one result type; with a balloon device each VM's ``balloon``, with MOM the host's ``mom``)."""
 
 def vm_config_defaults() -> str:
     """The defaults of a VM run (``VmRunConfig``) as JSON."""

@@ -764,6 +764,15 @@ def _device_arg(key: str, v: Any) -> Optional[str]:
     return v
 
 
+def _table_arg(key: str, v: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """A table of settings, passed on to the core (which names an unknown key)."""
+    if v is None:
+        return {}
+    if not isinstance(v, Mapping):
+        raise VmemsimError(f"{key}: expected a table of settings, got {v!r}")
+    return dict(v)
+
+
 def _count_arg(key: str, v: Any, lo: int = 1) -> int:
     if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < lo:
         raise VmemsimError(f"{key}: expected a whole number of at least {lo}, got {v!r}")
@@ -1132,7 +1141,9 @@ class RunResult:
     ``exits`` and exits by reason, ``kvm`` (KVM's shadow-MMU statistics under shadow paging:
     ``pf_fixed``, ``mmu_recycled``, ...), ``cr3_loads``, ``shootdown_pages``, process counts,
     the walk grid, ``kvm_folded`` and ``per_vm`` (each VM's own result, as a dict, when
-    several VMs share the host). The names of older releases are still read:
+    several VMs share the host); with a balloon device, ``balloon`` (the VM's balloon:
+    pages, rounds, OOM outcome, MOM's decisions; ``None`` without) and ``mom`` (the
+    manager's counts; ``None`` without). The names of older releases are still read:
     ``guest`` (``stats``), ``host`` (``host_stats``), ``guest_device`` (``device_stats``),
     ``host_device`` (``host_device_stats``), ``latency_by_kind`` (``latency``),
     ``guest_policy`` (``policy``), ``guest_frames`` (``frames``). A VM run's ``latency`` is
@@ -1179,6 +1190,8 @@ class RunResult:
     per_vm: List[Dict[str, Any]]
     kvm: Optional[Dict[str, Any]]
     kvm_folded: str
+    balloon: Optional[Dict[str, Any]]
+    mom: Optional[Dict[str, int]]
 
     #: The names of older releases, read as the current ones.
     ALIASES = {"guest": "stats", "host": "host_stats", "guest_device": "device_stats",
@@ -1194,6 +1207,9 @@ class RunResult:
         d.setdefault("host_file_device_stats", None)
         d.setdefault("cacol", {})
         d.setdefault("per_vm", [])
+        # (VM runs with a balloon device, and with MOM, only)
+        d.setdefault("balloon", None)
+        d.setdefault("mom", None)
         d["threads"] = tuple(dict(t) for t in d.get("threads", ()))
         d["latency"] = {k: dict(v) for k, v in (d.get("latency") or {}).items()}
         d["latency_buckets"] = {k: tuple((int(a), int(b)) for a, b in v)
@@ -1507,6 +1523,13 @@ def run_vm(
     file_device: Optional[str] = None,
     read_ahead_kb: int = 128,
     sample_every_ns: int = 0,
+    balloon: bool = False,
+    deflate_on_oom: bool = False,
+    balloon_size_mib: Optional[int] = None,
+    balloon_costs: Optional[Mapping[str, Any]] = None,
+    mom: bool = False,
+    mom_config: Optional[Mapping[str, Any]] = None,
+    guest_swapoff: bool = False,
 ) -> RunResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
     ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host:
@@ -1551,8 +1574,20 @@ def run_vm(
     ``double_cached_pages`` counts the guest's page-cache pages the host caches too and
     ``host_image_pages`` the host's pages of the image, at the end; with
     ``sample_every_ns`` each sample of ``series`` has them per VM (``caches``).
+    ``balloon=True`` gives each guest a virtio-balloon device (Linux 6.8's driver, QEMU's
+    device; tdp or shadow paging, 4k pages): ``balloon_size_mib`` inflates it at boot,
+    ``mom=True`` runs MOM's balloon.rules on the host (``mom_config`` its tunables),
+    ``deflate_on_oom`` is QEMU's ``deflate-on-oom`` (off by default) and ``balloon_costs``
+    the rounds' costs. The result's ``balloon`` (each VM's, in ``per_vm`` with several)
+    has the balloon's target and actual pages, pages inflated and deflated, rounds,
+    out-of-puff events, OOM deflations, the host frames freed, ``oom_killed`` and
+    ``oom_kill_ns`` (a guest out of memory kills its workload: the VM's run ends), and
+    MOM's ``decisions`` and ``samples``; ``mom`` the manager's counts. ``guest_swapoff``
+    runs the guests without swap space.
     """
-    for name, flag in (("walk_caches", walk_caches), ("shared_disk", shared_disk)):
+    for name, flag in (("walk_caches", walk_caches), ("shared_disk", shared_disk),
+                       ("balloon", balloon), ("deflate_on_oom", deflate_on_oom),
+                       ("mom", mom), ("guest_swapoff", guest_swapoff)):
         if not isinstance(flag, bool):
             raise VmemsimError(f"{name}: expected True or False, got {flag!r}")
     if not walk_caches:
@@ -1591,6 +1626,12 @@ def run_vm(
         "cache_mode": cache_mode, "file_device": _device_arg("file_device", file_device),
         "read_ahead_kb": _count_arg("read_ahead_kb", read_ahead_kb, lo=0),
         "sample_every_ns": _count_arg("sample_every_ns", sample_every_ns, lo=0),
+        "balloon": balloon, "deflate_on_oom": deflate_on_oom,
+        "balloon_size_mib": None if balloon_size_mib is None
+        else _count_arg("balloon_size_mib", balloon_size_mib, lo=0),
+        "balloon_costs": _table_arg("balloon_costs", balloon_costs),
+        "mom": mom, "mom_config": _table_arg("mom_config", mom_config),
+        "guest_swapoff": guest_swapoff,
     }
     out = _native.run_vm(json.dumps(config))
     return RunResult.from_json(out, config=config)

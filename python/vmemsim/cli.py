@@ -856,6 +856,16 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
                    help=doc("host_levels"))
     p.add_argument("--pt-pages", type=_int, default=VM["pt_pages"], metavar="N",
                    help=doc("pt_pages"))
+    p.add_argument("--balloon", action="store_true", default=VM["balloon"],
+                   help=doc("balloon", default=False))
+    p.add_argument("--deflate-on-oom", action="store_true", default=VM["deflate_on_oom"],
+                   help=doc("deflate_on_oom", default=False))
+    p.add_argument("--balloon-size-mib", type=_int, default=VM["balloon_size_mib"],
+                   metavar="MIB", help=doc("balloon_size_mib", default=False))
+    p.add_argument("--mom", action="store_true", default=VM["mom"],
+                   help=doc("mom", default=False))
+    p.add_argument("--guest-swapoff", action="store_true", default=VM["guest_swapoff"],
+                   help=doc("guest_swapoff", default=False))
     p.add_argument("--no-walk-caches", dest="walk_caches", action="store_false",
                    help="page-walk caches and the nested TLB off: a walk reads every entry "
                    "(vm.walk_caches = false)")
@@ -883,7 +893,9 @@ def _run_vm(args: argparse.Namespace) -> int:
         guest_levels=args.guest_levels, host_levels=args.host_levels, pt_pages=args.pt_pages,
         walk_caches=args.walk_caches, cache_mode=args.cache_mode,
         file_device=args.file_device, read_ahead_kb=args.read_ahead_kb,
-        sample_every_ns=args.sample_every_ns,
+        sample_every_ns=args.sample_every_ns, balloon=args.balloon,
+        deflate_on_oom=args.deflate_on_oom, balloon_size_mib=args.balloon_size_mib,
+        mom=args.mom, guest_swapoff=args.guest_swapoff,
     )
     if (args.folded or args.flamegraph) and not r.kvm_folded:
         raise CliError("--folded/--flamegraph: KVM's handler profile exists under "
@@ -948,6 +960,24 @@ def _run_vm(args: argparse.Namespace) -> int:
         for k, v in d["kvm"].items():
             if isinstance(v, int):
                 lines.append(f"  {k:<24} {v:>14,}")
+    balloons = [(i, v["balloon"]) for i, v in enumerate(d.get("per_vm") or [d])
+                if v.get("balloon")]
+    if balloons:
+        lines += ["", "balloon (pages)",
+                  f"  {'vm':<4}{'target':>9}{'actual':>9}{'inflated':>10}{'deflated':>10}"
+                  f"{'oom defl.':>10}{'rounds':>8}{'no puff':>8}{'host freed':>11}"
+                  f"{'decisions':>10}  oom kill"]
+        for i, b in balloons:
+            kill = f"{b['oom_kill_ns'] / 1e9:.6f} s" if b.get("oom_killed") else "—"
+            lines.append(
+                f"  {i:<4}{b['target_pages']:>9,}{b['actual_pages']:>9,}{b['inflated']:>10,}"
+                f"{b['deflated']:>10,}{b['oom_deflated']:>10,}{b['rounds']:>8,}"
+                f"{b['out_of_puff']:>8,}{b['host_frames_released']:>11,}"
+                f"{len(b.get('decisions', [])):>10,}  {kill}")
+        if d.get("mom"):
+            m = d["mom"]
+            lines.append(f"  MOM: {m['samples']:,} samples, {m['evaluations']:,} evaluations "
+                         f"({m['pressure']:,} under pressure), {m['decisions']:,} targets set")
     if d.get("per_vm"):
         lines += ["", "per VM (the counters above are their sums; host memory is shared)",
                   f"  {'vm':<4}{'runtime s':>12}{'guest faults':>14}{'EPT viol.':>12}"

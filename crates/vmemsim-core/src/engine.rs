@@ -323,6 +323,14 @@ impl Stats {
     }
 }
 
+/// An OOM notifier (`register_oom_notifier`, Linux 6.8 `mm/oom_kill.c`): `out_of_memory`
+/// calls it before choosing a victim; frames it returns (taken with
+/// [`Machine::alloc_noretry`]) go back to the free list and nothing is killed. The one user is
+/// virtio-balloon's deflate-on-OOM (`virtio_balloon_oom_notify`).
+pub trait OomNotifier: std::fmt::Debug {
+    fn notify(&mut self) -> Vec<FrameId>;
+}
+
 /// One simulated machine running one policy.
 #[derive(Debug)]
 pub struct Machine<P: Policy> {
@@ -359,6 +367,12 @@ pub struct Machine<P: Policy> {
     /// process here). Empty: one address space.
     address_spaces: Vec<(u64, u32)>,
     oom_at: Option<u64>,
+    /// The OOM notifiers' chain (`register_oom_notifier`): asked for frames before the
+    /// allocation fails ([`OomNotifier`]).
+    oom_notifier: Option<Box<dyn OomNotifier>>,
+    /// No swap space (`swapoff`, `total_swap_pages` 0): reclaim may not take anonymous pages
+    /// (`sc->may_swap` false, as `can_reclaim_anon_pages`).
+    swap_off: bool,
     defer_kswapd: bool,
     swap_sync_io: bool,
     kernel: KernelVersion,
@@ -617,6 +631,8 @@ impl<P: Policy> Machine<P> {
             vma_ra: (cfg.swap_rotational.is_none() && !cfg.swap_sync_io && cfg.zram_pool.is_none())
                 .then(VmaRa::default),
             oom_at: None,
+            oom_notifier: None,
+            swap_off: false,
             unmap_log: None,
             shrink_log: None,
             defer_kswapd: cfg.defer_kswapd,
@@ -1404,6 +1420,9 @@ impl<P: Policy> Machine<P> {
                         break;
                     }
                     let Some(v) = self.policy.evict(&mut self.mm) else {
+                        if self.notify_oom() {
+                            continue;
+                        }
                         self.oom_at = Some(touch.t);
                         return None;
                     };
@@ -1476,6 +1495,13 @@ impl<P: Policy> Machine<P> {
                     }
                     retries += 1;
                     if retries >= MAX_RECLAIM_RETRIES {
+                        // `__alloc_pages_may_oom` → `out_of_memory`: the notifiers first;
+                        // if one freed pages, no kill and the allocation retries from
+                        // scratch (`no_progress_loops = 0`).
+                        if self.notify_oom() {
+                            retries = 0;
+                            continue;
+                        }
                         self.policy.reclaim_done(ReclaimReason::Direct);
                         self.oom_at = Some(touch.t);
                         return None;
@@ -1488,6 +1514,96 @@ impl<P: Policy> Machine<P> {
             }
         }
         self.mm.frames.alloc(idx, flags)
+    }
+
+    /// `out_of_memory`'s `blocking_notifier_call_chain(&oom_notify_list)`: the frames the
+    /// notifier gave back go to the free list. Whether any did.
+    fn notify_oom(&mut self) -> bool {
+        let Some(n) = self.oom_notifier.as_mut() else {
+            return false;
+        };
+        let freed = n.notify();
+        for &f in &freed {
+            self.mm.frames.give_back(f);
+        }
+        !freed.is_empty()
+    }
+
+    /// Register the OOM notifier (one: the chain of a kernel with one balloon device).
+    pub fn set_oom_notifier(&mut self, n: Box<dyn OomNotifier>) {
+        self.oom_notifier = Some(n);
+    }
+
+    /// Run without swap space: reclaim takes only file pages, and a guest whose memory is
+    /// all anonymous and in use runs out of memory.
+    pub fn set_swap_off(&mut self, off: bool) {
+        self.swap_off = off;
+    }
+
+    /// One page for a kernel user that keeps it off the LRU lists, allocated as
+    /// `balloon_page_alloc` does (Linux 6.8 `mm/balloon_compaction.c`: `GFP_HIGHUSER_MOVABLE
+    /// | __GFP_NOMEMALLOC | __GFP_NORETRY`): kswapd is woken at the low watermark; below
+    /// min, one direct reclaim call (`__alloc_pages_direct_reclaim`, the same priority
+    /// cascade as a fault's), then, still at or below min, failure: no retry
+    /// (`__GFP_NORETRY`), no OOM kill, no reserves (`__GFP_NOMEMALLOC`). The direct
+    /// compaction attempt that precedes the failure is left out (no compaction here). Under
+    /// a demand policy (no watermarks), one eviction when no frame is free. The frame is
+    /// taken off the free list ([`crate::mm::Frames::take`]) until
+    /// [`Machine::free_held_frame`].
+    pub fn alloc_noretry(&mut self) -> Option<FrameId> {
+        match self.family {
+            Family::Demand => {
+                if self.zram.is_some() {
+                    self.zram_sync();
+                }
+                if self.mm.frames.n_free() == 0 {
+                    let v = self.policy.evict(&mut self.mm)?;
+                    if !self.reclaim_frame(v) {
+                        return None;
+                    }
+                }
+            }
+            Family::Kernel => {
+                // The zone as `get_page_from_freelist` picks it (one zone: free > low, else
+                // kswapd woken and free > min).
+                let zone = match self.zone_fit(|w| w.low) {
+                    Some(z) => z,
+                    None => {
+                        self.wakeup_kswapd();
+                        match self.zone_fit(|w| w.min) {
+                            Some(z) => z,
+                            None => {
+                                self.stats.allocstall += 1;
+                                let mut got = 0u64;
+                                for priority in (0..=DEF_PRIORITY).rev() {
+                                    got = self
+                                        .shrink(
+                                            ReclaimReason::Direct,
+                                            SWAP_CLUSTER_MAX,
+                                            priority,
+                                            got,
+                                        )
+                                        .2;
+                                    if got >= SWAP_CLUSTER_MAX as u64 {
+                                        break;
+                                    }
+                                }
+                                self.policy.reclaim_done(ReclaimReason::Direct);
+                                self.zone_fit(|w| w.min)?
+                            }
+                        }
+                    }
+                };
+                return self.mm.frames.take_in(zone);
+            }
+        }
+        self.mm.frames.take()
+    }
+
+    /// Give a frame [`Machine::alloc_noretry`] took back to the free list (`put_page` of a
+    /// deflated balloon page).
+    pub fn free_held_frame(&mut self, f: FrameId) {
+        self.mm.frames.give_back(f);
     }
 
     /// The access at which memory ran out with nothing reclaimable, if it did. Accesses after
@@ -1625,7 +1741,7 @@ impl<P: Policy> Machine<P> {
             reason,
             nr_scanned: 0,
             swappiness: self.swappiness,
-            may_swap: true,
+            may_swap: !self.swap_off,
             high_wmark: self.wmark.high,
             writeback_async: !self.swap_sync_io,
             low_wmark: self.wmark.low,

@@ -692,7 +692,8 @@ fn guest_workload_kinds() -> Vec<(String, String)> {
 /// Run guest workloads (`vmemsim_core::vm::workloads`) in VMs on a host: `config` is the
 /// JSON of the core's `VmRunConfig` (the one declaration of a VM run's settings and their
 /// defaults; unknown keys and bad values are errors naming them). Returns the JSON of the
-/// core's `RunResult`.
+/// core's `RunResult` (with `balloon`, each VM's balloon device and a guest's OOM kill
+/// recorded there, not raised; with `mom`, the manager's counts).
 #[pyfunction]
 fn run_vm(py: Python<'_>, config: &str) -> PyResult<String> {
     let run = vmemsim_core::vm::VmRunConfig::from_json(config)

@@ -57,6 +57,9 @@ pub struct Frames {
     /// as used in [`Frames::n_free`] and are never handed out. They are charged to the
     /// highest zone first (zsmalloc allocates with `__GFP_HIGHMEM | __GFP_MOVABLE`).
     reserved: u32,
+    /// Frames taken off the free list with [`Frames::take`] and not yet given back: in no
+    /// page's use, on no list (a balloon's pages).
+    held: u32,
 }
 
 impl Frames {
@@ -83,6 +86,7 @@ impl Frames {
             free,
             zone_start,
             reserved: 0,
+            held: 0,
         }
     }
     #[inline]
@@ -146,6 +150,35 @@ impl Frames {
         let fit = n.min(self.n_listed());
         self.reserved = fit;
         n - fit
+    }
+    /// Frames held by [`Frames::take`] now.
+    pub fn n_held(&self) -> u32 {
+        self.held
+    }
+    /// Take a free frame for no page (the reserved frames are left alone), from the highest
+    /// zone that has one: it is neither free nor in use until [`Frames::give_back`]. Models a
+    /// kernel allocation that leaves the page off the LRU lists (`balloon_page_alloc`).
+    pub fn take(&mut self) -> Option<FrameId> {
+        let z = (0..self.free.len())
+            .rev()
+            .find(|&z| self.n_free_zone(z) > 0)?;
+        self.take_in(z)
+    }
+    /// [`Frames::take`] from zone `z`, if it has a frame that is not reserved.
+    pub fn take_in(&mut self, z: usize) -> Option<FrameId> {
+        if self.n_free_zone(z) == 0 {
+            return None;
+        }
+        let f = self.free[z].pop()?;
+        self.held += 1;
+        Some(f)
+    }
+    /// Put a frame [`Frames::take`] took back on its zone's free list.
+    pub fn give_back(&mut self, f: FrameId) {
+        debug_assert!(self.held > 0 && !self.in_use(f));
+        self.held -= 1;
+        let z = self.zone_of(f);
+        self.free[z].push(f);
     }
     /// Take a free frame for the page whose PTE has global index `pte`: from the highest
     /// zone that has one (the zonelist's order, without watermarks: the kernel policies'

@@ -242,10 +242,11 @@ impl Mm {
                 ));
             }
         }
-        if used + self.frames.n_unused() != n {
+        if used + self.frames.n_unused() + self.frames.n_held() != n {
             return Err(format!(
-                "frame accounting: {used} used + {} free != {n}",
-                self.frames.n_unused()
+                "frame accounting: {used} used + {} free + {} held != {n}",
+                self.frames.n_unused(),
+                self.frames.n_held()
             ));
         }
         for (i, (file, &n)) in self.cache.files().iter().zip(&cached).enumerate() {

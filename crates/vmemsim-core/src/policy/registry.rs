@@ -324,11 +324,11 @@ pub fn check_holds_exactly(
         }
         n += 1;
     }
-    // (frames Cacol manages are off the policy's lists)
+    // (frames Cacol manages and frames held off the free list are off the policy's lists)
     let cacol = (0..mm.frames.len())
         .filter(|&f| mm.frames.flags(f) & crate::mm::frames::F_CACOL != 0)
         .count() as u32;
-    let in_use = mm.frames.len() - mm.frames.n_unused() - cacol;
+    let in_use = mm.frames.len() - mm.frames.n_unused() - mm.frames.n_held() - cacol;
     if n != in_use {
         return Err(format!("{name}: holds {n} frames but {in_use} are in use"));
     }

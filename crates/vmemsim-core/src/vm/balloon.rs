@@ -9,7 +9,8 @@
 //! guest allocations and frees they ask for with the guest's own allocator and reclaim, has
 //! the host release or re-back the reported pages, calls the manager at
 //! [`BalloonManager::next_event`] with the host's and the guests' memory figures, and hands
-//! the manager's targets to the drivers.
+//! the manager's targets to the drivers: `vm/machine/ballooning.rs` does (`--balloon`,
+//! `--mom`).
 //!
 //! # The driver: Linux 6.8 `drivers/virtio/virtio_balloon.c` and `mm/balloon_compaction.c`
 //!
@@ -810,7 +811,7 @@ pub struct Decision {
 }
 
 /// The manager's event counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManagerCounters {
     pub samples: u64,
     pub evaluations: u64,
@@ -871,6 +872,11 @@ impl BalloonManager {
 
     pub fn counters(&self) -> &ManagerCounters {
         &self.counters
+    }
+
+    /// When the manager next samples, in ns.
+    pub fn next_sample(&self) -> u64 {
+        self.next_sample
     }
 
     /// When the manager next wants to run (a sample, an evaluation or both), in ns.

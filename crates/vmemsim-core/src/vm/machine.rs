@@ -127,8 +127,9 @@
 //! Without [`HostCpus`], host threads take no vCPU time (the host's kswapd runs beside
 //! them); with it, the vCPUs and the host's kswapd share host CPUs (see [`run_many_with`]).
 //! Used directly ([`Vm::op`]), without the engine, a VM runs the guest's kswapd inline in
-//! the allocation that woke it. Also left out: copy-on-write between processes, and
-//! ballooning or free page reporting (pages the guest frees stay backed on the host).
+//! the allocation that woke it. Also left out: copy-on-write between processes, and free
+//! page reporting (pages the guest frees stay backed on the host). Ballooning is
+//! `ballooning.rs`'s (with `--balloon`).
 //!
 //! # Files
 //!
@@ -163,6 +164,7 @@ use crate::workload::{Op, Workload};
 // translation and TLB flushes (`translate`), processes and ops (`process`), time, swap
 // devices and kswapd passes (`cost`), results and checks (`result`), the engine's threads
 // (`threads`) and several VMs' merged results (`merge`).
+mod ballooning;
 mod build;
 mod config;
 mod cost;
@@ -176,6 +178,7 @@ mod shadow;
 mod threads;
 mod translate;
 
+pub use ballooning::{BalloonConfig, BalloonDecision, BalloonPoint, BalloonResult};
 pub use config::{CacheMode, Costs, Paging, RunResult, VmConfig, VmTime};
 pub use cost::Classes;
 pub use host::{host_for, HostShared};
@@ -183,6 +186,7 @@ pub use run_config::{parse_page_size, VmRun, VmRunConfig};
 pub use shadow::{shrink_slab_plan, MMU_SHRINKER_SEEKS, SHRINK_BATCH};
 pub use threads::EngineOpts;
 
+use ballooning::BalloonDev;
 use build::{pt_pages_of, unit_marks, units};
 use cost::{SharedDisk, SwapDev, Work};
 use host::{hugetlb_reclaimed, HostSide};
@@ -309,6 +313,10 @@ pub struct Vm {
     has_files: bool,
     virtio: Option<std::rc::Rc<std::cell::RefCell<files::VirtioLog>>>,
     file_layout: Option<files::Layout>,
+    /// The virtio-balloon device, if the VM has one ([`VmConfig::balloon`]).
+    balloon: Option<ballooning::BalloonDev>,
+    /// The host's balloon manager's settings ([`VmConfig::mom`]; the first VM's count).
+    mom: Option<crate::vm::balloon::MomConfig>,
 }
 
 fn pcid(pid: u32) -> u16 {
@@ -507,5 +515,6 @@ impl EngineOut {
         r.cpu.context_switches = self.context_switches;
         r.slice_ns = self.slice_ns;
         r.series = self.series;
+        r.mom = self.mom;
     }
 }

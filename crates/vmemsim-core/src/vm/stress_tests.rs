@@ -128,6 +128,9 @@ fn random_case(rng: &mut Xoshiro256PlusPlus) -> Case {
         costs: Default::default(),
         file_device: None,
         cache_mode: Default::default(),
+        balloon: None,
+        mom: None,
+        guest_swapoff: false,
     };
     Case {
         paging,

@@ -105,6 +105,26 @@ impl Vm {
             .guest_policy
             .build(guest_cfg.frames, &cfg.guest_options, Boxer)?;
         let mut guest = Machine::new(&guest_cfg, guest_policy)?;
+        guest.set_swap_off(cfg.guest_swapoff);
+        let balloon = match &cfg.balloon {
+            None => None,
+            Some(b) => {
+                if cfg.paging == Paging::Native {
+                    return Err(Error::config(
+                        "balloon",
+                        "a balloon is a device of a VM: native paging has no host",
+                    ));
+                }
+                if gshift != 0 || hshift != 0 {
+                    return Err(Error::config(
+                        "balloon",
+                        "only with 4 KiB pages on both sides (guest_page and host_page 4k): \
+                         the driver balloons 4 KiB pages",
+                    ));
+                }
+                Some(BalloonDev::new(b, cfg.guest.frames, &mut guest)?)
+            }
+        };
         // Without translation no hardware table maps a page: reclaim's unmaps need no sync.
         guest.unmap_log = cfg.tlb.then(Vec::new);
         guest.mm.swap.device.log_on = cfg.guest_swap.is_some();
@@ -266,6 +286,8 @@ impl Vm {
             has_files: false,
             virtio: None,
             file_layout: None,
+            balloon,
+            mom: cfg.mom.clone(),
         };
         for c in 0..vcpus {
             vm.kvm_cr3(c, 0, true, false)?;

@@ -163,6 +163,16 @@ pub struct VmConfig {
     pub file_device: Option<crate::device::DeviceSpec>,
     /// In a VM: how QEMU opens the disk image (the host's page cache or not).
     pub cache_mode: CacheMode,
+    /// A virtio-balloon device in the guest (tdp or shadow paging, 4 KiB pages on both
+    /// sides; see `vm/machine/ballooning.rs`); `None`: none, as without `-device
+    /// virtio-balloon`.
+    pub balloon: Option<BalloonConfig>,
+    /// The host runs MOM's balloon policy over its VMs' balloons ([`crate::vm::balloon`]);
+    /// the first VM's setting is the host's. `None`: no manager.
+    pub mom: Option<crate::vm::balloon::MomConfig>,
+    /// The guest has no swap space (`swapoff`): its reclaim takes file pages only, and
+    /// anonymous memory in use cannot be reclaimed.
+    pub guest_swapoff: bool,
 }
 
 impl VmConfig {
@@ -196,6 +206,9 @@ impl VmConfig {
             costs: Costs::default(),
             file_device: None,
             cache_mode: CacheMode::Writeback,
+            balloon: None,
+            mom: None,
+            guest_swapoff: false,
         }
     }
 }
@@ -378,6 +391,13 @@ pub struct RunResult {
     /// KVM's handler work as folded stacks weighted in ns (`flamegraph.pl` / inferno
     /// input), shadow paging only; with several VMs each stack starts with `vmN`.
     pub kvm_folded: String,
+    /// The VM's virtio-balloon device, if it has one: what it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balloon: Option<BalloonResult>,
+    /// The host's balloon manager (MOM), if it ran: its samples, evaluations, evaluations
+    /// under pressure and targets set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mom: Option<crate::vm::balloon::ManagerCounters>,
     /// Several VMs on one host ([`run_many`]): each VM's own result (its `host` is the shared
     /// host's). The fields above are then the sums over the VMs (counters, time categories,
     /// guest memory), the latest vCPU clock (`runtime_ns`), all vCPUs' clocks, all requests'
@@ -420,6 +440,15 @@ pub struct VmTime {
     pub file_cpu_ns: u64,
     #[serde(default)]
     pub file_wait_ns: u64,
+    /// The balloon driver's guest CPU time on the vCPUs (its rounds' kworker, and the
+    /// OOM notifier's deflations with their wait for QEMU); the reclaim its allocations
+    /// ran is in `reclaim_ns`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub balloon_ns: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The one machine's cost table: CPU time of each event, native and virtualization costs

@@ -23,7 +23,7 @@ pub struct HostShared {
     pub(super) disk: Option<SharedDisk>,
     pub(super) bases: Vec<u64>,
     /// Per VM: its host pages (relative to its base) reclaimed and not yet applied.
-    pending: Vec<Vec<u64>>,
+    pub(super) pending: Vec<Vec<u64>>,
     /// Per VM: batches KVM's shrinker is to zap in it, not yet applied.
     pending_zap: Vec<Vec<u64>>,
     /// Per VM: its shadow pages in use, as of its last op (`count_objects` sums them).

@@ -45,7 +45,7 @@ pub(super) fn merge_results(rs: &[RunResult]) -> RunResult {
             max: runtime_ns);
         crate::util::add_fields!(m.time, r.time;
             translation_ns, guest_fault_ns, host_fault_ns, exit_ns, kvm_ns, tlb_flush_ns,
-            reclaim_ns, compute_ns, idle_ns, steal_ns, file_cpu_ns, file_wait_ns);
+            reclaim_ns, compute_ns, idle_ns, steal_ns, file_cpu_ns, file_wait_ns, balloon_ns);
         m.stats.add(&r.stats);
         m.host_stats.add(&r.host_stats);
         m.translate.add(&r.translate);

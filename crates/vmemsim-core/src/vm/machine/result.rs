@@ -96,6 +96,7 @@ impl Vm {
         c.runqueue_wait_ns = self.cpu.runqueue_wait_ns;
         c.barrier_wait_ns = self.cpu.barrier_wait_ns;
         r.device_frames_peak = self.device_frames_peak;
+        r.balloon = self.balloon_result();
         r.policy_counters = self
             .guest
             .policy
@@ -162,7 +163,7 @@ impl Vm {
 
     /// Guest frames holding pages now (mapped or in the guest's swap cache).
     pub fn guest_resident(&self) -> u32 {
-        self.guest.mm.frames.len() - self.guest.mm.frames.n_unused()
+        self.guest.mm.frames.len() - self.guest.mm.frames.n_unused() - self.guest.mm.frames.n_held()
     }
 
     /// Guest page-table pages in use.
@@ -240,6 +241,7 @@ impl Vm {
         if let Some(k) = &self.kvm {
             k.validate()?;
         }
+        self.balloon_validate()?;
         Ok(())
     }
 }

@@ -101,6 +101,31 @@ pub struct VmRunConfig {
     /// Sample the counters every this many ns of simulated time (0: no time series): the
     /// first VM's guest counters and, with file I/O, each VM's page caches.
     pub sample_every_ns: u64,
+    /// Give each guest a virtio-balloon device (QEMU's `-device virtio-balloon`; tdp or
+    /// shadow paging with 4k pages): its driver inflates and deflates in simulated time and
+    /// the host drops the backing of ballooned pages.
+    pub balloon: bool,
+    /// The balloon device's deflate-on-OOM feature (QEMU's `deflate-on-oom`, off by
+    /// default): a guest out of memory takes 256 pages back from the balloon instead of
+    /// killing the workload. Needs `balloon`.
+    pub deflate_on_oom: bool,
+    /// Balloon size at boot in MiB (as QEMU's `balloon` command or libvirt's `setMemory`
+    /// at time 0, for each VM): memory taken from each guest, at most its memory. Unset: an
+    /// empty balloon. Needs `balloon`.
+    pub balloon_size_mib: Option<u64>,
+    /// CPU time of the balloon driver's rounds and of QEMU's handling of them, in ns.
+    pub balloon_costs: crate::vm::balloon::BalloonCosts,
+    /// Run MOM, oVirt's Memory Overcommitment Manager, on the host: every 5 s it samples the
+    /// host's free memory and each guest's balloon stats, every 10 s it sets each guest's
+    /// balloon target by its balloon.rules (shrink the guests while the host's averaged free
+    /// memory is under 20%, grow them otherwise). Needs `balloon`.
+    pub mom: bool,
+    /// MOM's tunables (its intervals, history and balloon.rules constants).
+    pub mom_config: crate::vm::balloon::MomConfig,
+    /// The guests have no swap space (swapoff): guest reclaim takes only file pages, and a
+    /// guest whose anonymous memory fills it runs out of memory (with a balloon: the
+    /// workload is OOM-killed, recorded in the result's `balloon.oom_kill_ns`).
+    pub guest_swapoff: bool,
 }
 
 impl Default for VmRunConfig {
@@ -131,6 +156,13 @@ impl Default for VmRunConfig {
             cache_mode: "writeback".into(),
             read_ahead_kb: crate::engine::DEFAULT_READ_AHEAD_KB,
             sample_every_ns: 0,
+            balloon: false,
+            deflate_on_oom: false,
+            balloon_size_mib: None,
+            balloon_costs: Default::default(),
+            mom: false,
+            mom_config: Default::default(),
+            guest_swapoff: false,
         }
     }
 }
@@ -242,6 +274,42 @@ impl VmRunConfig {
             }
         }
         self.costs.check()?;
+        if !self.balloon {
+            for (key, set) in [
+                ("deflate_on_oom", self.deflate_on_oom),
+                ("balloon_size_mib", self.balloon_size_mib.is_some()),
+                ("balloon_costs", self.balloon_costs != Default::default()),
+                ("mom", self.mom),
+            ] {
+                if set {
+                    return Err(Error::config(
+                        key,
+                        "needs a balloon device (balloon = true)",
+                    ));
+                }
+            }
+        }
+        if !self.mom && self.mom_config != Default::default() {
+            return Err(Error::config(
+                "mom_config",
+                "needs the manager (mom = true)",
+            ));
+        }
+        self.mom_config
+            .check()
+            .map_err(super::ballooning::mom_config_error)?;
+        if self.balloon && paging == Paging::Native {
+            return Err(Error::config(
+                "balloon",
+                "a balloon is a device of a VM: use tdp or shadow paging",
+            ));
+        }
+        if self.balloon && (guest_page != PageSize::K4 || host_page != PageSize::K4) {
+            return Err(Error::config(
+                "balloon",
+                "only with guest_page and host_page 4k (the driver balloons 4 KiB pages)",
+            ));
+        }
         let specs = &self.workload;
         // Several specs and the default count: one VM per spec.
         let vms = if specs.len() > 1 && self.vms == 1 {
@@ -308,6 +376,17 @@ impl VmRunConfig {
             } else {
                 self.pt_pages
             };
+            if let Some(mib) = self.balloon_size_mib {
+                if mib.saturating_mul(256) > g as u64 {
+                    return Err(Error::config(
+                        "balloon_size_mib",
+                        format!(
+                            "{mib} MiB is more than the guest's memory ({g} pages, {} MiB)",
+                            g / 256
+                        ),
+                    ));
+                }
+            }
             gs.push((g, pt));
         }
         // A percentage of host memory is of all the VMs' memory.
@@ -341,6 +420,16 @@ impl VmRunConfig {
             costs: self.costs.clone(),
             file_device,
             cache_mode,
+            balloon: self.balloon.then(|| super::BalloonConfig {
+                driver: crate::vm::balloon::BalloonDriverConfig {
+                    deflate_on_oom: self.deflate_on_oom,
+                    costs: self.balloon_costs.clone(),
+                },
+                size_pages: self.balloon_size_mib.unwrap_or(0) * 256,
+                script: Vec::new(),
+            }),
+            mom: self.mom.then(|| self.mom_config.clone()),
+            guest_swapoff: self.guest_swapoff,
         };
         let cfgs = gs
             .iter()
@@ -452,6 +541,40 @@ mod tests {
                 assert!(e.contains(&format!("{key}: ")), "{key} = {bad}: {e}");
             }
         }
+    }
+
+    #[test]
+    fn balloon_settings_are_checked_and_errors_name_their_key() {
+        let with = |extra: &str| {
+            VmRunConfig::from_json(&format!(
+                r#"{{"workload": ["stress-vm:vcpus=1,bytes=4MiB,rounds=1"]{extra}}}"#
+            ))
+            .and_then(|c| c.build())
+        };
+        let err = |extra: &str| with(extra).err().unwrap().to_string();
+        // 1,030 pages × 200% = 2,060 guest pages: 8 MiB (2,048 pages) fit, 9 MiB do not.
+        let run = with(r#", "balloon": true, "balloon_size_mib": 8"#).unwrap();
+        let b = run.cfgs[0].balloon.as_ref().unwrap();
+        assert_eq!((b.size_pages, b.driver.deflate_on_oom), (2_048, false));
+        assert!(run.cfgs[0].mom.is_none());
+        assert!(err(r#", "balloon": true, "balloon_size_mib": 9"#)
+            .starts_with("balloon_size_mib: 9 MiB is more than the guest's memory (2060 pages"));
+        assert!(err(r#", "deflate_on_oom": true"#).starts_with("deflate_on_oom: needs a balloon"));
+        assert!(err(r#", "mom": true"#).starts_with("mom: needs a balloon"));
+        assert!(err(r#", "balloon": true, "mom_config": {"history": 0}"#)
+            .starts_with("mom_config: needs the manager"));
+        assert!(
+            err(r#", "balloon": true, "mom": true, "mom_config": {"history": 0}"#)
+                .starts_with("mom_config.history: at least one sample")
+        );
+        assert!(
+            err(r#", "balloon": true, "balloon_costs": {"kick_nss": 1}"#)
+                .contains("balloon_costs.kick_nss: unknown field")
+        );
+        assert!(err(r#", "balloon": true, "paging": "native""#).starts_with("balloon: "));
+        assert!(err(r#", "balloon": true, "host_page": "2m""#).starts_with("balloon: "));
+        // Without a balloon the VM configuration has none.
+        assert!(with("").unwrap().cfgs[0].balloon.is_none());
     }
 
     #[test]

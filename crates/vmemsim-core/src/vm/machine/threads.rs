@@ -2,6 +2,7 @@
 //! kswapd on them (a small fair scheduler per VM), and the host's kswapd.
 
 use super::*;
+use crate::sched::State;
 
 /// Why a vCPU's stream is not running: it waits for a swap read, or idles until its next
 /// request arrives (both until the given time). Meanwhile the vCPU halts, unless the
@@ -80,7 +81,19 @@ struct VmExec<'a, 'b> {
     sample_every_ns: u64,
     next_sample: u64,
     series: Vec<crate::timed::Sample>,
+    /// The host's balloon manager, a host thread polled at its times, and the next
+    /// scripted balloon target of any VM (`u64::MAX`: none).
+    mom: Option<super::ballooning::MomThread>,
+    next_script: u64,
+    /// The time of the engine timer armed for the next balloon event (`u64::MAX`: none),
+    /// so that it happens on time while every vCPU sleeps.
+    host_timer: u64,
 }
+
+/// The engine timer's token of the balloon events (scripted targets, MOM, a round due in a
+/// VM whose vCPUs all halt): the timer only makes an event at their time, whose
+/// [`Exec::before`] handles them.
+const HOST_HOOK: u32 = u32::MAX;
 
 impl VmExec<'_, '_> {
     /// After a vCPU's step: an allocation in it that found the host's free pages at the low
@@ -189,6 +202,23 @@ impl VmExec<'_, '_> {
             None => {}
         }
         self.vms[i].steal_until(v, now);
+        if self.vms[i].oom_killed() {
+            // The guest OOM-killed the workload: nothing is left to run on its vCPUs.
+            self.vcpus[t].held = None;
+            return Ok(Step::Done(self.vms[i].clock(v)));
+        }
+        if self.vms[i].balloon_due(self.vms[i].clock(v)) {
+            // The balloon's work item runs on this vCPU (see `vm/machine/ballooning.rs`).
+            let wl = &*self.wls[i];
+            self.vms[i].balloon_round(v, &|pid, vpn| wl.content_class(pid, vpn))?;
+            let at = self.vms[i].clock(v);
+            self.note_kswapd(s, at);
+            self.note_guest_kswapd(s, i, at);
+            // The next round's time, for a vCPU to be woken then if all halt.
+            s.hook_at = self.hook_at();
+            self.arm_host_timer(s);
+            return Ok(Step::Ran(at));
+        }
         let task = self.guest_pick(t);
         if task != self.vcpus[t].cur {
             self.vcpus[t].cur = task;
@@ -255,7 +285,7 @@ impl VmExec<'_, '_> {
                 let c0 = self.vms[i].clock(v);
                 let vc = &mut self.vcpus[t];
                 // The host's kswapd is woken after the step (`note_kswapd`), not by its ops.
-                let out = Self::run_ops(
+                let out = match Self::run_ops(
                     &mut self.vms[i],
                     &mut *self.wls[i],
                     (&mut vc.buf, &mut vc.pos),
@@ -263,8 +293,14 @@ impl VmExec<'_, '_> {
                     self.step_ns,
                     &mut None,
                     &mut |_| None,
-                )?;
+                ) {
+                    Ok(out) => out,
+                    // A guest with a balloon device kills the workload when out of memory.
+                    Err(e) if !self.vms[i].oom_kill(v) => return Err(e),
+                    Err(_) => Ran::Done,
+                };
                 let vm = &mut self.vms[i];
+                vm.balloon_charge_oom(v);
                 let out = out.into_step(vm, v, &mut vc.held);
                 let c1 = vm.clock(v);
                 vc.vruntime += c1 - c0;
@@ -544,8 +580,12 @@ impl Exec for VmExec<'_, '_> {
         }
     }
 
-    /// Native kswapd has finished freeing `token` more of the frames its pass reclaimed.
+    /// Native kswapd has finished freeing `token` more of the frames its pass reclaimed (or
+    /// the host's balloon events are due: [`HOST_HOOK`], handled by `before`).
     fn timer(&mut self, _s: &mut Sched, token: u32, _now: u64) -> Result<()> {
+        if token == HOST_HOOK {
+            return Ok(());
+        }
         self.vms[0].hold_kswapd_frames(-(token as i64));
         Ok(())
     }
@@ -555,12 +595,79 @@ impl Exec for VmExec<'_, '_> {
             self.sample(s, self.next_sample)?;
             self.next_sample += self.sample_every_ns;
         }
-        s.hook_at = self.next_sample;
+        // The host's side of ballooning: scripted targets (`virsh setmem`), then MOM.
+        if now >= self.next_script {
+            self.next_script = self
+                .vms
+                .iter_mut()
+                .map(|vm| vm.balloon_script(now))
+                .min()
+                .unwrap_or(u64::MAX);
+        }
+        if let Some(m) = self.mom.as_mut() {
+            m.poll(self.vms, now);
+        }
+        self.kick_for_balloon(s, now);
+        s.hook_at = self.hook_at();
+        self.arm_host_timer(s);
         Ok(())
     }
 }
 
 impl VmExec<'_, '_> {
+    /// When [`Exec::before`] is next due: a sample or a balloon event.
+    fn hook_at(&self) -> u64 {
+        self.next_sample.min(self.host_events_at())
+    }
+
+    /// When the next balloon event is due (`u64::MAX`: none): the host's (a scripted
+    /// target, MOM's sample or policy) or a VM's next round.
+    fn host_events_at(&self) -> u64 {
+        let mom = self.mom.as_ref().map_or(u64::MAX, |m| m.next_event());
+        let rounds = self
+            .vms
+            .iter()
+            .filter_map(|vm| vm.balloon_next_due())
+            .min()
+            .unwrap_or(u64::MAX);
+        self.next_script.min(mom).min(rounds)
+    }
+
+    /// Arm the engine's timer at the next balloon event, once per event time (never in
+    /// the past).
+    fn arm_host_timer(&mut self, s: &mut Sched) {
+        let at = self.host_events_at();
+        if at != u64::MAX && at != self.host_timer {
+            self.host_timer = at;
+            s.timer(at.max(s.now), HOST_HOOK);
+        }
+    }
+
+    /// A VM whose balloon round is due at `now` and none of whose vCPUs is running or
+    /// runnable: its first halted vCPU is woken to run the round (the work item runs on an
+    /// otherwise idle vCPU; a running one picks the round up at its next step).
+    fn kick_for_balloon(&mut self, s: &mut Sched, now: u64) {
+        for (i, vm) in self.vms.iter().enumerate() {
+            if !vm.balloon_due(now) {
+                continue;
+            }
+            let ts = &self.threads_of[i];
+            let state = |t: usize| s.threads[t].state;
+            if ts
+                .iter()
+                .any(|&t| matches!(state(t), State::Runnable | State::Running))
+            {
+                continue;
+            }
+            if let Some(&t) = ts
+                .iter()
+                .find(|&&t| matches!(state(t), State::Blocked | State::Sleeping))
+            {
+                s.kick(t, now);
+            }
+        }
+    }
+
     /// Native paging: kswapd runs one `balance_pgdat` pass per step. The machine freed the
     /// pass's pages at once; kswapd frees them over the pass's simulated time, in
     /// `shrink_folio_list` batches of SWAP_CLUSTER_MAX: they are held back and each batch
@@ -660,6 +767,8 @@ pub(super) struct EngineOut {
     pub context_switches: u64,
     pub slice_ns: u64,
     pub series: Vec<crate::timed::Sample>,
+    /// The balloon manager's counters, if it ran.
+    pub mom: Option<crate::vm::balloon::ManagerCounters>,
 }
 
 /// Run all VMs' vCPUs on `hc.cpus` host CPUs with the host's kswapd (see
@@ -715,7 +824,12 @@ pub(super) fn schedule(
     } else {
         u64::MAX
     };
-    s.hook_at = next_sample;
+    let mom = super::ballooning::MomThread::new(vms)?;
+    let next_script = vms
+        .iter_mut()
+        .map(|vm| vm.balloon_script(0))
+        .min()
+        .unwrap_or(u64::MAX);
     let mut x = VmExec {
         vcpus,
         gk: vec![GuestKswapd::default(); vms.len()],
@@ -734,7 +848,12 @@ pub(super) fn schedule(
         sample_every_ns: opts.sample_every_ns,
         next_sample,
         series: Vec::new(),
+        mom,
+        next_script,
+        host_timer: u64::MAX,
     };
+    s.hook_at = x.hook_at();
+    x.arm_host_timer(&mut s);
     s.run(&mut x, opts.progress)?;
     if x.sample_every_ns > 0 {
         x.sample(&s, s.end_ns)?;
@@ -766,5 +885,6 @@ pub(super) fn schedule(
         context_switches: s.context_switches,
         slice_ns: s.cfg.slice_ns,
         series: std::mem::take(&mut x.series),
+        mom: x.mom.as_ref().map(|m| m.counters()),
     })
 }
