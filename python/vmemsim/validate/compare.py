@@ -1,9 +1,10 @@
 """The kernel and vmemsim on the same access sequence, counter by counter.
 
 The simulator replays the sequence the guest program made, each write as the load and store
-the program issues (:meth:`Workload.cpu_accesses`), on a machine with the memory the kernel had free just before the phase (``nr_free_pages``), the
-kernel's own watermarks (summed over its zones), and the same ``vm.page-cluster`` and
-``vm.swappiness``; a zram run replays with a synchronous swap device.
+the program issues (:meth:`Workload.cpu_accesses`), on a machine with the kernel's zones as
+they were just before the phase (each zone's free pages, watermarks and ``lowmem_reserve``:
+:func:`kernel_zones`; one zone of ``nr_free_pages`` with the watermarks summed when told so),
+and the same ``vm.page-cluster`` and ``vm.swappiness``; a zram run replays with a synchronous swap device.
 
 With a :class:`Timing` (``vmemsim validate --timed``) the sequence runs on the timed machine
 instead (:func:`simulate_timed`): one CPU that the program and kswapd share, as the guest's
@@ -88,8 +89,8 @@ FILE_COUNTERS: List[Tuple[str, Callable[[Dict[str, int]], int], Callable[[Dict[s
      lambda s: s["workingset_activate_file"]),
     ("pgscan_file", lambda v: v.get("pgscan_file", 0), lambda s: s["pgscan_file"]),
     # The kernel's pgscan counts the folios isolate_lru_folios skipped for being above the
-    # reclaim's zone (kswapd balancing ZONE_DMA skips ZONE_DMA32's: pgskip_dma32); vmemsim
-    # has one zone. This row takes them off.
+    # reclaim's zone (kswapd balancing a boosted ZONE_DMA skips ZONE_DMA32's: pgskip_dma32);
+    # vmemsim models the zones but not the boost, so it never skips. This row takes them off.
     (
         "pgscan_file-pgskip",
         lambda v: v.get("pgscan_file", 0) - sum(n for k, n in v.items() if k.startswith("pgskip_")),
