@@ -520,3 +520,61 @@ def test_sync_fadvise_truncate_and_direct_io_records(tmp_path: Path) -> None:
     other_in = s["pgpgin"] - 8
     assert other_in == 4 * s["file_reads"]  # every other KiB in: page-cache reads of libc etc.
     assert s["pgpgout"] == 64 + 4 and s["file_writebacks"] == 16 and s["nr_dirty"] == 0
+
+
+UNLINK = r"""
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char buf[8192];
+    memset(buf, 5, sizeof buf);
+    /* a: written, closed, then unlinked: gone at the unlink. */
+    int a = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0644);
+    write(a, buf, 8192);
+    close(a);
+    unlink(argv[1]);
+    /* b: unlinked while open (a temporary file): gone at its close, after the write that
+       follows the unlink. */
+    int b = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0644);
+    write(b, buf, 4096);
+    unlink(argv[2]);
+    write(b, buf, 4096);
+    close(b);
+    /* c: a second name (hard link) removed: c lives on, no record. */
+    int c = open(argv[3], O_RDWR | O_CREAT | O_TRUNC, 0644);
+    write(c, buf, 4096);
+    close(c);
+    link(argv[3], argv[4]);
+    unlink(argv[4]);
+    /* a's name again: a new file (its inode number may come back), a new id. */
+    a = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0644);
+    write(a, buf, 4096);
+    close(a);
+    return 0;
+}
+"""
+
+
+def test_unlink_ends_a_file_at_its_last_name_and_descriptor(tmp_path: Path) -> None:
+    exe = _compile(tmp_path, "unlink", UNLINK)
+    a, b, c, c2 = (tmp_path / n for n in ("a.bin", "b.bin", "c.bin", "c2.bin"))
+    out = tmp_path / "un.vmt"
+    rec = record([str(exe), str(a), str(b), str(c), str(c2)], str(out))
+    assert rec.returncode == 0 and rec.stats["complete"]
+    d = read_recorded(str(out))
+    mine = (str(a), str(b), str(c))
+    got = [(e["op"], e["path"], e["offset"], e["len"]) for e in d["events"] if e["path"] in mine]
+    assert got == [
+        ("write", str(a), 0, 8192), ("unlink", str(a), 0, 0),
+        ("write", str(b), 0, 4096), ("write", str(b), 4096, 4096), ("unlink", str(b), 0, 0),
+        ("write", str(c), 0, 4096),
+        ("write", str(a), 0, 4096),
+    ]
+    ids = [e["file"] for e in d["events"] if e["path"] == str(a)]
+    assert ids[0] == ids[1] != ids[2]
+    # Replayed: a's 2 pages and b's 2 are freed unwritten at their unlink records; c's page
+    # and the second a's stay cached, dirty (no fsync, far below the dirty limits).
+    r = vmemsim.replay(str(out), policy="clock-lru", frames=4096)
+    assert r.stats["pgpgout"] == 0
+    assert r.stats["nr_dirty"] == 2

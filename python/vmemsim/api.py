@@ -611,7 +611,7 @@ def replay(
     It replaces ``watermarks``.
 
     The file I/O records of a recorded trace (``read``, ``write``, ``pread64``,
-    ``pwrite64``, ``fsync``, ``fadvise64``, ``ftruncate``, ``read_direct``/``write_direct`` of
+    ``pwrite64``, ``fsync``, ``fadvise64``, ``ftruncate``, ``unlink``, ``read_direct``/``write_direct`` of
     ``O_DIRECT`` files; MSR/SNIA imports) go through the page cache, with readahead of at most
     ``read_ahead_kb`` KiB (the files' device's ``read_ahead_kb``; 0 = none): ``stats`` counts
     ``file_io``, ``pgpgin``/``pgpgout`` (KiB), ``nr_file_pages``, ``nr_dirty``,

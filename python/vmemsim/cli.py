@@ -1513,7 +1513,8 @@ register(
     "accesses as a recorded trace: per thread, consecutive accesses to one page folded into "
     "one record with a count and an instruction stamp, reads/writes, and the file I/O "
     "system calls (read, write, pread64, pwrite64, mmap, fsync, fadvise64, ftruncate of "
-    "regular files; O_DIRECT reads and writes with their buffer). Every trace "
+    "regular files; O_DIRECT reads and writes with their buffer; a file's unlink once its "
+    "last name and descriptor are gone). Every trace "
     "command reads the result. Exits with CMD's status. Needs valgrind and gcc "
     "(apt-get install valgrind gcc); the tool is built on first use.",
 )

@@ -21,7 +21,11 @@
      iovecs fill or drain one consecutive file range, of the bytes transferred);
    - on a file open with O_DIRECT, those reads and writes as direct ones (ops 9, 10) with the
      user buffer's address (the first iovec's); fsync / fdatasync (op 6), fadvise64 (op 7,
-     the advice in the address field), ftruncate (op 8, the new size as the length).
+     the advice in the address field), ftruncate (op 8, the new size as the length);
+   - the end of a recorded file (op 11, unlink): when unlink / unlinkat removes its last
+     name (nlink 1) and no descriptor of the process is open on it, at once; else at the
+     close of the last descriptor on it. The file's entry is then forgotten, so a new file
+     that gets the same inode number is a new file id.
 
    The stamp is the number of guest instructions executed by all threads before the access:
    a counter in memory that the instrumented code bumps by the superblock's instruction
@@ -44,7 +48,9 @@
    and starts the same pid anew; if execve fails the next block starts it again). The
    converter (recorder.rs) gives each process's threads distinct trace tids.
 
-   Left out: sendfile/copy_file_range/splice/io_uring, munmap, truncate and unlink by path,
+   Left out: sendfile/copy_file_range/splice/io_uring, munmap, truncate by path, rename over
+   a recorded file (its old inode goes too), descriptors shared with another process (a
+   forked child's close ends the file for its parent too, or the reverse),
    sync_file_range and msync are not recorded (the trace format has no record for them); an access spanning more than two pages (a page size
    below the access size) counts on its first and last page only; a process killed
    (SIGKILL) while writing a block corrupts the stream from there. */
@@ -301,7 +307,7 @@ static void send_end(void);
 
 /* ------------------------------------------------------------------ files */
 
-typedef struct { ULong dev, ino; UInt id; } FileKey;
+typedef struct { ULong dev, ino; UInt id; Bool unlinked; } FileKey;
 static FileKey* files;
 static UInt n_files, cap_files;
 
@@ -322,6 +328,7 @@ static Int file_id(Int fd, UInt thread)
    files[n_files].dev = st.dev;
    files[n_files].ino = st.ino;
    files[n_files].id = id;
+   files[n_files].unlinked = False;
    n_files++;
    const HChar* path = NULL;
    if (!VG_(resolve_filename)(fd, &path) || path == NULL)
@@ -337,6 +344,69 @@ static Int file_id(Int fd, UInt thread)
    VG_(memcpy)(&buf[buf_n], path, len);
    buf_n += words;
    return (Int)id;
+}
+
+/* The entry of the recorded file with this device and inode, or -1. */
+static Int file_index(ULong dev, ULong ino)
+{
+   for (UInt i = n_files; i > 0; i--)
+      if (files[i - 1].dev == dev && files[i - 1].ino == ino)
+         return (Int)i - 1;
+   return -1;
+}
+
+/* Whether a descriptor of this process other than `except` is open on the inode. */
+static Bool inode_open(ULong dev, ULong ino, Int except)
+{
+   struct vg_stat st;
+   for (Int fd = 0; fd < 4096; fd++)
+      if (fd != except && VG_(fstat)(fd, &st) == 0 && st.dev == dev && st.ino == ino)
+         return True;
+   return False;
+}
+
+/* The file is gone: its unlink record (op 11), and its entry forgotten (the inode number
+   may come back as another file). */
+static void file_gone(Int idx, UInt thread)
+{
+   room(6);
+   buf[buf_n++] = head_word(K_IO, thread, 11);
+   buf[buf_n++] = icount;
+   buf[buf_n++] = (ULong)files[idx].id;
+   buf[buf_n++] = 0;
+   buf[buf_n++] = 0;
+   buf[buf_n++] = 0;
+   n_io_records++;
+   files[idx] = files[n_files - 1];
+   n_files--;
+}
+
+/* An unlink / unlinkat or close in progress, per thread: the inode it may end. */
+#define VMREC_MAX_THREADS 4096
+static struct { ULong dev, ino; Bool set; } pending[VMREC_MAX_THREADS];
+
+/* The inode a path names (relative to dirfd for unlinkat), if it is a recorded regular
+   file with one name left, not a symbolic link. */
+static Bool last_name_of_recorded(Int dirfd, const HChar* path, ULong* dev, ULong* ino)
+{
+   if (path == NULL)
+      return False;
+   HChar full[4096];
+   if (path[0] == '/' || dirfd == VKI_AT_FDCWD)
+      VG_(snprintf)(full, sizeof full, "%s", path);
+   else
+      VG_(snprintf)(full, sizeof full, "/proc/self/fd/%d/%s", dirfd, path);
+   HChar link[8];
+   if (VG_(readlink)(full, link, sizeof link) >= 0)
+      return False; /* unlink removes the link, not its target */
+   struct vg_stat st;
+   if (sr_isError(VG_(stat)(full, &st)) || !VKI_S_ISREG(st.mode) || st.nlink != 1)
+      return False;
+   if (file_index(st.dev, st.ino) < 0)
+      return False;
+   *dev = st.dev;
+   *ino = st.ino;
+   return True;
 }
 
 /* O_DIRECT in the open file's flags (F_GETFL; the value is the architecture's). */
@@ -356,12 +426,63 @@ static void vmrec_pre_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs)
 {
    if (sysno == __NR_execve || sysno == __NR_execveat)
       send_end();
+   if (out_fd < 0 || tid >= VMREC_MAX_THREADS)
+      return;
+   pending[tid].set = False;
+   ULong dev, ino;
+   struct vg_stat st;
+   switch (sysno) {
+#if defined(__NR_unlink)
+   case __NR_unlink:
+      pending[tid].set = last_name_of_recorded(VKI_AT_FDCWD, (const HChar*)args[0], &dev, &ino);
+      break;
+#endif
+   case __NR_unlinkat:
+      if (args[2] & 0x200) /* AT_REMOVEDIR */
+         return;
+      pending[tid].set = last_name_of_recorded((Int)args[0], (const HChar*)args[1], &dev, &ino);
+      break;
+   case __NR_close: {
+      Int fd = (Int)args[0];
+      if (VG_(fstat)(fd, &st) != 0 || !VKI_S_ISREG(st.mode))
+         return;
+      Int i = file_index(st.dev, st.ino);
+      if (i < 0 || !files[i].unlinked)
+         return;
+      dev = st.dev;
+      ino = st.ino;
+      pending[tid].set = True;
+      break;
+   }
+   default:
+      return;
+   }
+   pending[tid].dev = dev;
+   pending[tid].ino = ino;
 }
 
 static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs, SysRes res)
 {
    if (out_fd < 0 || sr_isError(res))
       return;
+   if ((sysno == __NR_unlinkat || sysno == __NR_close
+#if defined(__NR_unlink)
+        || sysno == __NR_unlink
+#endif
+        ) && tid < VMREC_MAX_THREADS) {
+      if (!pending[tid].set)
+         return;
+      pending[tid].set = False;
+      Int i = file_index(pending[tid].dev, pending[tid].ino);
+      if (i < 0)
+         return;
+      flush_runs();
+      if (inode_open(pending[tid].dev, pending[tid].ino, -1))
+         files[i].unlinked = True; /* open still: it ends at the last close */
+      else
+         file_gone(i, thread_number(tid));
+      return;
+   }
    UWord r = sr_Res(res);
    UInt op;
    Int fd;

@@ -800,7 +800,7 @@ impl<P: Policy> Machine<P> {
         // The byte after the range the record reaches (fsync and fadvise64 name ranges that
         // need not exist: none).
         let end = match io.op {
-            FileOp::Fsync | FileOp::Fadvise => Some(0),
+            FileOp::Fsync | FileOp::Fadvise | FileOp::Unlink => Some(0),
             FileOp::Ftruncate => Some(io.len),
             _ => io.offset.checked_add(io.len),
         };
@@ -852,6 +852,13 @@ impl<P: Policy> Machine<P> {
             FileOp::Ftruncate => {
                 self.stats.file_io += 1;
                 self.truncate_setsize(i, io.len);
+            }
+            FileOp::Unlink => {
+                // `iput_final` → `evict` → `truncate_inode_pages_final`: every page and
+                // shadow of the file goes, dirty pages unwritten (`folio_cancel_dirty`).
+                // Left out: the wait for pages under writeback (`folio_wait_writeback`).
+                self.stats.file_io += 1;
+                self.truncate_setsize(i, 0);
             }
             FileOp::DirectRead | FileOp::DirectWrite => {
                 self.stats.file_io += 1;
@@ -2124,6 +2131,31 @@ mod sync_tests {
         m.file_io(&io(FileOp::Pread, 0, 4096, 0)).unwrap();
         assert_eq!(m.stats.workingset_refault_file, refaults);
         assert_eq!(cached(&m), [0]);
+    }
+
+    #[test]
+    fn unlink_frees_every_page_dirty_ones_unwritten() {
+        // 8 pages read, pages 2 and 5 rewritten (dirty): 8 cached, 2 dirty, nothing out.
+        let mut m = machine(16, 0, 8, 8);
+        m.file_io(&io(FileOp::Pread, 0, 8 * 4096, 0)).unwrap();
+        m.file_io(&io(FileOp::Pwrite, 2 * 4096, 4096, 0)).unwrap();
+        m.file_io(&io(FileOp::Pwrite, 5 * 4096, 4096, 0)).unwrap();
+        assert_eq!(
+            (m.stats.nr_file_pages, m.stats.nr_dirty, m.stats.pgpgout),
+            (8, 2, 0)
+        );
+        let free = m.mm.frames.n_free();
+        // truncate_inode_pages_final: all 8 frames free again, the 2 dirty pages dropped
+        // without a write (pgpgout stays 0), the file's size 0.
+        m.file_io(&io(FileOp::Unlink, 0, 0, 0)).unwrap();
+        assert!(cached(&m).is_empty());
+        assert_eq!(
+            (m.stats.nr_file_pages, m.stats.nr_dirty, m.stats.pgpgout),
+            (0, 0, 0)
+        );
+        assert_eq!(m.mm.frames.n_free(), free + 8);
+        assert_eq!(m.mm.cache.file(0).i_size, 0);
+        m.validate().unwrap();
     }
 
     #[test]

@@ -29,9 +29,9 @@
 //!                     chunk's access records that come before it; non-decreasing) and `kind`:
 //!            kind 0   file-table entry: id, path_len, then path_len bytes of path (UTF-8;
 //!                     other bytes are replaced when read)
-//!            kind 1..=10 file I/O (1 read, 2 write, 3 pread64, 4 pwrite64, 5 mmap, 6 fsync,
+//!            kind 1..=11 file I/O (1 read, 2 write, 3 pread64, 4 pwrite64, 5 mmap, 6 fsync,
 //!                     7 fadvise64, 8 ftruncate, 9 a read and 10 a write of a file open with
-//!                     O_DIRECT): tid, stamp, file id, offset, length, addr (see
+//!                     O_DIRECT, 11 unlink): tid, stamp, file id, offset, length, addr (see
 //!                     [`FileIo`] for what each holds per call)
 //! ```
 //!
@@ -134,6 +134,12 @@ pub enum FileOp {
     DirectRead = 9,
     /// A write of a file open with `O_DIRECT`, as [`FileOp::DirectRead`].
     DirectWrite = 10,
+    /// The file is gone: its last name was removed (`unlink`, `unlinkat`) and no file
+    /// descriptor of the program is open on it any more (the record comes at the `close` of
+    /// the last one when the file was still open). Offset, length and addr 0. The kernel
+    /// frees its pages then (`iput_final` → `evict` → `truncate_inode_pages_final`: dirty
+    /// pages are dropped unwritten).
+    Unlink = 11,
 }
 
 /// `POSIX_FADV_*` (include/uapi/linux/fadvise.h), the advice of a [`FileOp::Fadvise`].
@@ -147,7 +153,7 @@ pub mod fadv {
 }
 
 impl FileOp {
-    pub const ALL: [FileOp; 10] = [
+    pub const ALL: [FileOp; 11] = [
         FileOp::Read,
         FileOp::Write,
         FileOp::Pread,
@@ -158,6 +164,7 @@ impl FileOp {
         FileOp::Ftruncate,
         FileOp::DirectRead,
         FileOp::DirectWrite,
+        FileOp::Unlink,
     ];
 
     pub fn from_code(code: u64) -> Option<FileOp> {
@@ -177,6 +184,7 @@ impl FileOp {
             FileOp::Ftruncate => "ftruncate",
             FileOp::DirectRead => "read_direct",
             FileOp::DirectWrite => "write_direct",
+            FileOp::Unlink => "unlink",
         }
     }
 }
@@ -1042,6 +1050,8 @@ pub fn file_specs(path: &str) -> Result<Vec<crate::mm::FileSpec>> {
                             *written = x.len;
                             *extent = (*extent).max(x.len);
                         }
+                        // Gone: nothing of it is left for a later record to find.
+                        FileOp::Unlink => *written = 0,
                         FileOp::Mmap | FileOp::Fsync | FileOp::Fadvise => {}
                     }
                 }

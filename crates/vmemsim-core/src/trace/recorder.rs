@@ -14,7 +14,7 @@
 //! record   w0 = kind | thread << 8 | x << 32 (kind 8 bits, thread 24 bits, x 32 bits),
 //!          then words by kind:
 //!   kind 1 / 2 / 3  a read / write / fetch run: x = count; stamp, page
-//!   kind 4          file I/O: x = op (1..=10 as in FileOp); stamp, file, offset, len, addr
+//!   kind 4          file I/O: x = op (1..=11 as in FileOp); stamp, file, offset, len, addr
 //!   kind 5          file-table entry: x = path length; file id, then the path padded with
 //!                   zero bytes to whole words
 //!   kind 6          end of a process's records: x = 0; access records sent, I/O records sent
