@@ -15,11 +15,11 @@ fn cfg(paging: Paging, guest_frames: u32, host_frames: u32, tc: TranslateConfig)
     c
 }
 
-/// Each vCPU's whole stream, given at once.
-struct Script(Vec<Vec<Op>>, Vec<bool>);
+/// Each vCPU's whole stream, given at once (also the balloon's tests' workload).
+pub(super) struct Script(Vec<Vec<Op>>, Vec<bool>);
 
 impl Script {
-    fn new(v: Vec<Vec<Op>>) -> Script {
+    pub(super) fn new(v: Vec<Vec<Op>>) -> Script {
         let n = v.len();
         Script(v, vec![false; n])
     }

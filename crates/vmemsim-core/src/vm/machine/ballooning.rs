@@ -576,28 +576,10 @@ mod tests {
     use crate::workload::{Op, Workload};
 
     /// Each vCPU's whole stream, given at once.
-    struct Script(Vec<Vec<Op>>, Vec<bool>);
-
-    impl Workload for Script {
-        fn name(&self) -> String {
-            "script".into()
-        }
-        fn threads(&self) -> usize {
-            self.0.len()
-        }
-        fn footprint_pages(&self) -> u64 {
-            0
-        }
-        fn next_ops(&mut self, v: usize, buf: &mut Vec<Op>) -> Result<()> {
-            if !std::mem::replace(&mut self.1[v], true) {
-                buf.extend_from_slice(&self.0[v]);
-            }
-            Ok(())
-        }
-    }
+    use crate::vm::tests::Script;
 
     fn script(ops: Vec<Op>) -> Script {
-        Script(vec![ops], vec![false])
+        Script::new(vec![ops])
     }
 
     fn compute(n: usize) -> Vec<Op> {
