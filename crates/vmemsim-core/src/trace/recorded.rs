@@ -1416,8 +1416,8 @@ mod tests {
         );
         // An unknown event kind.
         assert_eq!(
-            err([head(0, 1, [0, 0, 0, 0]), vec![0, 11]].concat(), 1),
-            "corrupt chunk: unknown event kind 11 (valid: 0..=10)"
+            err([head(0, 1, [0, 0, 0, 0]), vec![0, 12]].concat(), 1),
+            "corrupt chunk: unknown event kind 12 (valid: 0..=11)"
         );
         // An I/O record naming a file never defined.
         assert_eq!(
