@@ -316,3 +316,19 @@ def test_frames_over_100_percent_is_said_not_silent():
     assert d["stats"]["major_faults"] == 0 and d["stats"].get("evictions", 0) == 0
     r = subprocess.run(base + ["--frames", "50%"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "note" not in r.stderr
+
+
+def test_zones_flag_splits_the_machine(tmp_path: Path) -> None:
+    # 1,000 frames as DMA 100 (watermarks 4/5/6, reserve 10) + DMA32 900 (20/30/40): 600 first
+    # touches come from DMA32 while its free pages exceed low (900 − 30 = 870 ≥ 600), so the
+    # allocator never falls back (get_page_from_freelist, highest zone first).
+    t = write_trace(tmp_path / "t.txt", list(range(600)))
+    d = run_json("replay", "--trace", str(t), "--policy", "clock-lru", "--frames", "1000",
+                 "--zones", "DMA:100:4/5/6:10,DMA32:900:20/30/40")
+    assert d["stats"]["pgalloc_zone"] == [0, 600]
+    p = run_cli("replay", "--trace", str(t), "--policy", "clock-lru", "--frames", "1000",
+                "--zones", "DMA:100:4/5")
+    assert_one_line_error(p, "--zones", "DMA:100:4/5")
+    p = run_cli("replay", "--trace", str(t), "--policy", "clock-lru", "--frames", "1000",
+                "--zones", "DMA:100,DMA32:800")
+    assert_one_line_error(p, "zones", "sum to 900")

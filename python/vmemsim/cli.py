@@ -271,6 +271,38 @@ def _watermarks(text: str) -> List[int]:
     return vals
 
 
+ZONES_HELP = (
+    "the machine's zones, lowest first, as NAME:FRAMES[:MIN/LOW/HIGH[:RESERVE]] separated by "
+    "commas, e.g. DMA:3808:48/60/72:82,DMA32:16162:266/332/398 (frames sum to --frames; "
+    "watermarks and lowmem_reserve derived as Linux does when left out); replaces "
+    "--watermarks (default: one zone)"
+)
+
+
+def _zones(text: str) -> List[Dict[str, object]]:
+    """``--zones``: NAME:FRAMES[:MIN/LOW/HIGH[:RESERVE]],... (the core checks the values)."""
+    out: List[Dict[str, object]] = []
+    for i, part in enumerate(t.strip() for t in text.split(",")):
+        f = part.split(":")
+        try:
+            if not 2 <= len(f) <= 4 or not f[0]:
+                raise ValueError
+            z: Dict[str, object] = {"name": f[0], "frames": int(f[1], 0)}
+            if len(f) >= 3:
+                w = [int(x, 0) for x in f[2].split("/")]
+                if len(w) != 3:
+                    raise ValueError
+                z["watermarks"] = w
+            if len(f) == 4:
+                z["lowmem_reserve"] = int(f[3], 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"zone {i + 1}: expected NAME:FRAMES[:MIN/LOW/HIGH[:RESERVE]], got '{part}'"
+            ) from None
+        out.append(z)
+    return out
+
+
 def _key_values(items: Optional[Sequence[str]], flag: str = "--opt") -> Dict[str, str]:
     out: Dict[str, str] = {}
     for item in items or []:
@@ -608,6 +640,7 @@ def _fmt_bytes(n: int) -> str:
 def _configure_replay(p: argparse.ArgumentParser) -> None:
     add_trace_arguments(p)
     add_policy_arguments(p)
+    p.add_argument("--zones", type=_zones, default=None, metavar="SPEC", help=ZONES_HELP)
     p.add_argument(
         "--swap",
         default="disk",
@@ -667,6 +700,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     kwargs["content_class"] = args.content_class
     kwargs["cgroup"] = args.cgroup
     kwargs["read_ahead_kb"] = args.read_ahead_kb
+    kwargs["zones"] = args.zones
     if args.series_out and args.sample_every <= 0:
         raise CliError("--series-out: needs --sample-every N with N at least 1")
     result = _with_progress(
@@ -755,6 +789,7 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--device", "--swap", dest="device", default=RUN["device"], metavar="SPEC",
                    help=doc("device"))
+    p.add_argument("--zones", type=_zones, default=None, metavar="SPEC", help=ZONES_HELP)
     p.add_argument("--cpus", type=_positive, default=RUN["cpus"], metavar="N", help=doc("cpus"))
     add_cost_argument(p)
     p.add_argument("--slice-ns", type=_positive, default=RUN["slice_ns"], metavar="NS",
@@ -787,7 +822,8 @@ def _run_run(args: argparse.Namespace) -> int:
             args.workload, device=args.device, cpus=args.cpus, costs=costs,
             slice_ns=args.slice_ns, sample_every_ns=args.sample_every_ns, progress=progress,
             step_ns=args.step_ns, cgroup=args.cgroup, tlb=args.tlb, kernel=args.kernel,
-            file_device=args.file_device, read_ahead_kb=args.read_ahead_kb, **kw,
+            file_device=args.file_device, read_ahead_kb=args.read_ahead_kb,
+            zones=args.zones, **kw,
         ),
     )
     if args.json:
