@@ -97,13 +97,16 @@ def test_vm_settings_and_costs_are_declared_once_in_the_core():
 
     from vmemsim.cli import build_parser
     from vmemsim.sweep import runner
-    from vmemsim.sweep.spec import SCHEMA
+    from vmemsim.sweep.spec import OPEN_TABLES, SCHEMA
 
     core = vmemsim.api.VM_DEFAULTS
     sig = inspect.signature(vmemsim.run_vm).parameters
+    # costs, balloon_costs, mom_config: None there is the core's table.
     for k, v in core.items():
-        if k not in ("workload", "translate", "costs"):
+        if k not in ("workload", "translate", "costs", "balloon_costs", "mom_config"):
             assert sig[k].default == v, k
+    assert sig["balloon_costs"].default is None and core["balloon_costs"]["kick_ns"] == 10_000
+    assert sig["mom_config"].default is None and core["mom_config"]["history"] == 10
     for path, arg in runner._VM_KEYS.items():
         if path.startswith("vm.") and arg != "walk_caches":  # walk_caches: translate's pwc
             assert SCHEMA[path].default == core[arg], path
@@ -131,7 +134,9 @@ def test_vm_settings_and_costs_are_declared_once_in_the_core():
             assert options[k].help.startswith(
                 vmemsim.api.vm_setting_help(k).replace("%", "%%")), k
         path = sweep_key.get(k, f"vm.{k}")
-        if path and path != "machine.costs":
+        if path in OPEN_TABLES:  # tables: their keys are the sweep's keys, path.KEY
+            assert vmemsim.api.vm_setting_help(k) in OPEN_TABLES[path] or k == "costs", k
+        elif path:
             assert path in SCHEMA, k
             if path.startswith("vm.") and path != "vm.walk_caches":
                 assert vmemsim.api.vm_setting_help(k) in SCHEMA[path].doc, k
@@ -202,11 +207,13 @@ def test_run_settings_are_declared_once_in_the_core():
     assert set(vmemsim.api.RUN_SCHEMA["properties"]) == set(core)
     assert all(p.get("description") for p in vmemsim.api.RUN_SCHEMA["properties"].values())
     sig = inspect.signature(vmemsim.run).parameters
-    # translate: not an argument of run(); costs, options: None there is the empty table.
+    # translate: not an argument of run(); costs, options: None there is the empty table;
+    # zones: None there is the empty list (one zone).
     for k, v in core.items():
-        if k not in ("workload", "translate", "costs", "options"):
+        if k not in ("workload", "translate", "costs", "options", "zones"):
             assert sig[k].default == v, k
     assert sig["costs"].default is None and sig["options"].default is None
+    assert sig["zones"].default is None and core["zones"] == []
     # The sweep's timed-run keys and the machine's knobs (cgroup: charge_device_ram inverted).
     for path, arg in runner._TIMED_KEYS.items():
         want = not core["charge_device_ram"] if arg == "cgroup" else core[arg]

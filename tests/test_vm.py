@@ -435,3 +435,45 @@ def test_balloon_keys_in_a_sweep(tmp_path):
     # 1 MiB = 256 pages (1 round), 2 MiB = 512 (2 rounds)
     assert list(df["balloon.actual_pages"]) == [256, 512]
     assert list(df["balloon.rounds"]) == [1, 2]
+
+
+def test_balloon_costs_and_moms_rules_from_the_cli_and_a_sweep(tmp_path):
+    import textwrap
+
+    from vmemsim.sweep import load_experiment, open_results, run_sweep
+
+    # The 2 MiB boot balloon above with a 20 µs kick: 2 × (256 × 250 + 20,000) = 168,000 ns of
+    # guest time; QEMU's 512 × 1,500 unchanged.
+    spec = "stress-vm:vcpus=1,bytes=4MiB,rounds=1"
+    out = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "vm", spec, "--balloon", "--balloon-size-mib", "2",
+         "--balloon-cost", "kick_ns=20000", "--json"], capture_output=True, text=True,
+        timeout=120)
+    assert out.returncode == 0, out.stderr
+    b = json.loads(out.stdout)["balloon"]
+    assert (b["guest_ns"], b["host_ns"]) == (168_000, 768_000)
+    bad = subprocess.run(
+        [sys.executable, "-m", "vmemsim", "vm", spec, "--balloon", "--mom",
+         "--mom-config", "history=0"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "mom_config.history" in bad.stderr
+    # A sweep's vm.balloon_costs.KEY: the same run per value.
+    p = tmp_path / "c.toml"
+    p.write_text(textwrap.dedent("""
+        [experiment]
+        name = "balloon-costs"
+        seeds = 1
+        [machine]
+        policy = "clock-lru"
+        frames = "200%"
+        [workload]
+        guest = "stress-vm:vcpus=1,bytes=4MiB,rounds=1"
+        [vm]
+        balloon = true
+        balloon_size_mib = 2
+        [sweep]
+        "vm.balloon_costs.kick_ns" = [10000, 20000]
+        """))
+    s = run_sweep(load_experiment(p), tmp_path / "res", workers=1, progress="quiet")
+    assert (s.ok, s.failed) == (2, 0), s.errors
+    df = open_results(tmp_path / "res").table().set_index("vm.balloon_costs.kick_ns")
+    assert list(df["balloon.guest_ns"]) == [148_000, 168_000]

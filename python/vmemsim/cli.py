@@ -347,6 +347,21 @@ def _cost_values(items: Optional[Sequence[str]]) -> Optional[Dict[str, Any]]:
     return costs or None
 
 
+def _number_table(items: Optional[Sequence[str]], flag: str) -> Optional[Dict[str, Any]]:
+    """Repeated ``KEY=NUMBER`` as a table of whole numbers or numbers (the core names an
+    unknown key or a bad value)."""
+    out: Dict[str, Any] = {}
+    for k, v in _key_values(items, flag).items():
+        try:
+            out[k] = int(v, 0)
+        except ValueError:
+            try:
+                out[k] = float(v)
+            except ValueError:
+                raise CliError(f"{flag} {k}: '{v}' is not a number") from None
+    return out or None
+
+
 class Progress:
     """A progress line on stderr, rewritten in place; cleared before anything else prints."""
 
@@ -902,6 +917,14 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
                    help=doc("mom", default=False))
     p.add_argument("--guest-swapoff", action="store_true", default=VM["guest_swapoff"],
                    help=doc("guest_swapoff", default=False))
+    p.add_argument("--balloon-cost", dest="balloon_costs", action="append", metavar="KEY=NS",
+                   help=doc("balloon_costs", default=False) + " (repeatable KEY=NS: "
+                   + ", ".join(f"{k} (default {v})" for k, v in VM["balloon_costs"].items())
+                   + ")")
+    p.add_argument("--mom-config", dest="mom_config", action="append", metavar="KEY=VALUE",
+                   help=doc("mom_config", default=False) + " (repeatable KEY=VALUE: "
+                   + ", ".join(f"{k} (default {v})" for k, v in VM["mom_config"].items())
+                   + ")")
     p.add_argument("--no-walk-caches", dest="walk_caches", action="store_false",
                    help="page-walk caches and the nested TLB off: a walk reads every entry "
                    "(vm.walk_caches = false)")
@@ -932,6 +955,8 @@ def _run_vm(args: argparse.Namespace) -> int:
         sample_every_ns=args.sample_every_ns, balloon=args.balloon,
         deflate_on_oom=args.deflate_on_oom, balloon_size_mib=args.balloon_size_mib,
         mom=args.mom, guest_swapoff=args.guest_swapoff,
+        balloon_costs=_number_table(args.balloon_costs, "--balloon-cost"),
+        mom_config=_number_table(args.mom_config, "--mom-config"),
     )
     if (args.folded or args.flamegraph) and not r.kvm_folded:
         raise CliError("--folded/--flamegraph: KVM's handler profile exists under "

@@ -150,6 +150,11 @@ def vm_kwargs(config: Mapping[str, Any], seed: int) -> Dict[str, Any]:
              if path.startswith("machine.costs.")}
     if costs:
         kw["costs"] = costs
+    for table in ("balloon_costs", "mom_config"):
+        t = {path[len(f"vm.{table}."):]: v for path, v in config.items()
+             if path.startswith(f"vm.{table}.")}
+        if t:
+            kw[table] = t
     kw.update(workload=config["workload.guest"], seed=seed)
     return kw
 

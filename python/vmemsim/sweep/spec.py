@@ -321,6 +321,10 @@ def _builtin_schema() -> None:
         "timed and VM runs: " + run_setting_help("file_device")
         + " In a VM: the host's disk that holds the VMs' disk images."))
     timed("run.step_ns", "step_ns", RUN["step_ns"])
+    register_open_table("vm.balloon_costs", "VM runs: " + vm_setting_help("balloon_costs")
+                        + " Keys: " + ", ".join(VM["balloon_costs"]))
+    register_open_table("vm.mom_config", "VM runs: " + vm_setting_help("mom_config")
+                        + " Keys: " + ", ".join(VM["mom_config"]))
     register_open_table("machine.costs", "timed and VM runs: the one cost table, CPU time "
                         "of each event in ns (cpu_ghz in GHz, kvm_work_ns a list): "
                         + ", ".join(COST_KEYS) + "; vmemsim.COST_DEFAULTS has the defaults")
