@@ -435,3 +435,29 @@ def test_balloon_keys_in_a_sweep(tmp_path):
     # 1 MiB = 256 pages (1 round), 2 MiB = 512 (2 rounds)
     assert list(df["balloon.actual_pages"]) == [256, 512]
     assert list(df["balloon.rounds"]) == [1, 2]
+
+
+def test_swap_pathologies_are_counted_per_vm():
+    # Two guests of 600 frames read a file three times through their page caches, on a
+    # host of 600 frames (its page cache of the images included): the first guest's 4 MiB
+    # file is more than its memory, so each pass reads it again, the second's 2 MiB stays
+    # cached after its first pass. The host swaps out clean page-cache pages of the images
+    # (silent swap writes), some in the slot after the previous block's, and swaps some of
+    # the first guest's back in under QEMU's DMA of a read into a frame the guest reuses
+    # (stale reads); the second guest reads each block once, into frames the host never
+    # backed before: no stale read. Every VM's counters sum to the run's; a VM without file
+    # I/O and a host with room has none.
+    keys = {"silent_swap_writes", "silent_swap_writes_in_sequence", "stale_swap_reads",
+            "false_swap_reads", "host_swap_readahead", "host_swap_readahead_hits"}
+    r = vmemsim.run_vm(["dd-like:bytes=4MiB,bs=4KiB,passes=3",
+                        "dd-like:bytes=2MiB,bs=4KiB,passes=3"],
+                       guest_frames=600, host_frames=600)
+    p = r.swap_pathologies
+    assert set(p) == keys
+    assert 0 < p["silent_swap_writes_in_sequence"] < p["silent_swap_writes"]
+    assert p["stale_swap_reads"] > 0
+    for k in keys:
+        assert p[k] == sum(v["swap_pathologies"][k] for v in r.per_vm)
+    assert r.per_vm[1]["swap_pathologies"]["stale_swap_reads"] == 0
+    quiet = vmemsim.run_vm("stress-vm:bytes=1MiB")
+    assert quiet.swap_pathologies == dict.fromkeys(keys, 0)

@@ -1178,6 +1178,7 @@ class RunResult:
     host_file_device_stats: Optional[Dict[str, Any]]
     double_cached_pages: int
     host_image_pages: int
+    swap_pathologies: Dict[str, int]
     cacol: Dict[str, int]
     device_frames_peak: int
     latency: Dict[str, Dict[str, float]]
@@ -1206,6 +1207,7 @@ class RunResult:
         d.setdefault("file_device_stats", None)
         d.setdefault("host_file_device_stats", None)
         d.setdefault("cacol", {})
+        d.setdefault("swap_pathologies", {})
         d.setdefault("per_vm", [])
         # (VM runs with a balloon device, and with MOM, only)
         d.setdefault("balloon", None)
@@ -1574,6 +1576,16 @@ def run_vm(
     ``double_cached_pages`` counts the guest's page-cache pages the host caches too and
     ``host_image_pages`` the host's pages of the image, at the end; with
     ``sample_every_ns`` each sample of ``series`` has them per VM (``caches``).
+    ``swap_pathologies`` counts what the host's swapping of the VM's memory did that
+    VSwapper (ASPLOS'14, §3) calls the pathologies of uncooperative swapping:
+    ``silent_swap_writes`` (pages written to host swap that hold a block of the guest's
+    disk image unchanged, a clean page of the guest's page cache), of those
+    ``silent_swap_writes_in_sequence`` (in the slot after the previous block's copy: their
+    decay is decayed swap sequentiality), ``stale_swap_reads`` (pages swapped in for QEMU's
+    DMA of a guest disk read to overwrite), ``false_swap_reads`` (pages swapped in for the
+    guest's fault to overwrite whole: ``clear_page``, the guest's swap-in, a file page's
+    read), ``host_swap_readahead`` and ``host_swap_readahead_hits`` (the host's swap
+    readahead of the VM's pages, and those later used); each VM's in ``per_vm``.
     ``balloon=True`` gives each guest a virtio-balloon device (Linux 6.8's driver, QEMU's
     device; tdp or shadow paging, 4k pages): ``balloon_size_mib`` inflates it at boot,
     ``mom=True`` runs MOM's balloon.rules on the host (``mom_config`` its tunables),

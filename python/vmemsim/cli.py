@@ -951,6 +951,9 @@ def _run_vm(args: argparse.Namespace) -> int:
         lines += ["", "page caches (double caching)"]
         lines.append(f"  {'guest pages cached twice':<24} {d['double_cached_pages']:>14,}")
         lines.append(f"  {'host pages of the image':<24} {d['host_image_pages']:>14,}")
+        lines += ["", "host swapping of the image's blocks (VSwapper §3)"]
+        for k in ("silent_swap_writes", "silent_swap_writes_in_sequence", "stale_swap_reads"):
+            lines.append(f"  {k:<24} {d.get('swap_pathologies', {}).get(k, 0):>14,}")
         lines += _file_device_lines("virtual disk", d["file_device_stats"], d["runtime_ns"])
         if d.get("host_file_device_stats"):
             lines += _file_device_lines("host disk", d["host_file_device_stats"],

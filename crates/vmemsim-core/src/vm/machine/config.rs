@@ -283,6 +283,11 @@ pub struct RunResult {
     pub double_cached_pages: u64,
     #[serde(default)]
     pub host_image_pages: u64,
+    /// In a VM: the pathologies of uncooperative host swapping (VSwapper §3) the host's
+    /// swapping of this VM's memory showed (silent swap writes, stale and false swap reads,
+    /// sequence of the image blocks in swap, swap readahead's use; module `pathologies`).
+    #[serde(default)]
+    pub swap_pathologies: super::SwapPathologies,
     /// With `cache_mode = cacol`: what Cacol did on the host (pages bypassed, hits,
     /// admitted; reclaim's pages scanned, decremented, evicted, evicted dirty; calls that
     /// found every VM at its low watermark).

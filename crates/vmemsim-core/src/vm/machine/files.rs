@@ -51,7 +51,7 @@ impl Layout {
         self.total += pages;
     }
 
-    fn block(&self, file: u32, index: u64) -> u64 {
+    pub(super) fn block(&self, file: u32, index: u64) -> u64 {
         self.starts.get(&file).copied().unwrap_or(0) + index
     }
 }
@@ -140,6 +140,8 @@ impl FileBackend for BlockFiles {
 #[derive(Default)]
 pub(super) struct VirtioLog {
     pub(super) dma: Vec<u64>,
+    /// The guest's writes that reached the image: (file, first page, pages).
+    pub(super) written: Vec<(u32, u64, u64)>,
     pub(super) err: Option<Error>,
 }
 
@@ -153,6 +155,8 @@ pub(super) struct VirtioDisk {
     virtio_ns: u64,
     copy_page_ns: u64,
     log: Rc<RefCell<VirtioLog>>,
+    /// The image block each guest frame holds unchanged (module `pathologies`).
+    blocks: Rc<RefCell<super::pathologies::ImageBlocks>>,
     /// The guest's view of its disk: requests, pages, their latency (from submission to
     /// completion) as service time.
     stats: DeviceStats,
@@ -226,7 +230,9 @@ impl FileBackend for VirtioDisk {
         if self.mode.host_cached() {
             end += pages * self.copy_page_ns;
         }
-        if !write {
+        if write {
+            self.log.borrow_mut().written.push((file, index, pages));
+        } else {
             self.log
                 .borrow_mut()
                 .dma
@@ -251,6 +257,11 @@ impl FileBackend for VirtioDisk {
 
     fn stats(&self) -> DeviceStats {
         self.stats.clone()
+    }
+
+    /// The guest dirtied a page-cache frame or dropped it: it no longer holds its block.
+    fn page_changed(&mut self, frame: crate::mm::FrameId) {
+        self.blocks.borrow_mut().clear(frame);
     }
 }
 
@@ -306,6 +317,11 @@ impl Vm {
                 }
                 let log = Rc::new(RefCell::new(VirtioLog::default()));
                 self.virtio = Some(log.clone());
+                let blocks = Rc::new(RefCell::new(super::pathologies::ImageBlocks::new(
+                    self.guest_frames,
+                )));
+                h.shared.borrow_mut().images[h.vm] = Some(blocks.clone());
+                self.image_blocks = Some(blocks.clone());
                 self.guest.set_file_backend(Box::new(VirtioDisk {
                     host: h.shared.clone(),
                     image,
@@ -314,6 +330,7 @@ impl Vm {
                     virtio_ns: self.costs.virtio_blk_ns,
                     copy_page_ns: self.costs.copy_page_ns,
                     log,
+                    blocks,
                     stats: DeviceStats::default(),
                 }));
             }
@@ -355,6 +372,7 @@ impl Vm {
         self.sync_guest_unmaps(Some(v))?;
         self.sync_host_unmaps();
         self.qemu_dma()?;
+        self.note_written();
         let after = self.work_snapshot();
         self.charge(v, &before, &after, false, cls);
         let w = self.guest.take_file_work();
@@ -402,6 +420,7 @@ impl Vm {
             host.qemu_touch(gfn)?;
         }
         self.sync_host_unmaps();
+        self.map_dma(&gfns);
         Ok(())
     }
 
@@ -479,8 +498,11 @@ impl HostSide {
     fn qemu_touch(&mut self, gfn: u64) -> Result<()> {
         let key = self.base + (gfn >> self.shift);
         let mut sh = self.shared.borrow_mut();
+        // A swap read here is a stale read (VSwapper §3): the copy overwrites the page.
+        sh.touch = HostTouch::QemuDma;
         sh.serve(key, true)?;
         sh.distribute();
+        sh.touch = HostTouch::Other;
         Ok(())
     }
 }
