@@ -451,7 +451,7 @@ def test_swap_pathologies_are_counted_per_vm():
             "false_swap_reads", "host_swap_readahead", "host_swap_readahead_hits"}
     r = vmemsim.run_vm(["dd-like:bytes=4MiB,bs=4KiB,passes=3",
                         "dd-like:bytes=2MiB,bs=4KiB,passes=3"],
-                       guest_frames=600, host_frames=600)
+                       guest_frames=600, host_frames=600, sample_every_ns=1_000_000)
     p = r.swap_pathologies
     assert set(p) == keys
     assert 0 < p["silent_swap_writes_in_sequence"] < p["silent_swap_writes"]
@@ -459,5 +459,8 @@ def test_swap_pathologies_are_counted_per_vm():
     for k in keys:
         assert p[k] == sum(v["swap_pathologies"][k] for v in r.per_vm)
     assert r.per_vm[1]["swap_pathologies"]["stale_swap_reads"] == 0
+    # Over time: each sample has each VM's counts so far, never falling, up to the totals.
+    silent = [s["caches"][0]["swap_pathologies"]["silent_swap_writes"] for s in r.series]
+    assert silent == sorted(silent) and 0 < silent[-1] <= p["silent_swap_writes"]
     quiet = vmemsim.run_vm("stress-vm:bytes=1MiB")
     assert quiet.swap_pathologies == dict.fromkeys(keys, 0)

@@ -1585,7 +1585,8 @@ def run_vm(
     DMA of a guest disk read to overwrite), ``false_swap_reads`` (pages swapped in for the
     guest's fault to overwrite whole: ``clear_page``, the guest's swap-in, a file page's
     read), ``host_swap_readahead`` and ``host_swap_readahead_hits`` (the host's swap
-    readahead of the VM's pages, and those later used); each VM's in ``per_vm``.
+    readahead of the VM's pages, and those later used); each VM's in ``per_vm``, and so far
+    in each sample's ``caches``.
     ``balloon=True`` gives each guest a virtio-balloon device (Linux 6.8's driver, QEMU's
     device; tdp or shadow paging, 4k pages): ``balloon_size_mib`` inflates it at boot,
     ``mom=True`` runs MOM's balloon.rules on the host (``mom_config`` its tunables),

@@ -50,8 +50,11 @@
 //!   readahead's usefulness on the VM's memory (the host's `swap_ra` and `swap_ra_hit`, by
 //!   VM).
 //!
+//! The totals are in the VM's result; with `sample_every_ns` each sample's `caches` has each
+//! VM's so far.
+//!
 //! Left out: §3's "False Page Anonymity" (the host model has no file-backed pages of QEMU's
-//! own code to compete with guest memory); counts over time (only totals); hosts with large
+//! own code to compete with guest memory); hosts with large
 //! pages (the counters stay 0 unless `host_page` is 4 KiB); the guest's copies to and from its
 //! page-cache frames (`copy_page_to_iter` / `copy_page_from_iter`), which do not touch the
 //! host in the VM layer, so a guest's read of a cached page never faults on the host.
@@ -64,7 +67,7 @@ use crate::mm::{pte_frame, pte_payload, PTE_SWAP};
 
 /// Per VM, what the host's swapping did that VSwapper (§3) calls its pathologies (see the
 /// module `pathologies`). Counted in host pages, with 4 KiB host pages only.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SwapPathologies {
     /// Host swap-outs of a page holding an image block unchanged (`swap_writepage`).
@@ -276,7 +279,7 @@ impl Vm {
     pub fn swap_pathologies(&self) -> SwapPathologies {
         self.host
             .as_ref()
-            .map(|h| h.shared.borrow().pathologies[h.vm].clone())
+            .map(|h| h.shared.borrow().pathologies[h.vm])
             .unwrap_or_default()
     }
 
