@@ -448,7 +448,8 @@ def test_swap_pathologies_are_counted_per_vm():
     # backed before: no stale read. Every VM's counters sum to the run's; a VM without file
     # I/O and a host with room has none.
     keys = {"silent_swap_writes", "silent_swap_writes_in_sequence", "stale_swap_reads",
-            "false_swap_reads", "host_swap_readahead", "host_swap_readahead_hits"}
+            "false_swap_reads", "host_swap_readahead", "host_swap_readahead_hits",
+            "hypervisor_code_faults"}
     r = vmemsim.run_vm(["dd-like:bytes=4MiB,bs=4KiB,passes=3",
                         "dd-like:bytes=2MiB,bs=4KiB,passes=3"],
                        guest_frames=600, host_frames=600, sample_every_ns=1_000_000)
@@ -464,3 +465,12 @@ def test_swap_pathologies_are_counted_per_vm():
     assert silent == sorted(silent) and 0 < silent[-1] <= p["silent_swap_writes"]
     quiet = vmemsim.run_vm("stress-vm:bytes=1MiB")
     assert quiet.swap_pathologies == dict.fromkeys(keys, 0)
+    # QEMU's code as 64 named host pages (false page anonymity): the host's reclaim takes
+    # them before the guests' anonymous memory, and QEMU's next request faults them back;
+    # without them (the default) there is no such fault.
+    assert p["hypervisor_code_faults"] == 0
+    text = vmemsim.run_vm("dd-like:bytes=4MiB,bs=4KiB,passes=3", guest_frames=600,
+                          host_frames=500, cache_mode="none", qemu_text_pages=64)
+    assert text.swap_pathologies["hypervisor_code_faults"] > 0
+    with pytest.raises(VmemsimError, match="qemu_text_pages"):
+        vmemsim.run_vm("stress-vm:bytes=1MiB", qemu_text_pages=-1)

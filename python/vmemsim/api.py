@@ -1532,6 +1532,7 @@ def run_vm(
     mom: bool = False,
     mom_config: Optional[Mapping[str, Any]] = None,
     guest_swapoff: bool = False,
+    qemu_text_pages: int = 0,
 ) -> RunResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
     ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host:
@@ -1585,8 +1586,10 @@ def run_vm(
     DMA of a guest disk read to overwrite), ``false_swap_reads`` (pages swapped in for the
     guest's fault to overwrite whole: ``clear_page``, the guest's swap-in, a file page's
     read), ``host_swap_readahead`` and ``host_swap_readahead_hits`` (the host's swap
-    readahead of the VM's pages, and those later used); each VM's in ``per_vm``, and so far
-    in each sample's ``caches``.
+    readahead of the VM's pages, and those later used), ``hypervisor_code_faults`` (with
+    ``qemu_text_pages``: refaults of QEMU's code, that many host pages of named memory the
+    host runs through for each of the guest's disk requests and reclaims as any file page:
+    false page anonymity); each VM's in ``per_vm``, and so far in each sample's ``caches``.
     ``balloon=True`` gives each guest a virtio-balloon device (Linux 6.8's driver, QEMU's
     device; tdp or shadow paging, 4k pages): ``balloon_size_mib`` inflates it at boot,
     ``mom=True`` runs MOM's balloon.rules on the host (``mom_config`` its tunables),
@@ -1645,6 +1648,7 @@ def run_vm(
         "balloon_costs": _table_arg("balloon_costs", balloon_costs),
         "mom": mom, "mom_config": _table_arg("mom_config", mom_config),
         "guest_swapoff": guest_swapoff,
+        "qemu_text_pages": _count_arg("qemu_text_pages", qemu_text_pages, lo=0),
     }
     out = _native.run_vm(json.dumps(config))
     return RunResult.from_json(out, config=config)

@@ -866,6 +866,8 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
                    help=doc("mom", default=False))
     p.add_argument("--guest-swapoff", action="store_true", default=VM["guest_swapoff"],
                    help=doc("guest_swapoff", default=False))
+    p.add_argument("--qemu-text-pages", type=_int, default=VM["qemu_text_pages"],
+                   metavar="N", help=doc("qemu_text_pages"))
     p.add_argument("--no-walk-caches", dest="walk_caches", action="store_false",
                    help="page-walk caches and the nested TLB off: a walk reads every entry "
                    "(vm.walk_caches = false)")
@@ -896,6 +898,7 @@ def _run_vm(args: argparse.Namespace) -> int:
         sample_every_ns=args.sample_every_ns, balloon=args.balloon,
         deflate_on_oom=args.deflate_on_oom, balloon_size_mib=args.balloon_size_mib,
         mom=args.mom, guest_swapoff=args.guest_swapoff,
+        qemu_text_pages=args.qemu_text_pages,
     )
     if (args.folded or args.flamegraph) and not r.kvm_folded:
         raise CliError("--folded/--flamegraph: KVM's handler profile exists under "
@@ -951,13 +954,14 @@ def _run_vm(args: argparse.Namespace) -> int:
         lines += ["", "page caches (double caching)"]
         lines.append(f"  {'guest pages cached twice':<24} {d['double_cached_pages']:>14,}")
         lines.append(f"  {'host pages of the image':<24} {d['host_image_pages']:>14,}")
-        lines += ["", "host swapping of the image's blocks (VSwapper §3)"]
-        for k in ("silent_swap_writes", "silent_swap_writes_in_sequence", "stale_swap_reads"):
-            lines.append(f"  {k:<24} {d.get('swap_pathologies', {}).get(k, 0):>14,}")
         lines += _file_device_lines("virtual disk", d["file_device_stats"], d["runtime_ns"])
         if d.get("host_file_device_stats"):
             lines += _file_device_lines("host disk", d["host_file_device_stats"],
                                         d["runtime_ns"])
+        lines += ["", "pathologies of host swapping (VSwapper §3)"]
+        for k in ("silent_swap_writes", "silent_swap_writes_in_sequence", "stale_swap_reads",
+                  "hypervisor_code_faults"):
+            lines.append(f"  {k:<30} {d.get('swap_pathologies', {}).get(k, 0):>8,}")
     if d.get("kvm"):
         lines += ["", "kvm (shadow MMU)"]
         for k, v in d["kvm"].items():

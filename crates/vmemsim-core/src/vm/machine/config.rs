@@ -173,6 +173,13 @@ pub struct VmConfig {
     /// The guest has no swap space (`swapoff`): its reclaim takes file pages only, and
     /// anonymous memory in use cannot be reclaimed.
     pub guest_swapoff: bool,
+    /// QEMU's own code as named pages of the host (VSwapper §3, false page anonymity): this
+    /// many pages of `qemu-system-x86_64`'s text, file-backed on the host and resident from
+    /// the start, which QEMU runs through for every virtio-blk request of a guest; their
+    /// refaults are the VM's `swap_pathologies.hypervisor_code_faults`. 0 (the default):
+    /// not modelled. The first VM's count is the host's (one binary in the host's page
+    /// cache). See `vm/machine/pathologies.rs` for the size to give.
+    pub qemu_text_pages: u32,
 }
 
 impl VmConfig {
@@ -209,6 +216,7 @@ impl VmConfig {
             balloon: None,
             mom: None,
             guest_swapoff: false,
+            qemu_text_pages: 0,
         }
     }
 }

@@ -157,6 +157,8 @@ pub(super) struct VirtioDisk {
     log: Rc<RefCell<VirtioLog>>,
     /// The image block each guest frame holds unchanged (module `pathologies`).
     blocks: Rc<RefCell<super::pathologies::ImageBlocks>>,
+    /// A refault of QEMU's code: the host's major fault (`Costs::host_major_fault_ns`).
+    code_fault_ns: u64,
     /// The guest's view of its disk: requests, pages, their latency (from submission to
     /// completion) as service time.
     stats: DeviceStats,
@@ -214,7 +216,18 @@ impl FileBackend for VirtioDisk {
     ) -> IoCompletion {
         let offset = self.layout.block(file, index) * 4096;
         let len = pages * 4096;
-        let start = now + self.virtio_ns;
+        let mut start = now + self.virtio_ns;
+        {
+            // QEMU's handling of the request runs its code (`VmConfig::qemu_text_pages`).
+            let mut sh = self.host.borrow_mut();
+            sh.m.mm.now = start;
+            match sh.qemu_code(self.image as usize) {
+                Ok(faults) => start += faults * self.code_fault_ns,
+                Err(e) => {
+                    self.log.borrow_mut().err.get_or_insert(e);
+                }
+            }
+        }
         let op = match (self.mode.host_cached(), write) {
             (true, false) => FileOp::Pread,
             (true, true) => FileOp::Pwrite,
@@ -331,6 +344,7 @@ impl Vm {
                     copy_page_ns: self.costs.copy_page_ns,
                     log,
                     blocks,
+                    code_fault_ns: self.costs.host_major_fault_ns,
                     stats: DeviceStats::default(),
                 }));
             }

@@ -5,6 +5,7 @@
 //! `kvm_unmap_gfn_range` → `kvm_flush_remote_tlbs` (INVEPT on every vCPU under TDP), and the
 //! batches of KVM's shrinker (`mmu_shrink_scan`) under shadow paging.
 
+use super::pathologies::qemu_text;
 use super::*;
 
 /// The host's memory manager, shared by the VMs on it: each VM's guest memory is a range of
@@ -41,11 +42,14 @@ pub struct HostShared {
     pub(super) pathologies: Vec<SwapPathologies>,
     /// Why the page being served now is touched (for the swap read it may take).
     pub(super) touch: HostTouch,
+    /// QEMU's code (`VmConfig::qemu_text_pages`): its first host page and its pages.
+    pub(super) text: Option<(u64, u32)>,
 }
 
 impl HostShared {
-    /// Route the host's reclaim unmaps to the VMs owning the pages, and run KVM's shrinker for
-    /// each reclaim pass.
+    /// Route the host's reclaim unmaps to the VMs owning the pages, count the swap traffic's
+    /// pathologies by VM (module `pathologies`), and run KVM's shrinker for each reclaim
+    /// pass.
     pub(super) fn distribute(&mut self) {
         self.count_pathologies();
         let mut log = std::mem::take(&mut self.scratch);
@@ -54,6 +58,10 @@ impl HostShared {
             log.append(l);
         }
         for &key in &log {
+            if self.text.is_some_and(|(base, _)| key >= base) {
+                // QEMU's code: no guest memory, nothing to unmap in a VM.
+                continue;
+            }
             let owner = self.bases.partition_point(|&b| b <= key) - 1;
             self.pending[owner].push(key - self.bases[owner]);
         }
@@ -316,6 +324,7 @@ pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<Hos
         next += (c.guest.frames as u64 + pt_pages_of(c)).div_ceil(1 << hshift);
     }
     let n = cfgs.len();
+    let text = qemu_text(&mut m, cfg, next, hshift)?;
     let disk = shared_disk(cfgs)?;
     Ok(std::rc::Rc::new(std::cell::RefCell::new(HostShared {
         dev: match &cfg.host_swap {
@@ -342,6 +351,7 @@ pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<Hos
         images: vec![None; n],
         pathologies: vec![SwapPathologies::default(); n],
         touch: HostTouch::Other,
+        text,
     })))
 }
 

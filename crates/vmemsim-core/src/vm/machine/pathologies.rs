@@ -2,7 +2,8 @@
 //! ASPLOS 2014, §3), counted per VM where the host does the thing: host reclaim's swap-out
 //! (`pageout` → `swap_writepage`) and the host fault's swap read (`do_swap_page` →
 //! `swap_read_folio`), both logged by the host's memory manager ([`SwapEvent`]) and
-//! attributed here, in `HostShared::distribute`, right after the host call that did them.
+//! attributed here, in `HostShared::distribute`, right after the host call that did them;
+//! and QEMU's run through its own code (`HostShared::qemu_code`).
 //!
 //! # The image-block association
 //!
@@ -49,15 +50,25 @@
 //!   a later fault found in the swap cache (`swap_cache_get_folio`'s `PG_readahead`):
 //!   readahead's usefulness on the VM's memory (the host's `swap_ra` and `swap_ra_hit`, by
 //!   VM).
+//! - `hypervisor_code_faults` (§3 "False Page Anonymity"): with `VmConfig::qemu_text_pages`,
+//!   QEMU's code is that many file-backed pages of the host (`qemu_text`), resident from the
+//!   start, which QEMU runs through for each virtio-blk request of the guest
+//!   (`HostShared::qemu_code`); guest memory being all anonymous to the host, its reclaim
+//!   takes these named pages as any file page (a kernel policy prefers them), and each that
+//!   faults back in (`filemap_fault`) is counted and delays the request by a host major fault.
+//!   The size to give: Debian 12's `qemu-system-x86_64` (QEMU 7.2) has 13,185,650 bytes of
+//!   text (`size`), 3,220 pages, the upper bound; one request runs through a small part of it
+//!   (virtio-blk, the block layer, `file-posix`'s AIO, the main loop, the memory API), a few
+//!   hundred KiB: 64 pages is a reasonable guess. Left out: QEMU's code run for other exits
+//!   (timers, other devices) and by its other threads.
 //!
 //! The totals are in the VM's result; with `sample_every_ns` each sample's `caches` has each
 //! VM's so far.
 //!
-//! Left out: §3's "False Page Anonymity" (the host model has no file-backed pages of QEMU's
-//! own code to compete with guest memory); hosts with large
-//! pages (the counters stay 0 unless `host_page` is 4 KiB); the guest's copies to and from its
-//! page-cache frames (`copy_page_to_iter` / `copy_page_from_iter`), which do not touch the
-//! host in the VM layer, so a guest's read of a cached page never faults on the host.
+//! Left out: hosts with large pages (the counters stay 0 unless `host_page` is 4 KiB); the
+//! guest's copies to and from its page-cache frames (`copy_page_to_iter` /
+//! `copy_page_from_iter`), which do not touch the host in the VM layer, so a guest's read of
+//! a cached page never faults on the host.
 
 use super::*;
 
@@ -82,13 +93,17 @@ pub struct SwapPathologies {
     /// The VM's pages the host's swap readahead read, and those a later fault found there.
     pub host_swap_readahead: u64,
     pub host_swap_readahead_hits: u64,
+    /// Refaults of QEMU's code (`VmConfig::qemu_text_pages`) as it served the VM's disk
+    /// requests: host reclaim had taken the host's named pages of the hypervisor.
+    pub hypervisor_code_faults: u64,
 }
 
 impl SwapPathologies {
     pub fn add(&mut self, o: &SwapPathologies) {
         crate::util::add_fields!(self, o;
             silent_swap_writes, silent_swap_writes_in_sequence, stale_swap_reads,
-            false_swap_reads, host_swap_readahead, host_swap_readahead_hits);
+            false_swap_reads, host_swap_readahead, host_swap_readahead_hits,
+            hypervisor_code_faults);
     }
 }
 
@@ -160,8 +175,9 @@ impl ImageBlocks {
 
 impl HostShared {
     /// Attribute the host's swap traffic since the last call to the VMs owning the pages and
-    /// count their pathologies (module `pathologies`). `touch` is why the host served the
-    /// page it faulted on, if it did.
+    /// count their pathologies (module `pathologies`). Called right after every host call
+    /// that may swap (`HostShared::distribute`), so the association is the one the host
+    /// swapped against, and `self.touch` says why the host served the page it swapped in.
     pub(super) fn count_pathologies(&mut self) {
         let Some(mut log) = self.m.swap_log.take() else {
             return;
@@ -213,6 +229,75 @@ impl HostShared {
         }
         log.clear();
         self.m.swap_log = Some(log);
+    }
+}
+
+/// The first file id past the VMs' images: QEMU's binary in the host's page cache.
+const QEMU_TEXT_FILE: u32 = u32::MAX - 1;
+
+/// QEMU's code on host `m` (VSwapper §3, false page anonymity; `VmConfig::qemu_text_pages`
+/// of `cfg`): a file-backed mapping of that many pages from host page `at`, past every VM's
+/// guest memory, each page faulted in as the process starts (resident before the guests
+/// run). Returns its first page and its pages (`None`: not modelled).
+pub(super) fn qemu_text(
+    m: &mut Machine<BoxedPolicy>,
+    cfg: &VmConfig,
+    at: u64,
+    hshift: u32,
+) -> Result<Option<(u64, u32)>> {
+    let n = cfg.qemu_text_pages;
+    if n == 0 {
+        return Ok(None);
+    }
+    if hshift != 0 {
+        return Err(Error::config(
+            "vm.qemu_text_pages",
+            "QEMU's code is modelled in 4 KiB host pages: needs host_page = 4k",
+        ));
+    }
+    m.mm.vmas
+        .add(crate::mm::Vma {
+            start: at,
+            end: at + n as u64,
+            kind: crate::mm::VmaKind::File {
+                file: QEMU_TEXT_FILE,
+            },
+            seq_or_rand_hint: false,
+        })
+        .map_err(|e| Error::config("vm.qemu_text_pages", e))?;
+    for k in 0..n as u64 {
+        m.access(
+            Access {
+                page: at + k,
+                write: false,
+                gup: false,
+            },
+            u64::MAX,
+        );
+    }
+    Ok(Some((at, n)))
+}
+
+impl HostShared {
+    /// QEMU runs through its code for a virtio-blk request of VM `vm` (`virtio_blk_handle_vq`
+    /// → the block layer → `raw_co_prw`): every page of it is a read of the host's; those
+    /// host reclaim had dropped fault back in (`filemap_fault`), counted as the VM's
+    /// hypervisor code faults. Returns them (0 without QEMU's code modelled).
+    pub(super) fn qemu_code(&mut self, vm: usize) -> Result<u64> {
+        let Some((base, n)) = self.text else {
+            return Ok(0);
+        };
+        let mut faults = 0;
+        for key in base..base + n as u64 {
+            // (resident from the start: a page not present was reclaimed)
+            let gone = self.m.mm.pt.pte(key) & PTE_PRESENT == 0;
+            self.serve(key, false)?;
+            faults += gone as u64;
+        }
+        // §3 "False Page Anonymity": the host's only named pages of the VM's QEMU.
+        self.pathologies[vm].hypervisor_code_faults += faults;
+        self.distribute();
+        Ok(faults)
     }
 }
 
@@ -344,7 +429,13 @@ mod tests {
     /// `page_cluster` is 0); the guest reads one page a request (`read_ahead_kb` 0) of one
     /// file of `file_pages` pages, under `cache` on the host.
     fn vm(guest: u32, host: u32, file_pages: u64, cache: CacheMode) -> Vm {
+        vm_with(guest, host, file_pages, cache, 0)
+    }
+
+    /// [`vm`] with `text` pages of QEMU's code on the host.
+    fn vm_with(guest: u32, host: u32, file_pages: u64, cache: CacheMode, text: u32) -> Vm {
         let mut c = VmConfig::new(Paging::Tdp, guest, host);
+        c.qemu_text_pages = text;
         c.guest.watermarks = Some(NONE);
         c.host.watermarks = Some(NONE);
         c.guest.read_ahead_kb = 0;
@@ -499,6 +590,35 @@ mod tests {
             (100, 99)
         );
         v.validate().unwrap();
+    }
+
+    #[test]
+    fn qemu_code_the_host_reclaimed_refaults_at_the_next_disk_request() {
+        // 4 pages of QEMU's code, resident before the guest runs: the oldest pages of the
+        // host's FIFO. The guest reads block 0 (QEMU runs its code: all resident, no fault),
+        // then a process writes 300 pages, which the host's 200 frames back by evicting its
+        // oldest pages first: the 4 code pages (dropped: they are named) among them. The
+        // read of block 1 runs QEMU's code again: 4 hypervisor code faults, the pages now
+        // the newest; the read of block 2 finds them resident (its DMA evicts an older
+        // page): 4 in all. Each fault delays the request by a host major fault (100 µs).
+        let mut v = vm_with(400, 200, 100, CacheMode::None, 4);
+        file(&mut v, FileOp::Pread, 0, 1);
+        touch(&mut v, 0, 300);
+        assert_eq!(v.swap_pathologies().hypervisor_code_faults, 0);
+        let w0 = v.r.time.file_wait_ns;
+        file(&mut v, FileOp::Pread, 1, 1);
+        assert_eq!(v.swap_pathologies().hypervisor_code_faults, 4);
+        // 10 µs of virtio, 4 faults, the disk's 101 µs.
+        assert_eq!(v.r.time.file_wait_ns - w0, 10_000 + 4 * 100_000 + 101_000);
+        file(&mut v, FileOp::Pread, 2, 1);
+        assert_eq!(v.swap_pathologies().hypervisor_code_faults, 4);
+        v.validate().unwrap();
+        // Without QEMU's code modelled: none.
+        let mut v = vm(400, 200, 100, CacheMode::None);
+        file(&mut v, FileOp::Pread, 0, 1);
+        touch(&mut v, 0, 300);
+        file(&mut v, FileOp::Pread, 1, 1);
+        assert_eq!(v.swap_pathologies().hypervisor_code_faults, 0);
     }
 
     #[test]

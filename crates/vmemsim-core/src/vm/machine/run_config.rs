@@ -126,6 +126,12 @@ pub struct VmRunConfig {
     /// guest whose anonymous memory fills it runs out of memory (with a balloon: the
     /// workload is OOM-killed, recorded in the result's `balloon.oom_kill_ns`).
     pub guest_swapoff: bool,
+    /// QEMU's own code as named pages of the host (VSwapper §3, false page anonymity): this
+    /// many pages of `qemu-system-x86_64`'s text, file-backed on the host and resident from
+    /// the start, which QEMU runs through for every virtio-blk request of a guest; their
+    /// refaults are the VM's `swap_pathologies.hypervisor_code_faults`. 0 (the default):
+    /// not modelled. See `vm/machine/pathologies.rs` for the size to give.
+    pub qemu_text_pages: u32,
 }
 
 impl Default for VmRunConfig {
@@ -163,6 +169,7 @@ impl Default for VmRunConfig {
             mom: false,
             mom_config: Default::default(),
             guest_swapoff: false,
+            qemu_text_pages: 0,
         }
     }
 }
@@ -430,6 +437,7 @@ impl VmRunConfig {
             }),
             mom: self.mom.then(|| self.mom_config.clone()),
             guest_swapoff: self.guest_swapoff,
+            qemu_text_pages: self.qemu_text_pages,
         };
         let cfgs = gs
             .iter()
