@@ -635,4 +635,23 @@ mod tests {
         let e = three.build().err().expect("3 VMs for 2 specs is refused");
         assert_eq!(e.to_string(), "vms: 3 VMs for 2 workloads");
     }
+
+    #[test]
+    fn qemu_text_pages_reach_every_vm_and_default_to_none() {
+        let c = VmRunConfig::from_json(
+            r#"{"workload": ["stress-vm:bytes=1MiB"], "vms": 2, "qemu_text_pages": 64}"#,
+        )
+        .unwrap();
+        let run = c.build().unwrap();
+        assert!(run.cfgs.iter().all(|c| c.qemu_text_pages == 64));
+        assert_eq!(VmRunConfig::default().qemu_text_pages, 0);
+        // Not with large host pages: QEMU's code is modelled in 4 KiB pages.
+        let mut c = VmConfig::new(Paging::Tdp, 512, 2048);
+        c.host_page = PageSize::M2;
+        c.qemu_text_pages = 8;
+        let e = crate::vm::host_for(&[&c])
+            .err()
+            .expect("2m host pages are refused");
+        assert!(e.to_string().starts_with("vm.qemu_text_pages"), "{e}");
+    }
 }
