@@ -477,3 +477,40 @@ def test_balloon_costs_and_moms_rules_from_the_cli_and_a_sweep(tmp_path):
     assert (s.ok, s.failed) == (2, 0), s.errors
     df = open_results(tmp_path / "res").table().set_index("vm.balloon_costs.kick_ns")
     assert list(df["balloon.guest_ns"]) == [148_000, 168_000]
+def test_swap_pathologies_are_counted_per_vm():
+    # Two guests of 600 frames read a file three times through their page caches, on a
+    # host of 600 frames (its page cache of the images included): the first guest's 4 MiB
+    # file is more than its memory, so each pass reads it again, the second's 2 MiB stays
+    # cached after its first pass. The host swaps out clean page-cache pages of the images
+    # (silent swap writes), some in the slot after the previous block's, and swaps some of
+    # the first guest's back in under QEMU's DMA of a read into a frame the guest reuses
+    # (stale reads); the second guest reads each block once, into frames the host never
+    # backed before: no stale read. Every VM's counters sum to the run's; a VM without file
+    # I/O and a host with room has none.
+    keys = {"silent_swap_writes", "silent_swap_writes_in_sequence", "stale_swap_reads",
+            "false_swap_reads", "host_swap_readahead", "host_swap_readahead_hits",
+            "hypervisor_code_faults"}
+    r = vmemsim.run_vm(["dd-like:bytes=4MiB,bs=4KiB,passes=3",
+                        "dd-like:bytes=2MiB,bs=4KiB,passes=3"],
+                       guest_frames=600, host_frames=600, sample_every_ns=1_000_000)
+    p = r.swap_pathologies
+    assert set(p) == keys
+    assert 0 < p["silent_swap_writes_in_sequence"] < p["silent_swap_writes"]
+    assert p["stale_swap_reads"] > 0
+    for k in keys:
+        assert p[k] == sum(v["swap_pathologies"][k] for v in r.per_vm)
+    assert r.per_vm[1]["swap_pathologies"]["stale_swap_reads"] == 0
+    # Over time: each sample has each VM's counts so far, never falling, up to the totals.
+    silent = [s["caches"][0]["swap_pathologies"]["silent_swap_writes"] for s in r.series]
+    assert silent == sorted(silent) and 0 < silent[-1] <= p["silent_swap_writes"]
+    quiet = vmemsim.run_vm("stress-vm:bytes=1MiB")
+    assert quiet.swap_pathologies == dict.fromkeys(keys, 0)
+    # QEMU's code as 64 named host pages (false page anonymity): the host's reclaim takes
+    # them before the guests' anonymous memory, and QEMU's next request faults them back;
+    # without them (the default) there is no such fault.
+    assert p["hypervisor_code_faults"] == 0
+    text = vmemsim.run_vm("dd-like:bytes=4MiB,bs=4KiB,passes=3", guest_frames=600,
+                          host_frames=500, cache_mode="none", qemu_text_pages=64)
+    assert text.swap_pathologies["hypervisor_code_faults"] > 0
+    with pytest.raises(VmemsimError, match="qemu_text_pages"):
+        vmemsim.run_vm("stress-vm:bytes=1MiB", qemu_text_pages=-1)

@@ -1178,6 +1178,7 @@ class RunResult:
     host_file_device_stats: Optional[Dict[str, Any]]
     double_cached_pages: int
     host_image_pages: int
+    swap_pathologies: Dict[str, int]
     cacol: Dict[str, int]
     device_frames_peak: int
     latency: Dict[str, Dict[str, float]]
@@ -1206,6 +1207,7 @@ class RunResult:
         d.setdefault("file_device_stats", None)
         d.setdefault("host_file_device_stats", None)
         d.setdefault("cacol", {})
+        d.setdefault("swap_pathologies", {})
         d.setdefault("per_vm", [])
         # (VM runs with a balloon device, and with MOM, only)
         d.setdefault("balloon", None)
@@ -1530,6 +1532,7 @@ def run_vm(
     mom: bool = False,
     mom_config: Optional[Mapping[str, Any]] = None,
     guest_swapoff: bool = False,
+    qemu_text_pages: int = 0,
 ) -> RunResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
     ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host:
@@ -1574,6 +1577,19 @@ def run_vm(
     ``double_cached_pages`` counts the guest's page-cache pages the host caches too and
     ``host_image_pages`` the host's pages of the image, at the end; with
     ``sample_every_ns`` each sample of ``series`` has them per VM (``caches``).
+    ``swap_pathologies`` counts what the host's swapping of the VM's memory did that
+    VSwapper (ASPLOS'14, §3) calls the pathologies of uncooperative swapping:
+    ``silent_swap_writes`` (pages written to host swap that hold a block of the guest's
+    disk image unchanged, a clean page of the guest's page cache), of those
+    ``silent_swap_writes_in_sequence`` (in the slot after the previous block's copy: their
+    decay is decayed swap sequentiality), ``stale_swap_reads`` (pages swapped in for QEMU's
+    DMA of a guest disk read to overwrite), ``false_swap_reads`` (pages swapped in for the
+    guest's fault to overwrite whole: ``clear_page``, the guest's swap-in, a file page's
+    read), ``host_swap_readahead`` and ``host_swap_readahead_hits`` (the host's swap
+    readahead of the VM's pages, and those later used), ``hypervisor_code_faults`` (with
+    ``qemu_text_pages``: refaults of QEMU's code, that many host pages of named memory the
+    host runs through for each of the guest's disk requests and reclaims as any file page:
+    false page anonymity); each VM's in ``per_vm``, and so far in each sample's ``caches``.
     ``balloon=True`` gives each guest a virtio-balloon device (Linux 6.8's driver, QEMU's
     device; tdp or shadow paging, 4k pages): ``balloon_size_mib`` inflates it at boot,
     ``mom=True`` runs MOM's balloon.rules on the host (``mom_config`` its tunables),
@@ -1632,6 +1648,7 @@ def run_vm(
         "balloon_costs": _table_arg("balloon_costs", balloon_costs),
         "mom": mom, "mom_config": _table_arg("mom_config", mom_config),
         "guest_swapoff": guest_swapoff,
+        "qemu_text_pages": _count_arg("qemu_text_pages", qemu_text_pages, lo=0),
     }
     out = _native.run_vm(json.dumps(config))
     return RunResult.from_json(out, config=config)

@@ -925,6 +925,8 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
                    help=doc("mom_config", default=False) + " (repeatable KEY=VALUE: "
                    + ", ".join(f"{k} (default {v})" for k, v in VM["mom_config"].items())
                    + ")")
+    p.add_argument("--qemu-text-pages", type=_int, default=VM["qemu_text_pages"],
+                   metavar="N", help=doc("qemu_text_pages"))
     p.add_argument("--no-walk-caches", dest="walk_caches", action="store_false",
                    help="page-walk caches and the nested TLB off: a walk reads every entry "
                    "(vm.walk_caches = false)")
@@ -957,6 +959,7 @@ def _run_vm(args: argparse.Namespace) -> int:
         mom=args.mom, guest_swapoff=args.guest_swapoff,
         balloon_costs=_number_table(args.balloon_costs, "--balloon-cost"),
         mom_config=_number_table(args.mom_config, "--mom-config"),
+        qemu_text_pages=args.qemu_text_pages,
     )
     if (args.folded or args.flamegraph) and not r.kvm_folded:
         raise CliError("--folded/--flamegraph: KVM's handler profile exists under "
@@ -1016,6 +1019,10 @@ def _run_vm(args: argparse.Namespace) -> int:
         if d.get("host_file_device_stats"):
             lines += _file_device_lines("host disk", d["host_file_device_stats"],
                                         d["runtime_ns"])
+        lines += ["", "pathologies of host swapping (VSwapper §3)"]
+        for k in ("silent_swap_writes", "silent_swap_writes_in_sequence", "stale_swap_reads",
+                  "hypervisor_code_faults"):
+            lines.append(f"  {k:<30} {d.get('swap_pathologies', {}).get(k, 0):>8,}")
     if d.get("kvm"):
         lines += ["", "kvm (shadow MMU)"]
         for k, v in d["kvm"].items():

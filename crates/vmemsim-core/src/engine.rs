@@ -331,6 +331,22 @@ pub trait OomNotifier: std::fmt::Debug {
     fn notify(&mut self) -> Vec<FrameId>;
 }
 
+/// One page's swap traffic, logged in [`Machine::swap_log`] where the kernel does it. `vpn`
+/// is the machine's page number (for a host, QEMU's page of a VM's guest memory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwapEvent {
+    /// Reclaim wrote the page to `slot` (`pageout` → `swap_writepage`; a clean page that
+    /// keeps its swap copy is freed without one, and is not logged).
+    Out { vpn: u64, slot: u32 },
+    /// A major fault read the page from `slot` (`do_swap_page` → `swap_read_folio`).
+    In { vpn: u64, slot: u32 },
+    /// Swap readahead read the page into the swap cache (`PG_readahead` set).
+    ReadAhead { vpn: u64 },
+    /// A fault found the page read ahead in the swap cache (`swap_cache_get_folio`
+    /// test-and-clears `PG_readahead`: a readahead hit).
+    ReadAheadHit { vpn: u64 },
+}
+
 /// One simulated machine running one policy.
 #[derive(Debug)]
 pub struct Machine<P: Policy> {
@@ -386,6 +402,9 @@ pub struct Machine<P: Policy> {
     /// When set, the priority of every reclaim pass (`shrink_node`), for a layer above whose
     /// shrinkers `shrink_slab` would call in that pass (the VM layer's KVM MMU shrinker).
     pub shrink_log: Option<Vec<u8>>,
+    /// When set, every page's swap traffic ([`SwapEvent`]) in order, for a layer above that
+    /// attributes it (the VM layer: a host's swap I/O of each VM's guest memory).
+    pub swap_log: Option<Vec<SwapEvent>>,
     /// zram's pool charged to this machine ([`MachineConfig::zram_pool`]).
     zram: Option<Box<ZramState>>,
     /// [`MachineConfig::read_ahead_kb`].
@@ -634,6 +653,7 @@ impl<P: Policy> Machine<P> {
             oom_notifier: None,
             swap_off: false,
             unmap_log: None,
+            swap_log: None,
             shrink_log: None,
             defer_kswapd: cfg.defer_kswapd,
             swap_sync_io: cfg.swap_sync_io || cfg.zram_pool.is_some(),
@@ -1069,6 +1089,7 @@ impl<P: Policy> Machine<P> {
                 if readahead {
                     self.mm.frames.clear_flags(cached, F_READAHEAD);
                     self.stats.swap_ra_hit += 1;
+                    self.log_swap(SwapEvent::ReadAheadHit { vpn });
                 }
                 if self.vma_ra.is_some() {
                     // Every hit moves the VMA's readahead address to this page; a readahead
@@ -1094,6 +1115,7 @@ impl<P: Policy> Machine<P> {
                 return;
             };
             self.count_refault(shadow, false);
+            self.log_swap(SwapEvent::In { vpn, slot });
             if self.swap_sync_io {
                 // `do_swap_page`, SWP_SYNCHRONOUS_IO with a swap count of 1: read the page
                 // into a new folio outside the swap cache, then `swap_free` the entry. The
@@ -1239,6 +1261,7 @@ impl<P: Policy> Machine<P> {
             };
             self.count_refault(self.mm.swap.shadow(s), false);
             self.policy.on_insert(&self.mm, f, touch, Insert::Readahead);
+            self.log_swap(SwapEvent::ReadAhead { vpn: owner });
             n += 1;
         }
         self.mm.swap.device.submit(SwapIo::Read {
@@ -1377,6 +1400,7 @@ impl<P: Policy> Machine<P> {
                 };
                 self.count_refault(self.mm.swap.shadow(s), false);
                 self.policy.on_insert(&self.mm, f, touch, Insert::Readahead);
+                self.log_swap(SwapEvent::ReadAhead { vpn: v });
                 n += 1;
                 s
             };
@@ -1822,6 +1846,10 @@ impl<P: Policy> Machine<P> {
                     self.keep_in_swap_cache(f, slot, pidx, dirty, mapped, Insert::Putback);
                     return false;
                 }
+                self.log_swap(SwapEvent::Out {
+                    vpn: self.mm.pt.vpn_of(pidx),
+                    slot,
+                });
                 if self.family == Family::Kernel && !self.swap_sync_io {
                     // An asynchronous device: `pageout` returns with the folio under
                     // writeback and `shrink_folio_list` keeps it (the policy was told:
@@ -1861,6 +1889,13 @@ impl<P: Policy> Machine<P> {
         self.mm.frames.clear_flags(f, F_DIRTY);
         self.mm.frames.release(f);
         true
+    }
+
+    #[inline]
+    fn log_swap(&mut self, e: SwapEvent) {
+        if let Some(log) = self.swap_log.as_mut() {
+            log.push(e);
+        }
     }
 
     #[inline]

@@ -88,6 +88,7 @@ _VM_KEYS = {
     "vm.balloon_size_mib": "balloon_size_mib",
     "vm.mom": "mom",
     "vm.guest_swapoff": "guest_swapoff",
+    "vm.qemu_text_pages": "qemu_text_pages",
     "machine.file_device": "file_device",
     "machine.read_ahead_kb": "read_ahead_kb",
     "run.sample_every_ns": "sample_every_ns",

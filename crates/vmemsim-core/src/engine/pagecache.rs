@@ -129,6 +129,11 @@ pub trait FileBackend {
     }
     /// A file of `pages` pages is placed after the others on the device.
     fn add_file(&mut self, _file: u32, _pages: u64) {}
+    /// Page-cache frame `frame` stops holding its page as the device has it: it was dirtied
+    /// (`folio_mark_dirty`) or left the cache (`filemap_remove_folio`: reclaim, truncation,
+    /// `fadvise`, direct I/O's invalidation). Called once per change, before the frame is
+    /// freed. Default: nothing (the VM layer's virtual disk forgets the frame's image block).
+    fn page_changed(&mut self, _frame: FrameId) {}
     /// The device's counters.
     fn stats(&self) -> crate::device::DeviceStats;
 }
@@ -493,6 +498,9 @@ impl<P: Policy> Machine<P> {
     fn pc_set_dirty(&mut self, i: usize, index: u64, f: FrameId) {
         if self.mm.frames.flags(f) & F_DIRTY == 0 {
             self.mm.frames.set_flags(f, F_DIRTY);
+            if let Some(t) = self.file_time.as_mut() {
+                t.dev.page_changed(f);
+            }
             let now = self.mm.now;
             let file = self.mm.cache.file_mut(i);
             if file.dirty.is_empty() {
@@ -543,6 +551,11 @@ impl<P: Policy> Machine<P> {
     /// Whether page `index` of the file at position `i` is cached.
     pub fn file_page_cached(&self, i: usize, index: u64) -> bool {
         self.pc_frame(i, index).is_some()
+    }
+
+    /// The frame caching page `index` of file `id`, if one does.
+    pub fn file_page_frame(&self, id: u32, index: u64) -> Option<FrameId> {
+        self.pc_frame(self.mm.cache.find(id)?, index)
     }
 
     /// The file I/O's CPU work and waits since the last call (zero without a backend).
@@ -1483,6 +1496,9 @@ impl<P: Policy> Machine<P> {
 
     /// A page-cache frame leaves (reclaim): the file's count and the gauges.
     pub(super) fn pc_release(&mut self, f: FrameId, dirty: bool) {
+        if let Some(t) = self.file_time.as_mut() {
+            t.dev.page_changed(f);
+        }
         let vpn = self.mm.owner(f);
         if let Some((i, index)) = self.mm.cache.page_of(vpn) {
             let file = self.mm.cache.file_mut(i);

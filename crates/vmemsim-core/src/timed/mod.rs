@@ -168,7 +168,8 @@ pub struct Sample {
 }
 
 /// One VM's page caches at a sample: the guest's page-cache pages, the host's pages of its
-/// disk image, and the guest's pages the host caches too (double caching).
+/// disk image, and the guest's pages the host caches too (double caching); and the
+/// pathologies of the host's swapping of the VM's memory so far (VSwapper §3).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CacheSample {
     pub guest_file_pages: u64,
@@ -177,6 +178,8 @@ pub struct CacheSample {
     /// With Cacol: each VM's low watermark (the same for all), pages.
     #[serde(default)]
     pub cacol_watermark: u64,
+    #[serde(default)]
+    pub swap_pathologies: crate::vm::SwapPathologies,
 }
 
 /// The `/proc/vmstat` view of the counters.

@@ -171,6 +171,7 @@ mod cost;
 mod files;
 mod host;
 mod merge;
+mod pathologies;
 mod process;
 mod result;
 mod run_config;
@@ -182,6 +183,7 @@ pub use ballooning::{BalloonConfig, BalloonDecision, BalloonPoint, BalloonResult
 pub use config::{CacheMode, Costs, Paging, RunResult, VmConfig, VmTime};
 pub use cost::Classes;
 pub use host::{host_for, HostShared};
+pub use pathologies::SwapPathologies;
 pub use run_config::{parse_page_size, VmRun, VmRunConfig};
 pub use shadow::{shrink_slab_plan, MMU_SHRINKER_SEEKS, SHRINK_BATCH};
 pub use threads::EngineOpts;
@@ -191,6 +193,7 @@ use build::{pt_pages_of, unit_marks, units};
 use cost::{SharedDisk, SwapDev, Work};
 use host::{hugetlb_reclaimed, HostSide};
 use merge::merge_results;
+use pathologies::HostTouch;
 use result::by_kind;
 use shadow::ShadowWalker;
 use threads::{schedule, EngineOut};
@@ -313,6 +316,9 @@ pub struct Vm {
     has_files: bool,
     virtio: Option<std::rc::Rc<std::cell::RefCell<files::VirtioLog>>>,
     file_layout: Option<files::Layout>,
+    /// With a virtual disk: the image block each guest frame holds unchanged (module
+    /// `pathologies`), shared with the disk and the host.
+    image_blocks: Option<std::rc::Rc<std::cell::RefCell<pathologies::ImageBlocks>>>,
     /// The virtio-balloon device, if the VM has one ([`VmConfig::balloon`]).
     balloon: Option<ballooning::BalloonDev>,
     /// The host's balloon manager's settings ([`VmConfig::mom`]; the first VM's count).

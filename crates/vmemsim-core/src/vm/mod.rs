@@ -12,5 +12,5 @@ mod tests;
 
 pub use machine::{
     host_for, run, run_many, run_many_with, shrink_slab_plan, Costs, HostCpus, HostShared, Paging,
-    RunResult, Vm, VmConfig, VmRun, VmRunConfig, VmTime,
+    RunResult, SwapPathologies, Vm, VmConfig, VmRun, VmRunConfig, VmTime,
 };

@@ -131,6 +131,7 @@ fn random_case(rng: &mut Xoshiro256PlusPlus) -> Case {
         balloon: None,
         mom: None,
         guest_swapoff: false,
+        qemu_text_pages: 0,
     };
     Case {
         paging,

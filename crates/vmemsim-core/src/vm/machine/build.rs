@@ -286,6 +286,7 @@ impl Vm {
             has_files: false,
             virtio: None,
             file_layout: None,
+            image_blocks: None,
             balloon,
             mom: cfg.mom.clone(),
         };

@@ -173,6 +173,13 @@ pub struct VmConfig {
     /// The guest has no swap space (`swapoff`): its reclaim takes file pages only, and
     /// anonymous memory in use cannot be reclaimed.
     pub guest_swapoff: bool,
+    /// QEMU's own code as named pages of the host (VSwapper §3, false page anonymity): this
+    /// many pages of `qemu-system-x86_64`'s text, file-backed on the host and resident from
+    /// the start, which QEMU runs through for every virtio-blk request of a guest; their
+    /// refaults are the VM's `swap_pathologies.hypervisor_code_faults`. 0 (the default):
+    /// not modelled. The first VM's count is the host's (one binary in the host's page
+    /// cache). See `vm/machine/pathologies.rs` for the size to give.
+    pub qemu_text_pages: u32,
 }
 
 impl VmConfig {
@@ -209,6 +216,7 @@ impl VmConfig {
             balloon: None,
             mom: None,
             guest_swapoff: false,
+            qemu_text_pages: 0,
         }
     }
 }
@@ -283,6 +291,11 @@ pub struct RunResult {
     pub double_cached_pages: u64,
     #[serde(default)]
     pub host_image_pages: u64,
+    /// In a VM: the pathologies of uncooperative host swapping (VSwapper §3) the host's
+    /// swapping of this VM's memory showed (silent swap writes, stale and false swap reads,
+    /// sequence of the image blocks in swap, swap readahead's use; module `pathologies`).
+    #[serde(default)]
+    pub swap_pathologies: super::SwapPathologies,
     /// With `cache_mode = cacol`: what Cacol did on the host (pages bypassed, hits,
     /// admitted; reclaim's pages scanned, decremented, evicted, evicted dirty; calls that
     /// found every VM at its low watermark).

@@ -51,7 +51,7 @@ impl Layout {
         self.total += pages;
     }
 
-    fn block(&self, file: u32, index: u64) -> u64 {
+    pub(super) fn block(&self, file: u32, index: u64) -> u64 {
         self.starts.get(&file).copied().unwrap_or(0) + index
     }
 }
@@ -140,6 +140,8 @@ impl FileBackend for BlockFiles {
 #[derive(Default)]
 pub(super) struct VirtioLog {
     pub(super) dma: Vec<u64>,
+    /// The guest's writes that reached the image: (file, first page, pages).
+    pub(super) written: Vec<(u32, u64, u64)>,
     pub(super) err: Option<Error>,
 }
 
@@ -153,6 +155,10 @@ pub(super) struct VirtioDisk {
     virtio_ns: u64,
     copy_page_ns: u64,
     log: Rc<RefCell<VirtioLog>>,
+    /// The image block each guest frame holds unchanged (module `pathologies`).
+    blocks: Rc<RefCell<super::pathologies::ImageBlocks>>,
+    /// A refault of QEMU's code: the host's major fault (`Costs::host_major_fault_ns`).
+    code_fault_ns: u64,
     /// The guest's view of its disk: requests, pages, their latency (from submission to
     /// completion) as service time.
     stats: DeviceStats,
@@ -210,7 +216,18 @@ impl FileBackend for VirtioDisk {
     ) -> IoCompletion {
         let offset = self.layout.block(file, index) * 4096;
         let len = pages * 4096;
-        let start = now + self.virtio_ns;
+        let mut start = now + self.virtio_ns;
+        {
+            // QEMU's handling of the request runs its code (`VmConfig::qemu_text_pages`).
+            let mut sh = self.host.borrow_mut();
+            sh.m.mm.now = start;
+            match sh.qemu_code(self.image as usize) {
+                Ok(faults) => start += faults * self.code_fault_ns,
+                Err(e) => {
+                    self.log.borrow_mut().err.get_or_insert(e);
+                }
+            }
+        }
         let op = match (self.mode.host_cached(), write) {
             (true, false) => FileOp::Pread,
             (true, true) => FileOp::Pwrite,
@@ -226,7 +243,9 @@ impl FileBackend for VirtioDisk {
         if self.mode.host_cached() {
             end += pages * self.copy_page_ns;
         }
-        if !write {
+        if write {
+            self.log.borrow_mut().written.push((file, index, pages));
+        } else {
             self.log
                 .borrow_mut()
                 .dma
@@ -251,6 +270,11 @@ impl FileBackend for VirtioDisk {
 
     fn stats(&self) -> DeviceStats {
         self.stats.clone()
+    }
+
+    /// The guest dirtied a page-cache frame or dropped it: it no longer holds its block.
+    fn page_changed(&mut self, frame: crate::mm::FrameId) {
+        self.blocks.borrow_mut().clear(frame);
     }
 }
 
@@ -306,6 +330,11 @@ impl Vm {
                 }
                 let log = Rc::new(RefCell::new(VirtioLog::default()));
                 self.virtio = Some(log.clone());
+                let blocks = Rc::new(RefCell::new(super::pathologies::ImageBlocks::new(
+                    self.guest_frames,
+                )));
+                h.shared.borrow_mut().images[h.vm] = Some(blocks.clone());
+                self.image_blocks = Some(blocks.clone());
                 self.guest.set_file_backend(Box::new(VirtioDisk {
                     host: h.shared.clone(),
                     image,
@@ -314,6 +343,8 @@ impl Vm {
                     virtio_ns: self.costs.virtio_blk_ns,
                     copy_page_ns: self.costs.copy_page_ns,
                     log,
+                    blocks,
+                    code_fault_ns: self.costs.host_major_fault_ns,
                     stats: DeviceStats::default(),
                 }));
             }
@@ -355,6 +386,7 @@ impl Vm {
         self.sync_guest_unmaps(Some(v))?;
         self.sync_host_unmaps();
         self.qemu_dma()?;
+        self.note_written();
         let after = self.work_snapshot();
         self.charge(v, &before, &after, false, cls);
         let w = self.guest.take_file_work();
@@ -402,6 +434,7 @@ impl Vm {
             host.qemu_touch(gfn)?;
         }
         self.sync_host_unmaps();
+        self.map_dma(&gfns);
         Ok(())
     }
 
@@ -479,8 +512,11 @@ impl HostSide {
     fn qemu_touch(&mut self, gfn: u64) -> Result<()> {
         let key = self.base + (gfn >> self.shift);
         let mut sh = self.shared.borrow_mut();
+        // A swap read here is a stale read (VSwapper §3): the copy overwrites the page.
+        sh.touch = HostTouch::QemuDma;
         sh.serve(key, true)?;
         sh.distribute();
+        sh.touch = HostTouch::Other;
         Ok(())
     }
 }

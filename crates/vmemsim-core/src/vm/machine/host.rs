@@ -5,6 +5,7 @@
 //! `kvm_unmap_gfn_range` → `kvm_flush_remote_tlbs` (INVEPT on every vCPU under TDP), and the
 //! batches of KVM's shrinker (`mmu_shrink_scan`) under shadow paging.
 
+use super::pathologies::qemu_text;
 use super::*;
 
 /// The host's memory manager, shared by the VMs on it: each VM's guest memory is a range of
@@ -32,18 +33,35 @@ pub struct HostShared {
     next_shrink: usize,
     scratch: Vec<u64>,
     passes: Vec<u8>,
+    /// log2 of 4 KiB pages per host page.
+    pub(super) shift: u32,
+    /// Per VM with a virtual disk: its guest frames' image blocks (module `pathologies`).
+    pub(super) images:
+        Vec<Option<std::rc::Rc<std::cell::RefCell<super::pathologies::ImageBlocks>>>>,
+    /// Per VM: its pathologies of uncooperative swapping so far.
+    pub(super) pathologies: Vec<SwapPathologies>,
+    /// Why the page being served now is touched (for the swap read it may take).
+    pub(super) touch: HostTouch,
+    /// QEMU's code (`VmConfig::qemu_text_pages`): its first host page and its pages.
+    pub(super) text: Option<(u64, u32)>,
 }
 
 impl HostShared {
-    /// Route the host's reclaim unmaps to the VMs owning the pages, and run KVM's shrinker for
-    /// each reclaim pass.
+    /// Route the host's reclaim unmaps to the VMs owning the pages, count the swap traffic's
+    /// pathologies by VM (module `pathologies`), and run KVM's shrinker for each reclaim
+    /// pass.
     pub(super) fn distribute(&mut self) {
+        self.count_pathologies();
         let mut log = std::mem::take(&mut self.scratch);
         log.clear();
         if let Some(l) = self.m.unmap_log.as_mut() {
             log.append(l);
         }
         for &key in &log {
+            if self.text.is_some_and(|(base, _)| key >= base) {
+                // QEMU's code: no guest memory, nothing to unmap in a VM.
+                continue;
+            }
             let owner = self.bases.partition_point(|&b| b <= key) - 1;
             self.pending[owner].push(key - self.bases[owner]);
         }
@@ -192,10 +210,11 @@ pub(super) fn hugetlb_reclaimed(key: &str, side: &str) -> Error {
 impl HostSide {
     /// The host serves guest page `gfn` (and the EPT maps it). Returns whether the host had
     /// no mapping for it (an EPT violation under TDP; a host fault under shadow paging).
-    pub(super) fn touch(&mut self, gfn: u64, write: bool) -> Result<bool> {
+    pub(super) fn touch(&mut self, gfn: u64, write: bool, why: HostTouch) -> Result<bool> {
         let rel = gfn >> self.shift;
         let key = self.base + rel;
         let mut sh = self.shared.borrow_mut();
+        sh.touch = why;
         let absent = match &self.ept {
             Some(ept) => ept.lookup(gfn << 12).is_none(),
             None => sh.m.mm.pt.pte(key) & PTE_PRESENT == 0,
@@ -213,6 +232,7 @@ impl HostSide {
             ));
         }
         sh.distribute();
+        sh.touch = HostTouch::Other;
         drop(sh);
         if let Some(ept) = self.ept.as_mut() {
             let base = (rel << self.shift) << 12;
@@ -293,6 +313,7 @@ pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<Hos
         .build(host_cfg.frames, &cfg.host_options, Boxer)?;
     let mut m = Machine::new(&host_cfg, p)?;
     m.unmap_log = Some(Vec::new());
+    m.swap_log = Some(Vec::new());
     if cfgs.iter().any(|c| c.paging == Paging::Shadow) {
         m.shrink_log = Some(Vec::new());
     }
@@ -303,6 +324,7 @@ pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<Hos
         next += (c.guest.frames as u64 + pt_pages_of(c)).div_ceil(1 << hshift);
     }
     let n = cfgs.len();
+    let text = qemu_text(&mut m, cfg, next, hshift)?;
     let disk = shared_disk(cfgs)?;
     Ok(std::rc::Rc::new(std::cell::RefCell::new(HostShared {
         dev: match &cfg.host_swap {
@@ -325,6 +347,11 @@ pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<Hos
         next_shrink: 0,
         scratch: Vec::new(),
         passes: Vec::new(),
+        shift: hshift,
+        images: vec![None; n],
+        pathologies: vec![SwapPathologies::default(); n],
+        touch: HostTouch::Other,
+        text,
     })))
 }
 
@@ -421,12 +448,18 @@ impl Vm {
 
     /// The host serves `gfn` (counting an EPT violation when the EPT had no entry).
     pub(super) fn host_touch(&mut self, gfn: u64, write: bool) -> Result<bool> {
+        self.host_touch_as(gfn, write, HostTouch::Other)
+    }
+
+    /// [`Vm::host_touch`], saying why the page is touched (`why`: the guest's fault filled
+    /// the frame, for the false swap reads of module `pathologies`).
+    pub(super) fn host_touch_as(&mut self, gfn: u64, write: bool, why: HostTouch) -> Result<bool> {
         let Some(host) = self.host.as_mut() else {
             return Ok(false);
         };
         // The op's time, as `serve` set it for the guest (every host touch follows it).
         host.shared.borrow_mut().m.mm.now = self.guest.mm.now;
-        let absent = host.touch(gfn, write)?;
+        let absent = host.touch(gfn, write, why)?;
         self.sync_host_unmaps();
         if absent && self.paging == Paging::Tdp {
             self.r.ept_violations += 1;

@@ -48,6 +48,7 @@ pub(super) fn merge_results(rs: &[RunResult]) -> RunResult {
             reclaim_ns, compute_ns, idle_ns, steal_ns, file_cpu_ns, file_wait_ns, balloon_ns);
         m.stats.add(&r.stats);
         m.host_stats.add(&r.host_stats);
+        m.swap_pathologies.add(&r.swap_pathologies);
         m.translate.add(&r.translate);
         add_opt(
             &mut m.device_stats,

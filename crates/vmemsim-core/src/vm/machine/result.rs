@@ -97,6 +97,7 @@ impl Vm {
         c.barrier_wait_ns = self.cpu.barrier_wait_ns;
         r.device_frames_peak = self.device_frames_peak;
         r.balloon = self.balloon_result();
+        r.swap_pathologies = self.swap_pathologies();
         r.policy_counters = self
             .guest
             .policy
@@ -242,6 +243,7 @@ impl Vm {
             k.validate()?;
         }
         self.balloon_validate()?;
+        self.image_validate()?;
         Ok(())
     }
 }

@@ -126,6 +126,12 @@ pub struct VmRunConfig {
     /// guest whose anonymous memory fills it runs out of memory (with a balloon: the
     /// workload is OOM-killed, recorded in the result's `balloon.oom_kill_ns`).
     pub guest_swapoff: bool,
+    /// QEMU's own code as named pages of the host (VSwapper §3, false page anonymity): this
+    /// many pages of `qemu-system-x86_64`'s text, file-backed on the host and resident from
+    /// the start, which QEMU runs through for every virtio-blk request of a guest; their
+    /// refaults are the VM's `swap_pathologies.hypervisor_code_faults`. 0 (the default):
+    /// not modelled. See `vm/machine/pathologies.rs` for the size to give.
+    pub qemu_text_pages: u32,
 }
 
 impl Default for VmRunConfig {
@@ -163,6 +169,7 @@ impl Default for VmRunConfig {
             mom: false,
             mom_config: Default::default(),
             guest_swapoff: false,
+            qemu_text_pages: 0,
         }
     }
 }
@@ -430,6 +437,7 @@ impl VmRunConfig {
             }),
             mom: self.mom.then(|| self.mom_config.clone()),
             guest_swapoff: self.guest_swapoff,
+            qemu_text_pages: self.qemu_text_pages,
         };
         let cfgs = gs
             .iter()
@@ -626,5 +634,24 @@ mod tests {
         };
         let e = three.build().err().expect("3 VMs for 2 specs is refused");
         assert_eq!(e.to_string(), "vms: 3 VMs for 2 workloads");
+    }
+
+    #[test]
+    fn qemu_text_pages_reach_every_vm_and_default_to_none() {
+        let c = VmRunConfig::from_json(
+            r#"{"workload": ["stress-vm:bytes=1MiB"], "vms": 2, "qemu_text_pages": 64}"#,
+        )
+        .unwrap();
+        let run = c.build().unwrap();
+        assert!(run.cfgs.iter().all(|c| c.qemu_text_pages == 64));
+        assert_eq!(VmRunConfig::default().qemu_text_pages, 0);
+        // Not with large host pages: QEMU's code is modelled in 4 KiB pages.
+        let mut c = VmConfig::new(Paging::Tdp, 512, 2048);
+        c.host_page = PageSize::M2;
+        c.qemu_text_pages = 8;
+        let e = crate::vm::host_for(&[&c])
+            .err()
+            .expect("2m host pages are refused");
+        assert!(e.to_string().starts_with("vm.qemu_text_pages"), "{e}");
     }
 }

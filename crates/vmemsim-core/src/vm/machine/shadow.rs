@@ -80,7 +80,7 @@ impl GuestMemory for GuestView<'_> {
         }
     }
     fn faultin_pfn(&mut self, gfn: u64, write: bool) -> u8 {
-        if let Err(e) = self.host.touch(gfn, write) {
+        if let Err(e) = self.host.touch(gfn, write, HostTouch::Other) {
             self.err.get_or_insert(e);
         }
         // `host_pfn_mapping_level`: the level the host maps the page at.

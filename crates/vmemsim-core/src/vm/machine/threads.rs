@@ -721,6 +721,7 @@ impl VmExec<'_, '_> {
                         host_image_pages,
                         double_cached,
                         cacol_watermark: vm.cacol_watermark(),
+                        swap_pathologies: vm.swap_pathologies(),
                     }
                 })
                 .collect()

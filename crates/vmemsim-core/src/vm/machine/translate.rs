@@ -300,6 +300,7 @@ impl Vm {
     fn serve(&mut self, v: usize, pid: u32, vpn: u64, write: bool) -> Result<()> {
         let key = self.key(v, pid, vpn)?;
         let first = self.guest.stats.first_touch;
+        let majors = self.guest.stats.major_faults;
         let evictions = self.guest.stats.evictions;
         self.guest.mm.now = self.vcpus[v].clock;
         self.guest.access(
@@ -351,7 +352,16 @@ impl Vm {
         // The host sees the reference too: its accessed bit is the EPT's (TDP) or the shadow
         // entry's (shadow), set by the same walk.
         if self.paging != Paging::Native {
-            self.host_touch(gfn, write)?;
+            // The guest's fault allocated the frame and filled it whole (`clear_page` of a
+            // first touch, its swap-in, a file page's read): a host swap read of it now is a
+            // false read (module `pathologies`, VSwapper §3).
+            let st = &self.guest.stats;
+            let why = if st.first_touch != first || st.major_faults != majors {
+                HostTouch::GuestFill
+            } else {
+                HostTouch::Other
+            };
+            self.host_touch_as(gfn, write, why)?;
         }
         Ok(())
     }

@@ -1,0 +1,715 @@
+//! The pathologies of uncooperative host swapping (VSwapper, Amit, Tsafrir and Schuster,
+//! ASPLOS 2014, §3), counted per VM where the host does the thing: host reclaim's swap-out
+//! (`pageout` → `swap_writepage`) and the host fault's swap read (`do_swap_page` →
+//! `swap_read_folio`), both logged by the host's memory manager ([`SwapEvent`]) and
+//! attributed here, in `HostShared::distribute`, right after the host call that did them;
+//! and QEMU's run through its own code (`HostShared::qemu_code`).
+//!
+//! # The image-block association
+//!
+//! [`ImageBlocks`] knows, for each guest frame, the block of the VM's disk image it holds
+//! unchanged since the guest read it from, or wrote it to, its virtual disk: a clean page of
+//! the guest's page cache. It is what VSwapper's Swap Mapper (§4.1) keeps with a private
+//! `mmap` of the image, with one difference: the Mapper's association lives as long as the
+//! frame's *content* is unchanged (a write breaks it by copy-on-write), this one as long as
+//! the guest's page cache holds the page clean. It is
+//!
+//! - made when QEMU's `preadv` of a guest read has filled the frame (`Vm::qemu_dma`: the
+//!   frames of a page-cache read, applied after the guest's call as the DMA is) and when a
+//!   guest write of the page has reached the image (`Vm::note_written`: the page-cache pages
+//!   the guest's writeback wrote, clean again);
+//! - broken when the guest dirties the page (`folio_mark_dirty`) or the page leaves the
+//!   guest's cache (reclaim, truncation, `fadvise`, direct I/O's invalidation): the guest's
+//!   page cache says so through [`crate::engine::FileBackend::page_changed`], before the
+//!   frame can be reused.
+//!
+//! # The counters ([`SwapPathologies`])
+//!
+//! - `silent_swap_writes` (§3 "Silent Swap Writes"): host reclaim writes to swap a page whose
+//!   guest frame holds an image block unchanged. Counted at the `SwapEvent::Out` of the page
+//!   (`swap_writepage`); a clean page that keeps its swap copy is freed without a write and
+//!   is not counted.
+//! - `stale_swap_reads` (§3 "Stale Swap Reads"): a host swap read of a page that QEMU's DMA
+//!   of a guest disk read is about to overwrite whole (`Vm::qemu_dma`: QEMU's copy into
+//!   guest memory faults the page in first).
+//! - `false_swap_reads` (§3 "False Swap Reads"): a host swap read of a page the guest is
+//!   about to overwrite whole without reading it: the guest's fault that served the access
+//!   allocated the frame and filled it — `clear_page` of a first touch
+//!   (`do_anonymous_page`), the guest's own swap-in (`swap_read_folio` from the guest's swap
+//!   device, which the model does not serve through QEMU, so the guest is what writes the
+//!   frame) and a file page read by a fault (`filemap_fault`). Left out: the guest's
+//!   zeroing of a new page-table page (`pte_alloc_one` → `__GFP_ZERO`), copy-on-write copies
+//!   and compaction's migrations (the guest model has neither).
+//! - `silent_swap_writes_in_sequence` (§3 "Decayed Swap Sequentiality"): of the silent swap
+//!   writes of image block `b`, those whose slot is the one after block `b - 1`'s copy in the
+//!   host's swap area (the previous block's guest frame holds it unchanged and the host has it
+//!   in swap, at that slot minus one). Guest-sequential data that stays sequential in swap
+//!   keeps this close to `silent_swap_writes`; decay lowers it.
+//! - `host_swap_readahead` and `host_swap_readahead_hits`: the VM's pages the host's swap
+//!   readahead read (`swap_cluster_readahead` / `swap_vma_readahead`) and of those, the ones
+//!   a later fault found in the swap cache (`swap_cache_get_folio`'s `PG_readahead`):
+//!   readahead's usefulness on the VM's memory (the host's `swap_ra` and `swap_ra_hit`, by
+//!   VM).
+//! - `hypervisor_code_faults` (§3 "False Page Anonymity"): with `VmConfig::qemu_text_pages`,
+//!   QEMU's code is that many file-backed pages of the host (`qemu_text`), resident from the
+//!   start, which QEMU runs through for each virtio-blk request of the guest
+//!   (`HostShared::qemu_code`); guest memory being all anonymous to the host, its reclaim
+//!   takes these named pages as any file page (a kernel policy prefers them), and each that
+//!   faults back in (`filemap_fault`) is counted and delays the request by a host major fault.
+//!   The size to give: Debian 12's `qemu-system-x86_64` (QEMU 7.2) has 13,185,650 bytes of
+//!   text (`size`), 3,220 pages, the upper bound; one request runs through a small part of it
+//!   (virtio-blk, the block layer, `file-posix`'s AIO, the main loop, the memory API), a few
+//!   hundred KiB: 64 pages is a reasonable guess. Left out: QEMU's code run for other exits
+//!   (timers, other devices) and by its other threads.
+//!
+//! The totals are in the VM's result; with `sample_every_ns` each sample's `caches` has each
+//! VM's so far.
+//!
+//! Left out: hosts with large pages (the counters stay 0 unless `host_page` is 4 KiB); the
+//! guest's copies to and from its page-cache frames (`copy_page_to_iter` /
+//! `copy_page_from_iter`), which do not touch the host in the VM layer, so a guest's read of
+//! a cached page never faults on the host.
+
+use super::*;
+
+use crate::engine::SwapEvent;
+use crate::mm::frames::{F_DIRTY, F_PAGECACHE};
+use crate::mm::{pte_frame, pte_payload, PTE_SWAP};
+
+/// Per VM, what the host's swapping did that VSwapper (§3) calls its pathologies (see the
+/// module `pathologies`). Counted in host pages, with 4 KiB host pages only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SwapPathologies {
+    /// Host swap-outs of a page holding an image block unchanged (`swap_writepage`).
+    pub silent_swap_writes: u64,
+    /// Of those, the ones written to the slot after the previous image block's copy.
+    pub silent_swap_writes_in_sequence: u64,
+    /// Host swap reads of a page QEMU's DMA of a guest disk read then overwrote.
+    pub stale_swap_reads: u64,
+    /// Host swap reads of a page the guest's fault then overwrote whole (`clear_page`, the
+    /// guest's swap-in, a file page read by a fault).
+    pub false_swap_reads: u64,
+    /// The VM's pages the host's swap readahead read, and those a later fault found there.
+    pub host_swap_readahead: u64,
+    pub host_swap_readahead_hits: u64,
+    /// Refaults of QEMU's code (`VmConfig::qemu_text_pages`) as it served the VM's disk
+    /// requests: host reclaim had taken the host's named pages of the hypervisor.
+    pub hypervisor_code_faults: u64,
+}
+
+impl SwapPathologies {
+    pub fn add(&mut self, o: &SwapPathologies) {
+        crate::util::add_fields!(self, o;
+            silent_swap_writes, silent_swap_writes_in_sequence, stale_swap_reads,
+            false_swap_reads, host_swap_readahead, host_swap_readahead_hits,
+            hypervisor_code_faults);
+    }
+}
+
+/// Why the host serves a VM's page now, for the swap read it may do ([`SwapEvent::In`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum HostTouch {
+    /// Anything else: a guest access that did not fill the frame, a walk's page-table page.
+    #[default]
+    Other,
+    /// QEMU's DMA of a guest disk read into the frame (a stale read if swapped in).
+    QemuDma,
+    /// The guest's fault just filled the frame whole (a false read if swapped in).
+    GuestFill,
+}
+
+const NO_BLOCK: u64 = u64::MAX;
+
+/// Which guest frames hold which image block unchanged (see the module `pathologies`).
+#[derive(Debug)]
+pub(super) struct ImageBlocks {
+    /// Per guest frame (gfn): the image block, or `NO_BLOCK`.
+    block: Vec<u64>,
+    /// Image block → the guest frame holding it.
+    frame_of: std::collections::HashMap<u64, u32>,
+}
+
+impl ImageBlocks {
+    pub(super) fn new(frames: u32) -> ImageBlocks {
+        ImageBlocks {
+            block: vec![NO_BLOCK; frames as usize],
+            frame_of: std::collections::HashMap::new(),
+        }
+    }
+
+    /// Guest frame `f` holds image block `b` unchanged.
+    pub(super) fn set(&mut self, f: u32, b: u64) {
+        self.clear(f);
+        if let Some(g) = self.frame_of.insert(b, f) {
+            // (the guest's cache holds a block in one frame: an older one has left it)
+            self.block[g as usize] = NO_BLOCK;
+        }
+        self.block[f as usize] = b;
+    }
+
+    /// Guest frame `f` no longer holds its block.
+    pub(super) fn clear(&mut self, f: u32) {
+        let Some(b) = self.block.get_mut(f as usize) else {
+            return;
+        };
+        if *b != NO_BLOCK {
+            self.frame_of.remove(b);
+            *b = NO_BLOCK;
+        }
+    }
+
+    /// The image block guest frame `gfn` holds unchanged.
+    pub(super) fn block(&self, gfn: u64) -> Option<u64> {
+        self.block
+            .get(gfn as usize)
+            .copied()
+            .filter(|&b| b != NO_BLOCK)
+    }
+
+    /// The guest frame holding image block `b` unchanged.
+    pub(super) fn frame(&self, b: u64) -> Option<u32> {
+        self.frame_of.get(&b).copied()
+    }
+}
+
+impl HostShared {
+    /// Attribute the host's swap traffic since the last call to the VMs owning the pages and
+    /// count their pathologies (module `pathologies`). Called right after every host call
+    /// that may swap (`HostShared::distribute`), so the association is the one the host
+    /// swapped against, and `self.touch` says why the host served the page it swapped in.
+    pub(super) fn count_pathologies(&mut self) {
+        let Some(mut log) = self.m.swap_log.take() else {
+            return;
+        };
+        for &e in &log {
+            let vpn = match e {
+                SwapEvent::Out { vpn, .. }
+                | SwapEvent::In { vpn, .. }
+                | SwapEvent::ReadAhead { vpn }
+                | SwapEvent::ReadAheadHit { vpn } => vpn,
+            };
+            let vm = self.bases.partition_point(|&b| b <= vpn) - 1;
+            let rel = vpn - self.bases[vm];
+            match e {
+                SwapEvent::ReadAhead { .. } => self.pathologies[vm].host_swap_readahead += 1,
+                SwapEvent::ReadAheadHit { .. } => {
+                    self.pathologies[vm].host_swap_readahead_hits += 1
+                }
+                _ if self.shift != 0 => {}
+                SwapEvent::Out { slot, .. } => {
+                    // §3 "Silent Swap Writes": `swap_writepage` of an unchanged image block.
+                    let Some(img) = self.images[vm].as_ref() else {
+                        continue;
+                    };
+                    let img = img.borrow();
+                    let Some(b) = img.block(rel) else {
+                        continue;
+                    };
+                    let p = &mut self.pathologies[vm];
+                    p.silent_swap_writes += 1;
+                    // §3 "Decayed Swap Sequentiality": the previous block's copy is the
+                    // slot before.
+                    let prev = b
+                        .checked_sub(1)
+                        .and_then(|pb| img.frame(pb))
+                        .and_then(|g| host_slot(&self.m, self.bases[vm] + g as u64));
+                    if slot > 0 && prev == Some(slot - 1) {
+                        p.silent_swap_writes_in_sequence += 1;
+                    }
+                }
+                SwapEvent::In { .. } => match self.touch {
+                    // §3 "Stale Swap Reads": `do_swap_page` under QEMU's DMA of a disk read.
+                    HostTouch::QemuDma => self.pathologies[vm].stale_swap_reads += 1,
+                    // §3 "False Swap Reads": `do_swap_page` for a page the guest overwrites.
+                    HostTouch::GuestFill => self.pathologies[vm].false_swap_reads += 1,
+                    HostTouch::Other => {}
+                },
+            }
+        }
+        log.clear();
+        self.m.swap_log = Some(log);
+    }
+}
+
+/// The first file id past the VMs' images: QEMU's binary in the host's page cache.
+const QEMU_TEXT_FILE: u32 = u32::MAX - 1;
+
+/// QEMU's code on host `m` (VSwapper §3, false page anonymity; `VmConfig::qemu_text_pages`
+/// of `cfg`): a file-backed mapping of that many pages from host page `at`, past every VM's
+/// guest memory, each page faulted in as the process starts (resident before the guests
+/// run). Returns its first page and its pages (`None`: not modelled).
+pub(super) fn qemu_text(
+    m: &mut Machine<BoxedPolicy>,
+    cfg: &VmConfig,
+    at: u64,
+    hshift: u32,
+) -> Result<Option<(u64, u32)>> {
+    let n = cfg.qemu_text_pages;
+    if n == 0 {
+        return Ok(None);
+    }
+    if hshift != 0 {
+        return Err(Error::config(
+            "vm.qemu_text_pages",
+            "QEMU's code is modelled in 4 KiB host pages: needs host_page = 4k",
+        ));
+    }
+    m.mm.vmas
+        .add(crate::mm::Vma {
+            start: at,
+            end: at + n as u64,
+            kind: crate::mm::VmaKind::File {
+                file: QEMU_TEXT_FILE,
+            },
+            seq_or_rand_hint: false,
+        })
+        .map_err(|e| Error::config("vm.qemu_text_pages", e))?;
+    for k in 0..n as u64 {
+        m.access(
+            Access {
+                page: at + k,
+                write: false,
+                gup: false,
+            },
+            u64::MAX,
+        );
+    }
+    Ok(Some((at, n)))
+}
+
+impl HostShared {
+    /// QEMU runs through its code for a virtio-blk request of VM `vm` (`virtio_blk_handle_vq`
+    /// → the block layer → `raw_co_prw`): every page of it is a read of the host's; those
+    /// host reclaim had dropped fault back in (`filemap_fault`), counted as the VM's
+    /// hypervisor code faults. Returns them (0 without QEMU's code modelled).
+    pub(super) fn qemu_code(&mut self, vm: usize) -> Result<u64> {
+        let Some((base, n)) = self.text else {
+            return Ok(0);
+        };
+        let mut faults = 0;
+        for key in base..base + n as u64 {
+            // (resident from the start: a page not present was reclaimed)
+            let gone = self.m.mm.pt.pte(key) & PTE_PRESENT == 0;
+            self.serve(key, false)?;
+            faults += gone as u64;
+        }
+        // §3 "False Page Anonymity": the host's only named pages of the VM's QEMU.
+        self.pathologies[vm].hypervisor_code_faults += faults;
+        self.distribute();
+        Ok(faults)
+    }
+}
+
+/// The swap slot holding host page `key`'s copy: its swap entry, or its swap-cache slot.
+fn host_slot(m: &Machine<BoxedPolicy>, key: u64) -> Option<u32> {
+    let pte = m.mm.pt.pte(key);
+    if pte & PTE_SWAP != 0 {
+        return Some(pte_payload(pte) as u32);
+    }
+    if pte & PTE_PRESENT != 0 {
+        let s = m.mm.frames.slot(pte_frame(pte));
+        return (s != crate::mm::NO_SLOT).then_some(s);
+    }
+    None
+}
+
+impl Vm {
+    /// The image block guest frame `f` holds as a clean page of the guest's page cache.
+    fn clean_block(&self, f: u32) -> Option<u64> {
+        let frames = &self.guest.mm.frames;
+        let fl = frames.flags(f);
+        if !frames.in_use(f) || fl & F_PAGECACHE == 0 || fl & F_DIRTY != 0 {
+            return None;
+        }
+        let (i, index) = self.guest.mm.cache.page_of(self.guest.mm.owner(f))?;
+        let id = self.guest.mm.cache.file(i).id;
+        Some(self.file_layout.as_ref()?.block(id, index))
+    }
+
+    /// QEMU's DMA filled guest frames `gfns` with the blocks the guest read: those still
+    /// clean in the guest's page cache hold their block.
+    pub(super) fn map_dma(&mut self, gfns: &[u64]) {
+        let Some(img) = self.image_blocks.clone() else {
+            return;
+        };
+        let mut img = img.borrow_mut();
+        for &g in gfns {
+            if let Some(b) = self.clean_block(g as u32) {
+                img.set(g as u32, b);
+            }
+        }
+    }
+
+    /// The guest's writes that reached the image since the last call: the pages its page
+    /// cache still holds clean hold their block.
+    pub(super) fn note_written(&mut self) {
+        let (Some(img), Some(log)) = (self.image_blocks.clone(), self.virtio.as_ref()) else {
+            return;
+        };
+        let written = std::mem::take(&mut log.borrow_mut().written);
+        let mut img = img.borrow_mut();
+        for &(file, index, pages) in &written {
+            for j in index..index + pages {
+                if let Some(f) = self.guest.file_page_frame(file, j) {
+                    if let Some(b) = self.clean_block(f) {
+                        img.set(f, b);
+                    }
+                }
+            }
+        }
+    }
+
+    /// This VM's pathologies so far (zeros natively and without a host).
+    pub fn swap_pathologies(&self) -> SwapPathologies {
+        self.host
+            .as_ref()
+            .map(|h| h.shared.borrow().pathologies[h.vm])
+            .unwrap_or_default()
+    }
+
+    /// The association's invariants: a guest frame holds an image block only as a clean
+    /// page of the guest's page cache caching that block, and the reverse map agrees.
+    pub(super) fn image_validate(&self) -> std::result::Result<(), String> {
+        let Some(img) = self.image_blocks.as_ref() else {
+            return Ok(());
+        };
+        let img = img.borrow();
+        let mut n = 0;
+        for (f, &b) in img.block.iter().enumerate() {
+            if b == NO_BLOCK {
+                continue;
+            }
+            n += 1;
+            let f = f as u32;
+            if self.clean_block(f) != Some(b) {
+                return Err(format!(
+                    "image blocks: frame {f} holds block {b}, but the guest caches {:?} \
+                     there (clean page-cache block)",
+                    self.clean_block(f)
+                ));
+            }
+            if img.frame(b) != Some(f) {
+                return Err(format!(
+                    "image blocks: block {b} maps back to {:?}",
+                    img.frame(b)
+                ));
+            }
+        }
+        if n != img.frame_of.len() {
+            return Err(format!(
+                "image blocks: {n} frames hold blocks, {} blocks are held",
+                img.frame_of.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::DeviceSpec;
+    use crate::mm::FileSpec;
+    use crate::trace::recorded::{fadv, FileIo, FileOp};
+    use crate::watermarks::Watermarks;
+    use crate::workload::Op;
+
+    /// One channel, 100 µs a request plus 1 µs a page.
+    const DISK: &str = "ssd:latency_us=100,qd=1,bw_mbps=4096,submit_us=0";
+    const NONE: Watermarks = Watermarks {
+        min: 0,
+        low: 0,
+        high: 0,
+    };
+
+    /// A TDP VM of `guest` data frames on a host of `host` frames, both reclaiming only
+    /// when no frame is free (watermarks 0); the host's policy `fifo` (it evicts the page it
+    /// backed first, whatever was touched since) without swap readahead (a demand policy's
+    /// `page_cluster` is 0); the guest reads one page a request (`read_ahead_kb` 0) of one
+    /// file of `file_pages` pages, under `cache` on the host.
+    fn vm(guest: u32, host: u32, file_pages: u64, cache: CacheMode) -> Vm {
+        vm_with(guest, host, file_pages, cache, 0)
+    }
+
+    /// [`vm`] with `text` pages of QEMU's code on the host.
+    fn vm_with(guest: u32, host: u32, file_pages: u64, cache: CacheMode, text: u32) -> Vm {
+        let mut c = VmConfig::new(Paging::Tdp, guest, host);
+        c.qemu_text_pages = text;
+        c.guest.watermarks = Some(NONE);
+        c.host.watermarks = Some(NONE);
+        c.guest.read_ahead_kb = 0;
+        c.host_policy = crate::policy::PolicyKind::from_name("fifo").unwrap();
+        c.file_device = Some(DeviceSpec::parse(DISK).unwrap());
+        c.cache_mode = cache;
+        c.guest.check_invariants = true;
+        c.host.check_invariants = true;
+        let mut vm = Vm::new(&c, 1).unwrap();
+        let bytes = file_pages * 4096;
+        let f = FileSpec {
+            id: 0,
+            initial_size: bytes,
+            extent: bytes,
+        };
+        vm.add_files(&[f], &c).unwrap();
+        vm
+    }
+
+    fn io(op: FileOp, index: u64, pages: u64) -> FileIo {
+        FileIo {
+            op,
+            tid: 0,
+            stamp: 0,
+            file: 0,
+            offset: index * 4096,
+            len: pages * 4096,
+            addr: 0,
+        }
+    }
+
+    fn file(vm: &mut Vm, op: FileOp, index: u64, pages: u64) {
+        vm.file_op(0, &io(op, index, pages), &|_, _| ContentClass::Random)
+            .unwrap();
+    }
+
+    /// Process `pid` (spawned unless 0) writes its pages `0..n` once.
+    fn touch(vm: &mut Vm, pid: u32, n: u64) {
+        if pid != 0 {
+            vm.op(0, Op::Spawn { pid }).unwrap();
+            vm.op(0, Op::Switch { pid }).unwrap();
+        }
+        for p in 0..n {
+            vm.access(0, p, true).unwrap();
+        }
+    }
+
+    /// 100 guest frames the host has swapped out and the guest has freed: process 0
+    /// writes 100 pages (gfns X, backed by the host first), process 1 then writes 300 more
+    /// (the guest's 400 frames are full), which the host's 200 frames can only back by
+    /// swapping out its oldest pages, all of X (300 > 200 pages backed after them, none of
+    /// X touched again); process 0 exits: X is the guest's only free memory.
+    fn freed_and_swapped() -> Vm {
+        let mut v = vm(400, 200, 100, CacheMode::None);
+        touch(&mut v, 0, 100);
+        touch(&mut v, 1, 300);
+        v.op(0, Op::Exit { pid: 0 }).unwrap();
+        assert_eq!(v.guest.mm.frames.n_free(), 100);
+        v
+    }
+
+    #[test]
+    fn first_touches_of_frames_the_host_swapped_are_false_reads() {
+        // A new process writes 100 pages: the guest clears each of the 100 free frames
+        // (`clear_page`), X, which the host must read back from swap first: 100 false swap
+        // reads. No image block was read or swapped: no stale read, no silent write.
+        let mut v = freed_and_swapped();
+        touch(&mut v, 2, 100);
+        let p = v.swap_pathologies();
+        assert_eq!(p.false_swap_reads, 100);
+        assert_eq!((p.stale_swap_reads, p.silent_swap_writes), (0, 0));
+        assert_eq!(p.host_swap_readahead, 0);
+        v.validate().unwrap();
+        // Processes 0 and 1 only touched frames the host had never backed: no false read.
+        let mut v = vm(400, 200, 100, CacheMode::None);
+        touch(&mut v, 0, 100);
+        touch(&mut v, 1, 300);
+        assert_eq!(v.swap_pathologies(), SwapPathologies::default());
+    }
+
+    #[test]
+    fn guest_disk_reads_into_frames_the_host_swapped_are_stale_reads() {
+        // The guest reads 100 file pages one at a time into its page cache, whose frames are
+        // X: QEMU's DMA of each faults its page in from the host's swap first: 100 stale
+        // swap reads. The host makes room by evicting its oldest pages, process 1's, never
+        // the blocks just read (the newest): no silent write. No process touched a new
+        // frame: no false read.
+        let mut v = freed_and_swapped();
+        for i in 0..100 {
+            file(&mut v, FileOp::Pread, i, 1);
+        }
+        let p = v.swap_pathologies();
+        assert_eq!(p.stale_swap_reads, 100);
+        assert_eq!((p.false_swap_reads, p.silent_swap_writes), (0, 0));
+        // The 100 frames hold their blocks, clean.
+        assert_eq!(
+            v.image_blocks.as_ref().unwrap().borrow().frame_of.len(),
+            100
+        );
+        v.validate().unwrap();
+    }
+
+    #[test]
+    fn the_host_swapping_out_clean_cached_blocks_writes_silently_and_in_sequence() {
+        // The guest reads blocks 0..100 (one page a request) into frames the host backs in
+        // block order (QEMU's DMA is each frame's first host touch: no stale read); then a
+        // process writes 300 pages: the host's 200 frames back them by evicting its oldest
+        // pages first, the 100 cached blocks in block order, to consecutive swap slots.
+        // Every one is clean in the guest's cache: 100 silent swap writes, 99 of them in
+        // the slot after the previous block's (all but block 0). The process's pages were
+        // never backed before: no false read.
+        let mut v = vm(400, 200, 100, CacheMode::None);
+        for i in 0..100 {
+            file(&mut v, FileOp::Pread, i, 1);
+        }
+        touch(&mut v, 0, 300);
+        let p = v.swap_pathologies();
+        assert_eq!(p.silent_swap_writes, 100);
+        assert_eq!(p.silent_swap_writes_in_sequence, 99);
+        assert_eq!((p.stale_swap_reads, p.false_swap_reads), (0, 0));
+        v.validate().unwrap();
+
+        // The same after the guest overwrote blocks 0..10 whole (dirty in its cache: they no
+        // longer hold what the image has): the host writes them too, but only blocks
+        // 10..100 silently (90), and in sequence 11..100 (89: block 10's predecessor is
+        // dirty). Nothing is written back meanwhile (10 dirty pages are below the
+        // background threshold, 409 × 400 / 4096 = 39, and the 30 s expiry is far).
+        let mut v = vm(400, 200, 100, CacheMode::None);
+        for i in 0..100 {
+            file(&mut v, FileOp::Pread, i, 1);
+        }
+        file(&mut v, FileOp::Pwrite, 0, 10);
+        assert_eq!(v.guest.stats.nr_dirty, 10);
+        touch(&mut v, 0, 300);
+        let p = v.swap_pathologies();
+        assert_eq!(p.silent_swap_writes, 90);
+        assert_eq!(p.silent_swap_writes_in_sequence, 89);
+        v.validate().unwrap();
+
+        // Once written back (`fsync`), blocks 0..10 are clean again: as the first case.
+        let mut v = vm(400, 200, 100, CacheMode::None);
+        for i in 0..100 {
+            file(&mut v, FileOp::Pread, i, 1);
+        }
+        file(&mut v, FileOp::Pwrite, 0, 10);
+        file(&mut v, FileOp::Fsync, 0, 0);
+        assert_eq!(v.guest.stats.nr_dirty, 0);
+        touch(&mut v, 0, 300);
+        let p = v.swap_pathologies();
+        assert_eq!(
+            (p.silent_swap_writes, p.silent_swap_writes_in_sequence),
+            (100, 99)
+        );
+        v.validate().unwrap();
+    }
+
+    #[test]
+    fn qemu_code_the_host_reclaimed_refaults_at_the_next_disk_request() {
+        // 4 pages of QEMU's code, resident before the guest runs: the oldest pages of the
+        // host's FIFO. The guest reads block 0 (QEMU runs its code: all resident, no fault),
+        // then a process writes 300 pages, which the host's 200 frames back by evicting its
+        // oldest pages first: the 4 code pages (dropped: they are named) among them. The
+        // read of block 1 runs QEMU's code again: 4 hypervisor code faults, the pages now
+        // the newest; the read of block 2 finds them resident (its DMA evicts an older
+        // page): 4 in all. Each fault delays the request by a host major fault (100 µs).
+        let mut v = vm_with(400, 200, 100, CacheMode::None, 4);
+        file(&mut v, FileOp::Pread, 0, 1);
+        touch(&mut v, 0, 300);
+        assert_eq!(v.swap_pathologies().hypervisor_code_faults, 0);
+        let w0 = v.r.time.file_wait_ns;
+        file(&mut v, FileOp::Pread, 1, 1);
+        assert_eq!(v.swap_pathologies().hypervisor_code_faults, 4);
+        // 10 µs of virtio, 4 faults, the disk's 101 µs.
+        assert_eq!(v.r.time.file_wait_ns - w0, 10_000 + 4 * 100_000 + 101_000);
+        file(&mut v, FileOp::Pread, 2, 1);
+        assert_eq!(v.swap_pathologies().hypervisor_code_faults, 4);
+        v.validate().unwrap();
+        // Without QEMU's code modelled: none.
+        let mut v = vm(400, 200, 100, CacheMode::None);
+        file(&mut v, FileOp::Pread, 0, 1);
+        touch(&mut v, 0, 300);
+        file(&mut v, FileOp::Pread, 1, 1);
+        assert_eq!(v.swap_pathologies().hypervisor_code_faults, 0);
+    }
+
+    #[test]
+    fn host_swap_readahead_is_counted_per_vm() {
+        // Two VMs on a host with a kernel policy (swap readahead on): each VM's readahead
+        // pages and hits are the host's, split by the VM owning the pages.
+        let mut c = VmConfig::new(Paging::Tdp, 1024, 0);
+        c.host.frames = 2 * (1024 + 68) * 3 / 5;
+        let cfgs = vec![c.clone(), c];
+        let mut wls: Vec<Box<dyn crate::workload::Workload>> = vec![
+            crate::vm::workloads::parse("stress-vm:bytes=3MiB,rounds=3", 0).unwrap(),
+            crate::vm::workloads::parse("stress-vm:bytes=3MiB,rounds=3", 1).unwrap(),
+        ];
+        let r = super::super::run_many(&cfgs, &mut wls).unwrap();
+        let (ra, hits): (u64, u64) = r.per_vm.iter().fold((0, 0), |(a, h), v| {
+            (
+                a + v.swap_pathologies.host_swap_readahead,
+                h + v.swap_pathologies.host_swap_readahead_hits,
+            )
+        });
+        assert!(r.host_stats.swap_ra > 0, "{:?}", r.host_stats);
+        assert_eq!((ra, hits), (r.host_stats.swap_ra, r.host_stats.swap_ra_hit));
+        assert_eq!(r.swap_pathologies.host_swap_readahead, ra);
+        assert!(r
+            .per_vm
+            .iter()
+            .all(|v| v.swap_pathologies.host_swap_readahead > 0));
+    }
+
+    /// Random file I/O (buffered and direct reads and writes, fsync, fadvise, truncation)
+    /// and process memory (writes, reads, exits) in a VM under memory pressure on both
+    /// sides: after every op, every image block the VM layer associates with a guest frame
+    /// is a clean page of the guest's cache holding that block (`Vm::validate`).
+    #[test]
+    fn the_image_association_follows_the_guest_page_cache() {
+        use rand::{Rng, SeedableRng};
+        let mut seen = SwapPathologies::default();
+        for seed in 0..8u64 {
+            let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+            let mode = [CacheMode::Writeback, CacheMode::None][seed as usize % 2];
+            let mut v = vm(160, 60, 80, mode);
+            let mut pid = 0u32;
+            let mut most = 0;
+            for _ in 0..1500 {
+                let index = rng.gen_range(0..80u64);
+                let pages = rng.gen_range(1..5u64).min(80 - index);
+                match rng.gen_range(0..20) {
+                    0..=5 => file(&mut v, FileOp::Pread, index, pages),
+                    6..=7 => file(&mut v, FileOp::Pwrite, index, pages),
+                    8 => file(&mut v, FileOp::Fsync, 0, 0),
+                    9 => {
+                        let mut o = io(FileOp::Fadvise, index, pages);
+                        o.addr = fadv::DONTNEED;
+                        v.file_op(0, &o, &|_, _| ContentClass::Random).unwrap();
+                    }
+                    10 => file(&mut v, FileOp::DirectWrite, index, pages),
+                    11 => file(&mut v, FileOp::DirectRead, index, pages),
+                    12 if rng.gen_bool(0.3) => {
+                        let mut o = io(FileOp::Ftruncate, 0, 0);
+                        o.len = (40 + index / 2) * 4096;
+                        v.file_op(0, &o, &|_, _| ContentClass::Random).unwrap();
+                    }
+                    12 => {
+                        // A new process replaces the running one: its frames are freed
+                        // and reused.
+                        v.op(0, Op::Spawn { pid: pid + 1 }).unwrap();
+                        v.op(0, Op::Switch { pid: pid + 1 }).unwrap();
+                        v.op(0, Op::Exit { pid }).unwrap();
+                        pid += 1;
+                    }
+                    _ => v
+                        .access(0, rng.gen_range(0..120), rng.gen_bool(0.5))
+                        .unwrap(),
+                }
+                v.validate()
+                    .unwrap_or_else(|e| panic!("seed {seed} {mode:?}: {e}"));
+                most = most.max(v.image_blocks.as_ref().unwrap().borrow().frame_of.len());
+            }
+            // The guest cached blocks and the host swapped guest memory out.
+            assert!(most > 20, "seed {seed}: {most}");
+            let swapped = v.host.as_ref().unwrap().shared.borrow().m.stats.pswpout;
+            assert!(swapped > 0, "seed {seed}");
+            let p = v.swap_pathologies();
+            seen.silent_swap_writes += p.silent_swap_writes;
+            seen.stale_swap_reads += p.stale_swap_reads;
+            seen.false_swap_reads += p.false_swap_reads;
+        }
+        // The host's swapping of the guest's memory showed each pathology.
+        assert!(
+            seen.silent_swap_writes > 0 && seen.stale_swap_reads > 0 && seen.false_swap_reads > 0,
+            "{seen:?}"
+        );
+    }
+}
