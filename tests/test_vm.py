@@ -409,39 +409,43 @@ def test_bad_balloon_settings_are_errors_naming_the_key():
         vmemsim.run_vm(spec, balloon="yes")
 
 
-def test_balloon_keys_in_a_sweep(tmp_path):
+def _vm_sweep(tmp_path, name, rest, index, runs):
+    """The table of a sweep of VM runs of a 4 MiB stress-vm guest (clock-lru, guest memory
+    200%) with the TOML ``rest`` ([vm], [sweep]), indexed by ``index``, once all ``runs``
+    have run."""
     import textwrap
 
     from vmemsim.sweep import load_experiment, open_results, run_sweep
 
-    p = tmp_path / "b.toml"
-    p.write_text(textwrap.dedent("""
+    p = tmp_path / f"{name}.toml"
+    p.write_text(textwrap.dedent(f"""
         [experiment]
-        name = "balloon"
+        name = "{name}"
         seeds = 1
         [machine]
         policy = "clock-lru"
         frames = "200%"
         [workload]
         guest = "stress-vm:vcpus=1,bytes=4MiB,rounds=1"
+        """) + textwrap.dedent(rest))
+    s = run_sweep(load_experiment(p), tmp_path / name, workers=1, progress="quiet")
+    assert (s.ok, s.failed) == (runs, 0), s.errors
+    return open_results(tmp_path / name).table().set_index(index)
+
+
+def test_balloon_keys_in_a_sweep(tmp_path):
+    df = _vm_sweep(tmp_path, "balloon", """
         [vm]
         balloon = true
         [sweep]
         "vm.balloon_size_mib" = [1, 2]
-        """))
-    s = run_sweep(load_experiment(p), tmp_path / "res", workers=1, progress="quiet")
-    assert (s.ok, s.failed) == (2, 0), s.errors
-    df = open_results(tmp_path / "res").table().set_index("vm.balloon_size_mib")
+        """, "vm.balloon_size_mib", 2)
     # 1 MiB = 256 pages (1 round), 2 MiB = 512 (2 rounds)
     assert list(df["balloon.actual_pages"]) == [256, 512]
     assert list(df["balloon.rounds"]) == [1, 2]
 
 
 def test_balloon_costs_and_moms_rules_from_the_cli_and_a_sweep(tmp_path):
-    import textwrap
-
-    from vmemsim.sweep import load_experiment, open_results, run_sweep
-
     # The 2 MiB boot balloon above with a 20 µs kick: 2 × (256 × 250 + 20,000) = 168,000 ns of
     # guest time; QEMU's 512 × 1,500 unchanged.
     spec = "stress-vm:vcpus=1,bytes=4MiB,rounds=1"
@@ -457,26 +461,16 @@ def test_balloon_costs_and_moms_rules_from_the_cli_and_a_sweep(tmp_path):
          "--mom-config", "history=0"], capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "mom_config.history" in bad.stderr
     # A sweep's vm.balloon_costs.KEY: the same run per value.
-    p = tmp_path / "c.toml"
-    p.write_text(textwrap.dedent("""
-        [experiment]
-        name = "balloon-costs"
-        seeds = 1
-        [machine]
-        policy = "clock-lru"
-        frames = "200%"
-        [workload]
-        guest = "stress-vm:vcpus=1,bytes=4MiB,rounds=1"
+    df = _vm_sweep(tmp_path, "balloon-costs", """
         [vm]
         balloon = true
         balloon_size_mib = 2
         [sweep]
         "vm.balloon_costs.kick_ns" = [10000, 20000]
-        """))
-    s = run_sweep(load_experiment(p), tmp_path / "res", workers=1, progress="quiet")
-    assert (s.ok, s.failed) == (2, 0), s.errors
-    df = open_results(tmp_path / "res").table().set_index("vm.balloon_costs.kick_ns")
+        """, "vm.balloon_costs.kick_ns", 2)
     assert list(df["balloon.guest_ns"]) == [148_000, 168_000]
+
+
 def test_swap_pathologies_are_counted_per_vm():
     # Two guests of 600 frames read a file three times through their page caches, on a
     # host of 600 frames (its page cache of the images included): the first guest's 4 MiB
