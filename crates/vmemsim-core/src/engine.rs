@@ -790,7 +790,7 @@ impl<P: Policy> Machine<P> {
     /// zone of the zonelist (highest first) whose free pages exceed the watermark `mark`
     /// picks plus the zone's `lowmem_reserve` (`zone_watermark_fast`).
     #[inline]
-    fn zone_fit(&self, mark: fn(&Watermarks) -> u32) -> Option<usize> {
+    fn zone_fit(&self, mark: impl Fn(&Watermarks) -> u32) -> Option<usize> {
         if self.zones.len() == 1 {
             return (self.mm.frames.n_free() > mark(&self.wmark)).then_some(0);
         }
@@ -842,22 +842,25 @@ impl<P: Policy> Machine<P> {
             .sum()
     }
 
-    /// The zones as reclaim reads them (empty on a machine with one zone).
-    fn zone_marks(&self) -> crate::policy::ZoneMarks {
-        let mut m = crate::policy::ZoneMarks::default();
-        if self.zones.len() > 1 {
-            m.n = self.zones.len() as u8;
-            for (i, (w, reserve)) in self.zones.iter().enumerate() {
-                m.z[i] = crate::policy::ZoneMark {
-                    free: self.mm.frames.n_free_zone(i) as u64,
-                    min: w.min,
-                    low: w.low,
-                    high: w.high,
-                    reserve: *reserve,
-                };
-            }
+    /// The zones as reclaim reads them (`None` on a machine with one zone).
+    fn zone_marks(&self) -> Option<Box<crate::policy::ZoneMarks>> {
+        if self.zones.len() <= 1 {
+            return None;
         }
-        m
+        let mut m = crate::policy::ZoneMarks {
+            n: self.zones.len() as u8,
+            ..Default::default()
+        };
+        for (i, (w, reserve)) in self.zones.iter().enumerate() {
+            m.z[i] = crate::policy::ZoneMark {
+                free: self.mm.frames.n_free_zone(i) as u64,
+                min: w.min,
+                low: w.low,
+                high: w.high,
+                reserve: *reserve,
+            };
+        }
+        Some(Box::new(m))
     }
 
     /// `totalreserve_pages` (`calculate_totalreserve_pages`): per zone its high watermark

@@ -195,8 +195,9 @@ pub struct ScanControl {
     /// engine counts the frames it frees), only 6.1's `MIN_LRU_BATCH` credit.
     pub nr_reclaimed: u64,
     /// The zones of a machine with several (`high_wmark` and `low_wmark` are then their
-    /// sums, `nr_free` the node's free pages); empty with one zone.
-    pub zones: ZoneMarks,
+    /// sums, `nr_free` the node's free pages); `None` with one zone (kept out of line so
+    /// that a one-zone machine's reclaim passes do not copy it).
+    pub zones: Option<Box<ZoneMarks>>,
 }
 
 /// A replacement policy. See the module documentation for the two families' contracts.

@@ -206,8 +206,8 @@ impl MgLru {
         // Victims kept under writeback are not freed: count only those reclaimed. Each zone
         // up to `sc->reclaim_idx` (every zone here) must be at its watermark, by its own free
         // pages (`zone_page_state(zone, NR_FREE_PAGES)`).
-        if sc.zones.n > 1 {
-            for (z, zm) in sc.zones.zones().iter().enumerate() {
+        if let Some(zones) = &sc.zones {
+            for (z, zm) in zones.zones().iter().enumerate() {
                 let wmark = if kswapd { zm.high } else { zm.low } as u64;
                 if wmark > zm.free + self.nr_reclaimed_zone[z] {
                     return false;
@@ -498,7 +498,9 @@ impl MgLru {
             self.stats.pgsteal[self.ty(f)] += 1;
             victims.push(f);
             self.nr_reclaimed += 1;
-            self.nr_reclaimed_zone[self.zone(f)] += 1;
+            if self.multi_zone {
+                self.nr_reclaimed_zone[self.zone(f)] += 1;
+            }
         }
     }
 

@@ -360,6 +360,8 @@ pub struct MgLru {
     pub(crate) lists: Vec<List>,
     /// First frame of each zone, lowest first (`[0]`: one zone).
     pub(crate) zone_start: Vec<FrameId>,
+    /// More than one zone (speed: the one-zone machine skips the zone arithmetic).
+    pub(crate) multi_zone: bool,
     /// `nr_pages[gen][type]` (by the generation in the flags).
     pub(crate) nr_pages: Vec<u64>,
     pub(crate) max_seq: u64,
@@ -409,6 +411,7 @@ impl MgLru {
             links: Links::new(n),
             lists: vec![List::default(); g * 2],
             zone_start: vec![0],
+            multi_zone: false,
             nr_pages: vec![0; g * 2],
             // lru_gen_init_lruvec: max_seq = MIN_NR_GENS + 1, min_seq = 0.
             max_seq: MIN_NR_GENS + 1,
@@ -441,11 +444,17 @@ impl MgLru {
     /// `folio_zonenum`.
     #[inline]
     pub(crate) fn zone(&self, f: FrameId) -> usize {
+        if !self.multi_zone {
+            return 0;
+        }
         crate::mm::frames::zone_of(&self.zone_start, f)
     }
     /// Index of the list `lrugen->folios[gen][ty][zone]`.
     #[inline]
     pub(crate) fn lz(&self, gen: usize, ty: usize, zone: usize) -> usize {
+        if !self.multi_zone {
+            return lidx(gen, ty);
+        }
         lidx(gen, ty) * self.zone_start.len() + zone
     }
     /// Whether generation `gen` of `ty` has no folio on any zone's list.
@@ -677,6 +686,7 @@ impl Policy for MgLru {
         debug_assert!(self.lists.iter().all(|l| l.is_empty()));
         let g = self.cfg.max_gens as usize;
         self.zone_start = zone_start.to_vec();
+        self.multi_zone = zone_start.len() > 1;
         self.lists = vec![List::default(); g * 2 * zone_start.len()];
     }
     fn models_page_cache(&self) -> bool {
