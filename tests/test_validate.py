@@ -358,3 +358,28 @@ def test_a_replay_on_zones_takes_the_highest_zone_first_and_errors_name_the_zone
                        zones=[{"frames": 100}, {"frames": 150}])
     with pytest.raises(VmemsimError, match="zones: expected a list"):
         vmemsim.replay(list(range(10)), policy="mglru", frames=300, zones="DMA")
+
+
+def test_kernel_zones_take_the_reserve_against_movable_allocations():
+    # A guest above 4 GiB has ZONE_NORMAL too. The workload's pages are GFP_HIGHUSER_MOVABLE
+    # (highest_zoneidx ZONE_MOVABLE = 3), so each lower zone keeps protection[3]; the boost
+    # is taken off the watermarks; the highest zone keeps none.
+    d = K.parse_log(LOG.read_text())
+    zones = {
+        "DMA": {"free": 3800, "boost": 0, "min": 5, "low": 6, "high": 7,
+                "managed": 3840, "lowmem_reserve": [0, 900, 4000, 4001, 4001]},
+        "DMA32": {"free": 200000, "boost": 10, "min": 110, "low": 140, "high": 170,
+                  "managed": 400000, "lowmem_reserve": [0, 0, 3000, 3002, 3002]},
+        "Normal": {"free": 500000, "boost": 0, "min": 300, "low": 370, "high": 440,
+                   "managed": 600000, "lowmem_reserve": [0, 0, 0, 0, 0]},
+    }
+    run = K.KernelRun(kernel="k", release="r", accel="tcg", settings={}, workload="w", **{
+        **{k: d[k] for k in ("vmstat", "vmstat_before", "meminfo_before", "mm_stat",
+                             "accesses", "checksum")}, "zones": zones})
+    assert C.kernel_zones([run]) == [
+        dict(name="DMA", frames=3800, watermarks=[5, 6, 7], lowmem_reserve=4001),
+        dict(name="DMA32", frames=200000, watermarks=[100, 130, 160], lowmem_reserve=3002),
+        dict(name="Normal", frames=500000, watermarks=[300, 370, 440], lowmem_reserve=0),
+    ]
+    assert C.machine_args(C.simulator_inputs([run]))["frames"] == 703800
+    assert "watermarks" in C.machine_args(C.simulator_inputs([run]), zones=False)

@@ -237,15 +237,16 @@ def kernel_zones(runs: Sequence[KernelRun]) -> List[Dict[str, object]]:
     """The kernel's zones for the simulator (its ``zones``), lowest first: the free pages of
     each zone in the repeat whose free memory is the median, each zone's watermarks less
     the boost (the smallest over the repeats, as :func:`simulator_inputs` sums them), and
-    each zone's ``lowmem_reserve`` against the highest zone's allocations (``protection[top]``:
-    every page the workload takes is ``GFP_HIGHUSER_MOVABLE``). Empty when the runs recorded
-    no zones."""
+    each zone's ``lowmem_reserve`` against the workload's allocations: every page it takes
+    is ``GFP_HIGHUSER_MOVABLE``, whose ``highest_zoneidx`` is ``ZONE_MOVABLE``
+    (``gfp_zone``), so ``protection[ZONE_MOVABLE]`` (the highest populated zone's index where
+    the array is shorter). Empty when the runs recorded no zones."""
     if not runs or not runs[0].zones:
         return []
     order = sorted(runs, key=lambda r: int(r.vmstat_before["nr_free_pages"]))
     mid = order[len(order) // 2]
     names = sorted(mid.zones, key=lambda n: ZONE_INDEX.get(n, 99))
-    top = ZONE_INDEX.get(names[-1], len(names) - 1)
+    top = max(ZONE_INDEX["Movable"], ZONE_INDEX.get(names[-1], len(names) - 1))
     out: List[Dict[str, object]] = []
     for n in names:
         z = mid.zones[n]
@@ -256,7 +257,8 @@ def kernel_zones(runs: Sequence[KernelRun]) -> List[Dict[str, object]]:
         reserve = list(z.get("lowmem_reserve") or [])
         out.append(dict(
             name=n, frames=int(z["free"]), watermarks=marks,
-            lowmem_reserve=int(reserve[top]) if n != names[-1] and len(reserve) > top else 0,
+            lowmem_reserve=(int(reserve[min(top, len(reserve) - 1)])
+                            if n != names[-1] and reserve else 0),
         ))
     return out
 
