@@ -236,6 +236,16 @@ impl FileBackend for VirtioDisk {
             (false, false) => FileOp::DirectRead,
             (false, true) => FileOp::DirectWrite,
         };
+        if write {
+            // VSwapper §4.1 "Data Consistency": pages mapping these blocks first.
+            let mut sh = self.host.borrow_mut();
+            match sh.mapper_before_write(self.image as usize, offset / 4096, pages, start) {
+                Ok(t) => start = t,
+                Err(e) => {
+                    self.log.borrow_mut().err.get_or_insert(e);
+                }
+            }
+        }
         let mut end = self.host_call(start, op, offset, len);
         if write && self.mode == CacheMode::Writethrough {
             // `O_DSYNC`: `generic_write_sync` writes what the call dirtied before it

@@ -28,9 +28,12 @@
 //!   counted as `mapper_cow_breaks`. Dirty pages are not tracked (§4.1): a written page is
 //!   never associated again unless a guest read fills it anew.
 //!
-//! Left out: §4.1's write consistency (a guest write of a block whose mapped page was
-//! dropped reads the old content first: the association here is only dropped), the
-//! association after a guest write request (§4.1 "Guest I/O Flow": write, then `mmap`),
+//! - §4.1 "Data Consistency": a guest write request of a block that pages still map
+//!   (`VirtioDisk::submit`, `HostShared::mapper_before_write`: the paper's new `open` flag)
+//!   ends those mappings before QEMU writes; a page reclaim dropped is first read back from
+//!   the image (a refault, the old content) and the write waits for that read.
+//!
+//! Left out: the association after a guest write request (§4.1 "Guest I/O Flow": write, then `mmap`),
 //! the host caching policy of §4.1 (the host page cache holding only blocks in guest
 //! memory), named pages' place on the host's LRU lists (they stay on the anonymous lists,
 //! where the kernel keeps file pages apart and prefers to reclaim them), the False Reads
@@ -81,6 +84,21 @@ pub(super) struct MapperState {
     pub(super) on: Vec<Option<CacheMode>>,
     /// Host page → the image block it is a private mapping of.
     pub(super) block: std::collections::HashMap<u64, u64>,
+    /// (VM, image block) → the host pages mapping it.
+    keys: std::collections::HashMap<(usize, u64), Vec<u64>>,
+}
+
+impl MapperState {
+    fn unlink(&mut self, vm: usize, key: u64) -> Option<u64> {
+        let b = self.block.remove(&key)?;
+        if let Some(ks) = self.keys.get_mut(&(vm, b)) {
+            ks.retain(|&k| k != key);
+            if ks.is_empty() {
+                self.keys.remove(&(vm, b));
+            }
+        }
+        Some(b)
+    }
 }
 
 impl MapperState {
@@ -101,11 +119,55 @@ impl MapperState {
                 .map(|c| (c.vswapper == VSwapper::Mapper).then_some(c.cache_mode))
                 .collect(),
             block: Default::default(),
+            keys: Default::default(),
         }))
     }
 }
 
 impl HostShared {
+    /// §4.1 "Data Consistency": VM `vm`'s guest writes image blocks `first..first + n`
+    /// (`VirtioDisk::submit`, before QEMU's write): each page still mapping one of them
+    /// stops doing so, keeping the old content; one reclaim dropped is read back from the
+    /// image first (the write waits for it). Returns when those reads are done (`now`
+    /// without any).
+    pub(super) fn mapper_before_write(
+        &mut self,
+        vm: usize,
+        first: u64,
+        n: u64,
+        now: u64,
+    ) -> Result<u64> {
+        if !self.mapper_on(vm) {
+            return Ok(now);
+        }
+        let mut done = now;
+        for b in first..first + n {
+            let Some(keys) = self
+                .mapper
+                .as_ref()
+                .and_then(|s| s.keys.get(&(vm, b)).cloned())
+            else {
+                continue;
+            };
+            for key in keys {
+                if self.m.mm.pt.pte(key) & PTE_NAMED_GONE != 0 {
+                    self.m.mm.now = done;
+                    self.mapper_refault_read(vm, key)?;
+                    self.serve(key, false)?;
+                    self.distribute();
+                    done = done.max(self.m.mm.now);
+                }
+                if let Some(s) = self.mapper.as_mut() {
+                    s.unlink(vm, key);
+                }
+                if let Some(nm) = self.m.named.as_mut() {
+                    nm.remove(&key);
+                }
+            }
+        }
+        Ok(done)
+    }
+
     fn mapper_on(&self, vm: usize) -> bool {
         self.mapper
             .as_ref()
@@ -130,7 +192,9 @@ impl HostShared {
             return;
         }
         if let Some(s) = self.mapper.as_mut() {
+            s.unlink(vm, key);
             s.block.insert(key, block);
+            s.keys.entry((vm, block)).or_default().push(key);
         }
         if let Some(n) = self.m.named.as_mut() {
             n.insert(key);
@@ -143,7 +207,7 @@ impl HostShared {
         let Some(s) = self.mapper.as_mut() else {
             return;
         };
-        if s.block.remove(&key).is_some() {
+        if s.unlink(vm, key).is_some() {
             if let Some(n) = self.m.named.as_mut() {
                 n.remove(&key);
             }
@@ -184,6 +248,39 @@ impl HostShared {
         })?;
         self.m.flush_file_writes();
         let _ = self.m.take_file_work();
+        Ok(())
+    }
+}
+
+impl HostShared {
+    /// The Mapper's invariants: the host's named pages are the associated ones, each
+    /// listed under its block, in its VM's range.
+    pub(super) fn mapper_validate(&self) -> std::result::Result<(), String> {
+        let Some(s) = self.mapper.as_ref() else {
+            return Ok(());
+        };
+        let named = self.m.named.as_ref().ok_or("mapper without named pages")?;
+        if named.len() != s.block.len() || s.block.keys().any(|k| !named.contains(k)) {
+            return Err(format!(
+                "mapper: {} named host pages, {} associated",
+                named.len(),
+                s.block.len()
+            ));
+        }
+        let listed: usize = s.keys.values().map(|v| v.len()).sum();
+        if listed != s.block.len() {
+            return Err(format!(
+                "mapper: {listed} pages by block, {}",
+                s.block.len()
+            ));
+        }
+        for (&(vm, b), ks) in &s.keys {
+            for k in ks {
+                if s.block.get(k) != Some(&b) || self.bases[vm] > *k {
+                    return Err(format!("mapper: page {k} under block {b} of VM {vm}"));
+                }
+            }
+        }
         Ok(())
     }
 }
