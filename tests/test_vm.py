@@ -483,7 +483,7 @@ def test_swap_pathologies_are_counted_per_vm():
     # I/O and a host with room has none.
     keys = {"silent_swap_writes", "silent_swap_writes_in_sequence", "stale_swap_reads",
             "false_swap_reads", "host_swap_readahead", "host_swap_readahead_hits",
-            "hypervisor_code_faults"}
+            "hypervisor_code_faults", "mapper_discards", "mapper_refaults", "mapper_cow_breaks"}
     r = vmemsim.run_vm(["dd-like:bytes=4MiB,bs=4KiB,passes=3",
                         "dd-like:bytes=2MiB,bs=4KiB,passes=3"],
                        guest_frames=600, host_frames=600, sample_every_ns=1_000_000)
@@ -508,3 +508,20 @@ def test_swap_pathologies_are_counted_per_vm():
     assert text.swap_pathologies["hypervisor_code_faults"] > 0
     with pytest.raises(VmemsimError, match="qemu_text_pages"):
         vmemsim.run_vm("stress-vm:bytes=1MiB", qemu_text_pages=-1)
+
+
+def test_the_swap_mapper_discards_what_the_host_swapped_silently():
+    # The first guest of the run above, alone (its file re-read three times through a page
+    # cache larger than the host's room for it): without the Mapper the host writes clean
+    # cached blocks to swap; with it (VSwapper §4.1) it drops those pages instead and reads
+    # them back from the image. Off is the default, and off counts none of the Mapper's.
+    args = dict(guest_frames=600, host_frames=450, cache_mode="none")
+    off = vmemsim.run_vm("dd-like:bytes=4MiB,bs=4KiB,passes=3", **args)
+    on = vmemsim.run_vm("dd-like:bytes=4MiB,bs=4KiB,passes=3", vswapper="mapper", **args)
+    p, q = off.swap_pathologies, on.swap_pathologies
+    assert p["silent_swap_writes"] > 0
+    assert (p["mapper_discards"], p["mapper_refaults"], p["mapper_cow_breaks"]) == (0, 0, 0)
+    assert q["silent_swap_writes"] == 0 and q["mapper_discards"] > 0
+    assert on.config["vswapper"] == "mapper"
+    with pytest.raises(VmemsimError, match="vswapper"):
+        vmemsim.run_vm("stress-vm:bytes=1MiB", vswapper="preventer")

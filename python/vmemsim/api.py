@@ -1533,6 +1533,7 @@ def run_vm(
     mom_config: Optional[Mapping[str, Any]] = None,
     guest_swapoff: bool = False,
     qemu_text_pages: int = 0,
+    vswapper: str = "off",
 ) -> RunResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
     ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host:
@@ -1589,7 +1590,12 @@ def run_vm(
     readahead of the VM's pages, and those later used), ``hypervisor_code_faults`` (with
     ``qemu_text_pages``: refaults of QEMU's code, that many host pages of named memory the
     host runs through for each of the guest's disk requests and reclaims as any file page:
-    false page anonymity); each VM's in ``per_vm``, and so far in each sample's ``caches``.
+    false page anonymity), and with ``vswapper="mapper"`` (VSwapper's Swap Mapper, §4.1:
+    pages QEMU filled from the disk image are named copies of their blocks)
+    ``mapper_discards`` (such pages host reclaim dropped without a swap write),
+    ``mapper_refaults`` (their faults, read back from the image) and ``mapper_cow_breaks``
+    (writes that made one anonymous); each VM's in ``per_vm``, and so far in each sample's
+    ``caches``.
     ``balloon=True`` gives each guest a virtio-balloon device (Linux 6.8's driver, QEMU's
     device; tdp or shadow paging, 4k pages): ``balloon_size_mib`` inflates it at boot,
     ``mom=True`` runs MOM's balloon.rules on the host (``mom_config`` its tunables),
@@ -1649,6 +1655,7 @@ def run_vm(
         "mom": mom, "mom_config": _table_arg("mom_config", mom_config),
         "guest_swapoff": guest_swapoff,
         "qemu_text_pages": _count_arg("qemu_text_pages", qemu_text_pages, lo=0),
+        "vswapper": vswapper,
     }
     out = _native.run_vm(json.dumps(config))
     return RunResult.from_json(out, config=config)

@@ -927,6 +927,8 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
                    + ")")
     p.add_argument("--qemu-text-pages", type=_int, default=VM["qemu_text_pages"],
                    metavar="N", help=doc("qemu_text_pages"))
+    p.add_argument("--vswapper", default=VM["vswapper"],
+                   choices=setting_choices(VM_SCHEMA, "vswapper"), help=doc("vswapper"))
     p.add_argument("--no-walk-caches", dest="walk_caches", action="store_false",
                    help="page-walk caches and the nested TLB off: a walk reads every entry "
                    "(vm.walk_caches = false)")
@@ -959,7 +961,7 @@ def _run_vm(args: argparse.Namespace) -> int:
         mom=args.mom, guest_swapoff=args.guest_swapoff,
         balloon_costs=_number_table(args.balloon_costs, "--balloon-cost"),
         mom_config=_number_table(args.mom_config, "--mom-config"),
-        qemu_text_pages=args.qemu_text_pages,
+        qemu_text_pages=args.qemu_text_pages, vswapper=args.vswapper,
     )
     if (args.folded or args.flamegraph) and not r.kvm_folded:
         raise CliError("--folded/--flamegraph: KVM's handler profile exists under "
@@ -1021,7 +1023,8 @@ def _run_vm(args: argparse.Namespace) -> int:
                                         d["runtime_ns"])
         lines += ["", "pathologies of host swapping (VSwapper §3)"]
         for k in ("silent_swap_writes", "silent_swap_writes_in_sequence", "stale_swap_reads",
-                  "hypervisor_code_faults"):
+                  "hypervisor_code_faults", "mapper_discards", "mapper_refaults",
+                  "mapper_cow_breaks"):
             lines.append(f"  {k:<30} {d.get('swap_pathologies', {}).get(k, 0):>8,}")
     if d.get("kvm"):
         lines += ["", "kvm (shadow MMU)"]

@@ -345,6 +345,11 @@ pub enum SwapEvent {
     /// A fault found the page read ahead in the swap cache (`swap_cache_get_folio`
     /// test-and-clears `PG_readahead`: a readahead hit).
     ReadAheadHit { vpn: u64 },
+    /// Reclaim dropped a named page ([`Machine::named`]) without writing it
+    /// (`__remove_mapping` of a clean file page).
+    Discard { vpn: u64 },
+    /// A major fault read a dropped named page back from its file (`filemap_fault`).
+    NamedIn { vpn: u64 },
 }
 
 /// One simulated machine running one policy.
@@ -405,6 +410,16 @@ pub struct Machine<P: Policy> {
     /// When set, every page's swap traffic ([`SwapEvent`]) in order, for a layer above that
     /// attributes it (the VM layer: a host's swap I/O of each VM's guest memory).
     pub swap_log: Option<Vec<SwapEvent>>,
+    /// When set, the anonymous pages (by page number) the layer above says hold an
+    /// unchanged copy of a file block: a private file mapping (`mmap` with `MAP_PRIVATE`)
+    /// not yet copied on write (VSwapper's Swap Mapper, the VM layer's `vswapper`). Reclaim
+    /// drops such a page without a swap write (`__remove_mapping` of a clean page; its swap
+    /// copy, if any, is freed) and leaves [`PTE_NAMED_GONE`] with its shadow; a fault on it
+    /// is a major fault that reads the block from the file (`filemap_fault`), logged as
+    /// [`SwapEvent::NamedIn`] for the layer above to time. The layer above removes a page
+    /// when it is written (`do_wp_page`'s copy makes it anonymous). Left out: the page
+    /// stays on the anonymous LRU lists (the kernel keeps a file page on the file lists).
+    pub named: Option<std::collections::HashSet<u64>>,
     /// zram's pool charged to this machine ([`MachineConfig::zram_pool`]).
     zram: Option<Box<ZramState>>,
     /// [`MachineConfig::read_ahead_kb`].
@@ -654,6 +669,7 @@ impl<P: Policy> Machine<P> {
             swap_off: false,
             unmap_log: None,
             swap_log: None,
+            named: None,
             shrink_log: None,
             defer_kswapd: cfg.defer_kswapd,
             swap_sync_io: cfg.swap_sync_io || cfg.zram_pool.is_some(),
@@ -1150,6 +1166,22 @@ impl<P: Policy> Machine<P> {
                     self.drop_swap_slot(f);
                 }
             }
+            self.policy
+                .on_insert(&self.mm, f, touch, Insert::Refault { shadow });
+        } else if old & PTE_NAMED_GONE != 0 {
+            // A named page reclaim dropped (`Machine::named`): `filemap_fault` reads its
+            // block from the file; the page stays a private, unwritten copy (anonymous here).
+            self.stats.major_faults += 1;
+            self.stats.file_reads += 1;
+            self.stats.pgpgin += 4;
+            let shadow = pte_payload(old) as u32;
+            let Some(f) = self.alloc_frame(touch, idx, F_ANON) else {
+                return;
+            };
+            self.count_refault(shadow, true);
+            self.log_swap(SwapEvent::NamedIn { vpn });
+            *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
+            self.mm.frames.set_flags(f, F_MAPPED);
             self.policy
                 .on_insert(&self.mm, f, touch, Insert::Refault { shadow });
         } else if old & PTE_FILE_GONE != 0 {
@@ -1807,7 +1839,19 @@ impl<P: Policy> Machine<P> {
         let pidx = self.mm.frames.pte(f);
         let dirty = self.mm.is_dirty(f);
         let mapped = self.mm.frames.is_mapped(f);
-        if self.mm.frames.is_anon(f) {
+        let vpn = self.mm.pt.vpn_of(pidx);
+        if self.mm.frames.is_anon(f) && self.named.as_ref().is_some_and(|n| n.contains(&vpn)) {
+            // A named page (`Machine::named`): dropped as a clean file page
+            // (`__remove_mapping`), no swap write; its swap copy, if any, is freed.
+            let shadow = self.policy.shadow(&self.mm, f);
+            self.stats.evictions += 1;
+            self.drop_swap_slot(f);
+            if mapped {
+                self.log_unmap(pidx);
+            }
+            *self.mm.pt.at(pidx) = PTE_NAMED_GONE | ((shadow as u64) << PTE_PAYLOAD_SHIFT);
+            self.log_swap(SwapEvent::Discard { vpn });
+        } else if self.mm.frames.is_anon(f) {
             let mut slot = self.mm.frames.slot(f);
             let write = slot == NO_SLOT || dirty;
             if slot == NO_SLOT {

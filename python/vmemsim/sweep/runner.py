@@ -89,6 +89,7 @@ _VM_KEYS = {
     "vm.mom": "mom",
     "vm.guest_swapoff": "guest_swapoff",
     "vm.qemu_text_pages": "qemu_text_pages",
+    "vm.vswapper": "vswapper",
     "machine.file_device": "file_device",
     "machine.read_ahead_kb": "read_ahead_kb",
     "run.sample_every_ns": "sample_every_ns",

@@ -296,6 +296,7 @@ def _builtin_schema() -> None:
     vm("vm.mom", "mom")
     vm("vm.guest_swapoff", "guest_swapoff")
     vm("vm.qemu_text_pages", "qemu_text_pages")
+    vm("vm.vswapper", "vswapper")
     reg("workload.format", Key(optional(check_str), None, "trace format (unset: detected)"))
     reg("workload.page_size", Key(check_int(1), 4096, "bytes per page of the trace"))
     reg("workload.addresses", Key(check_bool, False, "the trace holds byte addresses"))

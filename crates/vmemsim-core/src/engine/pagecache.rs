@@ -134,6 +134,10 @@ pub trait FileBackend {
     /// `fadvise`, direct I/O's invalidation). Called once per change, before the frame is
     /// freed. Default: nothing (the VM layer's virtual disk forgets the frame's image block).
     fn page_changed(&mut self, _frame: FrameId) {}
+    /// The page cache's frame `frame` was just written (`folio_mark_dirty` after the copy
+    /// into it). Called once per clean → dirty change, after `page_changed`. Default:
+    /// nothing (the VM layer's virtual disk breaks the Swap Mapper's association).
+    fn page_written(&mut self, _frame: FrameId) {}
     /// The device's counters.
     fn stats(&self) -> crate::device::DeviceStats;
 }
@@ -500,6 +504,7 @@ impl<P: Policy> Machine<P> {
             self.mm.frames.set_flags(f, F_DIRTY);
             if let Some(t) = self.file_time.as_mut() {
                 t.dev.page_changed(f);
+                t.dev.page_written(f);
             }
             let now = self.mm.now;
             let file = self.mm.cache.file_mut(i);

@@ -24,6 +24,10 @@ pub const PTE_DIRTY: u64 = 1 << 6;
 pub const PTE_SWAP: u64 = 1 << 9;
 /// Software bit: non-present entry of a file page evicted from memory (shadow in the payload).
 pub const PTE_FILE_GONE: u64 = 1 << 10;
+/// Software bit: non-present entry of an anonymous page reclaim dropped because it was a
+/// named copy of a file block ([`crate::engine::Machine::named`]: a private file mapping
+/// not yet written), its workingset shadow from bit 12.
+pub const PTE_NAMED_GONE: u64 = 1 << 11;
 pub const PTE_PAYLOAD_SHIFT: u32 = 12;
 
 #[inline]

@@ -170,6 +170,7 @@ mod config;
 mod cost;
 mod files;
 mod host;
+mod mapper;
 mod merge;
 mod pathologies;
 mod process;
@@ -183,6 +184,7 @@ pub use ballooning::{BalloonConfig, BalloonDecision, BalloonPoint, BalloonResult
 pub use config::{CacheMode, Costs, Paging, RunResult, VmConfig, VmTime};
 pub use cost::Classes;
 pub use host::{host_for, HostShared};
+pub use mapper::VSwapper;
 pub use pathologies::SwapPathologies;
 pub use run_config::{parse_page_size, VmRun, VmRunConfig};
 pub use shadow::{shrink_slab_plan, MMU_SHRINKER_SEEKS, SHRINK_BATCH};

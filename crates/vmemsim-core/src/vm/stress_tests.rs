@@ -132,6 +132,7 @@ fn random_case(rng: &mut Xoshiro256PlusPlus) -> Case {
         mom: None,
         guest_swapoff: false,
         qemu_text_pages: 0,
+        vswapper: crate::vm::machine::VSwapper::Off,
     };
     Case {
         paging,

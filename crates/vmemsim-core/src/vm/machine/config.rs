@@ -180,6 +180,9 @@ pub struct VmConfig {
     /// not modelled. The first VM's count is the host's (one binary in the host's page
     /// cache). See `vm/machine/pathologies.rs` for the size to give.
     pub qemu_text_pages: u32,
+    /// VSwapper (§4) on this VM (module `mapper`): `Off` (the default) or the Swap Mapper
+    /// (§4.1). Needs 4 KiB host pages.
+    pub vswapper: super::VSwapper,
 }
 
 impl VmConfig {
@@ -217,6 +220,7 @@ impl VmConfig {
             mom: None,
             guest_swapoff: false,
             qemu_text_pages: 0,
+            vswapper: super::VSwapper::Off,
         }
     }
 }

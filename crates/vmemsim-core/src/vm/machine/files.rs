@@ -140,6 +140,8 @@ impl FileBackend for BlockFiles {
 #[derive(Default)]
 pub(super) struct VirtioLog {
     pub(super) dma: Vec<u64>,
+    /// The image block of each frame in `dma`.
+    pub(super) dma_blocks: Vec<u64>,
     /// The guest's writes that reached the image: (file, first page, pages).
     pub(super) written: Vec<(u32, u64, u64)>,
     pub(super) err: Option<Error>,
@@ -234,6 +236,16 @@ impl FileBackend for VirtioDisk {
             (false, false) => FileOp::DirectRead,
             (false, true) => FileOp::DirectWrite,
         };
+        if write {
+            // VSwapper §4.1 "Data Consistency": pages mapping these blocks first.
+            let mut sh = self.host.borrow_mut();
+            match sh.mapper_before_write(self.image as usize, offset / 4096, pages, start) {
+                Ok(t) => start = t,
+                Err(e) => {
+                    self.log.borrow_mut().err.get_or_insert(e);
+                }
+            }
+        }
         let mut end = self.host_call(start, op, offset, len);
         if write && self.mode == CacheMode::Writethrough {
             // `O_DSYNC`: `generic_write_sync` writes what the call dirtied before it
@@ -246,10 +258,11 @@ impl FileBackend for VirtioDisk {
         if write {
             self.log.borrow_mut().written.push((file, index, pages));
         } else {
-            self.log
-                .borrow_mut()
-                .dma
-                .extend(frames.iter().map(|&f| f as u64));
+            let mut log = self.log.borrow_mut();
+            log.dma.extend(frames.iter().map(|&f| f as u64));
+            let first = offset / 4096;
+            log.dma_blocks
+                .extend((0..frames.len() as u64).map(|k| first + k));
         }
         let kind = if write { IoKind::Write } else { IoKind::Read };
         self.stats
@@ -275,6 +288,13 @@ impl FileBackend for VirtioDisk {
     /// The guest dirtied a page-cache frame or dropped it: it no longer holds its block.
     fn page_changed(&mut self, frame: crate::mm::FrameId) {
         self.blocks.borrow_mut().clear(frame);
+    }
+
+    /// The guest's page cache copied into the frame: the Swap Mapper's copy-on-write.
+    fn page_written(&mut self, frame: crate::mm::FrameId) {
+        let mut sh = self.host.borrow_mut();
+        let key = sh.bases[self.image as usize] + frame as u64;
+        sh.mapper_write(self.image as usize, key);
     }
 }
 
@@ -423,6 +443,7 @@ impl Vm {
             return Ok(());
         };
         let gfns = std::mem::take(&mut log.borrow_mut().dma);
+        let blocks = std::mem::take(&mut log.borrow_mut().dma_blocks);
         if gfns.is_empty() {
             return Ok(());
         }
@@ -430,8 +451,8 @@ impl Vm {
             return Ok(());
         };
         host.shared.borrow_mut().m.mm.now = self.guest.mm.now;
-        for &gfn in &gfns {
-            host.qemu_touch(gfn)?;
+        for (&gfn, &block) in gfns.iter().zip(&blocks) {
+            host.qemu_touch(gfn, block)?;
         }
         self.sync_host_unmaps();
         self.map_dma(&gfns);
@@ -509,14 +530,17 @@ impl Vm {
 impl HostSide {
     /// QEMU writes guest frame `gfn` (a read's data): the host serves its page as a write
     /// of QEMU's, without the EPT.
-    fn qemu_touch(&mut self, gfn: u64) -> Result<()> {
+    fn qemu_touch(&mut self, gfn: u64, block: u64) -> Result<()> {
         let key = self.base + (gfn >> self.shift);
         let mut sh = self.shared.borrow_mut();
+        // With the Swap Mapper, QEMU maps the block instead (module `mapper`).
+        sh.mapper_before_dma(self.vm, key);
         // A swap read here is a stale read (VSwapper §3): the copy overwrites the page.
         sh.touch = HostTouch::QemuDma;
         sh.serve(key, true)?;
         sh.distribute();
         sh.touch = HostTouch::Other;
+        sh.mapper_map(self.vm, key, block);
         Ok(())
     }
 }

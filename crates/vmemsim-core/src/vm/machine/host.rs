@@ -44,6 +44,8 @@ pub struct HostShared {
     pub(super) touch: HostTouch,
     /// QEMU's code (`VmConfig::qemu_text_pages`): its first host page and its pages.
     pub(super) text: Option<(u64, u32)>,
+    /// VSwapper's Swap Mapper (module `mapper`), when some VM has it on.
+    pub(super) mapper: Option<super::mapper::MapperState>,
 }
 
 impl HostShared {
@@ -220,7 +222,13 @@ impl HostSide {
             None => sh.m.mm.pt.pte(key) & PTE_PRESENT == 0,
         };
         let evictions = sh.m.stats.evictions;
+        // A page the Swap Mapper's host dropped comes back from the image (module `mapper`).
+        sh.mapper_refault_read(self.vm, key)?;
         sh.serve(key, write)?;
+        // (the guest's fill of the frame writes it, even on a read access)
+        if write || why == HostTouch::GuestFill {
+            sh.mapper_write(self.vm, key);
+        }
         if self.shift == 18 && sh.m.stats.evictions != evictions {
             return Err(hugetlb_reclaimed("vm.host_page", "host"));
         }
@@ -326,6 +334,10 @@ pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<Hos
     let n = cfgs.len();
     let text = qemu_text(&mut m, cfg, next, hshift)?;
     let disk = shared_disk(cfgs)?;
+    let mapper = super::mapper::MapperState::for_vms(cfgs)?;
+    if mapper.is_some() {
+        m.named = Some(Default::default());
+    }
     Ok(std::rc::Rc::new(std::cell::RefCell::new(HostShared {
         dev: match &cfg.host_swap {
             Some(spec) => {
@@ -352,6 +364,7 @@ pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<Hos
         pathologies: vec![SwapPathologies::default(); n],
         touch: HostTouch::Other,
         text,
+        mapper,
     })))
 }
 

@@ -96,6 +96,13 @@ pub struct SwapPathologies {
     /// Refaults of QEMU's code (`VmConfig::qemu_text_pages`) as it served the VM's disk
     /// requests: host reclaim had taken the host's named pages of the hypervisor.
     pub hypervisor_code_faults: u64,
+    /// With `vswapper = mapper` (VSwapper §4.1, module `mapper`): host reclaims of a page
+    /// mapped from the image, dropped without a swap write (`__remove_mapping`); their
+    /// refaults, read from the image (`filemap_fault`); writes that made an associated page
+    /// anonymous (copy-on-write, `do_wp_page`).
+    pub mapper_discards: u64,
+    pub mapper_refaults: u64,
+    pub mapper_cow_breaks: u64,
 }
 
 impl SwapPathologies {
@@ -103,7 +110,7 @@ impl SwapPathologies {
         crate::util::add_fields!(self, o;
             silent_swap_writes, silent_swap_writes_in_sequence, stale_swap_reads,
             false_swap_reads, host_swap_readahead, host_swap_readahead_hits,
-            hypervisor_code_faults);
+            hypervisor_code_faults, mapper_discards, mapper_refaults, mapper_cow_breaks);
     }
 }
 
@@ -187,7 +194,9 @@ impl HostShared {
                 SwapEvent::Out { vpn, .. }
                 | SwapEvent::In { vpn, .. }
                 | SwapEvent::ReadAhead { vpn }
-                | SwapEvent::ReadAheadHit { vpn } => vpn,
+                | SwapEvent::ReadAheadHit { vpn }
+                | SwapEvent::Discard { vpn }
+                | SwapEvent::NamedIn { vpn } => vpn,
             };
             let vm = self.bases.partition_point(|&b| b <= vpn) - 1;
             let rel = vpn - self.bases[vm];
@@ -196,6 +205,9 @@ impl HostShared {
                 SwapEvent::ReadAheadHit { .. } => {
                     self.pathologies[vm].host_swap_readahead_hits += 1
                 }
+                // VSwapper's Swap Mapper (module `mapper`).
+                SwapEvent::Discard { .. } => self.pathologies[vm].mapper_discards += 1,
+                SwapEvent::NamedIn { .. } => self.pathologies[vm].mapper_refaults += 1,
                 _ if self.shift != 0 => {}
                 SwapEvent::Out { slot, .. } => {
                     // §3 "Silent Swap Writes": `swap_writepage` of an unchanged image block.
@@ -371,6 +383,9 @@ impl Vm {
     /// The association's invariants: a guest frame holds an image block only as a clean
     /// page of the guest's page cache caching that block, and the reverse map agrees.
     pub(super) fn image_validate(&self) -> std::result::Result<(), String> {
+        if let Some(h) = self.host.as_ref() {
+            h.shared.borrow().mapper_validate()?;
+        }
         let Some(img) = self.image_blocks.as_ref() else {
             return Ok(());
         };
@@ -434,8 +449,25 @@ mod tests {
 
     /// [`vm`] with `text` pages of QEMU's code on the host.
     fn vm_with(guest: u32, host: u32, file_pages: u64, cache: CacheMode, text: u32) -> Vm {
+        vm_full(guest, host, file_pages, cache, text, VSwapper::Off)
+    }
+
+    /// [`vm`] with VSwapper's Swap Mapper (module `mapper`).
+    fn vm_mapper(guest: u32, host: u32, file_pages: u64, cache: CacheMode) -> Vm {
+        vm_full(guest, host, file_pages, cache, 0, VSwapper::Mapper)
+    }
+
+    fn vm_full(
+        guest: u32,
+        host: u32,
+        file_pages: u64,
+        cache: CacheMode,
+        text: u32,
+        vswapper: VSwapper,
+    ) -> Vm {
         let mut c = VmConfig::new(Paging::Tdp, guest, host);
         c.qemu_text_pages = text;
+        c.vswapper = vswapper;
         c.guest.watermarks = Some(NONE);
         c.host.watermarks = Some(NONE);
         c.guest.read_ahead_kb = 0;
@@ -646,6 +678,217 @@ mod tests {
             .per_vm
             .iter()
             .all(|v| v.swap_pathologies.host_swap_readahead > 0));
+    }
+
+    fn host_stats(v: &Vm) -> crate::engine::Stats {
+        v.host.as_ref().unwrap().shared.borrow().m.stats.clone()
+    }
+
+    fn host_disk(v: &Vm) -> crate::device::DeviceStats {
+        let h = v.host.as_ref().unwrap().shared.borrow();
+        h.m.file_device_stats().unwrap_or_default()
+    }
+
+    /// The guest frames holding image blocks `0..n`.
+    fn frames_of_blocks(v: &Vm, n: u64) -> Vec<u64> {
+        let img = v.image_blocks.as_ref().unwrap().borrow();
+        (0..n).map(|b| img.frame(b).unwrap() as u64).collect()
+    }
+
+    #[test]
+    fn the_swap_mapper_drops_the_silent_writes_and_refaults_from_the_image() {
+        // The silent-write scenario above (100 blocks read, then 300 pages written): with
+        // the Mapper the 100 cached blocks are named pages of the host, which its FIFO
+        // reclaims first and drops without a write: 0 silent writes, 100 discards, and the
+        // host writes exactly 100 pages less to swap. (Nothing is written to the pages:
+        // no copy-on-write.)
+        let run = |mapper: bool| {
+            let mut v = if mapper {
+                vm_mapper(400, 200, 100, CacheMode::None)
+            } else {
+                vm(400, 200, 100, CacheMode::None)
+            };
+            for i in 0..100 {
+                file(&mut v, FileOp::Pread, i, 1);
+            }
+            touch(&mut v, 0, 300);
+            v.validate().unwrap();
+            v
+        };
+        let off = run(false);
+        let mut on = run(true);
+        let p = on.swap_pathologies();
+        assert_eq!(off.swap_pathologies().silent_swap_writes, 100);
+        assert_eq!(
+            (p.silent_swap_writes, p.silent_swap_writes_in_sequence),
+            (0, 0)
+        );
+        assert_eq!(
+            (p.mapper_discards, p.mapper_refaults, p.mapper_cow_breaks),
+            (100, 0, 0)
+        );
+        assert_eq!(host_stats(&off).pswpout - host_stats(&on).pswpout, 100);
+        assert_eq!(off.swap_pathologies().mapper_discards, 0);
+
+        // The guest touches the 100 frames again (EPT violations): each is read back from
+        // the image on the host's disk (`O_DIRECT` under `none`: one 1-page request each),
+        // a host major fault, with no swap read.
+        let (pswpin, majors) = (host_stats(&on).pswpin, host_stats(&on).major_faults);
+        let disk = host_disk(&on);
+        for gfn in frames_of_blocks(&on, 100) {
+            assert!(
+                on.host_touch(gfn, false).unwrap(),
+                "gfn {gfn}: an EPT violation"
+            );
+        }
+        let p = on.swap_pathologies();
+        assert_eq!(p.mapper_refaults, 100);
+        assert_eq!(host_stats(&on).pswpin, pswpin);
+        assert_eq!(host_stats(&on).major_faults - majors, 100);
+        let d = host_disk(&on);
+        assert_eq!(d.read_requests - disk.read_requests, 100);
+        assert_eq!(d.pages_read - disk.pages_read, 100);
+        // Still unwritten copies of their blocks: still named.
+        let sh = on.host.as_ref().unwrap().shared.borrow();
+        assert_eq!(sh.m.named.as_ref().unwrap().len(), 100);
+        drop(sh);
+        on.validate().unwrap();
+    }
+
+    #[test]
+    fn a_write_to_a_mapped_page_makes_it_anonymous_once() {
+        // One block read, then 300 pages written, which push it (the host's oldest page)
+        // out: with the Mapper it is dropped (1 discard); after the guest's page cache wrote
+        // into it (a `pwrite` of the block: copy-on-write, 1 break) it is anonymous and the
+        // host swaps it out: one swap write more, no discard.
+        let run = |write: bool| {
+            let mut v = vm_mapper(400, 200, 100, CacheMode::None);
+            file(&mut v, FileOp::Pread, 0, 1);
+            if write {
+                file(&mut v, FileOp::Pwrite, 0, 1);
+                // (the copy is the page cache's: one break, a second write adds none)
+                file(&mut v, FileOp::Pwrite, 0, 1);
+            }
+            touch(&mut v, 0, 300);
+            v.validate().unwrap();
+            v
+        };
+        let clean = run(false);
+        let written = run(true);
+        let (pc, pw) = (clean.swap_pathologies(), written.swap_pathologies());
+        assert_eq!((pc.mapper_discards, pc.mapper_cow_breaks), (1, 0));
+        assert_eq!((pw.mapper_discards, pw.mapper_cow_breaks), (0, 1));
+        assert_eq!(host_stats(&written).pswpout - host_stats(&clean).pswpout, 1);
+
+        // A guest store to the page (a write access: the EPT entry is there) breaks it
+        // once; a second store finds it anonymous.
+        let mut v = vm_mapper(400, 200, 100, CacheMode::None);
+        file(&mut v, FileOp::Pread, 0, 1);
+        let gfn = frames_of_blocks(&v, 1)[0];
+        v.host_touch(gfn, true).unwrap();
+        v.host_touch(gfn, true).unwrap();
+        assert_eq!(v.swap_pathologies().mapper_cow_breaks, 1);
+        touch(&mut v, 0, 300);
+        assert_eq!(v.swap_pathologies().mapper_discards, 0);
+        assert_eq!(
+            host_stats(&v).pswpout - host_stats(&clean).pswpout,
+            1,
+            "the written page is swapped"
+        );
+    }
+
+    #[test]
+    fn the_swap_mapper_maps_over_swapped_frames_without_stale_reads() {
+        // The stale-read scenario: the guest reads 100 blocks into the frames the host had
+        // swapped out (100 stale reads without the Mapper). QEMU maps each block over the
+        // old page (zapped: its swap slot freed), so nothing is read from swap.
+        let mut m = vm_mapper(400, 200, 100, CacheMode::None);
+        touch(&mut m, 0, 100);
+        touch(&mut m, 1, 300);
+        m.op(0, Op::Exit { pid: 0 }).unwrap();
+        let pswpin = host_stats(&m).pswpin;
+        for i in 0..100 {
+            file(&mut m, FileOp::Pread, i, 1);
+        }
+        let p = m.swap_pathologies();
+        assert_eq!(p.stale_swap_reads, 0);
+        assert_eq!(host_stats(&m).pswpin, pswpin);
+        m.validate().unwrap();
+    }
+
+    #[test]
+    fn a_guest_write_of_a_dropped_mapped_block_reads_the_old_content_first() {
+        // §4.1 "Data Consistency": block 0 is read (its page mapped), then 300 pages written
+        // push the page out (dropped: 1 discard); the guest then writes block 0 with
+        // `O_DIRECT` from another buffer. Before QEMU writes, the dropped page is read back
+        // from the image (1 refault, one 1-page request: 101 µs on the disk, which the write
+        // waits for) and stops mapping the block. Without the Mapper the write takes
+        // 10 µs of virtio and the disk's 101 µs; with it, 101 µs more.
+        let run = |mapper: VSwapper| {
+            let mut v = vm_full(400, 200, 100, CacheMode::None, 0, mapper);
+            file(&mut v, FileOp::Pread, 0, 1);
+            touch(&mut v, 0, 300);
+            let w0 = v.r.time.file_wait_ns;
+            file(&mut v, FileOp::DirectWrite, 0, 1);
+            v.validate().unwrap();
+            let wait = v.r.time.file_wait_ns - w0;
+            (v, wait)
+        };
+        let (off, w_off) = run(VSwapper::Off);
+        let (on, w_on) = run(VSwapper::Mapper);
+        assert_eq!(w_off, 10_000 + 101_000);
+        assert_eq!(w_on - w_off, 101_000);
+        let p = on.swap_pathologies();
+        assert_eq!(
+            (p.mapper_discards, p.mapper_refaults, p.mapper_cow_breaks),
+            (1, 1, 0)
+        );
+        let sh = on.host.as_ref().unwrap().shared.borrow();
+        assert!(sh.m.named.as_ref().unwrap().is_empty());
+        assert_eq!(off.swap_pathologies().mapper_refaults, 0);
+    }
+
+    /// [`the_image_association_follows_the_guest_page_cache`]'s random ops with the Mapper:
+    /// the host's invariants hold, and it drops, refaults and breaks pages.
+    #[test]
+    fn the_swap_mapper_survives_random_file_io_and_memory_pressure() {
+        use rand::{Rng, SeedableRng};
+        let mut seen = SwapPathologies::default();
+        for seed in 0..6u64 {
+            let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+            let mode = [CacheMode::Writeback, CacheMode::None][seed as usize % 2];
+            let mut v = vm_mapper(160, 60, 80, mode);
+            for _ in 0..1500 {
+                let index = rng.gen_range(0..80u64);
+                let pages = rng.gen_range(1..5u64).min(80 - index);
+                match rng.gen_range(0..16) {
+                    0..=5 => file(&mut v, FileOp::Pread, index, pages),
+                    6..=7 => file(&mut v, FileOp::Pwrite, index, pages),
+                    8 => file(&mut v, FileOp::Fsync, 0, 0),
+                    9 => file(&mut v, FileOp::DirectWrite, index, pages),
+                    10 => file(&mut v, FileOp::DirectRead, index, pages),
+                    _ => v
+                        .access(0, rng.gen_range(0..120), rng.gen_bool(0.5))
+                        .unwrap(),
+                }
+                v.validate()
+                    .unwrap_or_else(|e| panic!("seed {seed} {mode:?}: {e}"));
+            }
+            seen.add(&v.swap_pathologies());
+        }
+        assert!(
+            seen.mapper_discards > 0 && seen.mapper_refaults > 0 && seen.mapper_cow_breaks > 0,
+            "{seen:?}"
+        );
+    }
+
+    #[test]
+    fn the_swap_mapper_needs_4k_host_pages() {
+        let mut c = VmConfig::new(Paging::Tdp, 1024, 2048);
+        c.vswapper = VSwapper::Mapper;
+        c.host_page = PageSize::M2;
+        let e = Vm::new(&c, 1).err().unwrap();
+        assert!(e.to_string().starts_with("vm.vswapper"), "{e}");
     }
 
     /// Random file I/O (buffered and direct reads and writes, fsync, fadvise, truncation)

@@ -132,6 +132,13 @@ pub struct VmRunConfig {
     /// refaults are the VM's `swap_pathologies.hypervisor_code_faults`. 0 (the default):
     /// not modelled. See `vm/machine/pathologies.rs` for the size to give.
     pub qemu_text_pages: u32,
+    /// VSwapper (Amit, Tsafrir and Schuster, ASPLOS 2014, §4) on each VM: `off` (the
+    /// default: guest memory is anonymous to the host) or `mapper` (the Swap Mapper, §4.1:
+    /// pages QEMU filled from the disk image are named copies of their blocks, which host
+    /// reclaim drops without a swap write and a fault reads back from the image; a write
+    /// makes them anonymous; counted in `swap_pathologies.mapper_*`). Needs 4 KiB host pages.
+    #[schemars(schema_with = "vswapper_schema")]
+    pub vswapper: String,
 }
 
 impl Default for VmRunConfig {
@@ -170,6 +177,7 @@ impl Default for VmRunConfig {
             mom_config: Default::default(),
             guest_swapoff: false,
             qemu_text_pages: 0,
+            vswapper: "off".into(),
         }
     }
 }
@@ -201,6 +209,7 @@ crate::util::names_schema_fn!(page_size_schema, PAGE_SIZE_NAMES);
 crate::util::names_schema_fn!(paging_schema, Paging::NAMES);
 crate::util::names_schema_fn!(eviction_schema, crate::kvm::Eviction::NAMES);
 crate::util::names_schema_fn!(cache_mode_schema, super::CacheMode::NAMES);
+crate::util::names_schema_fn!(vswapper_schema, super::VSwapper::NAMES);
 
 /// Parse a page size as the front ends write it (one of [`PAGE_SIZE_NAMES`]).
 pub fn parse_page_size(key: &str, s: &str) -> Result<PageSize> {
@@ -261,6 +270,7 @@ impl VmRunConfig {
         let guest_swap = device("guest_swap", &self.guest_swap)?;
         let file_device = device("file_device", &self.file_device)?;
         let cache_mode = super::CacheMode::parse(&self.cache_mode)?;
+        let vswapper = super::VSwapper::parse(&self.vswapper)?;
         let guest_page = parse_page_size("guest_page", &self.guest_page)?;
         let host_page = parse_page_size("host_page", &self.host_page)?;
         let paging = Paging::parse(&self.paging)?;
@@ -438,6 +448,7 @@ impl VmRunConfig {
             mom: self.mom.then(|| self.mom_config.clone()),
             guest_swapoff: self.guest_swapoff,
             qemu_text_pages: self.qemu_text_pages,
+            vswapper,
         };
         let cfgs = gs
             .iter()
@@ -528,9 +539,10 @@ mod tests {
             "guest_page",
             "host_page",
             "cache_mode",
+            "vswapper",
         ] {
             let names = schema["properties"][key]["enum"].as_array().unwrap();
-            assert!(names.len() >= 3, "{key}");
+            assert!(names.len() >= 2, "{key}");
             let with = |v: &str| {
                 // (shadow paging takes every eviction; tdp every page size)
                 let paging = if key == "eviction" { "shadow" } else { "tdp" };

@@ -1,0 +1,286 @@
+//! VSwapper's Swap Mapper (Amit, Tsafrir and Schuster, ASPLOS 2014, §4.1), with
+//! `VmConfig::vswapper = mapper`: QEMU serves a guest's disk read by mapping the image's
+//! blocks into guest memory (`mmap` of the image with `MAP_PRIVATE`, "populate"), not by
+//! copying them (`preadv`), so the host knows which of the VM's pages hold an unchanged
+//! copy of which image block and treats them as named, file-backed memory.
+//!
+//! - Made when QEMU's DMA of a guest disk read fills a guest frame (`Vm::qemu_dma` →
+//!   `HostSide::qemu_touch`): the gfn's host page is associated with the block. A page the
+//!   host had swapped out or dropped is not read back first: the mapping replaces it (the
+//!   `mmap` over the old anonymous page, which the kernel zaps), so the Mapper has no stale
+//!   swap reads. A DMA of another block into an associated page re-associates it (a new
+//!   mapping, no copy: not a copy-on-write).
+//! - Host reclaim of an associated page drops it without a swap write (the host's
+//!   `__remove_mapping` of a clean file page; [`crate::engine::Machine::named`], the entry
+//!   left is `PTE_NAMED_GONE`), counted as the VM's `mapper_discards`; the EPT entry goes as
+//!   for any reclaim.
+//! - A later host fault on it (the guest's access: an EPT violation, a host fault under
+//!   shadow paging) reads the block from the image (`filemap_fault`) on the host's file disk
+//!   — through the host's page cache (`Pread`, with its readahead) under the cache modes that
+//!   use it, `O_DIRECT` otherwise — and is a host major fault: `mapper_refaults`. Left out:
+//!   the wait for that read is not added to the fault's time (the fault costs a host major
+//!   fault as any), and under a caching mode the page-cache copy is a frame of its own beside
+//!   the guest's page (the kernel maps the page-cache page itself).
+//! - Any write to the page breaks the association (`do_wp_page`'s copy-on-write of the
+//!   private page: anonymous from then on, swapped as before): a guest store (a write
+//!   `HostSide::touch`, the guest's `clear_page` or fill of a frame included) and the guest
+//!   page cache's copy into the page (`folio_mark_dirty`: [`FileBackend::page_written`]);
+//!   counted as `mapper_cow_breaks`. Dirty pages are not tracked (§4.1): a written page is
+//!   never associated again unless a guest read fills it anew.
+//!
+//! - §4.1 "Data Consistency": a guest write request of a block that pages still map
+//!   (`VirtioDisk::submit`, `HostShared::mapper_before_write`: the paper's new `open` flag)
+//!   ends those mappings before QEMU writes; a page reclaim dropped is first read back from
+//!   the image (a refault, the old content) and the write waits for that read.
+//!
+//! Left out: the association after a guest write request (§4.1 "Guest I/O Flow": write, then `mmap`),
+//! the host caching policy of §4.1 (the host page cache holding only blocks in guest
+//! memory), named pages' place on the host's LRU lists (they stay on the anonymous lists,
+//! where the kernel keeps file pages apart and prefers to reclaim them), the False Reads
+//! Preventer (§4.2), and hosts with large pages (`host_page` must be 4 KiB).
+//!
+//! [`FileBackend::page_written`]: crate::engine::FileBackend::page_written
+
+use super::*;
+
+use crate::mm::PTE_NAMED_GONE;
+use crate::trace::recorded::{FileIo, FileOp};
+
+/// VSwapper (§4) on a VM: which of its mechanisms run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VSwapper {
+    /// Uncooperative swapping as is: guest memory is anonymous to the host.
+    #[default]
+    Off,
+    /// The Swap Mapper (§4.1): pages QEMU filled from the disk image are named copies of
+    /// their blocks, dropped by host reclaim and read back from the image.
+    Mapper,
+}
+
+impl VSwapper {
+    /// The names [`VSwapper::parse`] accepts.
+    pub const NAMES: &'static [&'static str] = &["off", "mapper"];
+
+    pub fn parse(s: &str) -> Result<VSwapper> {
+        match s {
+            "off" => Ok(VSwapper::Off),
+            "mapper" => Ok(VSwapper::Mapper),
+            _ => Err(Error::config(
+                "vswapper",
+                format!(
+                    "unknown VSwapper setting {s:?} ({})",
+                    VSwapper::NAMES.join(", ")
+                ),
+            )),
+        }
+    }
+}
+
+/// The host's side of the Mapper: per VM with it on, its cache mode; the associated pages.
+#[derive(Debug, Default)]
+pub(super) struct MapperState {
+    /// Per VM: `Some(cache mode)` with the Mapper on.
+    pub(super) on: Vec<Option<CacheMode>>,
+    /// Host page → the image block it is a private mapping of.
+    pub(super) block: std::collections::HashMap<u64, u64>,
+    /// (VM, image block) → the host pages mapping it.
+    keys: std::collections::HashMap<(usize, u64), Vec<u64>>,
+}
+
+impl MapperState {
+    fn unlink(&mut self, vm: usize, key: u64) -> Option<u64> {
+        let b = self.block.remove(&key)?;
+        if let Some(ks) = self.keys.get_mut(&(vm, b)) {
+            ks.retain(|&k| k != key);
+            if ks.is_empty() {
+                self.keys.remove(&(vm, b));
+            }
+        }
+        Some(b)
+    }
+}
+
+impl MapperState {
+    /// The Mapper's state for `cfgs` (`None`: off on every VM). Errors with large host pages.
+    pub(super) fn for_vms(cfgs: &[&VmConfig]) -> Result<Option<MapperState>> {
+        if cfgs.iter().all(|c| c.vswapper == VSwapper::Off) {
+            return Ok(None);
+        }
+        if cfgs[0].host_page.shift() != 12 {
+            return Err(Error::config(
+                "vm.vswapper",
+                "the Swap Mapper maps 4 KiB blocks (VSwapper §4.1): needs host_page = 4k",
+            ));
+        }
+        Ok(Some(MapperState {
+            on: cfgs
+                .iter()
+                .map(|c| (c.vswapper == VSwapper::Mapper).then_some(c.cache_mode))
+                .collect(),
+            block: Default::default(),
+            keys: Default::default(),
+        }))
+    }
+}
+
+impl HostShared {
+    /// §4.1 "Data Consistency": VM `vm`'s guest writes image blocks `first..first + n`
+    /// (`VirtioDisk::submit`, before QEMU's write): each page still mapping one of them
+    /// stops doing so, keeping the old content; one reclaim dropped is read back from the
+    /// image first (the write waits for it). Returns when those reads are done (`now`
+    /// without any).
+    pub(super) fn mapper_before_write(
+        &mut self,
+        vm: usize,
+        first: u64,
+        n: u64,
+        now: u64,
+    ) -> Result<u64> {
+        if !self.mapper_on(vm) {
+            return Ok(now);
+        }
+        let mut done = now;
+        for b in first..first + n {
+            let Some(keys) = self
+                .mapper
+                .as_ref()
+                .and_then(|s| s.keys.get(&(vm, b)).cloned())
+            else {
+                continue;
+            };
+            for key in keys {
+                if self.m.mm.pt.pte(key) & PTE_NAMED_GONE != 0 {
+                    self.m.mm.now = done;
+                    self.mapper_refault_read(vm, key)?;
+                    self.serve(key, false)?;
+                    self.distribute();
+                    done = done.max(self.m.mm.now);
+                }
+                if let Some(s) = self.mapper.as_mut() {
+                    s.unlink(vm, key);
+                }
+                if let Some(nm) = self.m.named.as_mut() {
+                    nm.remove(&key);
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    fn mapper_on(&self, vm: usize) -> bool {
+        self.mapper
+            .as_ref()
+            .is_some_and(|s| s.on.get(vm).copied().flatten().is_some())
+    }
+
+    /// QEMU maps image block `block` at VM `vm`'s host page `key`, about to be filled by
+    /// the DMA of a guest read: a page the host swapped out or dropped is zapped first (the
+    /// new mapping replaces it, nothing is read back). No-op with the Mapper off.
+    pub(super) fn mapper_before_dma(&mut self, vm: usize, key: u64) {
+        if !self.mapper_on(vm) {
+            return;
+        }
+        if self.m.mm.pt.pte(key) & PTE_PRESENT == 0 {
+            self.m.unmap_page(key);
+        }
+    }
+
+    /// The DMA filled VM `vm`'s host page `key` with image block `block`: associated.
+    pub(super) fn mapper_map(&mut self, vm: usize, key: u64, block: u64) {
+        if !self.mapper_on(vm) {
+            return;
+        }
+        if let Some(s) = self.mapper.as_mut() {
+            s.unlink(vm, key);
+            s.block.insert(key, block);
+            s.keys.entry((vm, block)).or_default().push(key);
+        }
+        if let Some(n) = self.m.named.as_mut() {
+            n.insert(key);
+        }
+    }
+
+    /// A write to VM `vm`'s host page `key`: an associated page is copied on write
+    /// (`do_wp_page`) and anonymous from then on.
+    pub(super) fn mapper_write(&mut self, vm: usize, key: u64) {
+        let Some(s) = self.mapper.as_mut() else {
+            return;
+        };
+        if s.unlink(vm, key).is_some() {
+            if let Some(n) = self.m.named.as_mut() {
+                n.remove(&key);
+            }
+            self.pathologies[vm].mapper_cow_breaks += 1;
+        }
+    }
+
+    /// Before the host serves VM `vm`'s host page `key`: if reclaim dropped it as a named
+    /// page, read its block from the image (`filemap_fault`'s read: through the host's page
+    /// cache or `O_DIRECT` by the VM's cache mode). The fault itself is the engine's.
+    pub(super) fn mapper_refault_read(&mut self, vm: usize, key: u64) -> Result<()> {
+        let Some(s) = self.mapper.as_ref() else {
+            return Ok(());
+        };
+        if self.m.mm.pt.pte(key) & PTE_NAMED_GONE == 0 {
+            return Ok(());
+        }
+        let (Some(&block), Some(mode)) = (s.block.get(&key), s.on[vm]) else {
+            return Ok(());
+        };
+        if !self.m.has_file_backend() {
+            return Ok(());
+        }
+        // (Cacol's cache is its own: the refault reads the disk)
+        let op = if mode.host_cached() && mode != CacheMode::Cacol {
+            FileOp::Pread
+        } else {
+            FileOp::DirectRead
+        };
+        self.m.file_io(&FileIo {
+            op,
+            tid: 0,
+            stamp: 0,
+            file: vm as u32,
+            offset: block * 4096,
+            len: 4096,
+            addr: 0,
+        })?;
+        self.m.flush_file_writes();
+        let _ = self.m.take_file_work();
+        Ok(())
+    }
+}
+
+impl HostShared {
+    /// The Mapper's invariants: the host's named pages are the associated ones, each
+    /// listed under its block, in its VM's range.
+    pub(super) fn mapper_validate(&self) -> std::result::Result<(), String> {
+        let Some(s) = self.mapper.as_ref() else {
+            return Ok(());
+        };
+        let named = self.m.named.as_ref().ok_or("mapper without named pages")?;
+        if named.len() != s.block.len() || s.block.keys().any(|k| !named.contains(k)) {
+            return Err(format!(
+                "mapper: {} named host pages, {} associated",
+                named.len(),
+                s.block.len()
+            ));
+        }
+        let listed: usize = s.keys.values().map(|v| v.len()).sum();
+        if listed != s.block.len() {
+            return Err(format!(
+                "mapper: {listed} pages by block, {}",
+                s.block.len()
+            ));
+        }
+        for (&(vm, b), ks) in &s.keys {
+            for k in ks {
+                if s.block.get(k) != Some(&b) || self.bases[vm] > *k {
+                    return Err(format!("mapper: page {k} under block {b} of VM {vm}"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
