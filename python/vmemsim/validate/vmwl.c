@@ -230,13 +230,19 @@ static const char *next_tok(void) {
     if (itok >= ntok) die("plan ends early");
     return tok[itok++];
 }
-static uint64_t tok_u64(void) {
-    const char *t = next_tok();
+/* A decimal integer, or death naming where it was wanted. */
+static uint64_t parse_u64_in(const char *t, const char *where) {
     char *end;
     errno = 0;
     unsigned long long v = strtoull(t, &end, 10);
-    if (errno || *end || end == t) die("bad integer in the plan");
+    if (errno || *end || end == t) die(where);
     return v;
+}
+static uint64_t parse_u64(const char *t) {
+    return parse_u64_in(t, "bad integer in the file workload");
+}
+static uint64_t tok_u64(void) {
+    return parse_u64_in(next_tok(), "bad integer in the plan");
 }
 static double tok_f64(void) {
     const char *t = next_tok();
@@ -433,13 +439,6 @@ static void io_note(int op, uint64_t off, uint64_t len) {
     }
 }
 
-static uint64_t parse_u64(const char *t) {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(t, &end, 10);
-    if (errno || *end || end == t) die("bad integer in the file workload");
-    return v;
-}
 
 static void snapshot0(void) {
     slurp("/proc/vmstat", snap_vmstat1); /* fault the buffers in before the snapshot */
