@@ -35,7 +35,9 @@ use crate::mm::frames::{
     F_ANON, F_CACOL, F_DIRTY, F_MAPPED, F_PAGECACHE, F_READAHEAD, F_SWAPCACHE,
 };
 use crate::mm::*;
-use crate::policy::{Family, Insert, KernelVersion, Policy, ReclaimReason, ScanControl, Touch};
+use crate::policy::{
+    Family, Insert, KernelVersion, Policy, ReclaimReason, ScanControl, Touch, WritebackDone,
+};
 use crate::watermarks::Watermarks;
 
 mod pagecache;
@@ -1803,6 +1805,7 @@ impl<P: Policy> Machine<P> {
             may_swap: !self.swap_off,
             high_wmark: self.wmark.high,
             writeback_async: !self.swap_sync_io,
+            swap_plug: self.family == Family::Kernel && !self.swap_sync_io && self.named.is_none(),
             low_wmark: self.wmark.low,
             nr_free: self.mm.frames.n_free() as u64,
             kernel: self.kernel,
@@ -1852,8 +1855,11 @@ impl<P: Policy> Machine<P> {
             *self.mm.pt.at(pidx) = PTE_NAMED_GONE | ((shadow as u64) << PTE_PAYLOAD_SHIFT);
             self.log_swap(SwapEvent::Discard { vpn });
         } else if self.mm.frames.is_anon(f) {
+            // A victim the policy sent through the swap plug has its slot already and is
+            // written whatever its dirty bit says (`add_to_swap` dirtied it).
+            let wb = self.policy.writeback_done(f);
             let mut slot = self.mm.frames.slot(f);
-            let write = slot == NO_SLOT || dirty;
+            let write = slot == NO_SLOT || dirty || wb != WritebackDone::Untracked;
             if slot == NO_SLOT {
                 slot = self.mm.swap.alloc(pidx);
             }
@@ -1869,7 +1875,14 @@ impl<P: Policy> Machine<P> {
                     if pool.pending + pool.per_page > free {
                         self.stats.swap_write_errors += 1;
                         let _ = self.policy.shadow(&self.mm, f); // not evicted: no shadow kept
-                        self.keep_in_swap_cache(f, slot, pidx, dirty, mapped, Insert::Putback);
+                        self.keep_in_swap_cache(
+                            f,
+                            slot,
+                            pidx,
+                            dirty,
+                            mapped,
+                            Some(Insert::Putback),
+                        );
                         return false;
                     }
                     if let Some(p) = self.mm.swap.pool.as_mut() {
@@ -1890,7 +1903,7 @@ impl<P: Policy> Machine<P> {
                     self.zram_sync();
                     self.stats.swap_write_errors += 1;
                     let _ = self.policy.shadow(&self.mm, f);
-                    self.keep_in_swap_cache(f, slot, pidx, dirty, mapped, Insert::Putback);
+                    self.keep_in_swap_cache(f, slot, pidx, dirty, mapped, Some(Insert::Putback));
                     return false;
                 }
                 self.log_swap(SwapEvent::Out {
@@ -1900,9 +1913,27 @@ impl<P: Policy> Machine<P> {
                 if self.family == Family::Kernel && !self.swap_sync_io {
                     // An asynchronous device: `pageout` returns with the folio under
                     // writeback and `shrink_folio_list` keeps it (the policy was told:
-                    // `ScanControl::writeback_async`); a later scan frees it.
-                    self.keep_in_swap_cache(f, slot, pidx, false, mapped, Insert::Rotate);
-                    return false;
+                    // `ScanControl::writeback_async`); a later scan frees it. Unless the
+                    // write completed within the pass (`WritebackDone`).
+                    match wb {
+                        WritebackDone::Freed => self.stats.pgrotated += 1,
+                        WritebackDone::Rotated => {
+                            self.stats.pgrotated += 1;
+                            self.keep_in_swap_cache(f, slot, pidx, false, mapped, None);
+                            return false;
+                        }
+                        WritebackDone::Untracked | WritebackDone::Pending => {
+                            self.keep_in_swap_cache(
+                                f,
+                                slot,
+                                pidx,
+                                false,
+                                mapped,
+                                Some(Insert::Rotate),
+                            );
+                            return false;
+                        }
+                    }
                 }
             }
             let shadow = self.policy.shadow(&self.mm, f);
@@ -2034,7 +2065,7 @@ impl<P: Policy> Machine<P> {
         pidx: PteIndex,
         dirty: bool,
         mapped: bool,
-        how: Insert,
+        how: Option<Insert>,
     ) {
         if dirty {
             self.mm.frames.set_flags(f, F_DIRTY);
@@ -2054,6 +2085,10 @@ impl<P: Policy> Machine<P> {
             next_use: u64::MAX,
             vpn: self.mm.pt.vpn_of(pidx),
             write: false,
+        };
+        // `None`: the policy holds it already (its write completed during the pass).
+        let Some(how) = how else {
+            return;
         };
         if how == Insert::Rotate {
             self.stats.pgrotated += 1;

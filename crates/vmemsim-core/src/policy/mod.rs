@@ -36,6 +36,7 @@ pub mod s3fifo;
 pub mod sieve;
 pub mod sketch;
 pub mod slru;
+pub mod swap_plug;
 pub mod twoq;
 pub mod w_tinylfu;
 
@@ -79,6 +80,27 @@ pub enum Insert {
     /// without writing. The page is in the swap cache, unmapped, clean; its reference flags
     /// are those it had when it was isolated.
     Rotate,
+}
+
+/// What became of a victim the policy sent to be written to an asynchronous swap device,
+/// when its write completed during the reclaim pass that chose it ([`Policy::writeback_done`];
+/// the block layer's plug, `blk_add_rq_to_plug`, dispatched it before the pass ended).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WritebackDone {
+    /// Not a victim the policy tracks: the engine decides as before (written and kept under
+    /// writeback if the device is asynchronous, then [`Insert::Rotate`]).
+    Untracked,
+    /// Written; the write completes after the pass (`blk_finish_plug`): kept, then put back
+    /// with [`Insert::Rotate`].
+    Pending,
+    /// Written, and the write completed while the folio was back on its list:
+    /// `folio_end_writeback` → `folio_rotate_reclaimable` already moved it to the tail of
+    /// the oldest generation (the policy holds it; `pgrotated`). The engine writes and unmaps
+    /// it and keeps it in the swap cache without putting it back.
+    Rotated,
+    /// Written, rotated, and freed by a later scan of the same pass (`pgrotated`). The
+    /// policy counted it reclaimed and computed its shadow; the engine writes and frees it.
+    Freed,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,6 +201,14 @@ pub struct ScanControl {
     /// it back with [`Insert::Rotate`], but counts it neither reclaimed nor evicted (no
     /// `workingset_eviction`, no shadow).
     pub writeback_async: bool,
+    /// The swap writes of this pass go through the block layer's plug as the kernel's do
+    /// (reclaim runs under `blk_start_plug`; see [`crate::policy::mglru`]'s `SwapPlug`), so
+    /// the policy itself gives each written folio its swap slot (`add_to_swap`, in
+    /// `shrink_folio_list` order, as the engine would have) and tells the engine, through
+    /// [`Policy::writeback_done`], which writes completed during the pass. Set by the engine
+    /// with [`ScanControl::writeback_async`], except on a host whose memory has named pages
+    /// (VSwapper's Mapper: it drops those without a write, which the policy cannot see).
+    pub swap_plug: bool,
     /// The zone's low watermark in pages (6.1 MG-LRU's `should_abort_scan` for direct reclaim).
     pub low_wmark: u32,
     /// Free pages when the pass starts and as victims are taken (the policy does not free:
@@ -292,6 +322,12 @@ pub trait Policy: 'static {
     }
     /// Frame `f` left for a reason other than this policy's own eviction (e.g. unmap).
     fn on_remove(&mut self, f: FrameId);
+    /// What became of victim `f`'s swap write during the pass that chose it
+    /// ([`ScanControl::swap_plug`]); asked once per anonymous victim, by the engine, when it
+    /// reclaims it. Forgets the answer.
+    fn writeback_done(&mut self, _f: FrameId) -> WritebackDone {
+        WritebackDone::Untracked
+    }
     /// Recount every invariant (each held frame on exactly one list, bounds); test builds use it.
     fn validate(&self, mm: &Mm) -> Result<(), String>;
     /// Policy-specific counters (name, value) reported with the results.
@@ -397,6 +433,9 @@ impl Policy for BoxedPolicy {
     }
     fn on_remove(&mut self, f: FrameId) {
         (**self).on_remove(f)
+    }
+    fn writeback_done(&mut self, f: FrameId) -> WritebackDone {
+        (**self).writeback_done(f)
     }
     fn validate(&self, mm: &Mm) -> Result<(), String> {
         (**self).validate(mm)

@@ -128,6 +128,7 @@ fn sc(priority: u8, reason: ReclaimReason, nr: u32) -> ScanControl {
         may_swap: true,
         high_wmark: 0,
         writeback_async: false,
+        swap_plug: false,
         low_wmark: 0,
         nr_free: 0,
         kernel: crate::policy::KernelVersion::V6_8,

@@ -89,6 +89,7 @@ fn kswapd_sc() -> ScanControl {
         may_swap: true,
         high_wmark: 0,
         writeback_async: false,
+        swap_plug: false,
         low_wmark: 0,
         nr_free: 0,
         kernel: KernelVersion::V6_8,

@@ -41,6 +41,7 @@ fn mk_sc(reason: ReclaimReason, priority: u8) -> ScanControl {
         may_swap: true,
         high_wmark: 0,
         writeback_async: false,
+        swap_plug: false,
         low_wmark: 0,
         nr_free: 0,
         kernel: crate::policy::KernelVersion::V6_8,
@@ -1001,6 +1002,7 @@ fn async_writeback_keeps_then_rotates_to_the_oldest_tail() {
     touch(&mut m, 0..100);
     let mut sc = ScanControl {
         writeback_async: true,
+        swap_plug: false,
         ..mk_sc(ReclaimReason::Direct, 1)
     };
     let mut victims = Vec::new();
@@ -1378,4 +1380,113 @@ fn scan_folios_takes_the_highest_zone_first() {
     // Every zone empty: generations 0 and 1 are passed, down to MIN_NR_GENS (max_seq 3).
     assert!(p.try_to_inc_min_seq(true));
     assert_eq!(p.min_seq(ANON), 2);
+}
+
+/// Reclaim's swap writes under the block layer's plug (`swap_plug`, Linux 6.1 and 6.8):
+/// 600 clean never-swapped pages in the oldest generation, isolated 64 per `evict_folios`
+/// (pages 0..63, 64..127, ... tail first, none young), each written by `pageout` to the next
+/// slot of a fresh swap area's first cluster, so every bio back-merges into one request. The
+/// request holds at most 254 pages (virtio-blk's `max_segments`); page 254's bio starts a new
+/// one, and since the plugged request is over 128 KiB (`BLK_PLUG_FLUSH_SIZE`)
+/// `blk_add_rq_to_plug` first flushes the plug: pages 0..253 are dispatched during the fourth
+/// batch. Pages 0..191, put back by batches 1-3, are rotated at once to the oldest
+/// generation's tail (`folio_rotate_reclaimable`); 192..253, still isolated, when the
+/// fourth batch ends. The fifth batch takes the tail first, last rotated first: 253 down to
+/// 190, clean and unmapped, freed (64 reclaimed, no new write). Pages 254 and 255 wait in the
+/// plug for `blk_finish_plug`, their writes completing after the pass.
+#[test]
+fn plugged_swap_writes_complete_within_the_pass() {
+    use crate::mm::frames::F_SWAPCACHE;
+    use crate::policy::WritebackDone;
+    let mut m = machine(Preset::Default);
+    touch(&mut m, 0..600);
+    let mut sc = ScanControl {
+        writeback_async: true,
+        swap_plug: true,
+        ..mk_sc(ReclaimReason::Direct, 1)
+    };
+    let mut victims = Vec::new();
+    for _ in 0..2 {
+        assert_eq!(
+            m.policy
+                .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims),
+            0
+        );
+        age(&mut m);
+    }
+    m.policy.nr_reclaimed = 0;
+    for batch in 0..4u32 {
+        assert_eq!(
+            m.policy
+                .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims),
+            64
+        );
+        assert_eq!(victims.len(), 64 * (batch as usize + 1));
+    }
+    assert_eq!(victims, (0..256).collect::<Vec<u32>>());
+    assert_eq!(m.policy.nr_reclaimed, 0);
+    // add_to_swap gave them one cluster's slots in order.
+    let base = m.mm.frames.slot(0);
+    for f in 0..256u32 {
+        assert_eq!(m.mm.frames.slot(f), base + f, "page {f}");
+    }
+    // 0..253 back in the oldest generation (seq 3), beside 256..599 never isolated.
+    for p in [0u32, 191, 192, 253, 256, 599] {
+        assert_eq!(m.policy.seq_of_frame(p), Some(3), "page {p}");
+    }
+    for p in [254u32, 255] {
+        assert_eq!(
+            m.policy.seq_of_frame(p),
+            None,
+            "page {p} is under writeback, off the lists"
+        );
+    }
+    let before = victims.len();
+    assert_eq!(
+        m.policy
+            .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims),
+        64
+    );
+    assert_eq!(victims.len(), before, "freed pages were victims already");
+    assert_eq!(m.policy.nr_reclaimed, 64);
+    assert_eq!(m.policy.stats().evicted_tier.iter().sum::<u64>(), 64);
+    assert_eq!(m.policy.stats().writeback_keep, 256);
+    // What the engine is told, page by page.
+    for f in 0..256u32 {
+        let want = match f {
+            0..=189 => WritebackDone::Rotated,
+            190..=253 => WritebackDone::Freed,
+            _ => WritebackDone::Pending,
+        };
+        assert_eq!(m.policy.writeback_done(f), want, "page {f}");
+    }
+    assert_eq!(m.policy.writeback_done(300), WritebackDone::Untracked);
+    // The engine's part (as `reclaim_frame` does it): a swap PTE for all; the rotated ones
+    // stay in the swap cache where the policy put them; the freed ones go; the pending ones
+    // are put back with `Insert::Rotate`.
+    for f in 0..256u32 {
+        let vpn = m.mm.owner(f);
+        let slot = m.mm.frames.slot(f);
+        *m.mm.pt.pte_mut(vpn) =
+            crate::mm::PTE_SWAP | ((slot as u64) << crate::mm::PTE_PAYLOAD_SHIFT);
+        m.mm.frames.clear_flags(f, F_MAPPED);
+        if (190..=253).contains(&f) {
+            let _ = m.policy.shadow(&m.mm, f);
+            m.mm.frames.set_slot(f, crate::mm::NO_SLOT);
+            m.mm.frames.release(f);
+            continue;
+        }
+        m.mm.frames.set_flags(f, F_SWAPCACHE);
+        m.mm.swap.set_cached_frame(slot, f);
+        if f >= 254 {
+            let t = Touch {
+                t: 0,
+                next_use: u64::MAX,
+                vpn,
+                write: false,
+            };
+            m.policy.on_insert(&m.mm, f, t, Insert::Rotate);
+        }
+    }
+    m.validate().unwrap();
 }
