@@ -549,6 +549,13 @@ def test_the_false_reads_preventer_reads_no_page_the_guest_overwrites():
     assert runs["vswapper"].swap_pathologies == prev
     for vs, r in runs.items():
         assert r.config["vswapper"] == vs
+    # The same under shadow paging (the host fault is KVM's, the guest's fill the same).
+    shadow = {vs: vmemsim.run_vm("stress-vm:bytes=4MiB,rounds=3", vswapper=vs,
+                                 paging="shadow", **args).swap_pathologies
+              for vs in ("off", "preventer")}
+    assert shadow["off"]["false_swap_reads"] > 0
+    assert shadow["preventer"]["false_swap_reads"] == 0
+    assert shadow["preventer"]["preventer_reads_avoided"] > 0
     # A bad name is refused naming the four; large host pages are refused too.
     with pytest.raises(VmemsimError, match="off, mapper, preventer, vswapper"):
         vmemsim.run_vm("stress-vm:bytes=1MiB", vswapper="both")

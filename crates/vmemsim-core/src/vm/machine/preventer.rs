@@ -45,7 +45,10 @@
 //! handler: a stale read by QEMU's DMA of a guest disk read is the Mapper's to avoid, not the
 //! Preventer's); writes of the guest's page-table walks (the MMU's accessed and dirty bits:
 //! no instruction to emulate) and KVM's writes; and hosts with large pages (a 4 KiB guest fill
-//! cannot overwrite a 2 MiB host page whole: `host_page` must be 4 KiB).
+//! cannot overwrite a 2 MiB host page whole: `host_page` must be 4 KiB). With large guest
+//! pages, the guest's fill of one (`clear_huge_page`) reaches the host as the one 4 KiB page
+//! its fault touches (as for `false_swap_reads`): that one is a whole fill, the others are
+//! stores when the guest next touches them (merges, read as without the Preventer).
 
 use super::*;
 
