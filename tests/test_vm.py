@@ -483,7 +483,8 @@ def test_swap_pathologies_are_counted_per_vm():
     # I/O and a host with room has none.
     keys = {"silent_swap_writes", "silent_swap_writes_in_sequence", "stale_swap_reads",
             "false_swap_reads", "host_swap_readahead", "host_swap_readahead_hits",
-            "hypervisor_code_faults", "mapper_discards", "mapper_refaults", "mapper_cow_breaks"}
+            "hypervisor_code_faults", "mapper_discards", "mapper_refaults", "mapper_cow_breaks",
+            "preventer_emulated", "preventer_reads_avoided", "preventer_merges"}
     r = vmemsim.run_vm(["dd-like:bytes=4MiB,bs=4KiB,passes=3",
                         "dd-like:bytes=2MiB,bs=4KiB,passes=3"],
                        guest_frames=600, host_frames=600, sample_every_ns=1_000_000)
@@ -524,4 +525,71 @@ def test_the_swap_mapper_discards_what_the_host_swapped_silently():
     assert q["silent_swap_writes"] == 0 and q["mapper_discards"] > 0
     assert on.config["vswapper"] == "mapper"
     with pytest.raises(VmemsimError, match="vswapper"):
-        vmemsim.run_vm("stress-vm:bytes=1MiB", vswapper="preventer")
+        vmemsim.run_vm("stress-vm:bytes=1MiB", vswapper="preventor")
+
+
+def test_the_false_reads_preventer_reads_no_page_the_guest_overwrites():
+    # stress-vm rewrites its buffer on a host with 60% of the guest's memory: the host
+    # swaps guest frames out, and the guest's `clear_page` of a frame it reuses has the host
+    # read the old content first (false swap reads). With the Preventer (VSwapper §4.2)
+    # each such fill is emulated whole: no false read, the reads avoided instead, and fewer
+    # host swap reads; the Mapper alone changes nothing here (no disk I/O), and `vswapper`
+    # (both) is the Preventer's run.
+    args = dict(guest_frames="150%", host_frames="60%")
+    runs = {vs: vmemsim.run_vm("stress-vm:bytes=4MiB,rounds=3", vswapper=vs, **args)
+            for vs in ("off", "mapper", "preventer", "vswapper")}
+    off, prev = runs["off"].swap_pathologies, runs["preventer"].swap_pathologies
+    assert off["false_swap_reads"] > 0
+    assert (off["preventer_emulated"], off["preventer_reads_avoided"]) == (0, 0)
+    assert prev["false_swap_reads"] == 0
+    assert prev["preventer_reads_avoided"] > 0
+    assert prev["preventer_emulated"] == prev["preventer_reads_avoided"] + prev["preventer_merges"]
+    assert runs["preventer"].host_stats["pswpin"] < runs["off"].host_stats["pswpin"]
+    assert runs["mapper"].swap_pathologies == off
+    assert runs["vswapper"].swap_pathologies == prev
+    for vs, r in runs.items():
+        assert r.config["vswapper"] == vs
+    # The same under shadow paging (the host fault is KVM's, the guest's fill the same).
+    shadow = {vs: vmemsim.run_vm("stress-vm:bytes=4MiB,rounds=3", vswapper=vs,
+                                 paging="shadow", **args).swap_pathologies
+              for vs in ("off", "preventer")}
+    assert shadow["off"]["false_swap_reads"] > 0
+    assert shadow["preventer"]["false_swap_reads"] == 0
+    assert shadow["preventer"]["preventer_reads_avoided"] > 0
+    # A bad name is refused naming the four; large host pages are refused too.
+    with pytest.raises(VmemsimError, match="off, mapper, preventer, vswapper"):
+        vmemsim.run_vm("stress-vm:bytes=1MiB", vswapper="both")
+    with pytest.raises(VmemsimError, match="host_page = 4k"):
+        vmemsim.run_vm("stress-vm:bytes=1MiB", vswapper="preventer", host_page="2m")
+
+
+def test_the_cli_runs_the_preventer_and_names_the_settings():
+    cmd = [sys.executable, "-m", "vmemsim", "vm", "stress-vm:bytes=4MiB,rounds=3",
+           "--guest-frames", "150%", "--host-frames", "60%"]
+    p = subprocess.run(cmd + ["--vswapper", "vswapper", "--json"], capture_output=True,
+                       text=True, check=True)
+    d = json.loads(p.stdout)
+    assert d["config"]["vswapper"] == "vswapper"
+    q = d["swap_pathologies"]
+    assert q["false_swap_reads"] == 0 and q["preventer_reads_avoided"] > 0
+    text = subprocess.run(cmd + ["--vswapper", "preventer"], capture_output=True, text=True,
+                          check=True).stdout
+    assert "preventer_reads_avoided" in text
+    bad = subprocess.run(cmd + ["--vswapper", "prevent"], capture_output=True, text=True)
+    assert bad.returncode != 0
+    assert "'off', 'mapper', 'preventer', 'vswapper'" in bad.stderr
+
+
+def test_the_sweep_key_vm_vswapper_takes_the_four_settings():
+    from vmemsim.sweep import runner
+    from vmemsim.sweep.spec import SCHEMA
+
+    key = SCHEMA["vm.vswapper"]
+    assert key.default == "off"
+    defaults = {k: v.default for k, v in SCHEMA.items()}
+    for vs in ("off", "mapper", "preventer", "vswapper"):
+        assert key.check(vs, "vm.vswapper") == vs
+        cfg = {**defaults, "workload.guest": "stress-vm:bytes=1MiB", "vm.vswapper": vs}
+        assert runner.vm_kwargs(cfg, 1)["vswapper"] == vs
+    with pytest.raises(VmemsimError, match="off, mapper, preventer, vswapper"):
+        key.check("prevent", "vm.vswapper")

@@ -1594,8 +1594,14 @@ def run_vm(
     pages QEMU filled from the disk image are named copies of their blocks)
     ``mapper_discards`` (such pages host reclaim dropped without a swap write),
     ``mapper_refaults`` (their faults, read back from the image) and ``mapper_cow_breaks``
-    (writes that made one anonymous); each VM's in ``per_vm``, and so far in each sample's
-    ``caches``.
+    (writes that made one anonymous), and with ``vswapper="preventer"`` (VSwapper's False
+    Reads Preventer, §4.2: a guest write to a page the host swapped out is emulated into a
+    buffer, and a page the guest overwrites whole is not read, so ``false_swap_reads`` stay
+    0) ``preventer_emulated`` (such writes emulated), ``preventer_reads_avoided`` (whole-page
+    fills that needed no read) and ``preventer_merges`` (partial writes merged with the old
+    content after its read); ``vswapper="vswapper"`` runs both. Each VM's in ``per_vm``, and
+    so far in each sample's ``caches``. ``vswapper`` (``off``, ``mapper``, ``preventer``,
+    ``vswapper``) needs ``host_page="4k"``.
     ``balloon=True`` gives each guest a virtio-balloon device (Linux 6.8's driver, QEMU's
     device; tdp or shadow paging, 4k pages): ``balloon_size_mib`` inflates it at boot,
     ``mom=True`` runs MOM's balloon.rules on the host (``mom_config`` its tunables),

@@ -1021,11 +1021,15 @@ def _run_vm(args: argparse.Namespace) -> int:
         if d.get("host_file_device_stats"):
             lines += _file_device_lines("host disk", d["host_file_device_stats"],
                                         d["runtime_ns"])
-        lines += ["", "pathologies of host swapping (VSwapper §3)"]
+    pathologies = d.get("swap_pathologies") or {}
+    if d.get("file_device_stats") or any(pathologies.values()):
+        # (with file I/O, or whatever the host's swapping did: false reads need no disk)
+        lines += ["", "pathologies of host swapping (VSwapper §3) and VSwapper (§4)"]
         for k in ("silent_swap_writes", "silent_swap_writes_in_sequence", "stale_swap_reads",
-                  "hypervisor_code_faults", "mapper_discards", "mapper_refaults",
-                  "mapper_cow_breaks"):
-            lines.append(f"  {k:<30} {d.get('swap_pathologies', {}).get(k, 0):>8,}")
+                  "false_swap_reads", "hypervisor_code_faults", "mapper_discards",
+                  "mapper_refaults", "mapper_cow_breaks", "preventer_emulated",
+                  "preventer_reads_avoided", "preventer_merges"):
+            lines.append(f"  {k:<30} {pathologies.get(k, 0):>8,}")
     if d.get("kvm"):
         lines += ["", "kvm (shadow MMU)"]
         for k, v in d["kvm"].items():

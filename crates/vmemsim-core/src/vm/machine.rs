@@ -173,6 +173,7 @@ mod host;
 mod mapper;
 mod merge;
 mod pathologies;
+mod preventer;
 mod process;
 mod result;
 mod run_config;

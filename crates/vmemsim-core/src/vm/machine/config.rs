@@ -180,8 +180,9 @@ pub struct VmConfig {
     /// not modelled. The first VM's count is the host's (one binary in the host's page
     /// cache). See `vm/machine/pathologies.rs` for the size to give.
     pub qemu_text_pages: u32,
-    /// VSwapper (§4) on this VM (module `mapper`): `Off` (the default) or the Swap Mapper
-    /// (§4.1). Needs 4 KiB host pages.
+    /// VSwapper (§4) on this VM: `Off` (the default), the Swap Mapper (§4.1, module
+    /// `mapper`), the False Reads Preventer (§4.2, module `preventer`), or both (`Both`,
+    /// named `vswapper`). Needs 4 KiB host pages.
     pub vswapper: super::VSwapper,
 }
 

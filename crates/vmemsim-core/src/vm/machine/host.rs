@@ -44,7 +44,8 @@ pub struct HostShared {
     pub(super) touch: HostTouch,
     /// QEMU's code (`VmConfig::qemu_text_pages`): its first host page and its pages.
     pub(super) text: Option<(u64, u32)>,
-    /// VSwapper's Swap Mapper (module `mapper`), when some VM has it on.
+    /// VSwapper's Swap Mapper and False Reads Preventer (modules `mapper`, `preventer`),
+    /// when some VM has either on.
     pub(super) mapper: Option<super::mapper::MapperState>,
 }
 
@@ -222,6 +223,9 @@ impl HostSide {
             None => sh.m.mm.pt.pte(key) & PTE_PRESENT == 0,
         };
         let evictions = sh.m.stats.evictions;
+        // VSwapper's False Reads Preventer emulates a guest write to a page the host would
+        // read in (module `preventer`): a whole-page fill reads nothing.
+        sh.prevent(self.vm, key, why);
         // A page the Swap Mapper's host dropped comes back from the image (module `mapper`).
         sh.mapper_refault_read(self.vm, key)?;
         sh.serve(key, write)?;

@@ -36,8 +36,9 @@
 //! Left out: the association after a guest write request (§4.1 "Guest I/O Flow": write, then `mmap`),
 //! the host caching policy of §4.1 (the host page cache holding only blocks in guest
 //! memory), named pages' place on the host's LRU lists (they stay on the anonymous lists,
-//! where the kernel keeps file pages apart and prefers to reclaim them), the False Reads
-//! Preventer (§4.2), and hosts with large pages (`host_page` must be 4 KiB).
+//! where the kernel keeps file pages apart and prefers to reclaim them), and hosts with large
+//! pages (`host_page` must be 4 KiB). The False Reads Preventer (§4.2) is module `preventer`
+//! (`vswapper = preventer`, or `vswapper` for both).
 //!
 //! [`FileBackend::page_written`]: crate::engine::FileBackend::page_written
 
@@ -46,7 +47,8 @@ use super::*;
 use crate::mm::PTE_NAMED_GONE;
 use crate::trace::recorded::{FileIo, FileOp};
 
-/// VSwapper (§4) on a VM: which of its mechanisms run.
+/// VSwapper (§4) on a VM: which of its mechanisms run. `vswapper` (the paper's §5 name for
+/// the whole system) is the Mapper and the Preventer together.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VSwapper {
@@ -56,16 +58,24 @@ pub enum VSwapper {
     /// The Swap Mapper (§4.1): pages QEMU filled from the disk image are named copies of
     /// their blocks, dropped by host reclaim and read back from the image.
     Mapper,
+    /// The False Reads Preventer (§4.2, module `preventer`): a guest write to a page the
+    /// host swapped out is emulated into a buffer; a page overwritten whole is not read.
+    Preventer,
+    /// Both (§5's "vswapper").
+    #[serde(rename = "vswapper")]
+    Both,
 }
 
 impl VSwapper {
     /// The names [`VSwapper::parse`] accepts.
-    pub const NAMES: &'static [&'static str] = &["off", "mapper"];
+    pub const NAMES: &'static [&'static str] = &["off", "mapper", "preventer", "vswapper"];
 
     pub fn parse(s: &str) -> Result<VSwapper> {
         match s {
             "off" => Ok(VSwapper::Off),
             "mapper" => Ok(VSwapper::Mapper),
+            "preventer" => Ok(VSwapper::Preventer),
+            "vswapper" => Ok(VSwapper::Both),
             _ => Err(Error::config(
                 "vswapper",
                 format!(
@@ -75,13 +85,31 @@ impl VSwapper {
             )),
         }
     }
+
+    /// The name [`VSwapper::parse`] takes for it.
+    pub fn name(self) -> &'static str {
+        VSwapper::NAMES[self as usize]
+    }
+
+    /// Whether the Swap Mapper (§4.1) runs.
+    pub fn mapper(self) -> bool {
+        matches!(self, VSwapper::Mapper | VSwapper::Both)
+    }
+
+    /// Whether the False Reads Preventer (§4.2) runs.
+    pub fn preventer(self) -> bool {
+        matches!(self, VSwapper::Preventer | VSwapper::Both)
+    }
 }
 
-/// The host's side of the Mapper: per VM with it on, its cache mode; the associated pages.
+/// The host's side of VSwapper: per VM with the Mapper on, its cache mode; the associated
+/// pages; per VM, whether the Preventer (module `preventer`) is on.
 #[derive(Debug, Default)]
 pub(super) struct MapperState {
     /// Per VM: `Some(cache mode)` with the Mapper on.
     pub(super) on: Vec<Option<CacheMode>>,
+    /// Per VM: the False Reads Preventer is on.
+    pub(super) prevent: Vec<bool>,
     /// Host page → the image block it is a private mapping of.
     pub(super) block: std::collections::HashMap<u64, u64>,
     /// (VM, image block) → the host pages mapping it.
@@ -102,22 +130,38 @@ impl MapperState {
 }
 
 impl MapperState {
-    /// The Mapper's state for `cfgs` (`None`: off on every VM). Errors with large host pages.
+    /// VSwapper's state for `cfgs` (`None`: off on every VM). Errors with large host pages:
+    /// the Mapper maps 4 KiB blocks, and the Preventer's buffer is a page a guest fill of one
+    /// 4 KiB frame overwrites whole.
     pub(super) fn for_vms(cfgs: &[&VmConfig]) -> Result<Option<MapperState>> {
         if cfgs.iter().all(|c| c.vswapper == VSwapper::Off) {
             return Ok(None);
         }
         if cfgs[0].host_page.shift() != 12 {
+            let c = cfgs
+                .iter()
+                .find(|c| c.vswapper != VSwapper::Off)
+                .unwrap_or(&cfgs[0]);
+            let why = if c.vswapper.mapper() {
+                "the Swap Mapper maps 4 KiB blocks (VSwapper §4.1)"
+            } else {
+                "the False Reads Preventer's buffer is one 4 KiB page, which a guest fill of a \
+                 4 KiB frame overwrites whole (VSwapper §4.2)"
+            };
             return Err(Error::config(
                 "vm.vswapper",
-                "the Swap Mapper maps 4 KiB blocks (VSwapper §4.1): needs host_page = 4k",
+                format!(
+                    "vswapper = {}: {why}: needs host_page = 4k",
+                    c.vswapper.name()
+                ),
             ));
         }
         Ok(Some(MapperState {
             on: cfgs
                 .iter()
-                .map(|c| (c.vswapper == VSwapper::Mapper).then_some(c.cache_mode))
+                .map(|c| c.vswapper.mapper().then_some(c.cache_mode))
                 .collect(),
+            prevent: cfgs.iter().map(|c| c.vswapper.preventer()).collect(),
             block: Default::default(),
             keys: Default::default(),
         }))
@@ -212,6 +256,17 @@ impl HostShared {
                 n.remove(&key);
             }
             self.pathologies[vm].mapper_cow_breaks += 1;
+        }
+    }
+
+    /// VM `vm`'s host page `key` no longer holds its block, and not by a copy-on-write:
+    /// the False Reads Preventer replaced the page reclaim dropped (module `preventer`).
+    pub(super) fn mapper_forget(&mut self, vm: usize, key: u64) {
+        if let Some(s) = self.mapper.as_mut() {
+            s.unlink(vm, key);
+        }
+        if let Some(n) = self.m.named.as_mut() {
+            n.remove(&key);
         }
     }
 

@@ -37,7 +37,8 @@
 //!   allocated the frame and filled it — `clear_page` of a first touch
 //!   (`do_anonymous_page`), the guest's own swap-in (`swap_read_folio` from the guest's swap
 //!   device, which the model does not serve through QEMU, so the guest is what writes the
-//!   frame) and a file page read by a fault (`filemap_fault`). Left out: the guest's
+//!   frame) and a file page read by a fault (`filemap_fault`). With VSwapper's False Reads
+//!   Preventer (§4.2, module `preventer`) the host reads none of these: 0. Left out: the guest's
 //!   zeroing of a new page-table page (`pte_alloc_one` → `__GFP_ZERO`), copy-on-write copies
 //!   and compaction's migrations (the guest model has neither).
 //! - `silent_swap_writes_in_sequence` (§3 "Decayed Swap Sequentiality"): of the silent swap
@@ -61,6 +62,10 @@
 //!   (virtio-blk, the block layer, `file-posix`'s AIO, the main loop, the memory API), a few
 //!   hundred KiB: 64 pages is a reasonable guess. Left out: QEMU's code run for other exits
 //!   (timers, other devices) and by its other threads.
+//! - With `VmConfig::vswapper` on, what VSwapper did: the Swap Mapper's `mapper_discards`,
+//!   `mapper_refaults` and `mapper_cow_breaks` (§4.1, module `mapper`) and the False Reads
+//!   Preventer's `preventer_emulated`, `preventer_reads_avoided` and `preventer_merges`
+//!   (§4.2, module `preventer`).
 //!
 //! The totals are in the VM's result; with `sample_every_ns` each sample's `caches` has each
 //! VM's so far.
@@ -103,6 +108,13 @@ pub struct SwapPathologies {
     pub mapper_discards: u64,
     pub mapper_refaults: u64,
     pub mapper_cow_breaks: u64,
+    /// With `vswapper = preventer` (VSwapper §4.2, module `preventer`): guest writes to a
+    /// page the host would have read in (from swap, or from the image after the Mapper
+    /// dropped it) that were emulated; of those, whole-page fills that needed no read (the
+    /// false reads prevented) and partial writes merged with the old content after its read.
+    pub preventer_emulated: u64,
+    pub preventer_reads_avoided: u64,
+    pub preventer_merges: u64,
 }
 
 impl SwapPathologies {
@@ -110,16 +122,21 @@ impl SwapPathologies {
         crate::util::add_fields!(self, o;
             silent_swap_writes, silent_swap_writes_in_sequence, stale_swap_reads,
             false_swap_reads, host_swap_readahead, host_swap_readahead_hits,
-            hypervisor_code_faults, mapper_discards, mapper_refaults, mapper_cow_breaks);
+            hypervisor_code_faults, mapper_discards, mapper_refaults, mapper_cow_breaks,
+            preventer_emulated, preventer_reads_avoided, preventer_merges);
     }
 }
 
 /// Why the host serves a VM's page now, for the swap read it may do ([`SwapEvent::In`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) enum HostTouch {
-    /// Anything else: a guest access that did not fill the frame, a walk's page-table page.
+    /// Anything else: a guest read that did not fill the frame, a walk's page-table page,
+    /// KVM's writes.
     #[default]
     Other,
+    /// A guest store to the frame that does not fill it (what VSwapper's Preventer emulates
+    /// and merges, module `preventer`).
+    GuestWrite,
     /// QEMU's DMA of a guest disk read into the frame (a stale read if swapped in).
     QemuDma,
     /// The guest's fault just filled the frame whole (a false read if swapped in).
@@ -235,7 +252,7 @@ impl HostShared {
                     HostTouch::QemuDma => self.pathologies[vm].stale_swap_reads += 1,
                     // §3 "False Swap Reads": `do_swap_page` for a page the guest overwrites.
                     HostTouch::GuestFill => self.pathologies[vm].false_swap_reads += 1,
-                    HostTouch::Other => {}
+                    HostTouch::Other | HostTouch::GuestWrite => {}
                 },
             }
         }
@@ -465,6 +482,11 @@ mod tests {
         text: u32,
         vswapper: VSwapper,
     ) -> Vm {
+        vm_of(&config(guest, host, cache, text, vswapper), file_pages)
+    }
+
+    /// [`vm_full`]'s configuration, before its file is added.
+    fn config(guest: u32, host: u32, cache: CacheMode, text: u32, vswapper: VSwapper) -> VmConfig {
         let mut c = VmConfig::new(Paging::Tdp, guest, host);
         c.qemu_text_pages = text;
         c.vswapper = vswapper;
@@ -476,14 +498,19 @@ mod tests {
         c.cache_mode = cache;
         c.guest.check_invariants = true;
         c.host.check_invariants = true;
-        let mut vm = Vm::new(&c, 1).unwrap();
+        c
+    }
+
+    /// A VM of configuration `c` with one file of `file_pages` pages on its disk.
+    fn vm_of(c: &VmConfig, file_pages: u64) -> Vm {
+        let mut vm = Vm::new(c, 1).unwrap();
         let bytes = file_pages * 4096;
         let f = FileSpec {
             id: 0,
             initial_size: bytes,
             extent: bytes,
         };
-        vm.add_files(&[f], &c).unwrap();
+        vm.add_files(&[f], c).unwrap();
         vm
     }
 
@@ -850,6 +877,8 @@ mod tests {
 
     /// [`the_image_association_follows_the_guest_page_cache`]'s random ops with the Mapper:
     /// the host's invariants hold, and it drops, refaults and breaks pages.
+    /// With the Preventer too (`vswapper`, every other seed), which emulates fills (reads
+    /// avoided) and partial writes (merges), and keeps the invariants.
     #[test]
     fn the_swap_mapper_survives_random_file_io_and_memory_pressure() {
         use rand::{Rng, SeedableRng};
@@ -857,7 +886,9 @@ mod tests {
         for seed in 0..6u64 {
             let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
             let mode = [CacheMode::Writeback, CacheMode::None][seed as usize % 2];
-            let mut v = vm_mapper(160, 60, 80, mode);
+            let vs = [VSwapper::Mapper, VSwapper::Both][(seed / 2) as usize % 2];
+            let mut v = vm_full(160, 60, 80, mode, 0, vs);
+            let mut pid = 0u32;
             for _ in 0..1500 {
                 let index = rng.gen_range(0..80u64);
                 let pages = rng.gen_range(1..5u64).min(80 - index);
@@ -867,28 +898,263 @@ mod tests {
                     8 => file(&mut v, FileOp::Fsync, 0, 0),
                     9 => file(&mut v, FileOp::DirectWrite, index, pages),
                     10 => file(&mut v, FileOp::DirectRead, index, pages),
+                    11 if rng.gen_bool(0.1) => {
+                        // A new process replaces the running one: its frames are freed
+                        // and refilled (with the Preventer: fills emulated whole).
+                        v.op(0, Op::Spawn { pid: pid + 1 }).unwrap();
+                        v.op(0, Op::Switch { pid: pid + 1 }).unwrap();
+                        v.op(0, Op::Exit { pid }).unwrap();
+                        pid += 1;
+                    }
                     _ => v
                         .access(0, rng.gen_range(0..120), rng.gen_bool(0.5))
                         .unwrap(),
                 }
                 v.validate()
-                    .unwrap_or_else(|e| panic!("seed {seed} {mode:?}: {e}"));
+                    .unwrap_or_else(|e| panic!("seed {seed} {mode:?} {vs:?}: {e}"));
             }
-            seen.add(&v.swap_pathologies());
+            let p = v.swap_pathologies();
+            if vs == VSwapper::Mapper {
+                assert_eq!(p.preventer_emulated, 0);
+            } else {
+                assert_eq!(
+                    p.preventer_emulated,
+                    p.preventer_reads_avoided + p.preventer_merges
+                );
+            }
+            seen.add(&p);
         }
         assert!(
             seen.mapper_discards > 0 && seen.mapper_refaults > 0 && seen.mapper_cow_breaks > 0,
+            "{seen:?}"
+        );
+        assert!(
+            seen.preventer_reads_avoided > 0 && seen.preventer_merges > 0,
             "{seen:?}"
         );
     }
 
     #[test]
     fn the_swap_mapper_needs_4k_host_pages() {
-        let mut c = VmConfig::new(Paging::Tdp, 1024, 2048);
-        c.vswapper = VSwapper::Mapper;
-        c.host_page = PageSize::M2;
-        let e = Vm::new(&c, 1).err().unwrap();
-        assert!(e.to_string().starts_with("vm.vswapper"), "{e}");
+        for (vs, why) in [
+            (VSwapper::Mapper, "Swap Mapper"),
+            (VSwapper::Preventer, "False Reads Preventer"),
+            (VSwapper::Both, "Swap Mapper"),
+        ] {
+            let mut c = VmConfig::new(Paging::Tdp, 1024, 2048);
+            c.vswapper = vs;
+            c.host_page = PageSize::M2;
+            let e = Vm::new(&c, 1).err().unwrap().to_string();
+            assert!(e.starts_with("vm.vswapper"), "{e}");
+            assert!(e.contains(why) && e.contains(vs.name()), "{e}");
+            assert!(e.contains("host_page = 4k"), "{e}");
+        }
+    }
+
+    #[test]
+    fn vswapper_settings_parse_by_name() {
+        for (i, &n) in VSwapper::NAMES.iter().enumerate() {
+            let vs = VSwapper::parse(n).unwrap();
+            assert_eq!(vs.name(), n);
+            assert_eq!(vs as usize, i);
+            // (serde's name is the same)
+            assert_eq!(serde_json::to_string(&vs).unwrap(), format!("\"{n}\""));
+        }
+        let flags = |n| {
+            let v = VSwapper::parse(n).unwrap();
+            (v.mapper(), v.preventer())
+        };
+        assert_eq!(flags("off"), (false, false));
+        assert_eq!(flags("mapper"), (true, false));
+        assert_eq!(flags("preventer"), (false, true));
+        assert_eq!(flags("vswapper"), (true, true));
+        let e = VSwapper::parse("both").unwrap_err().to_string();
+        assert!(e.contains("off, mapper, preventer, vswapper"), "{e}");
+    }
+
+    #[test]
+    fn the_preventer_reads_none_of_the_frames_the_guest_fills() {
+        // The false-read scenario (`freed_and_swapped`, then a new process writes 100
+        // pages: the guest clears the 100 frames the host swapped out). Off: 100 false
+        // swap reads. With the Preventer each `clear_page` is emulated into a buffer that it
+        // fills: no read, the old slot freed, a new page mapped (a host minor fault): 0
+        // false reads, 100 emulated, 100 reads avoided, no merge, and exactly 100 host swap
+        // reads less. The host's fault time is 100 × (100 µs of a major fault − 1 µs of a
+        // minor one) less (no timed host swap device: a major fault's flat cost).
+        let run = |vs: VSwapper| {
+            let mut v = vm_full(400, 200, 100, CacheMode::None, 0, vs);
+            touch(&mut v, 0, 100);
+            touch(&mut v, 1, 300);
+            v.op(0, Op::Exit { pid: 0 }).unwrap();
+            let (pswpin, t) = (host_stats(&v).pswpin, v.r.time.host_fault_ns);
+            v.op(0, Op::Spawn { pid: 2 }).unwrap();
+            v.op(0, Op::Switch { pid: 2 }).unwrap();
+            for p in 0..100 {
+                v.op(
+                    0,
+                    Op::Access {
+                        page: p,
+                        write: true,
+                    },
+                )
+                .unwrap();
+            }
+            v.validate().unwrap();
+            let d = (host_stats(&v).pswpin - pswpin, v.r.time.host_fault_ns - t);
+            (v, d)
+        };
+        let (off, (in_off, t_off)) = run(VSwapper::Off);
+        for vs in [VSwapper::Preventer, VSwapper::Both] {
+            let (on, (in_on, t_on)) = run(vs);
+            let (po, pn) = (off.swap_pathologies(), on.swap_pathologies());
+            assert_eq!(po.false_swap_reads, 100);
+            assert_eq!(
+                (
+                    po.preventer_emulated,
+                    po.preventer_reads_avoided,
+                    po.preventer_merges
+                ),
+                (0, 0, 0)
+            );
+            assert_eq!(pn.false_swap_reads, 0, "{vs:?}");
+            assert_eq!(
+                (
+                    pn.preventer_emulated,
+                    pn.preventer_reads_avoided,
+                    pn.preventer_merges
+                ),
+                (100, 100, 0),
+                "{vs:?}"
+            );
+            // (and both read the 4 page-table pages process 2 reuses, process 0's, which the
+            // host swapped out too: a walk's read, not an emulated store)
+            assert_eq!((in_off, in_on), (104, 4));
+            assert_eq!(host_stats(&off).pswpin - host_stats(&on).pswpin, 100);
+            assert_eq!(t_off - t_on, 100 * (100_000 - 1_000));
+            // (the Mapper has nothing to do here)
+            assert_eq!(pn.mapper_discards + pn.mapper_cow_breaks, 0);
+        }
+    }
+
+    #[test]
+    fn a_partial_write_to_a_swapped_page_reads_it_and_merges() {
+        // The host swaps process 0's 100 pages out (`freed_and_swapped` without the exit),
+        // on a timed host swap device: 100 µs a request plus 1 µs a page (4 KiB at
+        // 4096 MB/s), 1024 channels (no request waits for another). Process 0 then stores to
+        // its page 5, which the guest has mapped: not a fill. The Preventer emulates the
+        // store, then reads the old content (1 swap read) and merges it with the buffer when
+        // it completes: 1 emulated, 1 merge, no read avoided. The vCPU waits exactly the
+        // read's time, 100 + 1 = 101 µs (as off, where the fault reads the page the same way;
+        // the walk's reads of process 0's 4 page-table pages, also swapped out, run on other
+        // channels at the same time), and the fault costs the same.
+        let run = |vs: VSwapper| {
+            let mut c = config(400, 200, CacheMode::None, 0, vs);
+            c.host_swap = Some(
+                DeviceSpec::parse("ssd:latency_us=100,qd=1024,bw_mbps=4096,submit_us=0").unwrap(),
+            );
+            let mut v = vm_of(&c, 100);
+            touch(&mut v, 0, 100);
+            touch(&mut v, 1, 300);
+            v.op(0, Op::Switch { pid: 0 }).unwrap();
+            let p0 = v.swap_pathologies();
+            let (pswpin, t) = (host_stats(&v).pswpin, v.r.time.host_fault_ns);
+            let w0 = v.vcpus[0].io_wait;
+            v.op(
+                0,
+                Op::Access {
+                    page: 5,
+                    write: true,
+                },
+            )
+            .unwrap();
+            v.validate().unwrap();
+            let p = v.swap_pathologies();
+            assert_eq!(p.false_swap_reads, p0.false_swap_reads);
+            (
+                p,
+                host_stats(&v).pswpin - pswpin,
+                v.vcpus[0].io_wait - w0,
+                v.r.time.host_fault_ns - t,
+            )
+        };
+        let (p_off, in_off, wait_off, t_off) = run(VSwapper::Off);
+        let (p_on, in_on, wait_on, t_on) = run(VSwapper::Preventer);
+        assert_eq!(wait_on, 101_000);
+        assert_eq!(wait_off, 101_000);
+        assert_eq!(in_on, in_off);
+        // (the page, and the 4 levels of process 0's page table, which the walk reads back)
+        assert_eq!(in_on, 5);
+        assert_eq!(t_on, t_off);
+        assert_eq!(
+            (
+                p_on.preventer_emulated,
+                p_on.preventer_reads_avoided,
+                p_on.preventer_merges
+            ),
+            (1, 0, 1)
+        );
+        assert_eq!(p_off.preventer_emulated, 0);
+    }
+
+    #[test]
+    fn the_preventer_needs_no_image_read_for_a_dropped_mapped_page_overwritten_whole() {
+        // The guest reads blocks 0..100 (with the Mapper: pages mapped from the image), a
+        // process writes 300 pages, which push the 100 out (dropped: 100 discards); the guest
+        // then drops the blocks from its cache (`fadvise(DONTNEED)`: their frames are its
+        // only free memory) and a new process writes 100 pages, clearing those frames. The
+        // Mapper alone reads each block back from the image first (100 refaults, 100 1-page
+        // requests on the host's disk) and the fill then breaks each mapping (100
+        // copy-on-writes). With the Preventer too (`vswapper`), each fill is emulated whole:
+        // no refault, no image read, the association simply forgotten (no copy-on-write):
+        // 100 emulated and 100 reads avoided, no named page left.
+        let run = |vs: VSwapper| {
+            let mut v = vm_full(400, 200, 100, CacheMode::None, 0, vs);
+            for i in 0..100 {
+                file(&mut v, FileOp::Pread, i, 1);
+            }
+            touch(&mut v, 0, 300);
+            assert_eq!(v.swap_pathologies().mapper_discards, 100);
+            let mut o = io(FileOp::Fadvise, 0, 100);
+            o.addr = fadv::DONTNEED;
+            v.file_op(0, &o, &|_, _| ContentClass::Random).unwrap();
+            assert_eq!(v.guest.mm.frames.n_free(), 100);
+            let disk = host_disk(&v);
+            touch(&mut v, 1, 100);
+            v.validate().unwrap();
+            let reads = host_disk(&v).read_requests - disk.read_requests;
+            let named = v
+                .host
+                .as_ref()
+                .unwrap()
+                .shared
+                .borrow()
+                .m
+                .named
+                .as_ref()
+                .unwrap()
+                .len();
+            (v.swap_pathologies(), reads, named)
+        };
+        let (pm, reads_m, named_m) = run(VSwapper::Mapper);
+        assert_eq!(
+            (pm.mapper_refaults, pm.mapper_cow_breaks, reads_m, named_m),
+            (100, 100, 100, 0)
+        );
+        assert_eq!(pm.preventer_emulated, 0);
+        let (pv, reads_v, named_v) = run(VSwapper::Both);
+        assert_eq!(
+            (pv.mapper_refaults, pv.mapper_cow_breaks, reads_v, named_v),
+            (0, 0, 0, 0)
+        );
+        assert_eq!(
+            (
+                pv.preventer_emulated,
+                pv.preventer_reads_avoided,
+                pv.preventer_merges
+            ),
+            (100, 100, 0)
+        );
+        assert_eq!((pm.false_swap_reads, pv.false_swap_reads), (0, 0));
     }
 
     /// Random file I/O (buffered and direct reads and writes, fsync, fadvise, truncation)

@@ -133,10 +133,14 @@ pub struct VmRunConfig {
     /// not modelled. See `vm/machine/pathologies.rs` for the size to give.
     pub qemu_text_pages: u32,
     /// VSwapper (Amit, Tsafrir and Schuster, ASPLOS 2014, §4) on each VM: `off` (the
-    /// default: guest memory is anonymous to the host) or `mapper` (the Swap Mapper, §4.1:
+    /// default: guest memory is anonymous to the host), `mapper` (the Swap Mapper, §4.1:
     /// pages QEMU filled from the disk image are named copies of their blocks, which host
     /// reclaim drops without a swap write and a fault reads back from the image; a write
-    /// makes them anonymous; counted in `swap_pathologies.mapper_*`). Needs 4 KiB host pages.
+    /// makes them anonymous; counted in `swap_pathologies.mapper_*`), `preventer` (the False
+    /// Reads Preventer, §4.2: a guest write to a page the host swapped out is emulated into
+    /// a buffer, and a page the guest overwrites whole is not read — no false swap reads;
+    /// counted in `swap_pathologies.preventer_*`) or `vswapper` (both). Needs 4 KiB host
+    /// pages.
     #[schemars(schema_with = "vswapper_schema")]
     pub vswapper: String,
 }

@@ -354,10 +354,13 @@ impl Vm {
         if self.paging != Paging::Native {
             // The guest's fault allocated the frame and filled it whole (`clear_page` of a
             // first touch, its swap-in, a file page's read): a host swap read of it now is a
-            // false read (module `pathologies`, VSwapper §3).
+            // false read (module `pathologies`, VSwapper §3). Any other store writes part of
+            // it (what VSwapper's Preventer emulates, module `preventer`).
             let st = &self.guest.stats;
             let why = if st.first_touch != first || st.major_faults != majors {
                 HostTouch::GuestFill
+            } else if write {
+                HostTouch::GuestWrite
             } else {
                 HostTouch::Other
             };
