@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """VSwapper (seed 004: Amit, Tsafrir and Schuster, ASPLOS'14): the reproduction of its Fig. 3
 (a 200 MB sequential read in a guest the host limits), Fig. 9a-d (the iterated Sysbench read:
-runtime and each pathology per iteration) and an analog of Fig. 10 (false reads).
+runtime and each pathology per iteration) and Fig. 10 (false reads: an allocation after the
+reads).
 
     python experiments/vswapper/run.py run [--configs baseline,balloon,mapper]   # data/results.json
     python experiments/vswapper/run.py findings                                   # FINDINGS.md, figures
@@ -21,7 +22,8 @@ host's swap on another `hdd` (vmemsim has no way to put both on one disk: see FI
 the image opened with `cache=none` in every configuration (§4.1: host caching disabled; the
 Mapper's refaults then read the image with `O_DIRECT`), and QEMU's code as 64 named host
 pages (`qemu_text_pages=64`, docs/vm.md's estimate of what one virtio-blk request runs
-through) so that false page anonymity can show. Nothing here is tuned to the paper's numbers.
+through) so that false page anonymity can show; the guest's own swap (which only a
+ballooned guest uses) is an `hdd` too. Nothing here is tuned to the paper's numbers.
 
 - The guest's earlier use of its memory: the paper's guest "believes it has 512MB, whereas
   in fact it is allocated only 100MB and all the rest has been reclaimed by the host" (§3.1),
@@ -30,8 +32,10 @@ through) so that false page anonymity can show. Nothing here is tuned to the pap
   `warm=412MiB` (`dd-like`'s phase that writes that much anonymous memory and unmaps it):
   412 MB is the memory the host took, guest memory minus the limit. The same workload in
   every configuration (the ballooned guest, with 100 MB, swaps some of it to its own disk).
-  Fig. 3's table also has each configuration's read in a fresh guest (no `warm`), to show
-  what the earlier use does.
+  Fig. 3's tables also have each configuration's read in a fresh guest (no `warm`,
+  `figure: fresh` in the data) and after an earlier use of a quarter, half and three
+  quarters of that (`figure: warm0` / `warm1`: no pass / one pass), to show what the
+  earlier use does.
 - Fig. 3 and 9: `dd-like:bytes=200MiB,bs=16KiB,passes=K,warm=412MiB`, sysbench fileio's
   sequential read of one 200 MB file in its default 16 KiB blocks, K times, after the
   earlier use. Iteration k's numbers are the run with K = k minus the run with K = k - 1,
