@@ -91,12 +91,6 @@ COMMON: Dict[str, Any] = {
     "qemu_text_pages": 64,
     "seed": SEED,
 }
-#: The paper's numbers (§2.2, §3.1).
-PAPER = {
-    "baseline_over_balloon": 12.5, "baseline_over_vswapper": 9.7,
-    "vswapper_over_balloon": 1.3, "fig9_first_s": 40.0, "fig9_second_s": 20.0,
-    "preventer_speedup": 2.0,
-}
 HOST_KEYS = ("pswpin", "pswpout", "major_faults", "pgscan_direct", "pgscan_kswapd",
              "allocstall")
 
