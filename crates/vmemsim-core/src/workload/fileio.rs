@@ -5,7 +5,7 @@
 //! a guest) and touches its own buffer, as the copy to or from user memory does.
 //!
 //! ```text
-//! dd-like:bytes=256MiB,bs=1MiB,op=read|write,passes=1,fsync=0
+//! dd-like:bytes=256MiB,bs=1MiB,op=read|write,passes=1,fsync=0,warm=0,alloc=0
 //! fileio:bytes=256MiB,files=1,bs=16KiB,pattern=seq|rand,op=read|write|rw,ops=N,threads=1,
 //!        fsync_every=0,write_share=0.3,compute_ns=0,seed=S
 //! gzip-like:bytes=64MiB,bs=32KiB,ratio=0.35,ns_per_kib=25000
@@ -14,7 +14,15 @@
 //! - `dd-like`: `dd if=FILE of=/dev/null bs=BS` (`op=read`), a sequential reader of a file of
 //!   `bytes` that exists at the start, `passes` times from its start; or `dd if=/dev/zero
 //!   of=FILE bs=BS` (`op=write`) writing a new file, with `conv=fsync` when `fsync=1`. One
-//!   thread; each call copies `bs` bytes to or from its buffer.
+//!   thread; each call copies `bs` bytes to or from its buffer. Two optional phases of
+//!   anonymous memory around it (VSwapper's §3.1 benchmark, seed 004): `warm=BYTES` first
+//!   writes that much anonymous memory in page order and `munmap`s it, so that the memory
+//!   the file's page cache then takes has been used before (a guest whose free memory the
+//!   host has swapped out); `alloc=BYTES` after the last pass allocates and writes that
+//!   much in page order (Fig. 10's process that "allocates and sequentially accesses
+//!   200MB", here in the same process: copy-on-write sharing with a parent is left out
+//!   anyway). Both write [`ANON_WRITE_NS`] of CPU per page. `passes=0` reads nothing (the
+//!   phases alone: the prefix that a run with passes can be compared against).
 //! - `fileio`: sysbench's `fileio` test: `files` files of `bytes / files` each (existing),
 //!   `threads` threads each making `ops` calls of `bs` bytes, sequential (each thread its own
 //!   cursor over all the files, starting at its share) or random (file and block uniform);
@@ -70,6 +78,9 @@ const GZIP_HASH: u64 = 128 << 10;
 /// Hash-chain entries visited per KiB of input (an estimate: deflate's `longest_match`
 /// follows up to `max_chain` = 128 at level 6, most of them in cache; 8 distinct lines).
 const GZIP_PROBES_PER_KIB: u64 = 8;
+/// `dd-like`'s `warm` and `alloc` phases: CPU per page written (4 KiB of stores at ~10 GB/s,
+/// stress-vm's `write_ns` estimate).
+const ANON_WRITE_NS: u64 = 400;
 
 struct Thread {
     rng: Xoshiro256PlusPlus,
@@ -85,6 +96,12 @@ struct Thread {
     finished: bool,
     /// The file records of the ops last handed out.
     ios: Vec<FileIo>,
+    /// `dd-like`: pages of the `warm` phase written (then one more step: its `munmap`), and
+    /// of the `alloc` phase.
+    warmed: u64,
+    allocated: u64,
+    /// `dd-like`: the passes are over (the `fsync`, if any, handed out).
+    read_done: bool,
 }
 
 /// A file workload (see the module docs).
@@ -104,6 +121,9 @@ pub struct FileWorkload {
     compute_ns: u64,
     ratio: f64,
     ns_per_kib: u64,
+    /// `dd-like`'s anonymous phases, pages (module docs).
+    warm: u64,
+    alloc: u64,
     seed: u64,
     state: Vec<Thread>,
 }
@@ -111,7 +131,9 @@ pub struct FileWorkload {
 impl FileWorkload {
     pub(crate) fn parse(kind: &str, text: &str, run_seed: u64) -> Result<FileWorkload> {
         let keys: &[&str] = match kind {
-            "dd-like" => &["bytes", "bs", "op", "passes", "fsync", "seed"],
+            "dd-like" => &[
+                "bytes", "bs", "op", "passes", "fsync", "warm", "alloc", "seed",
+            ],
             "gzip-like" => &["bytes", "bs", "ratio", "ns_per_kib", "seed"],
             _ => &[
                 "bytes",
@@ -169,7 +191,7 @@ impl FileWorkload {
             bytes,
             files,
             bs,
-            passes: p.u64_in("passes", 1, 1, 1 << 20)?,
+            passes: p.u64_in("passes", 1, 0, 1 << 20)?,
             random: p.choice("pattern", 0, &["seq", "rand"])? == 1,
             ops,
             threads,
@@ -179,6 +201,8 @@ impl FileWorkload {
             compute_ns: p.u64_in("compute_ns", 0, 0, 1 << 32)?,
             ratio: p.f64_in("ratio", 0.35, 0.01, 1.0)?,
             ns_per_kib: p.u64_in("ns_per_kib", 25_000, 0, 1 << 32)?,
+            warm: pages_of(anon_size(&p, "warm")?),
+            alloc: pages_of(anon_size(&p, "alloc")?),
             seed: p.seed(run_seed)?,
             state: Vec::new(),
         };
@@ -200,6 +224,9 @@ impl FileWorkload {
                 writes: 0,
                 finished: false,
                 ios: Vec::new(),
+                warmed: 0,
+                allocated: 0,
+                read_done: false,
             })
             .collect();
         self
@@ -214,7 +241,9 @@ impl FileWorkload {
         t as u64 * pages_of(self.bs)
     }
 
-    /// gzip's window and hash tables, after the buffers.
+    /// gzip's window and hash tables, after the buffers; `dd-like`'s `warm` and `alloc`
+    /// regions (one after the other: `mmap` after a `munmap` need not return the same
+    /// address, and two regions keep the phases apart in the page numbers).
     fn tables(&self) -> u64 {
         self.threads as u64 * pages_of(self.bs)
     }
@@ -228,6 +257,15 @@ impl FileWorkload {
     }
 }
 
+/// `dd-like`'s `warm` or `alloc` size in bytes (0 by default; at most 1 TiB).
+fn anon_size(p: &Params, key: &str) -> Result<u64> {
+    let v = p.size(key)?.unwrap_or(0);
+    if v > 1 << 40 {
+        return Err(p.err(key, "at most 1 TiB"));
+    }
+    Ok(v)
+}
+
 /// Append a file op with its record to thread `st`'s buffer.
 fn file(st: &mut Thread, buf: &mut Vec<Op>, op: FileOp, file: u32, offset: u64, len: u64) {
     st.em.flush(buf);
@@ -239,10 +277,24 @@ impl Workload for FileWorkload {
     fn name(&self) -> String {
         let common = format!("bytes={},bs={}", fmt_size(self.bytes), fmt_size(self.bs));
         match self.kind {
-            Kind::Dd => format!(
-                "dd-like:{common},op={},passes={},fsync={},seed={}",
-                MODES[self.mode as usize], self.passes, self.fsync as u8, self.seed
-            ),
+            Kind::Dd => {
+                let anon = |k: &str, pages: u64| {
+                    if pages == 0 {
+                        String::new()
+                    } else {
+                        format!(",{k}={}", fmt_size(pages * PAGE_BYTES))
+                    }
+                };
+                format!(
+                    "dd-like:{common},op={},passes={},fsync={}{}{},seed={}",
+                    MODES[self.mode as usize],
+                    self.passes,
+                    self.fsync as u8,
+                    anon("warm", self.warm),
+                    anon("alloc", self.alloc),
+                    self.seed
+                )
+            }
             Kind::Gzip => format!(
                 "gzip-like:{common},ratio={},ns_per_kib={},seed={}",
                 self.ratio, self.ns_per_kib, self.seed
@@ -274,7 +326,8 @@ impl Workload for FileWorkload {
         } else {
             0
         };
-        self.tables() + files + out
+        // `warm` is unmapped before the reads; `alloc` is written after them.
+        self.tables() + files + out + self.warm.max(self.alloc)
     }
 
     fn files(&self) -> Vec<FileSpec> {
@@ -335,10 +388,38 @@ impl Workload for FileWorkload {
             match self.kind {
                 Kind::Dd => {
                     let total = self.bytes.div_ceil(bs) * self.passes;
-                    if st.done == total {
-                        if self.mode == Mode::Write && self.fsync {
-                            file(st, buf, FileOp::Fsync, 0, 0, 0);
+                    // The `warm` region, then (after the reads) the `alloc` region.
+                    let (warm_at, alloc_at) = (tables, tables + self.warm);
+                    if st.warmed < self.warm {
+                        st.em.access(buf, warm_at + st.warmed, true);
+                        st.em.compute(ANON_WRITE_NS);
+                        st.warmed += 1;
+                        if st.warmed == self.warm {
+                            st.em.flush(buf);
+                            st.em.split();
+                            buf.push(Op::Unmap {
+                                start: warm_at,
+                                // (at most 2^28 pages: `warm` is at most 1 TiB)
+                                pages: self.warm as u32,
+                            });
                         }
+                        continue;
+                    }
+                    if st.done == total {
+                        if !st.read_done {
+                            st.read_done = true;
+                            if self.mode == Mode::Write && self.fsync {
+                                file(st, buf, FileOp::Fsync, 0, 0, 0);
+                            }
+                            continue;
+                        }
+                        if st.allocated < self.alloc {
+                            st.em.access(buf, alloc_at + st.allocated, true);
+                            st.em.compute(ANON_WRITE_NS);
+                            st.allocated += 1;
+                            continue;
+                        }
+                        st.em.flush(buf);
                         st.finished = true;
                         break;
                     }
@@ -486,6 +567,50 @@ mod tests {
             w.name(),
             "dd-like:bytes=8KiB,bs=4KiB,op=write,passes=1,fsync=1,seed=0"
         );
+    }
+
+    #[test]
+    fn dd_warms_memory_before_and_allocates_after_its_reads() {
+        // 8 KiB in 4 KiB blocks, warm=12KiB, alloc=8KiB: pages 1..4 written, unmapped, the
+        // two reads (each followed by the buffer, page 0), then pages 4 and 5 written.
+        let mut w = parse("dd-like:bytes=8KiB,bs=4KiB,warm=12KiB,alloc=8KiB", 0).unwrap();
+        let mut ops: Vec<Op> = Vec::new();
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            w.next_ops(0, &mut buf).unwrap();
+            if buf.is_empty() {
+                break;
+            }
+            ops.extend(buf.iter().filter(|o| !matches!(o, Op::Compute { .. })));
+        }
+        let acc = |page, write| Op::Access { page, write };
+        assert_eq!(
+            ops,
+            [
+                acc(1, true),
+                acc(2, true),
+                acc(3, true),
+                Op::Unmap { start: 1, pages: 3 },
+                Op::File { slot: 0 },
+                acc(0, true),
+                Op::File { slot: 1 },
+                acc(0, true),
+                acc(4, true),
+                acc(5, true),
+            ]
+        );
+        // Buffer, file, and the larger of the two regions.
+        assert_eq!(w.footprint_pages(), 1 + 2 + 3);
+        assert_eq!(
+            w.name(),
+            "dd-like:bytes=8KiB,bs=4KiB,op=read,passes=1,fsync=0,warm=12KiB,alloc=8KiB,seed=0"
+        );
+        // passes=0: the warm phase alone, the prefix of the run above.
+        let mut w = parse("dd-like:bytes=8KiB,bs=4KiB,passes=0,warm=12KiB", 0).unwrap();
+        assert!(records(w.as_mut()).is_empty());
+        let e = parse("dd-like:warm=2TiB", 0).err().unwrap().to_string();
+        assert!(e.starts_with("dd-like.warm:"), "{e}");
     }
 
     #[test]
