@@ -38,7 +38,7 @@ def test_the_schema_documents_every_setting_with_its_default() -> None:
         "policy": "lru", "frames": None, "seed": 0, "options": {}, "page_cluster": None,
         "watermarks": None, "swappiness": 60, "check_invariants": False, "swap_sync_io": False,
         "swap_rotational": None, "zram_pool": None, "kernel": "6.8", "read_ahead_kb": 128,
-        "sample_every": 0, "warmup": 0, "zones": [],
+        "sample_every": 0, "warmup": 0, "zones": [], "swap_max_pages": None,
     }
 
 

@@ -60,6 +60,9 @@ def test_incompressible_pages_cannot_be_swapped_to_a_charged_zram(thousand_write
     ("zram:colour=1", "colour"),
     ("ssd", "swap"),
     ("disk:x=1", "swap"),
+    ("disk:max_pages=many", "max_pages"),
+    ("disk:max_pages=0", "swap_max_pages"),
+    ("hdd:max_pages=70000", "hdd.max_pages"),
 ])
 def test_bad_zram_parameters_are_named(thousand_writes: Path, swap: str, needle: str) -> None:
     p = run_cli("replay", "--trace", str(thousand_writes), "--policy", "fifo", "--frames", "200",

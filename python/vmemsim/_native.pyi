@@ -32,6 +32,7 @@ __all__ = [
     "workload_kinds",
     "cost_defaults",
     "rotational_slots",
+    "swap_max_pages",
     "check_frames",
     "vm_config_defaults",
     "vm_config_schema",
@@ -140,6 +141,10 @@ def cost_defaults() -> str:
 def rotational_slots(spec: str) -> Optional[int]:
     """The swap slots of a rotating disk's device spec (``hdd[:size=SIZE,...]``), ``None``
     for another device."""
+
+def swap_max_pages(spec: str) -> int:
+    """The largest request of a swap device's spec (its ``max_pages``), up to which the
+    plug merges reclaim's contiguous swap writes."""
 
 def check_frames(spec: str) -> None:
     """Raise ``VmemsimError`` (naming ``frames``) unless ``spec`` is a frame count or a

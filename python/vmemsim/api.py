@@ -384,15 +384,28 @@ def _machine_arg(
     charge_device_ram: bool = True,
 ) -> Dict[str, Any]:
     """The machine's keys of the core's ReplayConfig (:data:`REPLAY_DEFAULTS`): ``swap`` and
-    ``content_class`` become ``swap_sync_io``, ``swap_rotational`` and ``zram_pool``. The
+    ``content_class`` become ``swap_sync_io``, ``swap_rotational``, ``swap_max_pages`` and
+    ``zram_pool``. The
     ranges (swappiness, page_cluster, watermarks, the kernel version, zram's parameters) are
     the core's to check, in errors naming the key."""
     if not isinstance(swap, str):
         raise VmemsimError(f"swap: expected one of {', '.join(REPLAY_SWAPS)}, got {swap!r}")
-    kind = swap.split(":", 1)[0].strip().lower()
-    if kind not in REPLAY_SWAPS or (kind == "disk" and swap.strip().lower() != "disk"):
+    kind, _, params = (x.strip() for x in swap.partition(":"))
+    kind = kind.lower()
+    disk_pages = None
+    if kind == "disk" and params:
+        # disk:max_pages=N, the disk's largest request (the devices' key).
+        key, _, value = (x.strip() for x in params.partition("="))
+        if key != "max_pages" or not value:
+            raise VmemsimError(f"swap: disk takes only max_pages=N, got {swap!r}")
+        try:
+            disk_pages = int(value)
+        except ValueError:
+            raise VmemsimError(f"swap: disk max_pages must be a whole number, got {value!r}") from None
+    if kind not in REPLAY_SWAPS:
         raise VmemsimError(
-            f"swap: expected disk, hdd[:size=SIZE] or zram[:key=value,...], got {swap!r}"
+            f"swap: expected disk[:max_pages=N], hdd[:size=SIZE,...] or zram[:key=value,...], "
+            f"got {swap!r}"
         )
     if content_class not in CONTENT_CLASSES:
         raise VmemsimError(
@@ -406,6 +419,9 @@ def _machine_arg(
     }
     if kind == "hdd":
         m["swap_rotational"] = _hdd_slots(swap)
+        m["swap_max_pages"] = _native.swap_max_pages(swap)
+    if disk_pages is not None:
+        m["swap_max_pages"] = disk_pages
     if kind == "zram":
         m["swap_sync_io"] = True
         if charge_device_ram:
@@ -584,8 +600,12 @@ def replay(
     ``swap`` is ``"disk"`` (swap cache and readahead; a non-rotational device's slot
     allocator), ``"hdd:size=SIZE"`` (the same on a rotational device of SIZE, default 4 GiB,
     whose slots come from the kernel's rotational allocator and swap slots cache; QEMU's
-    virtio-blk is one) or ``"zram"``: a synchronous device
-    (``SWP_SYNCHRONOUS_IO``), whose swap-ins of pages with one reference skip the swap cache
+    virtio-blk is one) or ``"zram"``: a synchronous device. A disk's ``max_pages``
+    (``"disk:max_pages=254"``, ``"hdd:size=1GiB,max_pages=254"``; ``hdd``'s default 168, a
+    plain ``disk``'s the block layer's 128) is its largest request, up to which the plug of a
+    reclaim pass merges its contiguous swap writes (MG-LRU: a write the plug dispatches
+    completes within the pass). zram is synchronous
+    (``SWP_SYNCHRONOUS_IO``): its swap-ins of pages with one reference skip the swap cache
     and readahead and free their slot (``do_swap_page``). zram's compressed pool is memory of
     the machine: every swapped-out page takes the zsmalloc object its compressed size needs
     (from ``content_class``, one of :data:`CONTENT_CLASSES`, and the ratios of

@@ -659,10 +659,12 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--swap",
         default="disk",
-        metavar="disk|hdd[:size=SIZE]|zram[:KEY=VALUE,...]",
+        metavar="disk[:max_pages=N]|hdd[:size=SIZE,...]|zram[:KEY=VALUE,...]",
         help="swap device kind (default disk: asynchronous writes kept under writeback, swap "
         "cache, readahead; hdd: the same on a rotational disk (QEMU's virtio-blk is one) of "
-        "SIZE (default 4GiB), slots from the kernel's rotational allocator; zram: synchronous, swap-ins skip the swap cache and free their slot, "
+        "SIZE (default 4GiB), slots from the kernel's rotational allocator; a disk's max_pages "
+        "is its largest request, up to which reclaim's plug merges swap writes (disk 128, "
+        "hdd 168; QEMU's virtio-blk 254); zram: synchronous, swap-ins skip the swap cache and free their slot, "
         "and its compressed pool takes memory from the frames; zram's parameters as in "
         "'vmemsim run --device', e.g. zram:text_ratio=3)",
     )

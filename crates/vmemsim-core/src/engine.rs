@@ -35,6 +35,7 @@ use crate::mm::frames::{
     F_ANON, F_CACOL, F_DIRTY, F_MAPPED, F_PAGECACHE, F_READAHEAD, F_SWAPCACHE,
 };
 use crate::mm::*;
+use crate::policy::swap_plug::BLK_MAX_SEGMENTS;
 use crate::policy::{
     Family, Insert, KernelVersion, Policy, ReclaimReason, ScanControl, Touch, WritebackDone,
 };
@@ -99,6 +100,11 @@ pub struct MachineConfig {
     /// cache ([`crate::mm::rotational`]). `None`: a non-rotational device.
     #[serde(default)]
     pub swap_rotational: Option<u32>,
+    /// The swap device's largest request, in pages, for the plug that reclaim's swap writes
+    /// go through ([`crate::policy::swap_plug`]): the device's `max_pages`. `None`: the block
+    /// layer's default `max_segments`, `BLK_MAX_SEGMENTS` (128), one page a segment.
+    #[serde(default)]
+    pub swap_max_pages: Option<u32>,
     /// The file device's `read_ahead_kb` (`bdi->ra_pages` × 4): the largest readahead
     /// window of the page cache's reads; 0 = none. Linux's default is 128
     /// (`VM_READAHEAD_PAGES`).
@@ -191,6 +197,7 @@ impl MachineConfig {
             kernel: KernelVersion::V6_8,
             zram_pool: None,
             swap_rotational: None,
+            swap_max_pages: None,
             read_ahead_kb: DEFAULT_READ_AHEAD_KB,
             dirty_ratio: 20,
             dirty_background_ratio: 10,
@@ -398,6 +405,8 @@ pub struct Machine<P: Policy> {
     swap_off: bool,
     defer_kswapd: bool,
     swap_sync_io: bool,
+    /// [`MachineConfig::swap_max_pages`], resolved.
+    swap_max_pages: u32,
     kernel: KernelVersion,
     /// kswapd has been woken (free fell to `low`) and has not yet balanced the node.
     kswapd_awake: bool,
@@ -675,6 +684,7 @@ impl<P: Policy> Machine<P> {
             shrink_log: None,
             defer_kswapd: cfg.defer_kswapd,
             swap_sync_io: cfg.swap_sync_io || cfg.zram_pool.is_some(),
+            swap_max_pages: cfg.swap_max_pages.unwrap_or(BLK_MAX_SEGMENTS).max(1),
             kernel: cfg.kernel,
             kswapd_awake: false,
             kswapd_priority: DEF_PRIORITY,
@@ -1806,6 +1816,7 @@ impl<P: Policy> Machine<P> {
             high_wmark: self.wmark.high,
             writeback_async: !self.swap_sync_io,
             swap_plug: self.family == Family::Kernel && !self.swap_sync_io && self.named.is_none(),
+            swap_max_pages: self.swap_max_pages,
             low_wmark: self.wmark.low,
             nr_free: self.mm.frames.n_free() as u64,
             kernel: self.kernel,

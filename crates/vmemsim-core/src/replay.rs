@@ -70,9 +70,10 @@ pub struct ReplayResult {
     #[serde(default)]
     pub warmup: u64,
     pub page_cluster: u8,
-    /// The swap device's kind as far as it decides counters: `disk` (asynchronous writes,
-    /// the swap cache and readahead) or `zram` (`SWP_SYNCHRONOUS_IO`,
-    /// [`MachineConfig::swap_sync_io`]).
+    /// The swap device as far as it decides counters, as a spec the replay takes again:
+    /// `disk` (asynchronous writes, the swap cache and readahead), `hdd:size=SIZE` (the same
+    /// on a rotational disk), either with its `max_pages` when set, or `zram`
+    /// (`SWP_SYNCHRONOUS_IO`, [`MachineConfig::swap_sync_io`]).
     #[serde(default = "default_swap")]
     pub swap: String,
     /// zram's pool charged to memory: the trace's content class and the device's parameters
@@ -507,10 +508,34 @@ pub fn replay(
         zram_pool: spec.machine.zram_pool,
         swap: if spec.machine.swap_sync_io || spec.machine.zram_pool.is_some() {
             "zram".to_string()
-        } else if let Some(n) = spec.machine.swap_rotational {
-            format!("hdd:size={}MiB", (n as u64 + 1) * 4096 / (1 << 20))
         } else {
-            "disk".to_string()
+            // Each kind's own `max_pages` (an `hdd`'s 168, a plain disk's 128) goes unsaid.
+            let (dev, default_pages) = match spec.machine.swap_rotational {
+                // `(n + 1) * 4` KiB: the usable slots and mkswap's header page.
+                Some(n) => {
+                    let kib = (n as u64 + 1) * 4;
+                    let size = if kib % 1024 == 0 {
+                        format!("{}MiB", kib / 1024)
+                    } else {
+                        format!("{kib}KiB")
+                    };
+                    (
+                        format!("hdd:size={size}"),
+                        crate::device::HddParams::default().max_pages,
+                    )
+                }
+                None => (
+                    "disk".to_string(),
+                    crate::policy::swap_plug::BLK_MAX_SEGMENTS,
+                ),
+            };
+            match spec.machine.swap_max_pages {
+                Some(m) if m != default_pages && spec.machine.swap_rotational.is_some() => {
+                    format!("{dev},max_pages={m}")
+                }
+                Some(m) if m != default_pages => format!("{dev}:max_pages={m}"),
+                _ => dev,
+            }
         },
         kernel: spec.machine.kernel,
         watermarks,

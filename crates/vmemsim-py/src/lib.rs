@@ -742,6 +742,15 @@ fn rotational_slots(spec: &str) -> PyResult<Option<u32>> {
         .rotational_slots())
 }
 
+/// The largest request of a swap device's spec (its `max_pages`; `DeviceSpec::max_request_pages`),
+/// the plug's limit on merging reclaim's swap writes; a bad spec is an error naming its key.
+#[pyfunction]
+fn swap_max_pages(spec: &str) -> PyResult<u32> {
+    Ok(vmemsim_core::device::DeviceSpec::parse(spec)
+        .map_err(py_err)?
+        .max_request_pages())
+}
+
 /// Check a frames setting as every front end's core parses it (`FramesSpec::parse`: a whole
 /// number of frames up to the simulator's limit, or a percentage above 0): the sweep checks
 /// `machine.frames`, `vm.host_frames` with it before any run. An error names `frames`.
@@ -1292,6 +1301,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workload_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(cost_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(rotational_slots, m)?)?;
+    m.add_function(wrap_pyfunction!(swap_max_pages, m)?)?;
     m.add_function(wrap_pyfunction!(check_frames, m)?)?;
     m.add_function(wrap_pyfunction!(vm_config_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(vm_config_schema, m)?)?;

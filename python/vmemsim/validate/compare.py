@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -342,17 +343,26 @@ def simulate_file(
     )
 
 
+#: The guest's virtio-blk disk's largest request in pages: QEMU's ``seg_max`` is the
+#: virtqueue's size less 2 (``virtio_blk_update_config`` with ``seg_max_adjust``, on since QEMU
+#: 5.0; queue size 256), which the guest's ``virtblk_probe`` makes ``max_segments`` (below
+#: ``max_sectors``' 320 pages). The plug merges reclaim's swap writes up to it.
+VIRTIO_BLK_MAX_PAGES = 254
+
+
 def swap_device(s: Settings, runs: Sequence[KernelRun]) -> str:
     """The replay's swap device for the kernel's: zram; the virtio disk, which the guest
     sees as rotational (virtio_blk never sets QUEUE_FLAG_NONROT), of the size swapon reported
     (``SwapTotal`` is the usable slots; the header page makes one more); or that disk
     declared non-rotational (``ssd``), vmemsim's ``disk``."""
     if s.swap == "ssd":
-        return "disk"
+        return f"disk:max_pages={VIRTIO_BLK_MAX_PAGES}"
     if s.swap != "disk":
         return s.swap
     total_kib = int(runs[0].meminfo_before.get("SwapTotal", 0)) if runs else 0
-    return f"hdd:size={total_kib + 4}KiB" if total_kib else "disk"
+    if not total_kib:
+        return f"disk:max_pages={VIRTIO_BLK_MAX_PAGES}"
+    return f"hdd:size={total_kib + 4}KiB,max_pages={VIRTIO_BLK_MAX_PAGES}"
 
 
 @dataclass(frozen=True)
@@ -393,16 +403,17 @@ class Timing:
         if s.swap == "zram":
             return self.zram or "zram"
         page_us = self.disk_us / self.tcg
+        pages = f"max_pages={VIRTIO_BLK_MAX_PAGES}"
         if s.swap == "ssd":
-            return self.disk or f"ssd:latency_us=0,bw_mbps={4096 / page_us:g},qd=1"
-        size = swap_device(s, runs)
-        size = size.split("size=", 1)[1] if "size=" in size else "4GiB"
+            return self.disk or f"ssd:latency_us=0,bw_mbps={4096 / page_us:g},qd=1,{pages}"
+        m = re.search(r"size=([^,]+)", swap_device(s, runs))
+        size = m.group(1) if m else "4GiB"
         if self.disk:
             kind, _, params = self.disk.partition(":")
             return f"hdd:size={size}" + (f",{params}" if params else "")
         # 4,096 bytes in page_us: the transfer rate in MB/s (10^6 bytes per second).
         return (f"hdd:size={size},rpm=0,seek_us=0,min_seek_us=0,"
-                f"bw_mbps={4096 / page_us:g}")
+                f"bw_mbps={4096 / page_us:g},{pages}")
 
 
 def _trace_file(pages, writes) -> Path:

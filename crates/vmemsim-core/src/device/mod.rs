@@ -765,6 +765,16 @@ impl DeviceSpec {
         }
     }
 
+    /// The largest request the plug's merging makes on this device (its `max_pages`; zram,
+    /// a bio-based driver with no plug, takes one page at a time).
+    pub fn max_request_pages(&self) -> u32 {
+        match self {
+            DeviceSpec::Ssd(p) | DeviceSpec::Nvme(p) | DeviceSpec::Remote(p) => p.max_pages,
+            DeviceSpec::Zram(_) => 1,
+            DeviceSpec::Hdd(p) => p.max_pages,
+        }
+    }
+
     /// Set one parameter from its text; the error names `kind.key`.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let kind = self.kind();

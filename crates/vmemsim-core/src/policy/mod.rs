@@ -209,6 +209,9 @@ pub struct ScanControl {
     /// with [`ScanControl::writeback_async`], except on a host whose memory has named pages
     /// (VSwapper's Mapper: it drops those without a write, which the policy cannot see).
     pub swap_plug: bool,
+    /// The swap device's largest request in pages ([`crate::engine::MachineConfig::swap_max_pages`]),
+    /// up to which the plug merges contiguous writes.
+    pub swap_max_pages: u32,
     /// The zone's low watermark in pages (6.1 MG-LRU's `should_abort_scan` for direct reclaim).
     pub low_wmark: u32,
     /// Free pages when the pass starts and as victims are taken (the policy does not free:

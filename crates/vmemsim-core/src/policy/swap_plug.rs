@@ -25,11 +25,12 @@ use crate::mm::FrameId;
 pub const BLK_MAX_REQUEST_COUNT: u32 = 32;
 /// `BLK_PLUG_FLUSH_SIZE` (128 KiB), in 4 KiB pages.
 pub const BLK_PLUG_FLUSH_PAGES: u32 = 32;
-/// The most pages one request holds on a virtio-blk disk under QEMU: `seg_max` is the
-/// virtqueue's size less 2 (QEMU's `virtio_blk_update_config` with `seg_max_adjust`, on by
-/// default since QEMU 5.0, and a queue size of 256), and the guest's `virtblk_probe` sets
-/// `max_segments` to it (below `max_sectors`, `BLK_DEF_MAX_SECTORS` = 1280 KiB = 320 pages).
-pub const REQUEST_MAX_PAGES: u32 = 254;
+/// `BLK_MAX_SEGMENTS`: a queue's default `max_segments`, so the most pages one request holds
+/// on a device whose driver sets no other limit (one page a segment: the folios' frames are
+/// not contiguous). A device's own is its `max_pages` ([`crate::device::DeviceSpec`]): a SATA
+/// disk's 168, NVMe's 128; a virtio-blk disk under QEMU has 254 (`seg_max`, the virtqueue's
+/// size 256 less 2, which `virtblk_probe` makes `max_segments`).
+pub const BLK_MAX_SEGMENTS: u32 = 128;
 
 /// One reclaim pass's plug: the requests not yet dispatched and the folios in them.
 #[derive(Clone, Debug, Default)]
@@ -45,18 +46,20 @@ pub struct SwapPlug {
 }
 
 impl SwapPlug {
-    /// Submit the write of `f` to swap slot `slot` during batch `batch`. The folios of the
-    /// requests dispatched by a flush this submission caused (not `f`: it goes into the new
-    /// request) are appended to `dispatched`.
+    /// Submit the write of `f` to swap slot `slot` during batch `batch`, on a device whose
+    /// requests hold at most `max_pages` pages. The folios of the requests dispatched by a
+    /// flush this submission caused (not `f`: it goes into the new request) are appended to
+    /// `dispatched`.
     pub fn submit(
         &mut self,
         f: FrameId,
         slot: u32,
         batch: u32,
+        max_pages: u32,
         dispatched: &mut Vec<(FrameId, u32)>,
     ) {
         let merges = self.rq_count > 0
-            && self.pages < REQUEST_MAX_PAGES
+            && self.pages < max_pages
             && (slot == self.last.wrapping_add(1) || slot.wrapping_add(1) == self.first);
         if merges {
             if slot == self.last.wrapping_add(1) {
@@ -96,7 +99,8 @@ impl SwapPlug {
 mod tests {
     use super::*;
 
-    /// Contiguous slots merge into one request until it holds `REQUEST_MAX_PAGES`; the next
+    /// Contiguous slots merge into one request until it holds the device's 254 pages (a
+    /// virtio-blk disk); the next
     /// write starts a new request, and since the last one is over 128 KiB the plug is flushed
     /// first: pages 0..254 are dispatched when page 254 is written, not before.
     #[test]
@@ -104,10 +108,10 @@ mod tests {
         let mut p = SwapPlug::default();
         let mut d = Vec::new();
         for s in 0..254u32 {
-            p.submit(s, 1000 + s, 0, &mut d);
+            p.submit(s, 1000 + s, 0, 254, &mut d);
         }
         assert!(d.is_empty());
-        p.submit(254, 1254, 0, &mut d);
+        p.submit(254, 1254, 0, 254, &mut d);
         assert_eq!(d.len(), 254);
         assert_eq!(d[253], (253, 0));
         p.flush(&mut d);
@@ -124,16 +128,16 @@ mod tests {
         let mut p = SwapPlug::default();
         let mut d = Vec::new();
         for s in 0..31u32 {
-            p.submit(s, 100 + s, 0, &mut d);
+            p.submit(s, 100 + s, 0, 254, &mut d);
         }
-        p.submit(31, 500, 1, &mut d); // new request, last had 31 pages: no flush
+        p.submit(31, 500, 1, 254, &mut d); // new request, last had 31 pages: no flush
         assert!(d.is_empty());
-        p.submit(32, 499, 1, &mut d); // front merge into [500]
+        p.submit(32, 499, 1, 254, &mut d); // front merge into [500]
         for s in 0..30u32 {
-            p.submit(33 + s, 501 + s, 1, &mut d); // back merges: [499, 530], 32 pages
+            p.submit(33 + s, 501 + s, 1, 254, &mut d); // back merges: [499, 530], 32 pages
         }
         assert!(d.is_empty());
-        p.submit(63, 9000, 2, &mut d);
+        p.submit(63, 9000, 2, 254, &mut d);
         assert_eq!(d.len(), 63);
         assert_eq!(d[31], (31, 1));
     }
@@ -145,10 +149,10 @@ mod tests {
         let mut p = SwapPlug::default();
         let mut d = Vec::new();
         for s in 0..32u32 {
-            p.submit(s, s * 10, 0, &mut d);
+            p.submit(s, s * 10, 0, 128, &mut d);
         }
         assert!(d.is_empty());
-        p.submit(32, 320, 0, &mut d);
+        p.submit(32, 320, 0, 128, &mut d);
         assert_eq!(d.len(), 32);
     }
 }

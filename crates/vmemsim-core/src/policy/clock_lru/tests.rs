@@ -129,6 +129,7 @@ fn sc(priority: u8, reason: ReclaimReason, nr: u32) -> ScanControl {
         high_wmark: 0,
         writeback_async: false,
         swap_plug: false,
+        swap_max_pages: 128,
         low_wmark: 0,
         nr_free: 0,
         kernel: crate::policy::KernelVersion::V6_8,

@@ -328,7 +328,7 @@ impl MgLru {
     /// one: their `pgrotated` is 83-91% of `pswpout` on the MG-LRU disk rows (zipf-1.2
     /// disk-pc0: 64,547 of 71,137 and 59,012 of 70,776), so at most 9-17% were retried.
     /// Left out: the retry.
-    fn plug_write(&mut self, mm: &mut Mm, f: FrameId) {
+    fn plug_write(&mut self, mm: &mut Mm, f: FrameId, max_pages: u32) {
         let mut slot = mm.frames.slot(f);
         if slot == NO_SLOT {
             slot = mm.swap.alloc(mm.frames.pte(f));
@@ -336,7 +336,8 @@ impl MgLru {
         }
         self.wb.insert(f, WritebackDone::Pending);
         let mut dispatched = std::mem::take(&mut self.dispatched);
-        self.plug.submit(f, slot, self.batch, &mut dispatched);
+        self.plug
+            .submit(f, slot, self.batch, max_pages, &mut dispatched);
         for (g, batch) in dispatched.drain(..) {
             if batch == self.batch {
                 self.late.push(g);
@@ -566,7 +567,7 @@ impl MgLru {
             victims.push(f);
             self.stats.writeback_keep += 1;
             if sc.swap_plug {
-                self.plug_write(mm, f);
+                self.plug_write(mm, f, sc.swap_max_pages);
             }
         } else {
             // A clean page-cache folio is freed without I/O; a dirty one is written by this

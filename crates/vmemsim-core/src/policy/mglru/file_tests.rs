@@ -90,6 +90,7 @@ fn kswapd_sc() -> ScanControl {
         high_wmark: 0,
         writeback_async: false,
         swap_plug: false,
+        swap_max_pages: 128,
         low_wmark: 0,
         nr_free: 0,
         kernel: KernelVersion::V6_8,

@@ -42,6 +42,7 @@ fn mk_sc(reason: ReclaimReason, priority: u8) -> ScanControl {
         high_wmark: 0,
         writeback_async: false,
         swap_plug: false,
+        swap_max_pages: 128,
         low_wmark: 0,
         nr_free: 0,
         kernel: crate::policy::KernelVersion::V6_8,
@@ -1003,6 +1004,7 @@ fn async_writeback_keeps_then_rotates_to_the_oldest_tail() {
     let mut sc = ScanControl {
         writeback_async: true,
         swap_plug: false,
+        swap_max_pages: 128,
         ..mk_sc(ReclaimReason::Direct, 1)
     };
     let mut victims = Vec::new();
@@ -1403,6 +1405,7 @@ fn plugged_swap_writes_complete_within_the_pass() {
     let mut sc = ScanControl {
         writeback_async: true,
         swap_plug: true,
+        swap_max_pages: 254,
         ..mk_sc(ReclaimReason::Direct, 1)
     };
     let mut victims = Vec::new();

@@ -96,6 +96,12 @@ impl Vm {
         guest_cfg.watermarks = unit_marks(&cfg.guest, gshift);
         guest_cfg.swap_sync_io |= cfg.guest_swap.as_ref().is_some_and(|d| d.kind() == "zram");
         // Swap on a rotating disk is rotational swap (`DeviceSpec::rotational_slots`).
+        // The plug merges reclaim's swap writes up to the device's largest request.
+        if let Some(d) = cfg.guest_swap.as_ref() {
+            guest_cfg
+                .swap_max_pages
+                .get_or_insert(d.max_request_pages());
+        }
         if let Some(n) = cfg.guest_swap.as_ref().and_then(|d| d.rotational_slots()) {
             guest_cfg
                 .swap_rotational

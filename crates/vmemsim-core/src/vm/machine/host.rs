@@ -317,6 +317,10 @@ pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<Hos
     host_cfg.watermarks = unit_marks(&cfg.host, hshift);
     // zram is SWP_SYNCHRONOUS_IO: swap-ins skip the swap cache and readahead (`do_swap_page`).
     host_cfg.swap_sync_io |= cfg.host_swap.as_ref().is_some_and(|d| d.kind() == "zram");
+    // The plug merges reclaim's swap writes up to the device's largest request.
+    if let Some(d) = cfg.host_swap.as_ref() {
+        host_cfg.swap_max_pages.get_or_insert(d.max_request_pages());
+    }
     if let Some(n) = cfg.host_swap.as_ref().and_then(|d| d.rotational_slots()) {
         host_cfg.swap_rotational.get_or_insert((n >> hshift).max(1));
     }
