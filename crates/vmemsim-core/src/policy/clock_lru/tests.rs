@@ -1059,3 +1059,56 @@ fn a_write_over_a_shadow_is_no_refault() {
     assert_eq!(file_page_flags(&m, 0) & PG_ACTIVE, 0);
     m.validate().unwrap();
 }
+
+/// Reclaim's swap writes through the block layer's plug (`swap_plug`, Linux 6.1 and 6.8; the
+/// same rules as MG-LRU's): 100 unreferenced anonymous pages on the inactive list, tail first
+/// 0..99, each batch of 32 written by `pageout` to consecutive fresh slots, on a device whose
+/// requests hold 40 pages. Batch 1 writes 0..31 into one request. In batch 2, pages 32..39
+/// fill it; page 40's bio starts a new request, and since the full one is over 128 KiB
+/// `blk_add_rq_to_plug` flushes the plug: pages 0..31 (put back by batch 1) are rotated to
+/// the tail at once, 32..39 when batch 2 ends. Batch 3 takes the tail first, 39 down to 8,
+/// and frees them without writing; 0..7 stay rotated on the list, 40..63 wait in the plug.
+#[test]
+fn plugged_swap_writes_complete_within_the_pass() {
+    let mut r = Rig::new(200);
+    for v in 0..100 {
+        r.fault(v, false);
+        *r.mm.pt.pte_mut(v) &= !PTE_ACCESSED;
+    }
+    let mut sc = ScanControl {
+        writeback_async: true,
+        swap_plug: true,
+        swap_max_pages: 40,
+        ..sc(0, ReclaimReason::Kswapd, 32)
+    };
+    let mut victims = Vec::new();
+    let mut reclaimed = Vec::new();
+    for _ in 0..3 {
+        reclaimed.push(r.p.shrink_inactive_list(
+            32,
+            LRU_INACTIVE_ANON,
+            &mut r.mm,
+            &mut sc,
+            &mut victims,
+        ));
+    }
+    assert_eq!(reclaimed, vec![0, 0, 32]);
+    assert_eq!(victims, (0..64).collect::<Vec<u32>>());
+    let base = r.mm.frames.slot(0);
+    for f in 0..64u32 {
+        assert_eq!(r.mm.frames.slot(f), base + f, "page {f}");
+    }
+    let list = r.list(LRU_INACTIVE_ANON);
+    assert_eq!(list.len(), 36 + 8);
+    assert_eq!(&list[36..], &(0..8).collect::<Vec<u64>>()[..]);
+    assert_eq!(counter(&r.p, "pgsteal_anon"), 32);
+    for f in 0..64u32 {
+        let want = match f {
+            0..=7 => WritebackDone::Rotated,
+            8..=39 => WritebackDone::Freed,
+            _ => WritebackDone::Pending,
+        };
+        assert_eq!(r.p.writeback_done(f), want, "page {f}");
+    }
+    assert_eq!(r.p.writeback_done(70), WritebackDone::Untracked);
+}

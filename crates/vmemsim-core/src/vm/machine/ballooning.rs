@@ -747,8 +747,15 @@ mod tests {
         // its victims are dirty anonymous pages, which reclaim writes to swap and cannot
         // free in the same pass (the write completes later), so the allocation still finds
         // free ≤ min and fails (`__GFP_NORETRY`): out of puff, 16 pages, 200 ms of sleep.
-        // The later rounds find the written pages clean and reclaim them.
-        let mut vm = Vm::new(&cfg(1_024, 4_096, 256, false), 1).unwrap();
+        // The later rounds find the written pages clean and reclaim them. The guest's swap
+        // device takes requests of 1,024 pages, so a pass's writes (to fresh, consecutive
+        // slots; at most the 1,000 dirty pages) merge into one request that the plug holds
+        // until the pass ends;
+        // with smaller requests the plug would dispatch the first full one mid-pass, and the
+        // pass would free its pages (`policy::swap_plug`).
+        let mut c = cfg(1_024, 4_096, 256, false);
+        c.guest.swap_max_pages = Some(1_024);
+        let mut vm = Vm::new(&c, 1).unwrap();
         for op in touch(0..1_000) {
             vm.op(0, op).unwrap();
         }
