@@ -37,7 +37,8 @@
 //!   allocated the frame and filled it — `clear_page` of a first touch
 //!   (`do_anonymous_page`), the guest's own swap-in (`swap_read_folio` from the guest's swap
 //!   device, which the model does not serve through QEMU, so the guest is what writes the
-//!   frame) and a file page read by a fault (`filemap_fault`). With VSwapper's False Reads
+//!   frame), a file page read by a fault (`filemap_fault`) and the guest page cache's copy
+//!   of a write that covers the frame (`copy_page_from_iter_atomic` of a whole page). With VSwapper's False Reads
 //!   Preventer (§4.2, module `preventer`) the host reads none of these: 0. Left out: the guest's
 //!   zeroing of a new page-table page (`pte_alloc_one` → `__GFP_ZERO`), copy-on-write copies
 //!   and compaction's migrations (the guest model has neither).
@@ -70,10 +71,13 @@
 //! The totals are in the VM's result; with `sample_every_ns` each sample's `caches` has each
 //! VM's so far.
 //!
-//! Left out: hosts with large pages (the counters stay 0 unless `host_page` is 4 KiB); the
-//! guest's copies to and from its page-cache frames (`copy_page_to_iter` /
-//! `copy_page_from_iter`), which do not touch the host in the VM layer, so a guest's read of
-//! a cached page never faults on the host.
+//! The guest's copies to and from its page-cache frames (`copy_page_to_iter` /
+//! `copy_page_from_iter_atomic`) touch the host as guest accesses do (`Vm::page_cache_copies`,
+//! module `files`): a write copy that overwrites a frame whole is a fill (a host swap read of
+//! it is a false read); a read copy's swap-in is no pathology (the guest needs the content),
+//! counted only in the host's faults and swap reads.
+//!
+//! Left out: hosts with large pages (the counters stay 0 unless `host_page` is 4 KiB).
 
 use super::*;
 
@@ -595,6 +599,116 @@ mod tests {
             100
         );
         v.validate().unwrap();
+    }
+
+    /// The guest reads blocks 0..100 (one page a request) into its page cache, then process
+    /// 0 writes 300 pages: the host's FIFO swaps out its 100 oldest pages, the cached
+    /// blocks (as in the silent-write test below). The guest's 400 frames are full; the
+    /// blocks stay in its cache.
+    fn cached_and_swapped(vs: VSwapper) -> Vm {
+        let mut v = vm_full(400, 200, 100, CacheMode::None, 0, vs);
+        for i in 0..100 {
+            file(&mut v, FileOp::Pread, i, 1);
+        }
+        touch(&mut v, 0, 300);
+        assert_eq!(v.guest.stats.nr_file_pages, 100);
+        v
+    }
+
+    #[test]
+    fn rereading_the_guest_page_cache_faults_in_what_the_host_swapped_out() {
+        // The first read: each copy is the guest's first access to a frame QEMU's DMA has
+        // just backed, whose EPT entry nobody made yet: 100 EPT violations, no host fault
+        // beyond the DMA's first touches. The second read of the 100 blocks is served from the guest's cache (no
+        // disk request), but each copy (`copy_page_to_iter`) reads a frame the host swapped
+        // out: 100 EPT violations, 100 host swap-ins (major faults; FIFO has no swap
+        // readahead), none of them stale or false (a read, not QEMU's DMA nor a fill). Each
+        // costs a host major fault's flat 100 µs (no timed host swap device) and its exit.
+        let mut v = vm(400, 200, 100, CacheMode::None);
+        for i in 0..100 {
+            file(&mut v, FileOp::Pread, i, 1);
+        }
+        assert_eq!(v.r.ept_violations, 100);
+        let h = host_stats(&v);
+        assert_eq!((h.first_touch, h.major_faults, h.pswpin), (100, 0, 0));
+        touch(&mut v, 0, 300);
+        let (ept, exits) = (v.r.ept_violations, v.r.exits);
+        let h0 = host_stats(&v);
+        let (t_host, t_exit) = (v.r.time.host_fault_ns, v.r.time.exit_ns);
+        let (reads, disk) = (
+            v.guest.stats.file_reads,
+            v.guest.file_device_stats().unwrap(),
+        );
+        let p0 = v.swap_pathologies();
+        file(&mut v, FileOp::Pread, 0, 100);
+        let h = host_stats(&v);
+        assert_eq!(v.guest.stats.file_reads, reads);
+        assert_eq!(
+            v.guest.file_device_stats().unwrap().read_requests,
+            disk.read_requests
+        );
+        assert_eq!(v.r.ept_violations - ept, 100);
+        assert_eq!(v.r.exits - exits, 100);
+        assert_eq!(h.pswpin - h0.pswpin, 100);
+        assert_eq!(h.major_faults - h0.major_faults, 100);
+        assert_eq!(h.swap_ra, 0);
+        assert_eq!(v.r.time.host_fault_ns - t_host, 100 * 100_000);
+        assert_eq!(v.r.time.exit_ns - t_exit, 100 * 667);
+        let p = v.swap_pathologies();
+        assert_eq!(
+            (p.stale_swap_reads, p.false_swap_reads),
+            (p0.stale_swap_reads, p0.false_swap_reads)
+        );
+        v.validate().unwrap();
+        // A third read: the host has them all (the 100 faults evicted 100 of process 0's
+        // pages, older in its FIFO): no fault.
+        file(&mut v, FileOp::Pread, 0, 100);
+        assert_eq!(host_stats(&v).pswpin, h.pswpin);
+        assert_eq!(v.r.ept_violations - ept, 100);
+    }
+
+    #[test]
+    fn writes_through_the_guest_page_cache_touch_the_host() {
+        // The guest's free frames are 100 the host swapped out (`freed_and_swapped`); a
+        // `pwrite` of the 100 pages of the file, none cached, copies each into a new
+        // page-cache frame, X, whole (`copy_page_from_iter_atomic` of 4 KiB): the guest's
+        // fill, which the host must read in first: 100 false swap reads; with the
+        // Preventer none, 100 reads avoided. (The guest's flusher writes most of them back
+        // meanwhile, above its dirty threshold: QEMU reads them, which the host does not
+        // see, module `files`.)
+        for (vs, false_reads, avoided) in [(VSwapper::Off, 100, 0), (VSwapper::Preventer, 0, 100)] {
+            let mut v = vm_full(400, 200, 100, CacheMode::None, 0, vs);
+            touch(&mut v, 0, 100);
+            touch(&mut v, 1, 300);
+            v.op(0, Op::Exit { pid: 0 }).unwrap();
+            let pswpin = host_stats(&v).pswpin;
+            file(&mut v, FileOp::Pwrite, 0, 100);
+            let p = v.swap_pathologies();
+            assert_eq!(p.false_swap_reads, false_reads, "{vs:?}");
+            assert_eq!(p.preventer_reads_avoided, avoided, "{vs:?}");
+            assert_eq!(p.stale_swap_reads, 0);
+            assert_eq!(host_stats(&v).pswpin - pswpin, false_reads, "{vs:?}");
+            v.validate().unwrap();
+        }
+        // A write of half of each of the cached, swapped-out blocks: a store that leaves the
+        // rest, so the host reads each in (100 swap-ins, no false read); the Preventer
+        // emulates each and merges it with the read: 100 merges, the same 100 reads.
+        for (vs, merges) in [(VSwapper::Off, 0), (VSwapper::Preventer, 100)] {
+            let mut v = cached_and_swapped(vs);
+            let pswpin = host_stats(&v).pswpin;
+            for i in 0..100 {
+                let w = FileIo {
+                    len: 2048,
+                    ..io(FileOp::Pwrite, i, 1)
+                };
+                v.file_op(0, &w, &|_, _| ContentClass::Random).unwrap();
+            }
+            let p = v.swap_pathologies();
+            assert_eq!(host_stats(&v).pswpin - pswpin, 100, "{vs:?}");
+            assert_eq!(p.false_swap_reads, 0, "{vs:?}");
+            assert_eq!((p.preventer_emulated, p.preventer_merges), (merges, merges));
+            v.validate().unwrap();
+        }
     }
 
     #[test]
