@@ -33,10 +33,19 @@
 //!   ends those mappings before QEMU writes; a page reclaim dropped is first read back from
 //!   the image (a refault, the old content) and the write waits for that read.
 //!
+//! - On the host's LRU lists a named page is a file page (the page-cache page the private
+//!   mapping maps): `Machine::set_named` moves it to the file lists of a policy that has
+//!   them (`clock-lru`: `Policy::set_file_lru`, to the inactive file list's head as a new
+//!   folio of `folio_add_lru`) when QEMU maps it and when it refaults from the image, and
+//!   back to the anonymous lists when it is copied on write. So a kernel host's reclaim
+//!   weighs it with QEMU's code and its own page cache (`get_scan_count`'s file side), not
+//!   with anonymous memory: the named guest pages are no longer anonymous beside QEMU's
+//!   code (§3 "False Page Anonymity", which §4.1 says the Mapper undoes).
+//!
 //! Left out: the association after a guest write request (§4.1 "Guest I/O Flow": write, then `mmap`),
 //! the host caching policy of §4.1 (the host page cache holding only blocks in guest
-//! memory), named pages' place on the host's LRU lists (they stay on the anonymous lists,
-//! where the kernel keeps file pages apart and prefers to reclaim them), and hosts with large
+//! memory), the named pages' list type under MG-LRU hosts (`mglru` keeps them in its
+//! anonymous generations: its type is the frame's), and hosts with large
 //! pages (`host_page` must be 4 KiB). The False Reads Preventer (§4.2) is module `preventer`
 //! (`vswapper = preventer`, or `vswapper` for both).
 //!
@@ -204,9 +213,7 @@ impl HostShared {
                 if let Some(s) = self.mapper.as_mut() {
                     s.unlink(vm, key);
                 }
-                if let Some(nm) = self.m.named.as_mut() {
-                    nm.remove(&key);
-                }
+                self.m.set_named(key, false);
             }
         }
         Ok(done)
@@ -240,9 +247,7 @@ impl HostShared {
             s.block.insert(key, block);
             s.keys.entry((vm, block)).or_default().push(key);
         }
-        if let Some(n) = self.m.named.as_mut() {
-            n.insert(key);
-        }
+        self.m.set_named(key, true);
     }
 
     /// A write to VM `vm`'s host page `key`: an associated page is copied on write
@@ -252,9 +257,7 @@ impl HostShared {
             return;
         };
         if s.unlink(vm, key).is_some() {
-            if let Some(n) = self.m.named.as_mut() {
-                n.remove(&key);
-            }
+            self.m.set_named(key, false);
             self.pathologies[vm].mapper_cow_breaks += 1;
         }
     }
@@ -265,9 +268,7 @@ impl HostShared {
         if let Some(s) = self.mapper.as_mut() {
             s.unlink(vm, key);
         }
-        if let Some(n) = self.m.named.as_mut() {
-            n.remove(&key);
-        }
+        self.m.set_named(key, false);
     }
 
     /// Before the host serves VM `vm`'s host page `key`: if reclaim dropped it as a named

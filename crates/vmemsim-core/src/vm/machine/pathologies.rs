@@ -896,6 +896,71 @@ mod tests {
         on.validate().unwrap();
     }
 
+    /// The host's file and anonymous LRU pages (clock-lru's lists).
+    fn host_lru(v: &Vm) -> (u64, u64) {
+        let sh = v.host.as_ref().unwrap().shared.borrow();
+        let c: std::collections::HashMap<_, _> = sh.m.policy.counters().into_iter().collect();
+        (
+            c["nr_inactive_file"] + c["nr_active_file"],
+            c["nr_inactive_anon"] + c["nr_active_anon"],
+        )
+    }
+
+    /// The host pages named now that are resident.
+    fn resident_named(v: &Vm) -> u64 {
+        let sh = v.host.as_ref().unwrap().shared.borrow();
+        let Some(named) = sh.m.named.as_ref() else {
+            return 0;
+        };
+        named
+            .iter()
+            .filter(|&&k| sh.m.mm.pt.pte(k) & crate::mm::PTE_PRESENT != 0)
+            .count() as u64
+    }
+
+    #[test]
+    fn the_swap_mappers_pages_sit_on_the_hosts_file_lists() {
+        // A kernel host (clock-lru, anonymous and file lists) with room for everything; the
+        // guest reads 100 blocks. Under `none` the host caches no page of the image and
+        // QEMU's code is not modelled: without the Mapper its file lists are empty; with it
+        // they hold exactly the 100 mapped pages, 100 fewer on the anonymous lists. The
+        // guest's `pwrite` of blocks 0..10, whole pages, copies on write: 10 pages back to
+        // the anonymous lists.
+        let run = |vs: VSwapper, host: u32| {
+            let mut c = config(400, host, CacheMode::None, 0, vs);
+            c.host_policy = crate::policy::PolicyKind::from_name("clock-lru").unwrap();
+            let mut v = vm_of(&c, 100);
+            for i in 0..100 {
+                file(&mut v, FileOp::Pread, i, 1);
+            }
+            v
+        };
+        let off = run(VSwapper::Off, 1000);
+        let mut on = run(VSwapper::Mapper, 1000);
+        let ((f_off, a_off), (f_on, a_on)) = (host_lru(&off), host_lru(&on));
+        assert_eq!((f_off, f_on), (0, 100));
+        assert_eq!(a_off - a_on, 100);
+        file(&mut on, FileOp::Pwrite, 0, 10);
+        assert_eq!(on.swap_pathologies().mapper_cow_breaks, 10);
+        assert_eq!(host_lru(&on), (90, a_on + 10));
+        on.validate().unwrap();
+
+        // Under pressure (the host's 200 frames, a process writing 300 pages): reclaim drops
+        // named pages from the file lists and the guest's touches fault some back from the
+        // image; the file lists hold the resident named pages, always.
+        let mut v = run(VSwapper::Mapper, 200);
+        touch(&mut v, 0, 300);
+        let p = v.swap_pathologies();
+        assert!(p.mapper_discards > 0, "{p:?}");
+        assert_eq!(host_lru(&v).0, resident_named(&v));
+        for gfn in frames_of_blocks(&v, 100) {
+            v.host_touch(gfn, false).unwrap();
+        }
+        assert!(v.swap_pathologies().mapper_refaults > 0);
+        assert_eq!(host_lru(&v).0, resident_named(&v));
+        v.validate().unwrap();
+    }
+
     #[test]
     fn a_write_to_a_mapped_page_makes_it_anonymous_once() {
         // One block read, then 300 pages written, which push it (the host's oldest page)
@@ -997,11 +1062,18 @@ mod tests {
     fn the_swap_mapper_survives_random_file_io_and_memory_pressure() {
         use rand::{Rng, SeedableRng};
         let mut seen = SwapPathologies::default();
-        for seed in 0..6u64 {
+        // (seeds 6.. on a kernel host, whose file lists must hold the resident named pages
+        // and the host's page cache, always)
+        for seed in 0..12u64 {
             let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
             let mode = [CacheMode::Writeback, CacheMode::None][seed as usize % 2];
             let vs = [VSwapper::Mapper, VSwapper::Both][(seed / 2) as usize % 2];
-            let mut v = vm_full(160, 60, 80, mode, 0, vs);
+            let kernel = seed >= 6;
+            let mut c = config(160, 60, mode, 0, vs);
+            if kernel {
+                c.host_policy = crate::policy::PolicyKind::from_name("clock-lru").unwrap();
+            }
+            let mut v = vm_of(&c, 80);
             let mut pid = 0u32;
             for _ in 0..1500 {
                 let index = rng.gen_range(0..80u64);
@@ -1026,6 +1098,10 @@ mod tests {
                 }
                 v.validate()
                     .unwrap_or_else(|e| panic!("seed {seed} {mode:?} {vs:?}: {e}"));
+                if kernel {
+                    let cached = host_stats(&v).nr_file_pages;
+                    assert_eq!(host_lru(&v).0, resident_named(&v) + cached, "seed {seed}");
+                }
             }
             let p = v.swap_pathologies();
             if vs == VSwapper::Mapper {
