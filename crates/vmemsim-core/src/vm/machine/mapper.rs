@@ -17,10 +17,13 @@
 //! - A later host fault on it (the guest's access: an EPT violation, a host fault under
 //!   shadow paging) reads the block from the image (`filemap_fault`) on the host's file disk
 //!   — through the host's page cache (`Pread`, with its readahead) under the cache modes that
-//!   use it, `O_DIRECT` otherwise — and is a host major fault: `mapper_refaults`. Left out:
-//!   the wait for that read is not added to the fault's time (the fault costs a host major
-//!   fault as any), and under a caching mode the page-cache copy is a frame of its own beside
-//!   the guest's page (the kernel maps the page-cache page itself).
+//!   use it, `O_DIRECT` otherwise — and is a host major fault: `mapper_refaults`. With a
+//!   timed host swap device the faulting vCPU waits for that read as for a swap read (its
+//!   completion joins the host's reads of the access, `HostShared::named_read_done`);
+//!   without one the fault costs a host major fault's flat time, as a swap read does. Left
+//!   out: the read is of the one block (`filemap_fault`'s read-around of the mapping,
+//!   `do_sync_mmap_readahead`, would read its neighbours too); under a caching mode the page-cache copy is a frame of its own beside the guest's
+//!   page (the kernel maps the page-cache page itself).
 //! - Any write to the page breaks the association (`do_wp_page`'s copy-on-write of the
 //!   private page: anonymous from then on, swapped as before): a guest store (a write
 //!   `HostSide::touch`, the guest's `clear_page` or fill of a frame included) and the guest
@@ -205,6 +208,7 @@ impl HostShared {
             for key in keys {
                 if self.m.mm.pt.pte(key) & PTE_NAMED_GONE != 0 {
                     self.m.mm.now = done;
+                    // (QEMU's write waits for the read: `done` below)
                     self.mapper_refault_read(vm, key)?;
                     self.serve(key, false)?;
                     self.distribute();
@@ -274,18 +278,19 @@ impl HostShared {
     /// Before the host serves VM `vm`'s host page `key`: if reclaim dropped it as a named
     /// page, read its block from the image (`filemap_fault`'s read: through the host's page
     /// cache or `O_DIRECT` by the VM's cache mode). The fault itself is the engine's.
-    pub(super) fn mapper_refault_read(&mut self, vm: usize, key: u64) -> Result<()> {
+    /// Returns when the read completes (0: no read).
+    pub(super) fn mapper_refault_read(&mut self, vm: usize, key: u64) -> Result<u64> {
         let Some(s) = self.mapper.as_ref() else {
-            return Ok(());
+            return Ok(0);
         };
         if self.m.mm.pt.pte(key) & PTE_NAMED_GONE == 0 {
-            return Ok(());
+            return Ok(0);
         }
         let (Some(&block), Some(mode)) = (s.block.get(&key), s.on[vm]) else {
-            return Ok(());
+            return Ok(0);
         };
         if !self.m.has_file_backend() {
-            return Ok(());
+            return Ok(0);
         }
         // (Cacol's cache is its own: the refault reads the disk)
         let op = if mode.host_cached() && mode != CacheMode::Cacol {
@@ -304,7 +309,8 @@ impl HostShared {
         })?;
         self.m.flush_file_writes();
         let _ = self.m.take_file_work();
-        Ok(())
+        // (`file_io` waited for the read: the host's clock is at its completion)
+        Ok(self.m.mm.now)
     }
 }
 

@@ -962,6 +962,33 @@ mod tests {
     }
 
     #[test]
+    fn the_vcpu_waits_for_a_refault_from_the_image() {
+        // The re-read scenario with the Mapper on a host with a timed swap device: the 100
+        // cached blocks were dropped (named), not swapped. Re-reading block 0 through the
+        // guest's cache: its copy faults the page back from the image, one 1-page
+        // `O_DIRECT` read of the host's file disk (100 µs + 1 µs, the disk idle), which the
+        // vCPU waits for as for a swap read; no guest disk request.
+        let mut c = config(400, 200, CacheMode::None, 0, VSwapper::Mapper);
+        c.host_swap =
+            Some(DeviceSpec::parse("ssd:latency_us=100,qd=1024,bw_mbps=4096,submit_us=0").unwrap());
+        let mut v = vm_of(&c, 100);
+        for i in 0..100 {
+            file(&mut v, FileOp::Pread, i, 1);
+        }
+        touch(&mut v, 0, 300);
+        let p0 = v.swap_pathologies();
+        assert_eq!(p0.mapper_discards, 100);
+        let (w0, fw0) = (v.vcpus[0].io_wait, v.r.time.file_wait_ns);
+        let disk = host_disk(&v);
+        file(&mut v, FileOp::Pread, 0, 1);
+        assert_eq!(v.swap_pathologies().mapper_refaults - p0.mapper_refaults, 1);
+        assert_eq!(host_disk(&v).read_requests - disk.read_requests, 1);
+        assert_eq!(v.vcpus[0].io_wait - w0, 101_000);
+        assert_eq!(v.r.time.file_wait_ns, fw0);
+        v.validate().unwrap();
+    }
+
+    #[test]
     fn a_write_to_a_mapped_page_makes_it_anonymous_once() {
         // One block read, then 300 pages written, which push it (the host's oldest page)
         // out: with the Mapper it is dropped (1 discard); after the guest's page cache wrote
