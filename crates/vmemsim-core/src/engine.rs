@@ -1840,6 +1840,11 @@ impl<P: Policy> Machine<P> {
         (stolen, sc.nr_scanned, sc.nr_reclaimed + n as u64)
     }
 
+    /// [`MachineConfig::read_ahead_kb`]: the file device's largest readahead.
+    pub fn read_ahead_kb(&self) -> u32 {
+        self.read_ahead_kb
+    }
+
     /// Page `vpn` becomes a named page (`on`: [`Machine::named`]) or stops being one; a
     /// resident anonymous page moves to the other type's LRU lists
     /// ([`Policy::set_file_lru`]). No-op without `named`.

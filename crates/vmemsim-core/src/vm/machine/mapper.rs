@@ -17,12 +17,19 @@
 //! - A later host fault on it (the guest's access: an EPT violation, a host fault under
 //!   shadow paging) reads the block from the image (`filemap_fault`) on the host's file disk
 //!   — through the host's page cache (`Pread`, with its readahead) under the cache modes that
-//!   use it, `O_DIRECT` otherwise — and is a host major fault: `mapper_refaults`. With a
+//!   use it, a read of the disk past the host's cache otherwise (below) — and is a host major fault: `mapper_refaults`. With a
 //!   timed host swap device the faulting vCPU waits for that read as for a swap read (its
 //!   completion joins the host's reads of the access, `HostShared::named_read_done`);
-//!   without one the fault costs a host major fault's flat time, as a swap read does. Left
-//!   out: the read is of the one block (`filemap_fault`'s read-around of the mapping,
-//!   `do_sync_mmap_readahead`, would read its neighbours too); under a caching mode the page-cache copy is a frame of its own beside the guest's
+//!   without one the fault costs a host major fault's flat time, as a swap read does. The
+//!   mapping reads through the host's page cache whatever QEMU's `O_DIRECT` does, so under
+//!   `none` the read is `filemap_fault`'s read-around (`do_sync_mmap_readahead`: `ra_pages`
+//!   of the host's `read_ahead_kb` from the block − `ra_pages` / 2, the pages already read
+//!   skipped; one request), and a later refault of a block read so far costs no disk read
+//!   (it waits for that read if still in flight). Left out: the read-around's pages take no
+//!   host frames (at most two windows of them are remembered, per VM, and a guest write
+//!   request of a block forgets it, `kiocb_invalidate_pages`), the mapping's `mmap_miss`
+//!   and async readahead; a refault that finds its block read still counts as a major fault.
+//!   Under a caching mode the page-cache copy is a frame of its own beside the guest's
 //!   page (the kernel maps the page-cache page itself).
 //! - Any write to the page breaks the association (`do_wp_page`'s copy-on-write of the
 //!   private page: anonymous from then on, swapped as before): a guest store (a write
@@ -126,6 +133,10 @@ pub(super) struct MapperState {
     pub(super) block: std::collections::HashMap<u64, u64>,
     /// (VM, image block) → the host pages mapping it.
     keys: std::collections::HashMap<(usize, u64), Vec<u64>>,
+    /// Per VM: the image blocks the refaults' read-around read without `O_DIRECT`'s bypass
+    /// (`do_sync_mmap_readahead`), each with its read's completion, oldest first: at most
+    /// two windows, kept without host frames (see `HostShared::mapper_refault_read`).
+    around: Vec<std::collections::VecDeque<(u64, u64)>>,
 }
 
 impl MapperState {
@@ -176,6 +187,7 @@ impl MapperState {
             prevent: cfgs.iter().map(|c| c.vswapper.preventer()).collect(),
             block: Default::default(),
             keys: Default::default(),
+            around: vec![Default::default(); cfgs.len()],
         }))
     }
 }
@@ -219,6 +231,11 @@ impl HostShared {
                 }
                 self.m.set_named(key, false);
             }
+        }
+        // (QEMU's `O_DIRECT` write then invalidates the page cache's copies of the blocks,
+        // the read-around's included: `kiocb_invalidate_pages`)
+        if let Some(s) = self.mapper.as_mut() {
+            s.around[vm].retain(|&(b, _)| !(first..first + n).contains(&b));
         }
         Ok(done)
     }
@@ -298,19 +315,57 @@ impl HostShared {
         } else {
             FileOp::DirectRead
         };
+        let (mut offset, mut len) = (block * 4096, 4096);
+        if op == FileOp::DirectRead {
+            // `filemap_fault` → `do_sync_mmap_readahead`: the mapping reads through the page
+            // cache whatever QEMU's `O_DIRECT` does, around the fault (`ra_pages` from
+            // `pgoff - ra_pages / 2`), the pages it has already read skipped. A block
+            // read so far is in the page cache: no disk read, its read's completion.
+            let ra = (self.m.read_ahead_kb() as u64 / 4).max(1);
+            let size = self
+                .m
+                .mm
+                .cache
+                .find(vm as u32)
+                .map_or(block + 1, |i| self.m.mm.cache.file(i).i_size.div_ceil(4096));
+            let around = &self.mapper.as_ref().expect("checked above").around[vm];
+            if let Some(&(_, done)) = around.iter().find(|&&(b, _)| b == block) {
+                return Ok(done);
+            }
+            let start = block.saturating_sub(ra / 2);
+            let end = (start + ra).min(size).max(block + 1);
+            let missing = |b: &u64| !around.iter().any(|&(a, _)| a == *b);
+            let lo = (start..=block).find(missing).unwrap_or(block);
+            let hi = (block..end).rev().find(missing).unwrap_or(block) + 1;
+            (offset, len) = (lo * 4096, (hi - lo) * 4096);
+        }
         self.m.file_io(&FileIo {
             op,
             tid: 0,
             stamp: 0,
             file: vm as u32,
-            offset: block * 4096,
-            len: 4096,
+            offset,
+            len,
             addr: 0,
         })?;
         self.m.flush_file_writes();
         let _ = self.m.take_file_work();
         // (`file_io` waited for the read: the host's clock is at its completion)
-        Ok(self.m.mm.now)
+        let done = self.m.mm.now;
+        if op == FileOp::DirectRead {
+            let ra = (self.m.read_ahead_kb() as u64 / 4).max(1) as usize;
+            let s = self.mapper.as_mut().expect("checked above");
+            let q = &mut s.around[vm];
+            for b in offset / 4096..(offset + len) / 4096 {
+                if !q.iter().any(|&(a, _)| a == b) {
+                    q.push_back((b, done));
+                }
+            }
+            while q.len() > 2 * ra {
+                q.pop_front();
+            }
+        }
+        Ok(done)
     }
 }
 
