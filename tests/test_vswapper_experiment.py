@@ -52,14 +52,22 @@ def test_iterations_read_the_file_once_then_from_the_guest_cache(tiny):
     # 1,536 pages) reads nothing and first-touches each of its pages; each iteration's first
     # touches are dd's 16 KiB buffer (4 pages) in the first only; the allocation (3 MiB)
     # first-touches its 768 pages. The image's disk (the host's) also serves the Mapper's
-    # refaults, one block each, when the guest's cached pages the host dropped come back.
+    # refaults when the guest's cached pages the host dropped come back: each refaulted
+    # block is read, by its own request or by one's read-around (windows of 16 to 32
+    # pages, the refaults being in file order), so the pages read are at least the
+    # refaults, at 8 pages a request or more.
     run, _, res = tiny
     for c in ("baseline", "mapper", "balloon"):
         its = run.per_step(res["runs"], c)
         assert len(its) == ITERS
         want = [768] * ITERS if c == "balloon" else [768] + [0] * (ITERS - 1)
-        refaults = [i["pathologies.mapper_refaults"] for i in its]
-        assert [i["image_dev.pages_read"] - r for i, r in zip(its, refaults)] == want
+        if c == "mapper":
+            assert its[0]["image_dev.pages_read"] == 768
+            for i in its[1:]:
+                assert i["image_dev.pages_read"] >= i["pathologies.mapper_refaults"] > 0
+                assert 8 * i["image_dev.read_requests"] <= i["image_dev.pages_read"]
+        else:
+            assert [i["image_dev.pages_read"] for i in its] == want
         assert [i["guest.first_touch"] for i in its] == [4] + [0] * (ITERS - 1)
         warm = next(r for r in res["runs"] if r["config"] == c and r["figure"] == "fig9"
                     and r["count"] == 0)
