@@ -428,8 +428,9 @@ pub struct Machine<P: Policy> {
     /// copy, if any, is freed) and leaves [`PTE_NAMED_GONE`] with its shadow; a fault on it
     /// is a major fault that reads the block from the file (`filemap_fault`), logged as
     /// [`SwapEvent::NamedIn`] for the layer above to time. The layer above removes a page
-    /// when it is written (`do_wp_page`'s copy makes it anonymous). Left out: the page
-    /// stays on the anonymous LRU lists (the kernel keeps a file page on the file lists).
+    /// when it is written (`do_wp_page`'s copy makes it anonymous). Change it with
+    /// [`Machine::set_named`], which moves the page to the file LRU lists of a policy that
+    /// has them ([`Policy::set_file_lru`]), where the kernel keeps a file page.
     pub named: Option<std::collections::HashSet<u64>>,
     /// zram's pool charged to this machine ([`MachineConfig::zram_pool`]).
     zram: Option<Box<ZramState>>,
@@ -1194,6 +1195,11 @@ impl<P: Policy> Machine<P> {
             self.log_swap(SwapEvent::NamedIn { vpn });
             *self.mm.pt.at(idx) = make_present(f) | PTE_ACCESSED | dirty;
             self.mm.frames.set_flags(f, F_MAPPED);
+            // (the page-cache page `filemap_fault` read: a file page for the LRU lists,
+            // unless the layer above has since had it written: its anonymous copy)
+            if self.named.as_ref().is_some_and(|n| n.contains(&vpn)) {
+                self.policy.set_file_lru(&self.mm, f, true);
+            }
             self.policy
                 .on_insert(&self.mm, f, touch, Insert::Refault { shadow });
         } else if old & PTE_FILE_GONE != 0 {
@@ -1843,6 +1849,32 @@ impl<P: Policy> Machine<P> {
             }
         }
         (stolen, sc.nr_scanned, sc.nr_reclaimed + n as u64)
+    }
+
+    /// [`MachineConfig::read_ahead_kb`]: the file device's largest readahead.
+    pub fn read_ahead_kb(&self) -> u32 {
+        self.read_ahead_kb
+    }
+
+    /// Page `vpn` becomes a named page (`on`: [`Machine::named`]) or stops being one; a
+    /// resident anonymous page moves to the other type's LRU lists
+    /// ([`Policy::set_file_lru`]). No-op without `named`.
+    pub fn set_named(&mut self, vpn: u64, on: bool) {
+        let Some(n) = self.named.as_mut() else {
+            return;
+        };
+        // (a page named already may have come back as a new anonymous frame, the Mapper's
+        // remapping of a page reclaim dropped: its type is set whatever the set said)
+        if on {
+            n.insert(vpn);
+        } else {
+            n.remove(&vpn);
+        }
+        let pte = self.mm.pt.pte(vpn);
+        if pte & PTE_PRESENT != 0 {
+            let f = pte_frame(pte);
+            self.policy.set_file_lru(&self.mm, f, on);
+        }
     }
 
     /// Unmap a victim, write it out if needed, keep its shadow, free its frame (`pageout`,

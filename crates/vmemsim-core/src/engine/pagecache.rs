@@ -138,6 +138,13 @@ pub trait FileBackend {
     /// into it). Called once per clean → dirty change, after `page_changed`. Default:
     /// nothing (the VM layer's virtual disk breaks the Swap Mapper's association).
     fn page_written(&mut self, _frame: FrameId) {}
+    /// The page cache copied between frame `frame` and user memory: `copy_page_to_iter`
+    /// (a read) reads it, `copy_page_from_iter_atomic` (a write) writes it, overwriting it
+    /// `whole` when the copy covers the page or the page is new and not read first (the
+    /// rest zeroed, `folio_zero_segments`). Called once per page copied, in order, after
+    /// any read of the page was submitted. Default: nothing (the VM layer's virtual disk
+    /// has the host back the guest frame the copy touches).
+    fn page_copied(&mut self, _frame: FrameId, _write: bool, _whole: bool) {}
     /// The device's counters.
     fn stats(&self) -> crate::device::DeviceStats;
 }
@@ -1240,7 +1247,7 @@ impl<P: Policy> Machine<P> {
                 let bytes = (end_offset - pos).min(4096 - (pos & 4095));
                 pos += bytes;
                 last_pos = pos as i64;
-                self.pc_copied(1);
+                self.pc_copied(f, false, false);
             }
             if pos >= end || pos >= isize {
                 break;
@@ -1256,8 +1263,9 @@ impl<P: Policy> Machine<P> {
         while pos < end {
             let index = pos >> 12;
             let bytes = (4096 - (pos & 4095)).min(end - pos);
-            let f = match self.pc_frame(i, index) {
-                Some(f) => f,
+            // (`whole`: the copy leaves none of the frame's old bytes)
+            let (f, whole) = match self.pc_frame(i, index) {
+                Some(f) => (f, bytes == 4096),
                 None => {
                     let Some(f) = self.pc_add_folio(i, index, true) else {
                         return;
@@ -1266,15 +1274,17 @@ impl<P: Policy> Machine<P> {
                         self.pc_submit_read(i, index, &[f]);
                         self.pc_count_read(1);
                         self.pc_wait(f);
+                        (f, false)
+                    } else {
+                        (f, true)
                     }
-                    f
                 }
             };
             if self.mm.frames.flags(f) & F_DIRTY == 0 {
                 self.pc_set_dirty(i, index, f);
             }
             pos += bytes;
-            self.pc_copied(1);
+            self.pc_copied(f, true, whole);
             self.balance_dirty_pages();
             let file = self.mm.cache.file_mut(i);
             file.i_size = file.i_size.max(pos);
@@ -1302,11 +1312,14 @@ impl<P: Policy> Machine<P> {
         true
     }
 
-    /// Pages copied to or from user memory (timed: their CPU time is the caller's).
+    /// Page-cache frame `f` copied to user memory, or from it (`write`, overwriting the
+    /// frame `whole` or not): timed, the copy's CPU time is the caller's, and the device
+    /// is told which frame the copy touched ([`FileBackend::page_copied`]).
     #[inline]
-    fn pc_copied(&mut self, n: u64) {
+    fn pc_copied(&mut self, f: FrameId, write: bool, whole: bool) {
         if let Some(t) = self.file_time.as_mut() {
-            t.work.pages_copied += n;
+            t.work.pages_copied += 1;
+            t.dev.page_copied(f, write, whole);
         }
     }
 

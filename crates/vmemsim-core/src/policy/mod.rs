@@ -331,6 +331,15 @@ pub trait Policy: 'static {
     fn writeback_done(&mut self, _f: FrameId) -> WritebackDone {
         WritebackDone::Untracked
     }
+    /// Anonymous frame `f` now holds a named page, an unwritten private mapping of a file
+    /// block (`file`), or holds one no longer (written: anonymous again): the engine's
+    /// [`crate::engine::Machine::named`], VSwapper's Swap Mapper. In the kernel these are
+    /// different folios (the page-cache page the mapping maps; the anonymous copy
+    /// `do_wp_page` makes), so a policy with anonymous and file lists moves the frame to
+    /// the other type's list as a new folio (`folio_add_lru`). Called on a frame on the
+    /// policy's lists, or before [`Policy::on_insert`] of a frame that comes in named (a
+    /// named page's refault). Default: nothing (a policy without the two types).
+    fn set_file_lru(&mut self, _mm: &Mm, _f: FrameId, _file: bool) {}
     /// Recount every invariant (each held frame on exactly one list, bounds); test builds use it.
     fn validate(&self, mm: &Mm) -> Result<(), String>;
     /// Policy-specific counters (name, value) reported with the results.
@@ -439,6 +448,9 @@ impl Policy for BoxedPolicy {
     }
     fn writeback_done(&mut self, f: FrameId) -> WritebackDone {
         (**self).writeback_done(f)
+    }
+    fn set_file_lru(&mut self, mm: &Mm, f: FrameId, file: bool) {
+        (**self).set_file_lru(mm, f, file)
     }
     fn validate(&self, mm: &Mm) -> Result<(), String> {
         (**self).validate(mm)

@@ -85,6 +85,9 @@ const FILE: u8 = 1 << 1;
 const PG_LRU: u8 = 1 << 2;
 const PG_REFERENCED: u8 = 1 << 3;
 const PG_WORKINGSET: u8 = 1 << 4;
+/// An anonymous frame of the engine that holds a named page ([`Policy::set_file_lru`]): on
+/// the file lists, as the kernel's page-cache page of a private file mapping is.
+const NAMED: u8 = 1 << 5;
 const LRU_MASK: u8 = PG_ACTIVE | FILE;
 
 /// Shadow entry layout (`pack_shadow`): bit 0 marks a shadow (0 = none), bit 1 is
@@ -432,10 +435,11 @@ impl ClockLru {
                 }
                 FolioRef::Reclaim | FolioRef::ReclaimClean => {
                     // `pageout` writes a dirty page, or an anon page without a swap copy.
+                    // (a named page is an unwritten copy of its block: dropped, not written)
                     let written = if file == 0 {
                         mm.swap_out_writes(f)
                     } else {
-                        mm.is_dirty(f)
+                        fl & NAMED == 0 && mm.is_dirty(f)
                     };
                     nr_pageout += written as u64;
                     if written && file == 0 && sc.writeback_async {
@@ -649,8 +653,11 @@ impl Policy for ClockLru {
     }
 
     fn on_insert(&mut self, mm: &Mm, f: FrameId, _t: Touch, how: Insert) {
-        let file = !mm.frames.is_anon(f) as usize;
-        let mut fl = if file == 1 { FILE } else { 0 };
+        // (a named frame: `set_file_lru` before a refault's insertion, or kept through an
+        // isolation; every other frame comes in with its flags 0)
+        let named = self.flags[f as usize] & NAMED;
+        let file = (!mm.frames.is_anon(f) || named != 0) as usize;
+        let mut fl = if file == 1 { FILE | named } else { 0 };
         match how {
             // `move_folios_to_lru`: a kept folio goes back to the inactive list's head.
             Insert::FirstTouch | Insert::Putback => {}
@@ -713,6 +720,27 @@ impl Policy for ClockLru {
         std::mem::replace(&mut self.victim_shadow[f as usize], 0)
     }
 
+    /// `f` leaves its list and enters the inactive list of the other type at its head, a
+    /// new folio (`folio_add_lru`: the page-cache page the Mapper maps, or the anonymous
+    /// copy of `do_wp_page`), its reference bits cleared. A frame off the lists (isolated,
+    /// or not yet inserted) only takes the type, for its putback or insertion.
+    fn set_file_lru(&mut self, mm: &Mm, f: FrameId, file: bool) {
+        if !mm.frames.is_anon(f) {
+            return;
+        }
+        let fl = self.flags[f as usize];
+        if (fl & NAMED != 0) == file {
+            return;
+        }
+        let ty = if file { FILE | NAMED } else { 0 };
+        if fl & PG_LRU != 0 {
+            self.lists[(fl & LRU_MASK) as usize].remove(&mut self.links, f);
+            self.add_folio(f, ty);
+        } else {
+            self.flags[f as usize] = (fl & !(FILE | NAMED)) | ty;
+        }
+    }
+
     fn on_remove(&mut self, f: FrameId) {
         let fl = self.flags[f as usize];
         if fl & PG_LRU != 0 {
@@ -737,7 +765,7 @@ impl Policy for ClockLru {
                         "clock-lru: frame {f} on {name} but its flags are {fl:#x}"
                     ));
                 }
-                if (fl & FILE != 0) == mm.frames.is_anon(f) {
+                if (fl & FILE != 0) == (mm.frames.is_anon(f) && fl & NAMED == 0) {
                     return Err(format!(
                         "clock-lru: frame {f} on {name} but the frame's anon flag disagrees"
                     ));

@@ -401,8 +401,15 @@ impl Vm {
             Some(h) => {
                 let mut sh = h.shared.borrow_mut();
                 let sh = &mut *sh;
+                // The Swap Mapper's image reads of the op's host faults (module `mapper`)
+                // are waited for with its swap reads.
+                let named = std::mem::take(&mut sh.named_read_done);
                 match sh.dev.as_mut() {
-                    Some(d) => d.run(&mut sh.m, now + gcpu, &|_, _| ContentClass::Numeric),
+                    Some(d) => {
+                        let (cpu, done) =
+                            d.run(&mut sh.m, now + gcpu, &|_, _| ContentClass::Numeric);
+                        (cpu, done.max(named))
+                    }
                     None => (0, 0),
                 }
             }

@@ -20,6 +20,9 @@
 //!   QEMU into guest memory: the host backs those guest frames (a host fault when they were
 //!   never touched or were reclaimed), as QEMU's own accesses, not the guest's (no EPT
 //!   violation).
+//! - **The guest's copies** between its page cache and user memory are guest accesses to
+//!   the page-cache frames, which the host serves after the call (`Vm::page_cache_copies`;
+//!   the engine tells the frames through [`FileBackend::page_copied`]).
 //! - **Double caching** ([`Vm::double_cached`]): a guest page-cache page whose image page
 //!   the host's page cache holds too.
 //!
@@ -144,6 +147,10 @@ pub(super) struct VirtioLog {
     pub(super) dma_blocks: Vec<u64>,
     /// The guest's writes that reached the image: (file, first page, pages).
     pub(super) written: Vec<(u32, u64, u64)>,
+    /// The guest page cache's copies to and from user memory, in order: the frame, and
+    /// why the guest touches it (read: [`HostTouch::Other`]; written whole:
+    /// [`HostTouch::GuestFill`]; written in part: [`HostTouch::GuestWrite`]).
+    pub(super) copies: Vec<(u64, HostTouch)>,
     pub(super) err: Option<Error>,
 }
 
@@ -290,6 +297,17 @@ impl FileBackend for VirtioDisk {
         self.blocks.borrow_mut().clear(frame);
     }
 
+    /// The guest's page cache copied from the frame or into it: the host backs it when the
+    /// call returns (`Vm::page_cache_copies`).
+    fn page_copied(&mut self, frame: crate::mm::FrameId, write: bool, whole: bool) {
+        let why = match (write, whole) {
+            (false, _) => HostTouch::Other,
+            (true, true) => HostTouch::GuestFill,
+            (true, false) => HostTouch::GuestWrite,
+        };
+        self.log.borrow_mut().copies.push((frame as u64, why));
+    }
+
     /// The guest's page cache copied into the frame: the Swap Mapper's copy-on-write.
     fn page_written(&mut self, frame: crate::mm::FrameId) {
         let mut sh = self.host.borrow_mut();
@@ -406,6 +424,7 @@ impl Vm {
         self.sync_guest_unmaps(Some(v))?;
         self.sync_host_unmaps();
         self.qemu_dma()?;
+        self.page_cache_copies()?;
         self.note_written();
         let after = self.work_snapshot();
         self.charge(v, &before, &after, false, cls);
@@ -457,6 +476,47 @@ impl Vm {
         self.sync_host_unmaps();
         self.map_dma(&gfns);
         Ok(())
+    }
+
+    /// The guest's page cache copied between its frames and user memory (`filemap_read`'s
+    /// `copy_page_to_iter`, `generic_perform_write`'s `copy_page_from_iter_atomic`): each
+    /// frame is a guest access to its gfn, which the host serves as it serves a guest
+    /// access that walks (`serve`): an EPT violation (under shadow paging a host fault)
+    /// when the host has no mapping, a host swap-in when it swapped the page out, the
+    /// EPT's accessed bit for the host's reclaim otherwise. A read of the frame is
+    /// [`HostTouch::Other`]; a write that overwrites it whole is the guest's fill
+    /// ([`HostTouch::GuestFill`]: a false read if the host reads it in, the Preventer's
+    /// to avoid), a partial one a store ([`HostTouch::GuestWrite`]). The copy's CPU time is
+    /// the call's (`copy_page_ns`); the host's faults add their own costs. The user
+    /// buffer's side of the copy is the workload's own accesses (`workload/fileio.rs`
+    /// touches its buffer after each call). Left out: the guest kernel's direct map in the
+    /// vCPU's TLB (every copied page is served as a walk would: the TLB holds no nested
+    /// translation across calls), the copies' order against QEMU's DMA within one call
+    /// (the DMA first, then the copies, which is their order for a page read from disk).
+    fn page_cache_copies(&mut self) -> Result<()> {
+        let Some(log) = self.virtio.as_ref() else {
+            return Ok(());
+        };
+        let copies = std::mem::take(&mut log.borrow_mut().copies);
+        if copies.is_empty() {
+            return Ok(());
+        }
+        let mut out = Ok(());
+        for &(gfn, why) in &copies {
+            let write = why != HostTouch::Other;
+            out = self.host_touch_as(gfn, write, why).map(|_| ());
+            if out.is_err() {
+                break;
+            }
+        }
+        if let Some(log) = self.virtio.as_ref() {
+            let mut l = log.borrow_mut();
+            if l.copies.is_empty() {
+                l.copies = copies;
+                l.copies.clear();
+            }
+        }
+        out
     }
 
     /// With Cacol on the host: its counters by name (empty otherwise).

@@ -47,6 +47,10 @@ pub struct HostShared {
     /// VSwapper's Swap Mapper and False Reads Preventer (modules `mapper`, `preventer`),
     /// when some VM has either on.
     pub(super) mapper: Option<super::mapper::MapperState>,
+    /// When the Swap Mapper's image reads for the host faults of the access being served
+    /// complete (`filemap_fault` of a dropped named page; 0: none): the vCPU waits for them
+    /// with the host's swap reads (`Vm::submit_io`).
+    pub(super) named_read_done: u64,
 }
 
 impl HostShared {
@@ -227,7 +231,8 @@ impl HostSide {
         // read in (module `preventer`): a whole-page fill reads nothing.
         sh.prevent(self.vm, key, why);
         // A page the Swap Mapper's host dropped comes back from the image (module `mapper`).
-        sh.mapper_refault_read(self.vm, key)?;
+        let done = sh.mapper_refault_read(self.vm, key)?;
+        sh.named_read_done = sh.named_read_done.max(done);
         sh.serve(key, write)?;
         // (the guest's fill of the frame writes it, even on a read access)
         if write || why == HostTouch::GuestFill {
@@ -373,6 +378,7 @@ pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<Hos
         touch: HostTouch::Other,
         text,
         mapper,
+        named_read_done: 0,
     })))
 }
 

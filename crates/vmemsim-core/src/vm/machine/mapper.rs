@@ -17,10 +17,20 @@
 //! - A later host fault on it (the guest's access: an EPT violation, a host fault under
 //!   shadow paging) reads the block from the image (`filemap_fault`) on the host's file disk
 //!   — through the host's page cache (`Pread`, with its readahead) under the cache modes that
-//!   use it, `O_DIRECT` otherwise — and is a host major fault: `mapper_refaults`. Left out:
-//!   the wait for that read is not added to the fault's time (the fault costs a host major
-//!   fault as any), and under a caching mode the page-cache copy is a frame of its own beside
-//!   the guest's page (the kernel maps the page-cache page itself).
+//!   use it, a read of the disk past the host's cache otherwise (below) — and is a host major fault: `mapper_refaults`. With a
+//!   timed host swap device the faulting vCPU waits for that read as for a swap read (its
+//!   completion joins the host's reads of the access, `HostShared::named_read_done`);
+//!   without one the fault costs a host major fault's flat time, as a swap read does. The
+//!   mapping reads through the host's page cache whatever QEMU's `O_DIRECT` does, so under
+//!   `none` the read is `filemap_fault`'s read-around (`do_sync_mmap_readahead`: `ra_pages`
+//!   of the host's `read_ahead_kb` from the block − `ra_pages` / 2, the pages already read
+//!   skipped; one request), and a later refault of a block read so far costs no disk read
+//!   (it waits for that read if still in flight). Left out: the read-around's pages take no
+//!   host frames (at most two windows of them are remembered, per VM, and a guest write
+//!   request of a block forgets it, `kiocb_invalidate_pages`), the mapping's `mmap_miss`
+//!   and async readahead; a refault that finds its block read still counts as a major fault.
+//!   Under a caching mode the page-cache copy is a frame of its own beside the guest's
+//!   page (the kernel maps the page-cache page itself).
 //! - Any write to the page breaks the association (`do_wp_page`'s copy-on-write of the
 //!   private page: anonymous from then on, swapped as before): a guest store (a write
 //!   `HostSide::touch`, the guest's `clear_page` or fill of a frame included) and the guest
@@ -33,10 +43,19 @@
 //!   ends those mappings before QEMU writes; a page reclaim dropped is first read back from
 //!   the image (a refault, the old content) and the write waits for that read.
 //!
+//! - On the host's LRU lists a named page is a file page (the page-cache page the private
+//!   mapping maps): `Machine::set_named` moves it to the file lists of a policy that has
+//!   them (`clock-lru`: `Policy::set_file_lru`, to the inactive file list's head as a new
+//!   folio of `folio_add_lru`) when QEMU maps it and when it refaults from the image, and
+//!   back to the anonymous lists when it is copied on write. So a kernel host's reclaim
+//!   weighs it with QEMU's code and its own page cache (`get_scan_count`'s file side), not
+//!   with anonymous memory: the named guest pages are no longer anonymous beside QEMU's
+//!   code (§3 "False Page Anonymity", which §4.1 says the Mapper undoes).
+//!
 //! Left out: the association after a guest write request (§4.1 "Guest I/O Flow": write, then `mmap`),
 //! the host caching policy of §4.1 (the host page cache holding only blocks in guest
-//! memory), named pages' place on the host's LRU lists (they stay on the anonymous lists,
-//! where the kernel keeps file pages apart and prefers to reclaim them), and hosts with large
+//! memory), the named pages' list type under MG-LRU hosts (`mglru` keeps them in its
+//! anonymous generations: its type is the frame's), and hosts with large
 //! pages (`host_page` must be 4 KiB). The False Reads Preventer (§4.2) is module `preventer`
 //! (`vswapper = preventer`, or `vswapper` for both).
 //!
@@ -114,6 +133,10 @@ pub(super) struct MapperState {
     pub(super) block: std::collections::HashMap<u64, u64>,
     /// (VM, image block) → the host pages mapping it.
     keys: std::collections::HashMap<(usize, u64), Vec<u64>>,
+    /// Per VM: the image blocks the refaults' read-around read without `O_DIRECT`'s bypass
+    /// (`do_sync_mmap_readahead`), each with its read's completion, oldest first: at most
+    /// two windows, kept without host frames (see `HostShared::mapper_refault_read`).
+    around: Vec<std::collections::VecDeque<(u64, u64)>>,
 }
 
 impl MapperState {
@@ -164,6 +187,7 @@ impl MapperState {
             prevent: cfgs.iter().map(|c| c.vswapper.preventer()).collect(),
             block: Default::default(),
             keys: Default::default(),
+            around: vec![Default::default(); cfgs.len()],
         }))
     }
 }
@@ -196,6 +220,7 @@ impl HostShared {
             for key in keys {
                 if self.m.mm.pt.pte(key) & PTE_NAMED_GONE != 0 {
                     self.m.mm.now = done;
+                    // (QEMU's write waits for the read: `done` below)
                     self.mapper_refault_read(vm, key)?;
                     self.serve(key, false)?;
                     self.distribute();
@@ -204,10 +229,13 @@ impl HostShared {
                 if let Some(s) = self.mapper.as_mut() {
                     s.unlink(vm, key);
                 }
-                if let Some(nm) = self.m.named.as_mut() {
-                    nm.remove(&key);
-                }
+                self.m.set_named(key, false);
             }
+        }
+        // (QEMU's `O_DIRECT` write then invalidates the page cache's copies of the blocks,
+        // the read-around's included: `kiocb_invalidate_pages`)
+        if let Some(s) = self.mapper.as_mut() {
+            s.around[vm].retain(|&(b, _)| !(first..first + n).contains(&b));
         }
         Ok(done)
     }
@@ -240,9 +268,7 @@ impl HostShared {
             s.block.insert(key, block);
             s.keys.entry((vm, block)).or_default().push(key);
         }
-        if let Some(n) = self.m.named.as_mut() {
-            n.insert(key);
-        }
+        self.m.set_named(key, true);
     }
 
     /// A write to VM `vm`'s host page `key`: an associated page is copied on write
@@ -252,9 +278,7 @@ impl HostShared {
             return;
         };
         if s.unlink(vm, key).is_some() {
-            if let Some(n) = self.m.named.as_mut() {
-                n.remove(&key);
-            }
+            self.m.set_named(key, false);
             self.pathologies[vm].mapper_cow_breaks += 1;
         }
     }
@@ -265,26 +289,25 @@ impl HostShared {
         if let Some(s) = self.mapper.as_mut() {
             s.unlink(vm, key);
         }
-        if let Some(n) = self.m.named.as_mut() {
-            n.remove(&key);
-        }
+        self.m.set_named(key, false);
     }
 
     /// Before the host serves VM `vm`'s host page `key`: if reclaim dropped it as a named
     /// page, read its block from the image (`filemap_fault`'s read: through the host's page
     /// cache or `O_DIRECT` by the VM's cache mode). The fault itself is the engine's.
-    pub(super) fn mapper_refault_read(&mut self, vm: usize, key: u64) -> Result<()> {
+    /// Returns when the read completes (0: no read).
+    pub(super) fn mapper_refault_read(&mut self, vm: usize, key: u64) -> Result<u64> {
         let Some(s) = self.mapper.as_ref() else {
-            return Ok(());
+            return Ok(0);
         };
         if self.m.mm.pt.pte(key) & PTE_NAMED_GONE == 0 {
-            return Ok(());
+            return Ok(0);
         }
         let (Some(&block), Some(mode)) = (s.block.get(&key), s.on[vm]) else {
-            return Ok(());
+            return Ok(0);
         };
         if !self.m.has_file_backend() {
-            return Ok(());
+            return Ok(0);
         }
         // (Cacol's cache is its own: the refault reads the disk)
         let op = if mode.host_cached() && mode != CacheMode::Cacol {
@@ -292,18 +315,57 @@ impl HostShared {
         } else {
             FileOp::DirectRead
         };
+        let (mut offset, mut len) = (block * 4096, 4096);
+        if op == FileOp::DirectRead {
+            // `filemap_fault` → `do_sync_mmap_readahead`: the mapping reads through the page
+            // cache whatever QEMU's `O_DIRECT` does, around the fault (`ra_pages` from
+            // `pgoff - ra_pages / 2`), the pages it has already read skipped. A block
+            // read so far is in the page cache: no disk read, its read's completion.
+            let ra = (self.m.read_ahead_kb() as u64 / 4).max(1);
+            let size = self
+                .m
+                .mm
+                .cache
+                .find(vm as u32)
+                .map_or(block + 1, |i| self.m.mm.cache.file(i).i_size.div_ceil(4096));
+            let around = &self.mapper.as_ref().expect("checked above").around[vm];
+            if let Some(&(_, done)) = around.iter().find(|&&(b, _)| b == block) {
+                return Ok(done);
+            }
+            let start = block.saturating_sub(ra / 2);
+            let end = (start + ra).min(size).max(block + 1);
+            let missing = |b: &u64| !around.iter().any(|&(a, _)| a == *b);
+            let lo = (start..=block).find(missing).unwrap_or(block);
+            let hi = (block..end).rev().find(missing).unwrap_or(block) + 1;
+            (offset, len) = (lo * 4096, (hi - lo) * 4096);
+        }
         self.m.file_io(&FileIo {
             op,
             tid: 0,
             stamp: 0,
             file: vm as u32,
-            offset: block * 4096,
-            len: 4096,
+            offset,
+            len,
             addr: 0,
         })?;
         self.m.flush_file_writes();
         let _ = self.m.take_file_work();
-        Ok(())
+        // (`file_io` waited for the read: the host's clock is at its completion)
+        let done = self.m.mm.now;
+        if op == FileOp::DirectRead {
+            let ra = (self.m.read_ahead_kb() as u64 / 4).max(1) as usize;
+            let s = self.mapper.as_mut().expect("checked above");
+            let q = &mut s.around[vm];
+            for b in offset / 4096..(offset + len) / 4096 {
+                if !q.iter().any(|&(a, _)| a == b) {
+                    q.push_back((b, done));
+                }
+            }
+            while q.len() > 2 * ra {
+                q.pop_front();
+            }
+        }
+        Ok(done)
     }
 }
 

@@ -13,7 +13,8 @@
 //!
 //! - **The guest overwrites the frame whole** ([`HostTouch::GuestFill`]: `clear_page` of a
 //!   first touch, the guest's own swap-in, a file page its fault read, which the model has
-//!   the guest write, not QEMU): the paper's short-circuit of REP-prefixed stores (`rep
+//!   the guest write, not QEMU, and the guest page cache's copy of a `write` that covers
+//!   the page, `Vm::page_cache_copies`): the paper's short-circuit of REP-prefixed stores (`rep
 //!   stos`/`rep movs` over the page, recognised "outright" as rewriting the entire page).
 //!   The buffer is the page: the old content is dropped (its swap slot freed, or the Mapper's
 //!   association with its block ended; not a copy-on-write) and the host maps a new page
