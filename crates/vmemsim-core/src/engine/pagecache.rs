@@ -499,7 +499,7 @@ impl<P: Policy> Machine<P> {
     }
 
     /// Mark page `index` of file `i` (frame `f`) dirty, as `write_end` does.
-    fn pc_set_dirty(&mut self, i: usize, index: u64, f: FrameId) {
+    pub(super) fn pc_set_dirty(&mut self, i: usize, index: u64, f: FrameId) {
         if self.mm.frames.flags(f) & F_DIRTY == 0 {
             self.mm.frames.set_flags(f, F_DIRTY);
             if let Some(t) = self.file_time.as_mut() {
@@ -579,7 +579,7 @@ impl<P: Policy> Machine<P> {
 
     /// One read request of `frames`, new pages `first..` of file `i`: they stay locked until
     /// it completes. Untimed: nothing.
-    fn pc_submit_read(&mut self, i: usize, first: u64, frames: &[FrameId]) {
+    pub(super) fn pc_submit_read(&mut self, i: usize, first: u64, frames: &[FrameId]) {
         let Some(t) = self.file_time.as_mut() else {
             return;
         };
@@ -601,7 +601,7 @@ impl<P: Policy> Machine<P> {
 
     /// Wait for frame `f`'s read, if it is in flight: the clock moves to its completion.
     #[inline]
-    fn pc_wait(&mut self, f: FrameId) {
+    pub(super) fn pc_wait(&mut self, f: FrameId) {
         let Some(t) = self.file_time.as_mut() else {
             return;
         };
@@ -711,7 +711,7 @@ impl<P: Policy> Machine<P> {
     /// above the limit, the writer sleeps until enough writes complete (the kernel's
     /// proportional pauses between the freerun ceiling and the limit, `pos_ratio` and the
     /// dirty rate limit, are left out: a writer is either free or held at the limit).
-    fn balance_dirty_pages(&mut self) {
+    pub(super) fn balance_dirty_pages(&mut self) {
         self.retire_writeback();
         let (bg, thresh) = self.dirty_limits();
         if self.stats.nr_dirty > bg {
@@ -818,7 +818,8 @@ impl<P: Policy> Machine<P> {
         // The byte after the range the record reaches (fsync and fadvise64 name ranges that
         // need not exist: none).
         let end = match io.op {
-            FileOp::Fsync | FileOp::Fadvise | FileOp::Unlink => Some(0),
+            // (an mmap's range is clipped to the file's room, `engine::filemap`)
+            FileOp::Fsync | FileOp::Fadvise | FileOp::Unlink | FileOp::Mmap => Some(0),
             FileOp::Ftruncate => Some(io.len),
             _ => io.offset.checked_add(io.len),
         };
@@ -856,7 +857,7 @@ impl<P: Policy> Machine<P> {
                 self.stats.file_io += 1;
                 self.generic_perform_write(i, io.offset, io.len);
             }
-            FileOp::Mmap => self.stats.file_mmaps_skipped += 1,
+            FileOp::Mmap => self.mmap_record(i, io),
             FileOp::Fsync => {
                 self.stats.file_io += 1;
                 // `file_write_and_wait_range` over the whole file (WB_SYNC_ALL).
@@ -896,7 +897,7 @@ impl<P: Policy> Machine<P> {
     /// `ra->ra_pages` of file `i`: the device's (`read_ahead_kb / 4`) unless `fadvise64`
     /// changed it.
     #[inline]
-    fn ra_pages(&self, i: usize) -> u64 {
+    pub(super) fn ra_pages(&self, i: usize) -> u64 {
         self.mm
             .cache
             .file(i)
@@ -916,7 +917,7 @@ impl<P: Policy> Machine<P> {
 
     /// The frame caching page `index` of file `i`, if one does (`xa_load` finding a folio).
     #[inline]
-    fn pc_frame(&self, i: usize, index: u64) -> Option<FrameId> {
+    pub(super) fn pc_frame(&self, i: usize, index: u64) -> Option<FrameId> {
         let file = self.mm.cache.file(i);
         if index >= file.reserved {
             return None;
@@ -930,7 +931,7 @@ impl<P: Policy> Machine<P> {
     /// `filemap_add_folio` + `folio_add_lru`: a new frame for page `index` of file `i`
     /// (allocated as every allocation is, reclaim included), a refault when its entry holds
     /// a shadow. The caller reads it if need be. `None`: out of memory.
-    fn pc_add_folio(&mut self, i: usize, index: u64, write: bool) -> Option<FrameId> {
+    pub(super) fn pc_add_folio(&mut self, i: usize, index: u64, write: bool) -> Option<FrameId> {
         let touch = self.pc_touch(i, index, write);
         let idx = self.mm.pt.pte_index(touch.vpn);
         let f = self.alloc_frame(touch, idx, F_PAGECACHE)?;
@@ -956,7 +957,7 @@ impl<P: Policy> Machine<P> {
 
     /// Pages read from a file's device.
     #[inline]
-    fn pc_count_read(&mut self, n: u64) {
+    pub(super) fn pc_count_read(&mut self, n: u64) {
         self.stats.file_reads += n;
         self.stats.pgpgin += 4 * n;
     }
@@ -996,7 +997,7 @@ impl<P: Policy> Machine<P> {
 
     /// `do_page_cache_ra`: [`Self::page_cache_ra_unbounded`] clipped to the page holding the
     /// file's last byte.
-    fn do_page_cache_ra(&mut self, i: usize, index: u64, nr: u64, lookahead: u64) {
+    pub(super) fn do_page_cache_ra(&mut self, i: usize, index: u64, nr: u64, lookahead: u64) {
         let isize = self.mm.cache.file(i).i_size;
         if isize == 0 {
             return;
@@ -1154,7 +1155,7 @@ impl<P: Policy> Machine<P> {
     }
 
     /// `page_cache_async_ra` for the marked page `f` at `index`.
-    fn page_cache_async_ra(&mut self, i: usize, f: FrameId, index: u64, req_count: u64) {
+    pub(super) fn page_cache_async_ra(&mut self, i: usize, f: FrameId, index: u64, req_count: u64) {
         if self.ra_pages(i) == 0 {
             return;
         }
@@ -1292,6 +1293,10 @@ impl<P: Policy> Machine<P> {
             return false;
         }
         self.mm.frames.clear_flags(f, F_DIRTY);
+        if self.mm.frames.is_mapped(f) {
+            // `folio_mkclean`: a file mapping's PTE is cleaned and write-protected.
+            *self.mm.pt.at(self.mm.frames.pte(f)) &= !PTE_DIRTY;
+        }
         self.mm.cache.file_mut(i).dirty.remove(&index);
         self.stats.nr_dirty -= 1;
         self.stats.file_writebacks += 1;
@@ -1347,6 +1352,10 @@ impl<P: Policy> Machine<P> {
     /// shadow: the page is not evicted, it is gone). Whether a frame was freed.
     fn pc_delete(&mut self, i: usize, index: u64) -> bool {
         if let Some(f) = self.pc_frame(i, index) {
+            if self.mm.frames.is_mapped(f) {
+                // `unmap_mapping_range` / `unmap_mapping_folio` first.
+                self.pc_unmap(f, true);
+            }
             let dirty = self.mm.frames.flags(f) & F_DIRTY != 0;
             self.pc_release(f, dirty);
         }
@@ -1431,6 +1440,13 @@ impl<P: Policy> Machine<P> {
                     if k < busy.len() && busy[k] == index {
                         continue;
                     }
+                    // `mapping_evict_folio` keeps a mapped folio.
+                    if self
+                        .pc_frame(i, index)
+                        .is_some_and(|f| self.mm.frames.is_mapped(f))
+                    {
+                        continue;
+                    }
                     self.pc_delete(i, index);
                 }
             }
@@ -1501,6 +1517,10 @@ impl<P: Policy> Machine<P> {
 
     /// A page-cache frame leaves (reclaim): the file's count and the gauges.
     pub(super) fn pc_release(&mut self, f: FrameId, dirty: bool) {
+        debug_assert!(
+            !self.mm.frames.is_mapped(f),
+            "a mapped page-cache frame released"
+        );
         if let Some(t) = self.file_time.as_mut() {
             t.dev.page_changed(f);
         }

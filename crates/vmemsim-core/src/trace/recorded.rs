@@ -142,6 +142,19 @@ pub enum FileOp {
     Unlink = 11,
 }
 
+/// The flags of a [`FileOp::Mmap`] record, in the low bits of its page-aligned `addr`
+/// (recorders from the one that added them on; older records have 0 there: flags unknown).
+pub mod mmap_flags {
+    /// The record carries the flags below.
+    pub const KNOWN: u64 = 1;
+    /// `MAP_SHARED` (else `MAP_PRIVATE`).
+    pub const SHARED: u64 = 2;
+    /// `PROT_WRITE`.
+    pub const WRITE: u64 = 4;
+    /// The bits of `addr` that hold flags.
+    pub const MASK: u64 = 0xfff;
+}
+
 /// `POSIX_FADV_*` (include/uapi/linux/fadvise.h), the advice of a [`FileOp::Fadvise`].
 pub mod fadv {
     pub const NORMAL: u64 = 0;
