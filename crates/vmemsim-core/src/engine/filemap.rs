@@ -304,6 +304,18 @@ impl<P: Policy> Machine<P> {
             if !tried {
                 self.do_async_mmap_readahead(i, f, index);
             }
+            // The fault holds the folio (`filemap_get_folio` takes a reference): reclaim
+            // during the async readahead cannot free it. Here it could: such a page is read
+            // again.
+            let f = match self.pc_frame(i, index) {
+                Some(f) => f,
+                None => {
+                    let f = self.pc_add_folio(i, index, false)?;
+                    self.pc_submit_read(i, index, &[f]);
+                    self.pc_count_read(1);
+                    f
+                }
+            };
             // `lock_folio_maybe_drop_mmap`: a read in flight is waited for.
             self.pc_wait(f);
             return Some((f, false));

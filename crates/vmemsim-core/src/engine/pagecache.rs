@@ -1864,59 +1864,130 @@ mod tests {
             }
         }
         assert_eq!((m.stats.nr_file_pages, m.stats.nr_dirty), (file, dirty));
+        // `nr_mapped`: the page-cache frames a file mapping maps.
+        let mapped = (0..m.mm.frames.len())
+            .filter(|&f| {
+                m.mm.frames.in_use(f)
+                    && m.mm.frames.flags(f) & (F_PAGECACHE | F_MAPPED) == F_PAGECACHE | F_MAPPED
+            })
+            .count() as u64;
+        assert_eq!(m.stats.nr_mapped, mapped);
+    }
+
+    /// The body of `random_file_io_keeps_invariants`.
+    fn run_random_ops(frames: u32, ra_kb: u32, ops: &[(u8, u32, u64, u64, u64)]) {
+        let cfg = MachineConfig {
+            watermarks: Some(Watermarks {
+                min: 0,
+                low: 1,
+                high: 2,
+            }),
+            check_invariants: true,
+            read_ahead_kb: ra_kb,
+            ..MachineConfig::new(frames)
+        };
+        let mut a = Machine::new(&cfg, ClockLru::new(frames)).unwrap();
+        let mut b = Machine::new(&cfg, Lru::new(frames)).unwrap();
+        for id in 0..3 {
+            let spec = FileSpec {
+                id,
+                initial_size: 20 * 4096,
+                extent: 48 * 4096,
+            };
+            a.add_file(spec).unwrap();
+            b.add_file(spec).unwrap();
+        }
+        a.enable_file_mmap();
+        b.enable_file_mmap();
+        use crate::trace::recorded::{fadv, mmap_flags};
+        for &(kind, file, offset, len, page) in ops {
+            let map_base = 1000 + 64 * file as u64;
+            let x = match kind {
+                0 => Some(io(FileOp::Read, file, offset, len)),
+                1 => Some(io(FileOp::Pwrite, file, offset, len)),
+                2 => Some(io(FileOp::Pread, file, offset, len)),
+                4 => {
+                    // A mapping of up to 24 pages from page `offset / 4096 % 24`; shared
+                    // when `page` is odd.
+                    let flags = mmap_flags::KNOWN | (page & 1) * mmap_flags::SHARED;
+                    let mut x = io(FileOp::Mmap, file, offset & !4095 & 0x17fff, len + 4096);
+                    x.addr = (map_base + page % 8) << 12 | flags;
+                    Some(x)
+                }
+                7 => {
+                    a.munmap(map_base + page % 32, map_base + page % 32 + len / 4096);
+                    b.munmap(map_base + page % 32, map_base + page % 32 + len / 4096);
+                    None
+                }
+                8 => {
+                    let mut x = io(FileOp::Fadvise, file, 0, 0);
+                    x.addr = fadv::DONTNEED;
+                    Some(x)
+                }
+                9 if page < 5 => Some(io(FileOp::Ftruncate, file, 0, offset)),
+                5 | 6 => {
+                    let acc = if kind == 5 {
+                        Access::read(map_base + page)
+                    } else {
+                        Access::write(map_base + page)
+                    };
+                    a.access(acc, u64::MAX);
+                    b.access(acc, u64::MAX);
+                    None
+                }
+                _ => {
+                    a.access(Access::write(page), u64::MAX);
+                    b.access(Access::write(page), u64::MAX);
+                    None
+                }
+            };
+            if let Some(x) = x {
+                a.file_io(&x).unwrap();
+                b.file_io(&x).unwrap();
+            }
+            check_gauges(&a);
+            check_gauges(&b);
+            for m in [a.mm.cache.files(), b.mm.cache.files()] {
+                for f in m {
+                    assert!(f.nrpages <= f.size_pages());
+                    assert!(f.base >= FILE_BASE);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_ops_regression_mmap_over_a_mapping() {
+        run_random_ops(
+            8,
+            16,
+            &[
+                (4, 1, 114688, 16385, 8),
+                (5, 0, 0, 0, 1),
+                (5, 0, 0, 0, 0),
+                (5, 1, 0, 0, 1),
+                (4, 1, 65536, 20481, 18),
+                (5, 1, 0, 0, 8),
+            ],
+        );
     }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(40))]
-        /// Random reads and writes of three files mixed with anonymous accesses, on small
+        /// Random reads and writes of three files mixed with anonymous accesses, and file
+        /// mappings (`mmap` records, shared or private, at user pages 1000 + 64 × file; reads
+        /// and writes of their pages; `munmap`; `fadvise(DONTNEED)`; `ftruncate`), on small
         /// machines with random readahead, under clock-lru and a demand policy (lru): every
-        /// invariant holds after every step.
+        /// invariant holds after every step (every cached page on one list, a mapped page in
+        /// the cache and its entry holding it, the gauges).
         #[test]
         fn random_file_io_keeps_invariants(
             frames in 8u32..40,
             ra_kb in proptest::sample::select(vec![0u32, 4, 16, 128]),
             ops in proptest::collection::vec(
-                (0u8..4, 0u32..3, 0u64..40 * 4096, 0u64..6 * 4096, 0u64..50), 1..200),
+                (0u8..10, 0u32..3, 0u64..40 * 4096, 0u64..6 * 4096, 0u64..50), 1..200),
         ) {
-            let cfg = MachineConfig {
-                watermarks: Some(Watermarks { min: 0, low: 1, high: 2 }),
-                check_invariants: true,
-                read_ahead_kb: ra_kb,
-                ..MachineConfig::new(frames)
-            };
-            let mut a = Machine::new(&cfg, ClockLru::new(frames)).unwrap();
-            let mut b = Machine::new(&cfg, Lru::new(frames)).unwrap();
-            for id in 0..3 {
-                let spec = FileSpec { id, initial_size: 20 * 4096, extent: 48 * 4096 };
-                a.add_file(spec).unwrap();
-                b.add_file(spec).unwrap();
-            }
-            for (kind, file, offset, len, page) in ops {
-                let op = match kind {
-                    0 => Some(FileOp::Read),
-                    1 => Some(FileOp::Pwrite),
-                    2 => Some(FileOp::Pread),
-                    _ => None,
-                };
-                match op {
-                    Some(op) => {
-                        a.file_io(&io(op, file, offset, len)).unwrap();
-                        b.file_io(&io(op, file, offset, len)).unwrap();
-                    }
-                    None => {
-                        a.access(Access::write(page), u64::MAX);
-                        b.access(Access::write(page), u64::MAX);
-                    }
-                }
-                check_gauges(&a);
-                check_gauges(&b);
-                for m in [a.mm.cache.files(), b.mm.cache.files()] {
-                    for f in m {
-                        proptest::prop_assert!(f.nrpages <= f.size_pages());
-                        proptest::prop_assert!(f.base >= FILE_BASE);
-                    }
-                }
-            }
+            run_random_ops(frames, ra_kb, &ops);
         }
     }
 }
