@@ -1876,6 +1876,9 @@ mod tests {
 
     /// The body of `random_file_io_keeps_invariants`.
     fn run_random_ops(frames: u32, ra_kb: u32, ops: &[(u8, u32, u64, u64, u64)]) {
+        use crate::policy::mglru::{MgLru, Preset};
+        use crate::policy::PolicyOptions;
+        use crate::trace::recorded::{fadv, mmap_flags};
         let cfg = MachineConfig {
             watermarks: Some(Watermarks {
                 min: 0,
@@ -1886,69 +1889,69 @@ mod tests {
             read_ahead_kb: ra_kb,
             ..MachineConfig::new(frames)
         };
-        let mut a = Machine::new(&cfg, ClockLru::new(frames)).unwrap();
-        let mut b = Machine::new(&cfg, Lru::new(frames)).unwrap();
-        for id in 0..3 {
-            let spec = FileSpec {
-                id,
-                initial_size: 20 * 4096,
-                extent: 48 * 4096,
-            };
-            a.add_file(spec).unwrap();
-            b.add_file(spec).unwrap();
+        let policies: Vec<Box<dyn Policy>> = vec![
+            Box::new(ClockLru::new(frames)),
+            Box::new(Lru::new(frames)),
+            Box::new(MgLru::new(frames, &PolicyOptions::new(3), Preset::Default).unwrap()),
+        ];
+        let mut ms: Vec<Machine<Box<dyn Policy>>> = policies
+            .into_iter()
+            .map(|p| Machine::new(&cfg, p).unwrap())
+            .collect();
+        for m in &mut ms {
+            for id in 0..3 {
+                let spec = FileSpec {
+                    id,
+                    initial_size: 20 * 4096,
+                    extent: 48 * 4096,
+                };
+                m.add_file(spec).unwrap();
+            }
+            m.enable_file_mmap();
         }
-        a.enable_file_mmap();
-        b.enable_file_mmap();
-        use crate::trace::recorded::{fadv, mmap_flags};
         for &(kind, file, offset, len, page) in ops {
             let map_base = 1000 + 64 * file as u64;
-            let x = match kind {
-                0 => Some(io(FileOp::Read, file, offset, len)),
-                1 => Some(io(FileOp::Pwrite, file, offset, len)),
-                2 => Some(io(FileOp::Pread, file, offset, len)),
-                4 => {
-                    // A mapping of up to 24 pages from page `offset / 4096 % 24`; shared
-                    // when `page` is odd.
-                    let flags = mmap_flags::KNOWN | (page & 1) * mmap_flags::SHARED;
-                    let mut x = io(FileOp::Mmap, file, offset & !4095 & 0x17fff, len + 4096);
-                    x.addr = (map_base + page % 8) << 12 | flags;
-                    Some(x)
+            for m in &mut ms {
+                let x = match kind {
+                    0 => Some(io(FileOp::Read, file, offset, len)),
+                    1 => Some(io(FileOp::Pwrite, file, offset, len)),
+                    2 => Some(io(FileOp::Pread, file, offset, len)),
+                    4 => {
+                        // A mapping of up to 7 pages from page `offset / 4096 % 24`, at user
+                        // page `map_base + page % 8`; shared when `page` is odd.
+                        let flags = mmap_flags::KNOWN | (page & 1) * mmap_flags::SHARED;
+                        let mut x = io(FileOp::Mmap, file, offset & !4095 & 0x17fff, len + 4096);
+                        x.addr = (map_base + page % 8) << 12 | flags;
+                        Some(x)
+                    }
+                    7 => {
+                        m.munmap(map_base + page % 32, map_base + page % 32 + len / 4096);
+                        None
+                    }
+                    8 => {
+                        let mut x = io(FileOp::Fadvise, file, 0, 0);
+                        x.addr = fadv::DONTNEED;
+                        Some(x)
+                    }
+                    9 if page < 5 => Some(io(FileOp::Ftruncate, file, 0, offset)),
+                    5 => {
+                        m.access(Access::read(map_base + page), u64::MAX);
+                        None
+                    }
+                    6 => {
+                        m.access(Access::write(map_base + page), u64::MAX);
+                        None
+                    }
+                    _ => {
+                        m.access(Access::write(page), u64::MAX);
+                        None
+                    }
+                };
+                if let Some(x) = x {
+                    m.file_io(&x).unwrap();
                 }
-                7 => {
-                    a.munmap(map_base + page % 32, map_base + page % 32 + len / 4096);
-                    b.munmap(map_base + page % 32, map_base + page % 32 + len / 4096);
-                    None
-                }
-                8 => {
-                    let mut x = io(FileOp::Fadvise, file, 0, 0);
-                    x.addr = fadv::DONTNEED;
-                    Some(x)
-                }
-                9 if page < 5 => Some(io(FileOp::Ftruncate, file, 0, offset)),
-                5 | 6 => {
-                    let acc = if kind == 5 {
-                        Access::read(map_base + page)
-                    } else {
-                        Access::write(map_base + page)
-                    };
-                    a.access(acc, u64::MAX);
-                    b.access(acc, u64::MAX);
-                    None
-                }
-                _ => {
-                    a.access(Access::write(page), u64::MAX);
-                    b.access(Access::write(page), u64::MAX);
-                    None
-                }
-            };
-            if let Some(x) = x {
-                a.file_io(&x).unwrap();
-                b.file_io(&x).unwrap();
-            }
-            check_gauges(&a);
-            check_gauges(&b);
-            for m in [a.mm.cache.files(), b.mm.cache.files()] {
-                for f in m {
+                check_gauges(m);
+                for f in m.mm.cache.files() {
                     assert!(f.nrpages <= f.size_pages());
                     assert!(f.base >= FILE_BASE);
                 }
