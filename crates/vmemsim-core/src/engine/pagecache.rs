@@ -1919,7 +1919,7 @@ mod tests {
                     4 => {
                         // A mapping of up to 7 pages from page `offset / 4096 % 24`, at user
                         // page `map_base + page % 8`; shared when `page` is odd.
-                        let flags = mmap_flags::KNOWN | (page & 1) * mmap_flags::SHARED;
+                        let flags = mmap_flags::KNOWN | ((page & 1) * mmap_flags::SHARED);
                         let mut x = io(FileOp::Mmap, file, offset & !4095 & 0x17fff, len + 4096);
                         x.addr = (map_base + page % 8) << 12 | flags;
                         Some(x)

@@ -209,12 +209,10 @@ impl Mm {
                 ));
             }
             let pagecache = self.frames.flags(f) & frames::F_PAGECACHE != 0;
-            if self.frames.is_mapped(f) {
-                if pte & PTE_PRESENT == 0 || pte_frame(pte) != f {
-                    return Err(format!(
-                        "frame {f} mapped at vpn {vpn:#x} but PTE is {pte:#x}"
-                    ));
-                }
+            if self.frames.is_mapped(f) && (pte & PTE_PRESENT == 0 || pte_frame(pte) != f) {
+                return Err(format!(
+                    "frame {f} mapped at vpn {vpn:#x} but PTE is {pte:#x}"
+                ));
             }
             if pagecache {
                 let mapped = self.frames.is_mapped(f);
