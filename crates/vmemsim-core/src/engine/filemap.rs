@@ -69,7 +69,11 @@
 //! `munmap`, `mprotect` and anonymous `mmap` records (not recorded: a loader's anonymous
 //! overlay of a library's bss on its file mapping stays a file mapping), large folios and
 //! `filemap_map_pmd`, `VM_EXEC` (the classic LRU's activation of referenced executable
-//! pages), the machines of the VM layer (their guests' `mmap` records stay skipped).
+//! pages), the machines of the VM layer and the timed machine (their `mmap` records stay
+//! skipped: no device time for a fault's reads), MG-LRU's aging walk of a file mapping when
+//! anonymous pages cannot be swapped (a mapping is no VMA of [`crate::mm::Vmas`], so the
+//! walk sees it as part of the anonymous gap, which it skips without swap; the kernel walks
+//! file VMAs: eviction's rmap check and look-around still see its PTEs).
 
 use super::*;
 use crate::mm::pagecache::FileMap;

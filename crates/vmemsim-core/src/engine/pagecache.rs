@@ -83,9 +83,13 @@
 //! The CPU time of the calls (the syscall, copying each page) is the caller's to charge, from
 //! [`Machine::take_file_work`].
 //!
-//! Left out: `mmap` records (counted in `file_mmaps_skipped`: a file mapping's pages through
-//! the page cache need frames shared between a mapping and the cache), the per-CPU LRU
-//! batches, large folios, `balance_dirty_pages`' proportional pauses between the freerun
+//! `mmap` records of files map the page cache's pages (in a replay: module `engine::filemap`,
+//! Linux 6.8's `do_read_fault` with fault-around, `filemap_fault` with the mmap readahead,
+//! `do_shared_fault`, `do_cow_fault`; reclaim unmaps a mapped page first, `try_to_unmap`);
+//! a machine that does not enable them ([`Machine::enable_file_mmap`]: the VM layer's
+//! guests) counts them in `file_mmaps_skipped`.
+//!
+//! Left out: the per-CPU LRU batches, large folios, `balance_dirty_pages`' proportional pauses between the freerun
 //! ceiling and the limit (`pos_ratio`, the dirty rate limit: a writer is free or held at the
 //! limit), the flusher's timer as a thread of its own (its periodic pass runs at the first
 //! file I/O record after its time), the submission order inside one

@@ -10,8 +10,8 @@
 //! `PTE_FILE_GONE` holds the shadow of an evicted one, 0 is a page never cached. The frame
 //! of a cached page has its reverse map pointing at that entry, as an anonymous frame's
 //! points at its PTE, so reclaim, the policies and the invariant checks treat both alike; a
-//! page-cache frame is never mapped (`F_MAPPED` clear), so reclaim's rmap walk never finds
-//! it young, as `folio_referenced` finds no mapping of an unmapped page-cache folio.
+//! page-cache frame no file mapping maps has `F_MAPPED` clear, so reclaim's rmap walk never
+//! finds it young, as `folio_referenced` finds no mapping of an unmapped page-cache folio.
 //!
 //! Each file gets a contiguous range of page numbers large enough for the furthest byte any
 //! record of the run touches ([`FileSpec::extent`]), rounded up to whole leaves of 512.
