@@ -70,10 +70,10 @@
 //! overlay of a library's bss on its file mapping stays a file mapping), large folios and
 //! `filemap_map_pmd`, `VM_EXEC` (the classic LRU's activation of referenced executable
 //! pages), the machines of the VM layer and the timed machine (their `mmap` records stay
-//! skipped: no device time for a fault's reads), MG-LRU's aging walk of a file mapping when
-//! anonymous pages cannot be swapped (a mapping is no VMA of [`crate::mm::Vmas`], so the
-//! walk sees it as part of the anonymous gap, which it skips without swap; the kernel walks
-//! file VMAs: eviction's rmap check and look-around still see its PTEs).
+//! skipped: no device time for a fault's reads). A mapping is no VMA of
+//! [`crate::mm::Vmas`]: MG-LRU's aging walk takes its PTEs with the anonymous gap around
+//! it, and without swap (when the gaps are skipped) takes the mappings alone, as the kernel
+//! walks file VMAs; look-around's span is the implicit VMA's, not the mapping's.
 
 use super::*;
 use crate::mm::pagecache::FileMap;
