@@ -329,8 +329,8 @@ impl Stats {
             workingset_refault_anon, workingset_refault_file, evictions, pgscan_kswapd,
             pgscan_direct, pgsteal_kswapd, pgsteal_direct, kswapd_wakeups, allocstall,
             peak_resident, pgrotated, swap_write_errors, zram_mem_used_max, gup_pages,
-            gup_touched, file_io, file_mmaps_skipped, file_mmaps, nr_mapped, pgpgin, pgpgout, nr_file_pages, nr_dirty,
-            nr_writeback, wb_background, wb_periodic, dirty_throttled);
+            gup_touched, file_io, file_mmaps_skipped, file_mmaps, nr_mapped, pgpgin, pgpgout,
+            nr_file_pages, nr_dirty, nr_writeback, wb_background, wb_periodic, dirty_throttled);
         if self.pgalloc_zone.len() < o.pgalloc_zone.len() {
             self.pgalloc_zone.resize(o.pgalloc_zone.len(), 0);
         }

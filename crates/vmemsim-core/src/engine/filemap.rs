@@ -537,6 +537,49 @@ mod tests {
     }
 
     #[test]
+    fn fault_around_stops_at_the_page_table_and_the_mapping() {
+        // The 8 pages cached first (read_ahead_kb 0: each page read alone, none marked), then
+        // mapped from user page START - 4 (PTE offset 508). Page 0's fault: `from_pte` =
+        // max(ALIGN_DOWN(508, 16), 508 - min(508, 0)) = 508, `to_pte` = min(508 + 16, 512,
+        // 508 + 8 - 0) - 1 = 511: pages 0..3. Page 4's (offset 0, 4 into the mapping):
+        // from max(0, 0 - min(0, 4)) = 0, to min(16, 512, 0 + 8 - 4) - 1 = 3: pages 4..7.
+        // Two minor faults.
+        let mut m = machine(64, 0, 8);
+        m.file_io(&FileIo {
+            op: FileOp::Pread,
+            tid: 1,
+            stamp: 0,
+            file: 0,
+            offset: 0,
+            len: 8 * 4096,
+            addr: 0,
+        })
+        .unwrap();
+        assert_eq!(m.mm.cache.file(0).nrpages, 8);
+        m.file_io(&FileIo {
+            op: FileOp::Mmap,
+            tid: 1,
+            stamp: 0,
+            file: 0,
+            offset: 0,
+            len: 8 * 4096,
+            addr: (START - 4) << 12 | mmap_flags::KNOWN,
+        })
+        .unwrap();
+        let mut faults_at = Vec::new();
+        for k in 0..8 {
+            let before = m.stats.pgfault;
+            m.access(Access::read(START - 4 + k), u64::MAX);
+            if m.stats.pgfault > before {
+                faults_at.push(k);
+            }
+        }
+        assert_eq!(faults_at, [0, 4]);
+        assert_eq!((m.stats.major_faults, m.stats.minor_faults), (0, 2));
+        assert_eq!(m.stats.nr_mapped, 8);
+    }
+
+    #[test]
     fn no_readahead_reads_each_faulting_page() {
         // read_ahead_kb 0: `do_sync_mmap_readahead` returns at once; each fault reads its
         // page alone (`filemap_read_folio`) and the retry's fault-around maps it: 4 major
