@@ -635,7 +635,8 @@ def replay(
     ``O_DIRECT`` files; MSR/SNIA imports) go through the page cache, with readahead of at most
     ``read_ahead_kb`` KiB (the files' device's ``read_ahead_kb``; 0 = none): ``stats`` counts
     ``file_io``, ``pgpgin``/``pgpgout`` (KiB), ``nr_file_pages``, ``nr_dirty``,
-    ``workingset_refault_file``; ``mmap`` records are counted in ``file_mmaps_skipped``.
+    ``workingset_refault_file``; ``mmap`` records of files map the page cache (``file_mmaps``,
+    ``nr_mapped``, ``pgfault``, ``major_faults``).
     MG-LRU and ``opt`` do not model file pages yet: such a trace under them is an error.
 
     Raises ``VmemsimError`` (a ``ValueError``) with a one-line message on any bad input.

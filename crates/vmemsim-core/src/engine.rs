@@ -41,6 +41,7 @@ use crate::policy::{
 };
 use crate::watermarks::Watermarks;
 
+mod filemap;
 mod pagecache;
 #[cfg(test)]
 pub(crate) use pagecache::replay_tests::{tmp as pc_tmp, write_trace as pc_write_trace};
@@ -206,6 +207,10 @@ impl MachineConfig {
     }
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 /// Counters of a run, named as in `/proc/vmstat` where one exists.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
@@ -278,9 +283,19 @@ pub struct Stats {
     /// `pwrite64`).
     #[serde(default)]
     pub file_io: u64,
-    /// `mmap` records of files, not modelled yet (a file mapping through the page cache).
+    /// `mmap` records of files not modelled: a machine without file mappings
+    /// ([`Machine::enable_file_mmap`]: the VM layer's guests), a trace whose page size is not
+    /// 4 KiB, a range outside user addresses.
     #[serde(default)]
     pub file_mmaps_skipped: u64,
+    /// `mmap` records of files served: file mappings through the page cache
+    /// (`engine::filemap`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub file_mmaps: u64,
+    /// Page-cache pages mapped by a file mapping now (`nr_mapped`, meminfo's `Mapped`); a
+    /// gauge.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nr_mapped: u64,
     /// KiB read from devices (`pgpgin`: `submit_bio` counts the sectors of every read,
     /// swap-ins and file reads alike; `/proc/vmstat` shows them halved, in KiB).
     #[serde(default)]
@@ -321,8 +336,8 @@ impl Stats {
             workingset_refault_anon, workingset_refault_file, evictions, pgscan_kswapd,
             pgscan_direct, pgsteal_kswapd, pgsteal_direct, kswapd_wakeups, allocstall,
             peak_resident, pgrotated, swap_write_errors, zram_mem_used_max, gup_pages,
-            gup_touched, file_io, file_mmaps_skipped, pgpgin, pgpgout, nr_file_pages, nr_dirty,
-            nr_writeback, wb_background, wb_periodic, dirty_throttled);
+            gup_touched, file_io, file_mmaps_skipped, file_mmaps, nr_mapped, pgpgin, pgpgout,
+            nr_file_pages, nr_dirty, nr_writeback, wb_background, wb_periodic, dirty_throttled);
         if self.pgalloc_zone.len() < o.pgalloc_zone.len() {
             self.pgalloc_zone.resize(o.pgalloc_zone.len(), 0);
         }
@@ -449,6 +464,8 @@ pub struct Machine<P: Policy> {
     file_time: Option<Box<pagecache::FileTime>>,
     /// A host whose VM disk images Cacol caches ([`Machine::enable_cacol`]).
     cacol: Option<Box<pagecache::CacolHost>>,
+    /// `mmap` records of files make file mappings ([`Machine::enable_file_mmap`]).
+    file_mmap: bool,
 }
 
 /// The zram device of an untimed run with its pool charged to memory.
@@ -697,6 +714,7 @@ impl<P: Policy> Machine<P> {
             dio_sectors: [0, 0],
             file_time: None,
             cacol: None,
+            file_mmap: false,
         })
     }
 
@@ -953,7 +971,14 @@ impl<P: Policy> Machine<P> {
         let pte = self.mm.pt.at(idx);
         if *pte & PTE_PRESENT != 0 {
             // A store to a page mapped read-only (clean) is a write-protect fault.
-            self.stats.pgfault += (a.write & (*pte & PTE_DIRTY == 0)) as u64;
+            let wp = a.write & (*pte & PTE_DIRTY == 0);
+            self.stats.pgfault += wp as u64;
+            if wp && self.mm.frames.flags(pte_frame(*pte)) & F_PAGECACHE != 0 {
+                // A page-cache page a file mapping maps read-only (`do_wp_page`).
+                self.file_wp_fault(touch, idx);
+                return self.checked(touch);
+            }
+            let pte = self.mm.pt.at(idx);
             *pte |= PTE_ACCESSED | if a.write { PTE_DIRTY } else { 0 };
             // (kernel policies learn of hits only from the accessed bit: their `on_hit` is
             // empty by contract, and not called through a `dyn Policy`)
@@ -963,6 +988,11 @@ impl<P: Policy> Machine<P> {
         } else {
             self.fault(touch, idx);
         }
+        self.checked(touch)
+    }
+
+    #[inline(always)]
+    fn checked(&self, touch: Touch) {
         if self.check {
             self.validate()
                 .unwrap_or_else(|e| panic!("invariant broken after access {}: {e}", touch.t));
@@ -1009,6 +1039,10 @@ impl<P: Policy> Machine<P> {
         if !present {
             // `faultin_page` → `handle_mm_fault`.
             self.fault(touch, idx);
+        } else if !pinnable && self.mm.frames.flags(pte_frame(pte)) & F_PAGECACHE != 0 {
+            // A file mapping's read-only page-cache page (`do_wp_page`, `engine::filemap`).
+            self.stats.pgfault += 1;
+            self.file_wp_fault(touch, idx);
         } else if !pinnable {
             // `faultin_page` with FAULT_FLAG_WRITE on a read-only PTE: `do_wp_page` reuses
             // the exclusive anonymous page, PTE young and dirty, slot kept.
@@ -1104,6 +1138,13 @@ impl<P: Policy> Machine<P> {
         self.stats.faults += 1;
         self.stats.pgfault += 1;
         let old = *self.mm.pt.at(idx);
+        if old == 0 && !self.mm.maps.is_empty() {
+            if let Some(&map) = self.mm.maps.find(vpn) {
+                if self.filemap_do_fault(touch, idx, map) {
+                    return;
+                }
+            }
+        }
         let anon = matches!(self.mm.vmas.kind(vpn), VmaKind::Anon);
         let dirty = if touch.write { PTE_DIRTY } else { 0 };
 
@@ -1882,6 +1923,12 @@ impl<P: Policy> Machine<P> {
     /// could not be freed (its swap-out failed) and went back to the policy.
     pub(crate) fn reclaim_frame(&mut self, f: FrameId) -> bool {
         debug_assert!(self.mm.frames.in_use(f));
+        if self.mm.frames.flags(f) & (F_PAGECACHE | F_MAPPED) == F_PAGECACHE | F_MAPPED {
+            // `try_to_unmap` of a page-cache page a file mapping maps: its PTE goes (empty:
+            // the next access faults through the mapping), its rmap is the xarray entry
+            // again, and it is dropped as an unmapped one.
+            self.pc_unmap(f, false);
+        }
         let pidx = self.mm.frames.pte(f);
         let dirty = self.mm.is_dirty(f);
         let mapped = self.mm.frames.is_mapped(f);
@@ -2039,6 +2086,16 @@ impl<P: Policy> Machine<P> {
         };
         let pte = self.mm.pt.get(idx);
         let mut freed = false;
+        if pte & PTE_PRESENT != 0
+            && self.mm.frames.flags(pte_frame(pte)) & (F_PAGECACHE | F_MAPPED)
+                == F_PAGECACHE | F_MAPPED
+            && self.mm.frames.pte(pte_frame(pte)) == idx
+        {
+            // A file mapping's PTE of a page-cache page: the mapping goes, the page stays
+            // cached.
+            self.pc_unmap(pte_frame(pte), true);
+            return false;
+        }
         if pte & PTE_PRESENT != 0 {
             let f = pte_frame(pte);
             if self.mm.frames.flags(f) & F_CACOL != 0 {

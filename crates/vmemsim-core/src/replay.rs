@@ -122,7 +122,7 @@ fn warmup_too_long(warmup: u64, accesses: u64) -> Error {
 }
 
 /// The end of a warm-up: every counter back to zero, but the peaks and the gauges
-/// (`nr_file_pages`, `nr_dirty`), which keep their values.
+/// (`nr_file_pages`, `nr_dirty`, `nr_writeback`, `nr_mapped`), which keep their values.
 fn start_counting(stats: &mut Stats) {
     *stats = Stats {
         peak_resident: stats.peak_resident,
@@ -130,6 +130,7 @@ fn start_counting(stats: &mut Stats) {
         nr_file_pages: stats.nr_file_pages,
         nr_dirty: stats.nr_dirty,
         nr_writeback: stats.nr_writeback,
+        nr_mapped: stats.nr_mapped,
         ..Stats::default()
     };
 }
@@ -249,6 +250,8 @@ impl PolicyVisitor for Run<'_, '_> {
             if let Some(ps) = src.page_size() {
                 m.set_user_page_size(ps)?;
             }
+            // `mmap` records of files map the page cache (`engine::filemap`).
+            m.enable_file_mmap();
         }
         let src_name = src.name();
         if needs_future {

@@ -14,7 +14,8 @@
    - an access that straddles a page boundary (an unaligned 8-byte load across two pages)
      counts once on each page it touches: on its first page, then on the next;
    - successful read / write / pread64 / pwrite64 / mmap system calls on regular files, with
-     a file id, byte offset, length (and the mapping address for mmap), and once per file
+     a file id, byte offset, length (and for mmap the mapping address, its low bits the
+     flags: 1 always, 2 MAP_SHARED, 4 PROT_WRITE), and once per file
      (device + inode) a file-table record with its path (from /proc/self/fd); readv / writev
      / preadv / pwritev / preadv2 / pwritev2 are recorded as one record per call, as the
      plain call with the same effect on the file (read / write / pread64 / pwrite64: the
@@ -552,7 +553,9 @@ static void vmrec_post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nArgs
       fd = (Int)args[4];
       len = args[1];
       off = args[5];
-      addr = r;
+      /* The address is page-aligned: its low bits carry the flags (1: present, 2:
+         MAP_SHARED (or MAP_SHARED_VALIDATE), 4: PROT_WRITE). */
+      addr = r | 1 | ((args[3] & VKI_MAP_SHARED) ? 2 : 0) | ((args[2] & VKI_PROT_WRITE) ? 4 : 0);
       op = 5;
       break;
    default:

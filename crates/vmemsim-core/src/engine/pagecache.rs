@@ -83,9 +83,13 @@
 //! The CPU time of the calls (the syscall, copying each page) is the caller's to charge, from
 //! [`Machine::take_file_work`].
 //!
-//! Left out: `mmap` records (counted in `file_mmaps_skipped`: a file mapping's pages through
-//! the page cache need frames shared between a mapping and the cache), the per-CPU LRU
-//! batches, large folios, `balance_dirty_pages`' proportional pauses between the freerun
+//! `mmap` records of files map the page cache's pages (in a replay: module `engine::filemap`,
+//! Linux 6.8's `do_read_fault` with fault-around, `filemap_fault` with the mmap readahead,
+//! `do_shared_fault`, `do_cow_fault`; reclaim unmaps a mapped page first, `try_to_unmap`);
+//! a machine that does not enable them ([`Machine::enable_file_mmap`]: the VM layer's
+//! guests) counts them in `file_mmaps_skipped`.
+//!
+//! Left out: the per-CPU LRU batches, large folios, `balance_dirty_pages`' proportional pauses between the freerun
 //! ceiling and the limit (`pos_ratio`, the dirty rate limit: a writer is free or held at the
 //! limit), the flusher's timer as a thread of its own (its periodic pass runs at the first
 //! file I/O record after its time), the submission order inside one
@@ -506,7 +510,7 @@ impl<P: Policy> Machine<P> {
     }
 
     /// Mark page `index` of file `i` (frame `f`) dirty, as `write_end` does.
-    fn pc_set_dirty(&mut self, i: usize, index: u64, f: FrameId) {
+    pub(super) fn pc_set_dirty(&mut self, i: usize, index: u64, f: FrameId) {
         if self.mm.frames.flags(f) & F_DIRTY == 0 {
             self.mm.frames.set_flags(f, F_DIRTY);
             if let Some(t) = self.file_time.as_mut() {
@@ -586,7 +590,7 @@ impl<P: Policy> Machine<P> {
 
     /// One read request of `frames`, new pages `first..` of file `i`: they stay locked until
     /// it completes. Untimed: nothing.
-    fn pc_submit_read(&mut self, i: usize, first: u64, frames: &[FrameId]) {
+    pub(super) fn pc_submit_read(&mut self, i: usize, first: u64, frames: &[FrameId]) {
         let Some(t) = self.file_time.as_mut() else {
             return;
         };
@@ -608,7 +612,7 @@ impl<P: Policy> Machine<P> {
 
     /// Wait for frame `f`'s read, if it is in flight: the clock moves to its completion.
     #[inline]
-    fn pc_wait(&mut self, f: FrameId) {
+    pub(super) fn pc_wait(&mut self, f: FrameId) {
         let Some(t) = self.file_time.as_mut() else {
             return;
         };
@@ -718,7 +722,7 @@ impl<P: Policy> Machine<P> {
     /// above the limit, the writer sleeps until enough writes complete (the kernel's
     /// proportional pauses between the freerun ceiling and the limit, `pos_ratio` and the
     /// dirty rate limit, are left out: a writer is either free or held at the limit).
-    fn balance_dirty_pages(&mut self) {
+    pub(super) fn balance_dirty_pages(&mut self) {
         self.retire_writeback();
         let (bg, thresh) = self.dirty_limits();
         if self.stats.nr_dirty > bg {
@@ -825,7 +829,8 @@ impl<P: Policy> Machine<P> {
         // The byte after the range the record reaches (fsync and fadvise64 name ranges that
         // need not exist: none).
         let end = match io.op {
-            FileOp::Fsync | FileOp::Fadvise | FileOp::Unlink => Some(0),
+            // (an mmap's range is clipped to the file's room, `engine::filemap`)
+            FileOp::Fsync | FileOp::Fadvise | FileOp::Unlink | FileOp::Mmap => Some(0),
             FileOp::Ftruncate => Some(io.len),
             _ => io.offset.checked_add(io.len),
         };
@@ -863,7 +868,7 @@ impl<P: Policy> Machine<P> {
                 self.stats.file_io += 1;
                 self.generic_perform_write(i, io.offset, io.len);
             }
-            FileOp::Mmap => self.stats.file_mmaps_skipped += 1,
+            FileOp::Mmap => self.mmap_record(i, io),
             FileOp::Fsync => {
                 self.stats.file_io += 1;
                 // `file_write_and_wait_range` over the whole file (WB_SYNC_ALL).
@@ -903,7 +908,7 @@ impl<P: Policy> Machine<P> {
     /// `ra->ra_pages` of file `i`: the device's (`read_ahead_kb / 4`) unless `fadvise64`
     /// changed it.
     #[inline]
-    fn ra_pages(&self, i: usize) -> u64 {
+    pub(super) fn ra_pages(&self, i: usize) -> u64 {
         self.mm
             .cache
             .file(i)
@@ -923,7 +928,7 @@ impl<P: Policy> Machine<P> {
 
     /// The frame caching page `index` of file `i`, if one does (`xa_load` finding a folio).
     #[inline]
-    fn pc_frame(&self, i: usize, index: u64) -> Option<FrameId> {
+    pub(super) fn pc_frame(&self, i: usize, index: u64) -> Option<FrameId> {
         let file = self.mm.cache.file(i);
         if index >= file.reserved {
             return None;
@@ -937,7 +942,7 @@ impl<P: Policy> Machine<P> {
     /// `filemap_add_folio` + `folio_add_lru`: a new frame for page `index` of file `i`
     /// (allocated as every allocation is, reclaim included), a refault when its entry holds
     /// a shadow. The caller reads it if need be. `None`: out of memory.
-    fn pc_add_folio(&mut self, i: usize, index: u64, write: bool) -> Option<FrameId> {
+    pub(super) fn pc_add_folio(&mut self, i: usize, index: u64, write: bool) -> Option<FrameId> {
         let touch = self.pc_touch(i, index, write);
         let idx = self.mm.pt.pte_index(touch.vpn);
         let f = self.alloc_frame(touch, idx, F_PAGECACHE)?;
@@ -963,7 +968,7 @@ impl<P: Policy> Machine<P> {
 
     /// Pages read from a file's device.
     #[inline]
-    fn pc_count_read(&mut self, n: u64) {
+    pub(super) fn pc_count_read(&mut self, n: u64) {
         self.stats.file_reads += n;
         self.stats.pgpgin += 4 * n;
     }
@@ -1003,7 +1008,7 @@ impl<P: Policy> Machine<P> {
 
     /// `do_page_cache_ra`: [`Self::page_cache_ra_unbounded`] clipped to the page holding the
     /// file's last byte.
-    fn do_page_cache_ra(&mut self, i: usize, index: u64, nr: u64, lookahead: u64) {
+    pub(super) fn do_page_cache_ra(&mut self, i: usize, index: u64, nr: u64, lookahead: u64) {
         let isize = self.mm.cache.file(i).i_size;
         if isize == 0 {
             return;
@@ -1161,7 +1166,7 @@ impl<P: Policy> Machine<P> {
     }
 
     /// `page_cache_async_ra` for the marked page `f` at `index`.
-    fn page_cache_async_ra(&mut self, i: usize, f: FrameId, index: u64, req_count: u64) {
+    pub(super) fn page_cache_async_ra(&mut self, i: usize, f: FrameId, index: u64, req_count: u64) {
         if self.ra_pages(i) == 0 {
             return;
         }
@@ -1302,6 +1307,10 @@ impl<P: Policy> Machine<P> {
             return false;
         }
         self.mm.frames.clear_flags(f, F_DIRTY);
+        if self.mm.frames.is_mapped(f) {
+            // `folio_mkclean`: a file mapping's PTE is cleaned and write-protected.
+            *self.mm.pt.at(self.mm.frames.pte(f)) &= !PTE_DIRTY;
+        }
         self.mm.cache.file_mut(i).dirty.remove(&index);
         self.stats.nr_dirty -= 1;
         self.stats.file_writebacks += 1;
@@ -1360,6 +1369,10 @@ impl<P: Policy> Machine<P> {
     /// shadow: the page is not evicted, it is gone). Whether a frame was freed.
     fn pc_delete(&mut self, i: usize, index: u64) -> bool {
         if let Some(f) = self.pc_frame(i, index) {
+            if self.mm.frames.is_mapped(f) {
+                // `unmap_mapping_range` / `unmap_mapping_folio` first.
+                self.pc_unmap(f, true);
+            }
             let dirty = self.mm.frames.flags(f) & F_DIRTY != 0;
             self.pc_release(f, dirty);
         }
@@ -1444,6 +1457,13 @@ impl<P: Policy> Machine<P> {
                     if k < busy.len() && busy[k] == index {
                         continue;
                     }
+                    // `mapping_evict_folio` keeps a mapped folio.
+                    if self
+                        .pc_frame(i, index)
+                        .is_some_and(|f| self.mm.frames.is_mapped(f))
+                    {
+                        continue;
+                    }
                     self.pc_delete(i, index);
                 }
             }
@@ -1514,6 +1534,10 @@ impl<P: Policy> Machine<P> {
 
     /// A page-cache frame leaves (reclaim): the file's count and the gauges.
     pub(super) fn pc_release(&mut self, f: FrameId, dirty: bool) {
+        debug_assert!(
+            !self.mm.frames.is_mapped(f),
+            "a mapped page-cache frame released"
+        );
         if let Some(t) = self.file_time.as_mut() {
             t.dev.page_changed(f);
         }
@@ -1857,59 +1881,138 @@ mod tests {
             }
         }
         assert_eq!((m.stats.nr_file_pages, m.stats.nr_dirty), (file, dirty));
+        // `nr_mapped`: the page-cache frames a file mapping maps.
+        let mapped = (0..m.mm.frames.len())
+            .filter(|&f| {
+                m.mm.frames.in_use(f)
+                    && m.mm.frames.flags(f) & (F_PAGECACHE | F_MAPPED) == F_PAGECACHE | F_MAPPED
+            })
+            .count() as u64;
+        assert_eq!(m.stats.nr_mapped, mapped);
+    }
+
+    /// The body of `random_file_io_keeps_invariants`.
+    fn run_random_ops(frames: u32, ra_kb: u32, ops: &[(u8, u32, u64, u64, u64)]) {
+        use crate::policy::mglru::{MgLru, Preset};
+        use crate::policy::PolicyOptions;
+        use crate::trace::recorded::{fadv, mmap_flags};
+        let cfg = MachineConfig {
+            watermarks: Some(Watermarks {
+                min: 0,
+                low: 1,
+                high: 2,
+            }),
+            check_invariants: true,
+            read_ahead_kb: ra_kb,
+            ..MachineConfig::new(frames)
+        };
+        let policies: Vec<Box<dyn Policy>> = vec![
+            Box::new(ClockLru::new(frames)),
+            Box::new(Lru::new(frames)),
+            Box::new(MgLru::new(frames, &PolicyOptions::new(3), Preset::Default).unwrap()),
+            Box::new(MgLru::new(frames, &PolicyOptions::new(3), Preset::Default).unwrap()),
+        ];
+        let mut ms: Vec<Machine<Box<dyn Policy>>> = policies
+            .into_iter()
+            .map(|p| Machine::new(&cfg, p).unwrap())
+            .collect();
+        // The last MG-LRU without swap: its aging walks take the file mappings alone (and
+        // anonymous memory that fills the machine is out of memory: the machine stops
+        // serving, its invariants still checked).
+        ms[3].set_swap_off(true);
+        for m in &mut ms {
+            for id in 0..3 {
+                let spec = FileSpec {
+                    id,
+                    initial_size: 20 * 4096,
+                    extent: 48 * 4096,
+                };
+                m.add_file(spec).unwrap();
+            }
+            m.enable_file_mmap();
+        }
+        for &(kind, file, offset, len, page) in ops {
+            let map_base = 1000 + 64 * file as u64;
+            for m in &mut ms {
+                let x = match kind {
+                    0 => Some(io(FileOp::Read, file, offset, len)),
+                    1 => Some(io(FileOp::Pwrite, file, offset, len)),
+                    2 => Some(io(FileOp::Pread, file, offset, len)),
+                    4 => {
+                        // A mapping of up to 7 pages from page `offset / 4096 % 24`, at user
+                        // page `map_base + page % 8`; shared when `page` is odd.
+                        let flags = mmap_flags::KNOWN | ((page & 1) * mmap_flags::SHARED);
+                        let mut x = io(FileOp::Mmap, file, offset & !4095 & 0x17fff, len + 4096);
+                        x.addr = (map_base + page % 8) << 12 | flags;
+                        Some(x)
+                    }
+                    7 => {
+                        m.munmap(map_base + page % 32, map_base + page % 32 + len / 4096);
+                        None
+                    }
+                    8 => {
+                        let mut x = io(FileOp::Fadvise, file, 0, 0);
+                        x.addr = fadv::DONTNEED;
+                        Some(x)
+                    }
+                    9 if page < 5 => Some(io(FileOp::Ftruncate, file, 0, offset)),
+                    5 => {
+                        m.access(Access::read(map_base + page), u64::MAX);
+                        None
+                    }
+                    6 => {
+                        m.access(Access::write(map_base + page), u64::MAX);
+                        None
+                    }
+                    _ => {
+                        m.access(Access::write(page), u64::MAX);
+                        None
+                    }
+                };
+                if let Some(x) = x {
+                    m.file_io(&x).unwrap();
+                }
+                check_gauges(m);
+                for f in m.mm.cache.files() {
+                    assert!(f.nrpages <= f.size_pages());
+                    assert!(f.base >= FILE_BASE);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_ops_regression_mmap_over_a_mapping() {
+        run_random_ops(
+            8,
+            16,
+            &[
+                (4, 1, 114688, 16385, 8),
+                (5, 0, 0, 0, 1),
+                (5, 0, 0, 0, 0),
+                (5, 1, 0, 0, 1),
+                (4, 1, 65536, 20481, 18),
+                (5, 1, 0, 0, 8),
+            ],
+        );
     }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(40))]
-        /// Random reads and writes of three files mixed with anonymous accesses, on small
+        /// Random reads and writes of three files mixed with anonymous accesses, and file
+        /// mappings (`mmap` records, shared or private, at user pages 1000 + 64 × file; reads
+        /// and writes of their pages; `munmap`; `fadvise(DONTNEED)`; `ftruncate`), on small
         /// machines with random readahead, under clock-lru and a demand policy (lru): every
-        /// invariant holds after every step.
+        /// invariant holds after every step (every cached page on one list, a mapped page in
+        /// the cache and its entry holding it, the gauges).
         #[test]
         fn random_file_io_keeps_invariants(
             frames in 8u32..40,
             ra_kb in proptest::sample::select(vec![0u32, 4, 16, 128]),
             ops in proptest::collection::vec(
-                (0u8..4, 0u32..3, 0u64..40 * 4096, 0u64..6 * 4096, 0u64..50), 1..200),
+                (0u8..10, 0u32..3, 0u64..40 * 4096, 0u64..6 * 4096, 0u64..50), 1..200),
         ) {
-            let cfg = MachineConfig {
-                watermarks: Some(Watermarks { min: 0, low: 1, high: 2 }),
-                check_invariants: true,
-                read_ahead_kb: ra_kb,
-                ..MachineConfig::new(frames)
-            };
-            let mut a = Machine::new(&cfg, ClockLru::new(frames)).unwrap();
-            let mut b = Machine::new(&cfg, Lru::new(frames)).unwrap();
-            for id in 0..3 {
-                let spec = FileSpec { id, initial_size: 20 * 4096, extent: 48 * 4096 };
-                a.add_file(spec).unwrap();
-                b.add_file(spec).unwrap();
-            }
-            for (kind, file, offset, len, page) in ops {
-                let op = match kind {
-                    0 => Some(FileOp::Read),
-                    1 => Some(FileOp::Pwrite),
-                    2 => Some(FileOp::Pread),
-                    _ => None,
-                };
-                match op {
-                    Some(op) => {
-                        a.file_io(&io(op, file, offset, len)).unwrap();
-                        b.file_io(&io(op, file, offset, len)).unwrap();
-                    }
-                    None => {
-                        a.access(Access::write(page), u64::MAX);
-                        b.access(Access::write(page), u64::MAX);
-                    }
-                }
-                check_gauges(&a);
-                check_gauges(&b);
-                for m in [a.mm.cache.files(), b.mm.cache.files()] {
-                    for f in m {
-                        proptest::prop_assert!(f.nrpages <= f.size_pages());
-                        proptest::prop_assert!(f.base >= FILE_BASE);
-                    }
-                }
-            }
+            run_random_ops(frames, ra_kb, &ops);
         }
     }
 }

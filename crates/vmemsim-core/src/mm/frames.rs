@@ -17,8 +17,9 @@ pub const F_SWAPCACHE: u8 = 1 << 3;
 /// `swap_cache_get_folio` test-and-clears it: only such a hit is a readahead hit (`SWAP_RA_HIT`,
 /// `swapin_readahead_hits`), which widens the next readahead window.
 pub const F_READAHEAD: u8 = 1 << 4;
-/// In the page cache of unmapped file I/O ([`super::pagecache`]): the rmap points at the
-/// file page's xarray entry, not a PTE, and the frame is never mapped. With it, `F_DIRTY` is
+/// In the page cache ([`super::pagecache`]): the rmap points at the file page's xarray
+/// entry, or, while a file mapping maps it (`F_MAPPED` too), at that mapping's PTE (the
+/// entry is then found through the mapping, [`super::Mm::pc_page`]). With it, `F_DIRTY` is
 /// the folio's `PG_dirty` (written by `write()`, counted in `nr_dirty`) and `F_READAHEAD` its
 /// `PG_readahead` (the async readahead marker of `page_cache_ra_unbounded`).
 pub const F_PAGECACHE: u8 = 1 << 5;
@@ -227,6 +228,12 @@ impl Frames {
     #[inline]
     pub fn pte(&self, f: FrameId) -> u32 {
         self.frames[f as usize].pte
+    }
+    /// Point frame `f`'s rmap at PTE `pte` (a page-cache frame mapped by a file mapping:
+    /// its user PTE while mapped, its xarray entry again once unmapped).
+    #[inline]
+    pub fn set_pte(&mut self, f: FrameId, pte: u32) {
+        self.frames[f as usize].pte = pte;
     }
     #[inline]
     pub fn flags(&self, f: FrameId) -> u8 {

@@ -30,6 +30,8 @@ pub struct Mm {
     /// The files of unmapped file I/O and their readahead states (their pages' entries are
     /// in `pt`).
     pub cache: PageCache,
+    /// The file mappings (recorded `mmap`s of files) whose pages are the page cache's.
+    pub maps: pagecache::FileMaps,
     /// Timed runs: per frame, when the swap read filling it completes (the folio stays
     /// locked until then: `swap_read_folio` → `end_swap_bio_read` → `folio_unlock`), and the
     /// simulated time of the work in progress. `None` in untimed runs, where reads complete
@@ -46,6 +48,7 @@ impl Mm {
             frames: Frames::new(n_frames),
             swap: Swap::default(),
             cache: PageCache::default(),
+            maps: pagecache::FileMaps::default(),
             io_lock: None,
             now: 0,
         }
@@ -83,6 +86,24 @@ impl Mm {
     #[inline]
     pub fn owner(&self, f: FrameId) -> u64 {
         self.pt.vpn_of(self.frames.pte(f))
+    }
+
+    /// The file position and page index of page-cache frame `f`: through its xarray entry
+    /// (its rmap) or, while a file mapping maps it, through the mapping of its PTE.
+    pub fn pc_page(&self, f: FrameId) -> Option<(usize, u64)> {
+        let vpn = self.owner(f);
+        if self.frames.is_mapped(f) {
+            let m = self.maps.find(vpn)?;
+            Some((m.file, m.index(vpn)))
+        } else {
+            self.cache.page_of(vpn)
+        }
+    }
+
+    /// The global index of the xarray entry of page `index` of file `i`, if its leaf exists.
+    pub fn pc_entry_index(&self, i: usize, index: u64) -> Option<PteIndex> {
+        let vpn = self.cache.file(i).base + index;
+        self.pt.peek_index(vpn).or_else(|| self.pt.find_index(vpn))
     }
 
     /// Take a swap slot for the page `vpn`.
@@ -187,14 +208,39 @@ impl Mm {
                     "frame {f}: rmap PTE index does not point at vpn {vpn:#x}"
                 ));
             }
-            if self.frames.is_mapped(f) {
-                if pte & PTE_PRESENT == 0 || pte_frame(pte) != f {
-                    return Err(format!(
-                        "frame {f} mapped at vpn {vpn:#x} but PTE is {pte:#x}"
-                    ));
-                }
-            } else if self.frames.flags(f) & frames::F_PAGECACHE != 0 {
-                if pte & PTE_PRESENT == 0 || pte_frame(pte) != f {
+            let pagecache = self.frames.flags(f) & frames::F_PAGECACHE != 0;
+            if self.frames.is_mapped(f) && (pte & PTE_PRESENT == 0 || pte_frame(pte) != f) {
+                return Err(format!(
+                    "frame {f} mapped at vpn {vpn:#x} but PTE is {pte:#x}"
+                ));
+            }
+            if pagecache {
+                let mapped = self.frames.is_mapped(f);
+                if mapped {
+                    // Mapped by a file mapping: its xarray entry holds it, and a dirty PTE
+                    // has a dirty page (`do_shared_fault`, `wp_page_shared`).
+                    let Some(m) = self.maps.find(vpn) else {
+                        return Err(format!(
+                            "page-cache frame {f} mapped at vpn {vpn:#x}, in no file mapping"
+                        ));
+                    };
+                    let e = self
+                        .pc_entry_index(m.file, m.index(vpn))
+                        .map_or(0, |x| self.pt.get(x));
+                    if e & PTE_PRESENT == 0 || pte_frame(e) != f {
+                        return Err(format!(
+                            "frame {f} mapped at vpn {vpn:#x}: its xarray entry is {e:#x}"
+                        ));
+                    }
+                    if pte & PTE_DIRTY != 0
+                        && (!m.shared || self.frames.flags(f) & frames::F_DIRTY == 0)
+                    {
+                        return Err(format!(
+                            "page-cache frame {f} at vpn {vpn:#x}: dirty PTE, but a private \
+                             mapping or a clean page"
+                        ));
+                    }
+                } else if pte & PTE_PRESENT == 0 || pte_frame(pte) != f {
                     return Err(format!(
                         "frame {f} in the page cache at page {vpn:#x} but its entry is {pte:#x}"
                     ));
@@ -204,7 +250,7 @@ impl Mm {
                         "frame {f} in the page cache but anonymous or in the swap cache"
                     ));
                 }
-                match self.cache.page_of(vpn) {
+                match self.pc_page(f) {
                     Some((i, index)) if index < self.cache.file(i).size_pages() => {
                         cached[i] += 1;
                         let dirty = self.frames.flags(f) & frames::F_DIRTY != 0;
@@ -230,7 +276,7 @@ impl Mm {
                         ))
                     }
                 }
-            } else if self.frames.flags(f) & frames::F_SWAPCACHE == 0 {
+            } else if !self.frames.is_mapped(f) && self.frames.flags(f) & frames::F_SWAPCACHE == 0 {
                 return Err(format!(
                     "frame {f} in use, unmapped and not in the swap cache"
                 ));

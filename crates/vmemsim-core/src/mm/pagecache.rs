@@ -10,15 +10,21 @@
 //! `PTE_FILE_GONE` holds the shadow of an evicted one, 0 is a page never cached. The frame
 //! of a cached page has its reverse map pointing at that entry, as an anonymous frame's
 //! points at its PTE, so reclaim, the policies and the invariant checks treat both alike; a
-//! page-cache frame is never mapped (`F_MAPPED` clear), so reclaim's rmap walk never finds
-//! it young, as `folio_referenced` finds no mapping of an unmapped page-cache folio.
+//! page-cache frame no file mapping maps has `F_MAPPED` clear, so reclaim's rmap walk never
+//! finds it young, as `folio_referenced` finds no mapping of an unmapped page-cache folio.
 //!
 //! Each file gets a contiguous range of page numbers large enough for the furthest byte any
 //! record of the run touches ([`FileSpec::extent`]), rounded up to whole leaves of 512.
 //!
-//! Left out: large folios (order-0 pages only, as ext4 and block devices have in 6.8),
-//! `mmap` of files through the page cache (a file mapping's pages are kept apart, at their
-//! virtual pages, see [`super::VmaKind::File`]), truncation and deletion.
+//! A file mapping (a recorded `mmap` of a file, [`FileMap`]) maps the cached pages at user
+//! page numbers: a frame it maps has its rmap moved to the mapping's PTE (`F_MAPPED`), so
+//! reclaim's rmap walk and the policies see its accessed and dirty bits as they see an
+//! anonymous page's, and its xarray entry still holds the frame; [`super::Mm::pc_page`]
+//! finds the entry of a mapped frame through the mapping. A page is mapped by one PTE at a
+//! time: a fault of a second mapping on a page another one maps moves the page to it (the
+//! first one's next access is a minor fault), where the kernel would map it twice.
+//!
+//! Left out: large folios (order-0 pages only, as ext4 and block devices have in 6.8).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -50,6 +56,11 @@ pub struct FileRaState {
     pub size: u64,
     pub async_size: u64,
     pub prev_pos: i64,
+    /// `ra->mmap_miss`: page-cache misses of faults on the file's mappings less their hits
+    /// (`do_sync_mmap_readahead` counts up to `MMAP_LOTSAMISS * 10`; `do_async_mmap_readahead`
+    /// and `filemap_map_pages` count down); above `MMAP_LOTSAMISS` a fault reads no more
+    /// around it.
+    pub mmap_miss: u32,
 }
 
 impl Default for FileRaState {
@@ -59,6 +70,7 @@ impl Default for FileRaState {
             size: 0,
             async_size: 0,
             prev_pos: -1,
+            mmap_miss: 0,
         }
     }
 }
@@ -176,5 +188,81 @@ impl PageCache {
         let i = self.files.partition_point(|f| f.base <= vpn);
         let f = self.files.get(i.checked_sub(1)?)?;
         (vpn < f.base + f.reserved).then(|| (i - 1, vpn - f.base))
+    }
+}
+
+/// A file mapping (`struct vm_area_struct` of a file, `vm_pgoff`): user pages `start..end`
+/// map pages `pgoff..` of the file at position `file`; `shared`: `MAP_SHARED` (writes dirty
+/// the page-cache page), else `MAP_PRIVATE` (writes copy the page into an anonymous one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileMap {
+    pub start: u64,
+    pub end: u64,
+    pub file: usize,
+    pub pgoff: u64,
+    pub shared: bool,
+}
+
+impl FileMap {
+    /// The file page user page `vpn` (inside the mapping) maps.
+    #[inline]
+    pub fn index(&self, vpn: u64) -> u64 {
+        self.pgoff + (vpn - self.start)
+    }
+}
+
+/// The file mappings of a machine, sorted by start, not overlapping.
+#[derive(Clone, Debug, Default)]
+pub struct FileMaps {
+    list: Vec<FileMap>,
+}
+
+impl FileMaps {
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The mapping holding user page `vpn`.
+    #[inline]
+    pub fn find(&self, vpn: u64) -> Option<&FileMap> {
+        let pos = self.list.partition_point(|m| m.start <= vpn);
+        let m = self.list.get(pos.checked_sub(1)?)?;
+        (vpn < m.end).then_some(m)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &FileMap> {
+        self.list.iter()
+    }
+
+    /// Insert `m`; the caller removed what overlapped it.
+    pub fn insert(&mut self, m: FileMap) {
+        let pos = self.list.partition_point(|x| x.start < m.start);
+        debug_assert!(pos == 0 || self.list[pos - 1].end <= m.start);
+        debug_assert!(pos == self.list.len() || self.list[pos].start >= m.end);
+        self.list.insert(pos, m);
+    }
+
+    /// Remove user pages `start..end` from every mapping (a mapping cut in two keeps both
+    /// ends, the second with its `pgoff` moved on).
+    pub fn remove(&mut self, start: u64, end: u64) {
+        let mut out = Vec::with_capacity(self.list.len() + 1);
+        for &m in &self.list {
+            if m.end <= start || m.start >= end {
+                out.push(m);
+                continue;
+            }
+            if m.start < start {
+                out.push(FileMap { end: start, ..m });
+            }
+            if m.end > end {
+                out.push(FileMap {
+                    start: end,
+                    pgoff: m.index(end),
+                    ..m
+                });
+            }
+        }
+        self.list = out;
     }
 }

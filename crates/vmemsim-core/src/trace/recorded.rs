@@ -52,7 +52,8 @@
 //!   [`super::recorder::TID_DOC`] (distinct across processes).
 //! - A file I/O record: a successful system call on a regular file: `offset` and `len` in
 //!   bytes (for `read`/`write` the file position before the call and the bytes transferred;
-//!   for `mmap` the mapped file range, and `addr` the mapping's start address; 0 otherwise).
+//!   for `mmap` the mapped file range, and `addr` the mapping's start address, its low 12
+//!   bits the flags of [`mmap_flags`] (0 in traces of recorders before them); 0 otherwise).
 //! - A file-table entry gives a file id its path; it precedes the first record using the id.
 //!
 //! # How the existing commands see it
@@ -142,6 +143,19 @@ pub enum FileOp {
     Unlink = 11,
 }
 
+/// The flags of a [`FileOp::Mmap`] record, in the low bits of its page-aligned `addr`
+/// (recorders from the one that added them on; older records have 0 there: flags unknown).
+pub mod mmap_flags {
+    /// The record carries the flags below.
+    pub const KNOWN: u64 = 1;
+    /// `MAP_SHARED` (else `MAP_PRIVATE`).
+    pub const SHARED: u64 = 2;
+    /// `PROT_WRITE`.
+    pub const WRITE: u64 = 4;
+    /// The bits of `addr` that hold flags.
+    pub const MASK: u64 = 0xfff;
+}
+
 /// `POSIX_FADV_*` (include/uapi/linux/fadvise.h), the advice of a [`FileOp::Fadvise`].
 pub mod fadv {
     pub const NORMAL: u64 = 0;
@@ -202,7 +216,8 @@ pub struct FileIo {
     /// Bytes transferred or mapped; fadvise64's length (0: to the end of the file);
     /// ftruncate's new size; 0 for fsync.
     pub len: u64,
-    /// Start address of an mmap, of the user buffer of an `O_DIRECT` read or write,
+    /// Start address of an mmap (its low bits the [`mmap_flags`]), of the user buffer of an
+    /// `O_DIRECT` read or write,
     /// fadvise64's advice ([`fadv`]); 0 for the other calls.
     pub addr: u64,
 }

@@ -95,6 +95,11 @@ impl MgLru {
                 vi += 1;
             }
             walkable_ranges(&vmas[vi..], vmas.is_empty(), base, can_swap, &mut segs);
+            if !can_swap && !mm.maps.is_empty() {
+                // File mappings (`engine::filemap`) are no VMAs of `mm.vmas`: they lie in the
+                // anonymous gaps, which are skipped without swap, but a file VMA is walked.
+                file_map_ranges(mm, base, &mut segs);
+            }
             if segs.is_empty() {
                 continue; // should_skip_vma: the walk never reaches this PMD entry
             }
@@ -252,6 +257,25 @@ impl MgLru {
         }
         success
     }
+}
+
+/// Add to `segs` (sorted, disjoint) the parts of the file mappings in the PTE table at `base`.
+fn file_map_ranges(mm: &Mm, base: u64, segs: &mut Vec<(u64, u64)>) {
+    let end = base + ENTRIES as u64;
+    for m in mm.maps.iter() {
+        if m.end > base && m.start < end {
+            segs.push((m.start.max(base), m.end.min(end)));
+        }
+    }
+    segs.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(segs.len());
+    for &(lo, hi) in segs.iter() {
+        match out.last_mut() {
+            Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    *segs = out;
 }
 
 /// The page ranges of the PTE table at `base` that a walk visits: the parts covered by VMAs
