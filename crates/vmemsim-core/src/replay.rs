@@ -517,7 +517,7 @@ pub fn replay(
                 // `(n + 1) * 4` KiB: the usable slots and mkswap's header page.
                 Some(n) => {
                     let kib = (n as u64 + 1) * 4;
-                    let size = if kib % 1024 == 0 {
+                    let size = if kib.is_multiple_of(1024) {
                         format!("{}MiB", kib / 1024)
                     } else {
                         format!("{kib}KiB")

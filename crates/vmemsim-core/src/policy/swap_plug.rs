@@ -19,7 +19,9 @@
 //! `blk_flush_plug` (only when kswapd is preempted, which the untimed model never is), the
 //! I/O scheduler's own merging after dispatch, and writes to a swap file.
 
-use crate::mm::FrameId;
+use crate::mm::{FrameId, Mm, NO_SLOT};
+use crate::policy::WritebackDone;
+use std::collections::HashMap;
 
 /// `BLK_MAX_REQUEST_COUNT` (include/linux/blkdev.h): `blk_plug_max_rq_count` with one queue.
 pub const BLK_MAX_REQUEST_COUNT: u32 = 32;
@@ -92,6 +94,102 @@ impl SwapPlug {
     /// Whether no write waits in the plug.
     pub fn is_empty(&self) -> bool {
         self.pending.is_empty()
+    }
+}
+
+/// A kernel policy's swap writes of one reclaim pass under the plug, and what became of them
+/// until the engine asks ([`crate::policy::Policy::writeback_done`]). The policy moves the
+/// folios; this keeps the plug, the batches (`shrink_folio_list` calls) and the answers.
+///
+/// A write the plug dispatches completes, in this model, after the putback loop of the batch
+/// that dispatched it: a folio put back by an earlier batch is rotated at once, one of the
+/// current batch when the batch ends ([`SwapWrites::end_batch`]); the writes still plugged
+/// when the pass ends complete after it (`Pending`). The kernel's completions come when the
+/// device answers: one before the putback loop finds its folio still isolated (MG-LRU's
+/// `evict_folios` then retries it at once, "retry folios that may have missed
+/// folio_rotate_reclaimable()"). The model has no device time to tell the two apart and
+/// takes the later completion, which the kernel's own counters show is the common one in the
+/// validation matrix: `pgrotated` is 83-99% of `pswpout` there. Left out: the retry, and the
+/// device's time (on a slow disk a pass may end with every write still in flight).
+#[derive(Clone, Debug, Default)]
+pub struct SwapWrites {
+    plug: SwapPlug,
+    wb: HashMap<FrameId, WritebackDone>,
+    batch: u32,
+    late: Vec<FrameId>,
+    dispatched: Vec<(FrameId, u32)>,
+}
+
+impl SwapWrites {
+    /// `pageout` of anonymous folio `f` under the plug: `add_to_swap` gives it a slot if it
+    /// has none (the engine writes it there after the pass; in `shrink_folio_list` order, as
+    /// the engine would have), its bio goes into the plug on a device of `max_pages`-page
+    /// requests. The folios whose writes complete now (put back by earlier batches) are
+    /// appended to `rotate`: the caller moves each to its list's tail and calls
+    /// [`SwapWrites::rotated`].
+    pub fn write(&mut self, mm: &mut Mm, f: FrameId, max_pages: u32, rotate: &mut Vec<FrameId>) {
+        let mut slot = mm.frames.slot(f);
+        if slot == NO_SLOT {
+            slot = mm.swap.alloc(mm.frames.pte(f));
+            mm.frames.set_slot(f, slot);
+        }
+        self.wb.insert(f, WritebackDone::Pending);
+        let mut dispatched = std::mem::take(&mut self.dispatched);
+        self.plug
+            .submit(f, slot, self.batch, max_pages, &mut dispatched);
+        for (g, batch) in dispatched.drain(..) {
+            if batch == self.batch {
+                self.late.push(g);
+            } else {
+                rotate.push(g);
+            }
+        }
+        self.dispatched = dispatched;
+    }
+
+    /// The batch is back on the lists (`move_folios_to_lru`): its writes that a flush
+    /// dispatched complete now; they are appended to `rotate`.
+    pub fn end_batch(&mut self, rotate: &mut Vec<FrameId>) {
+        rotate.append(&mut self.late);
+        self.batch = self.batch.wrapping_add(1);
+    }
+
+    /// `folio_rotate_reclaimable` moved `f` to its list's tail.
+    pub fn rotated(&mut self, f: FrameId) {
+        self.wb.insert(f, WritebackDone::Rotated);
+    }
+
+    /// Whether `f` was written and rotated in this pass (clean and unmapped in the kernel:
+    /// no reference keeps it, `__remove_mapping` frees it).
+    #[inline]
+    pub fn is_rotated(&self, f: FrameId) -> bool {
+        !self.wb.is_empty() && self.wb.get(&f) == Some(&WritebackDone::Rotated)
+    }
+
+    /// A rotated folio freed by a later batch of the pass.
+    pub fn freed(&mut self, f: FrameId) {
+        self.wb.insert(f, WritebackDone::Freed);
+    }
+
+    /// `blk_finish_plug` at the end of the pass: the writes still plugged complete after it.
+    pub fn end_pass(&mut self) {
+        self.dispatched.clear();
+        self.plug.flush(&mut self.dispatched);
+        self.dispatched.clear();
+        self.late.clear();
+    }
+
+    /// What became of `f`'s write, forgotten once asked.
+    pub fn done(&mut self, f: FrameId) -> WritebackDone {
+        if self.wb.is_empty() {
+            return WritebackDone::Untracked;
+        }
+        self.wb.remove(&f).unwrap_or(WritebackDone::Untracked)
+    }
+
+    /// Whether every write of the last pass was asked for.
+    pub fn is_empty(&self) -> bool {
+        self.wb.is_empty()
     }
 }
 

@@ -61,12 +61,11 @@
 //!   assume swap space, since the engine's swap area never fills.
 
 use super::list::{Links, List};
-use super::swap_plug::SwapPlug;
+use super::swap_plug::SwapWrites;
 use super::{Family, Insert, Policy, ReclaimReason, ScanControl, Touch, WritebackDone};
 use crate::engine::{DEF_PRIORITY, SWAP_CLUSTER_MAX};
 use crate::mm::{FrameId, Mm, NO_SLOT};
 use crate::watermarks::int_sqrt;
-use std::collections::HashMap;
 
 #[cfg(test)]
 mod tests;
@@ -171,14 +170,10 @@ pub struct ClockLru {
     refaults_snapshot: [u64; 2],
     /// Isolated folios of one batch (`isolate_lru_folios`' private list).
     batch: Vec<FrameId>,
-    /// The pass's swap writes in the block layer's plug ([`ScanControl::swap_plug`]), what
-    /// became of them until the engine asks, the `shrink_inactive_list` calls so far, and
-    /// scratch: the current batch's dispatched writes, one flush's folios.
-    plug: SwapPlug,
-    wb: HashMap<FrameId, WritebackDone>,
-    batch_no: u32,
-    late: Vec<FrameId>,
-    dispatched: Vec<(FrameId, u32)>,
+    /// The pass's swap writes in the block layer's plug ([`ScanControl::swap_plug`]), and
+    /// scratch for the folios whose writes complete.
+    writes: SwapWrites,
+    rotate: Vec<FrameId>,
     c: Counters,
 }
 
@@ -193,11 +188,8 @@ impl ClockLru {
             cost: [0; 2],
             refaults_snapshot: [0; 2],
             batch: Vec::with_capacity(SWAP_CLUSTER_MAX as usize),
-            plug: SwapPlug::default(),
-            wb: HashMap::new(),
-            batch_no: 0,
-            late: Vec::new(),
-            dispatched: Vec::new(),
+            writes: SwapWrites::default(),
+            rotate: Vec::new(),
             c: Counters::default(),
         }
     }
@@ -405,11 +397,11 @@ impl ClockLru {
             // A folio written earlier in this pass, whose write completed and which
             // `folio_rotate_reclaimable` moved to this list's tail (`plug_write`): clean and
             // unmapped in the kernel, so no reference keeps it; `__remove_mapping` frees it.
-            if !self.wb.is_empty() && self.wb.get(&f) == Some(&WritebackDone::Rotated) {
+            if self.writes.is_rotated(f) {
                 let fl = self.flags[f as usize];
                 self.victim_shadow[f as usize] = self.workingset_eviction(fl);
                 self.flags[f as usize] = 0;
-                self.wb.insert(f, WritebackDone::Freed);
+                self.writes.freed(f);
                 nr_reclaimed += 1;
                 continue;
             }
@@ -465,12 +457,12 @@ impl ClockLru {
         self.batch = batch;
         // The writes of this batch that a flush dispatched complete after
         // `move_folios_to_lru` put the batch back: rotated to the tail now.
-        let mut late = std::mem::take(&mut self.late);
-        for f in late.drain(..) {
+        let mut rotate = std::mem::take(&mut self.rotate);
+        self.writes.end_batch(&mut rotate);
+        for f in rotate.drain(..) {
             self.rotate_written(f);
         }
-        self.late = late;
-        self.batch_no = self.batch_no.wrapping_add(1);
+        self.rotate = rotate;
         // `move_folios_to_lru` ages the non-resident clock for each folio put back active,
         // after the whole batch was processed.
         self.nonresident_age += nr_activated;
@@ -480,29 +472,15 @@ impl ClockLru {
         nr_reclaimed
     }
 
-    /// `pageout` of an anonymous folio under the plug (`policy::swap_plug`; MG-LRU's
-    /// `plug_write` has the same rules): `add_to_swap` gives it a slot, its bio goes into the
-    /// plug, and the writes a flush dispatches complete after the putback of the batch that
-    /// dispatched them: a folio of an earlier batch is rotated at once, one of this batch
-    /// when it ends.
+    /// `pageout` of an anonymous folio under the plug ([`SwapWrites::write`]); the writes
+    /// that complete now are rotated.
     fn plug_write(&mut self, mm: &mut Mm, f: FrameId, max_pages: u32) {
-        let mut slot = mm.frames.slot(f);
-        if slot == NO_SLOT {
-            slot = mm.swap.alloc(mm.frames.pte(f));
-            mm.frames.set_slot(f, slot);
+        let mut rotate = std::mem::take(&mut self.rotate);
+        self.writes.write(mm, f, max_pages, &mut rotate);
+        for g in rotate.drain(..) {
+            self.rotate_written(g);
         }
-        self.wb.insert(f, WritebackDone::Pending);
-        let mut dispatched = std::mem::take(&mut self.dispatched);
-        self.plug
-            .submit(f, slot, self.batch_no, max_pages, &mut dispatched);
-        for (g, batch) in dispatched.drain(..) {
-            if batch == self.batch_no {
-                self.late.push(g);
-            } else {
-                self.rotate_written(g);
-            }
-        }
-        self.dispatched = dispatched;
+        self.rotate = rotate;
     }
 
     /// `folio_end_writeback` → `folio_rotate_reclaimable` → `lru_move_tail_fn`: inactive, at
@@ -513,7 +491,7 @@ impl ClockLru {
         let fl = (kept & !(PG_ACTIVE | PG_LRU | LRU_MASK)) | PG_LRU;
         self.flags[f as usize] = fl;
         self.lists[(fl & LRU_MASK) as usize].push_tail(&mut self.links, f);
-        self.wb.insert(f, WritebackDone::Rotated);
+        self.writes.rotated(f);
     }
 
     /// `shrink_active_list`: deactivate up to `n` folios from the tail of active list `lru`.
@@ -693,22 +671,17 @@ impl Policy for ClockLru {
             self.shrink_active_list(SWAP_CLUSTER_MAX as u64, LRU_ACTIVE_ANON, mm);
         }
         debug_assert!(
-            self.wb.is_empty(),
+            self.writes.is_empty(),
             "the engine asked for every write of the last pass"
         );
         let plan = self.prepare_scan_control(mm, sc);
         self.shrink_lruvec(&plan, mm, sc, victims);
         // blk_finish_plug: the writes still plugged complete after the pass (`Pending`).
-        self.dispatched.clear();
-        self.plug.flush(&mut self.dispatched);
-        self.dispatched.clear();
+        self.writes.end_pass();
     }
 
     fn writeback_done(&mut self, f: FrameId) -> WritebackDone {
-        if self.wb.is_empty() {
-            return WritebackDone::Untracked;
-        }
-        self.wb.remove(&f).unwrap_or(WritebackDone::Untracked)
+        self.writes.done(f)
     }
 
     /// `snapshot_refaults`, at the end of `balance_pgdat` and of `do_try_to_free_pages`.

@@ -26,8 +26,8 @@ use super::{
     lidx, MgLru, ScanMode, ANON, FILE, F_ALL_REFS, F_REFERENCED, MAX_LRU_BATCH, MIN_NR_GENS,
 };
 use crate::engine::DEF_PRIORITY;
-use crate::mm::{pte_frame, FrameId, Mm, NO_SLOT, PTE_ACCESSED, PTE_PRESENT};
-use crate::policy::{KernelVersion, ReclaimReason, ScanControl, WritebackDone};
+use crate::mm::{pte_frame, FrameId, Mm, PTE_ACCESSED, PTE_PRESENT};
+use crate::policy::{KernelVersion, ReclaimReason, ScanControl};
 
 /// `fls_long`: 1-based index of the highest set bit, 0 for 0.
 fn fls(x: u64) -> i64 {
@@ -290,13 +290,13 @@ impl MgLru {
             self.check_references(mm, f, kswapd, sc, victims);
         }
         // The writes of this batch that a flush dispatched complete after its putback loop
-        // (see `plug_write`): put back to `max_seq - 1` with `PG_reclaim`, then rotated.
-        let mut late = std::mem::take(&mut self.late);
-        for f in late.drain(..) {
+        // (`SwapWrites`): put back to `max_seq - 1` with `PG_reclaim`, then rotated.
+        let mut rotate = std::mem::take(&mut self.rotate);
+        self.writes.end_batch(&mut rotate);
+        for f in rotate.drain(..) {
             self.rotate_written(f);
         }
-        self.late = late;
-        self.batch = self.batch.wrapping_add(1);
+        self.rotate = rotate;
         self.isolated = iso;
         scanned
     }
@@ -310,42 +310,18 @@ impl MgLru {
         if self.multi_zone {
             self.nr_reclaimed_zone[self.zone(f)] += 1;
         }
-        self.wb.insert(f, WritebackDone::Freed);
+        self.writes.freed(f);
     }
 
-    /// `pageout` of an anonymous folio under the plug: `add_to_swap` gives it a slot if it
-    /// has none (the engine writes it there after the pass), and its bio goes into the plug
-    /// (`SwapPlug`). A write the plug dispatches completes, in this model, after the putback
-    /// loop of the batch that dispatched it: a folio put back by an earlier batch is rotated
-    /// at once, one of the current batch when the batch ends (`rotate_written`). The next
-    /// batches of the pass find them at the tail of the oldest generation and free them.
-    ///
-    /// The kernel's completions come when the device answers: one before the putback loop
-    /// finds its folio still isolated, without `PG_reclaim`, and `evict_folios` retries it
-    /// at once ("retry folios that may have missed folio_rotate_reclaimable()"), with no
-    /// rotation and no second isolation. The untimed model has no device time to tell the two
-    /// apart and takes the later completion, which the matrix's kernels show is the common
-    /// one: their `pgrotated` is 83-91% of `pswpout` on the MG-LRU disk rows (zipf-1.2
-    /// disk-pc0: 64,547 of 71,137 and 59,012 of 70,776), so at most 9-17% were retried.
-    /// Left out: the retry.
+    /// `pageout` of an anonymous folio under the plug ([`SwapWrites::write`]); the writes
+    /// that complete now are rotated.
     fn plug_write(&mut self, mm: &mut Mm, f: FrameId, max_pages: u32) {
-        let mut slot = mm.frames.slot(f);
-        if slot == NO_SLOT {
-            slot = mm.swap.alloc(mm.frames.pte(f));
-            mm.frames.set_slot(f, slot);
+        let mut rotate = std::mem::take(&mut self.rotate);
+        self.writes.write(mm, f, max_pages, &mut rotate);
+        for g in rotate.drain(..) {
+            self.rotate_written(g);
         }
-        self.wb.insert(f, WritebackDone::Pending);
-        let mut dispatched = std::mem::take(&mut self.dispatched);
-        self.plug
-            .submit(f, slot, self.batch, max_pages, &mut dispatched);
-        for (g, batch) in dispatched.drain(..) {
-            if batch == self.batch {
-                self.late.push(g);
-            } else {
-                self.rotate_written(g);
-            }
-        }
-        self.dispatched = dispatched;
+        self.rotate = rotate;
     }
 
     /// `folio_end_writeback` → `folio_rotate_reclaimable` → `lru_move_tail_fn`: a written
@@ -358,7 +334,7 @@ impl MgLru {
         self.fs[i].fl = kept;
         let gen = self.gen_of_seq(self.min_seq[self.ty(f)]);
         self.add_folio(f, gen, true);
-        self.wb.insert(f, WritebackDone::Rotated);
+        self.writes.rotated(f);
     }
 
     /// `isolate_folios`: choose the type (swappiness extremes first, then the PI controller)
@@ -527,7 +503,7 @@ impl MgLru {
         // to the oldest generation's tail (`plug_write`): clean and unmapped in the kernel
         // (`try_to_unmap` ran before `pageout`), so `folio_check_references` finds no
         // reference and `__remove_mapping` frees it. (The engine unmaps it after the pass.)
-        if !self.wb.is_empty() && self.wb.get(&f) == Some(&WritebackDone::Rotated) {
+        if self.writes.is_rotated(f) {
             self.reclaim_written(f);
             return;
         }

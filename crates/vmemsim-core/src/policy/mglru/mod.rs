@@ -80,12 +80,11 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::list::{Links, List};
 use super::registry::PolicyOptions;
-use super::swap_plug::SwapPlug;
+use super::swap_plug::SwapWrites;
 use super::{Family, Insert, KernelVersion, Policy, ScanControl, Touch, WritebackDone};
 use crate::error::{Error, Result};
 use crate::mm::frames::{F_PAGECACHE, F_SWAPCACHE};
 use crate::mm::{FrameId, Mm, VPN_LIMIT};
-use std::collections::HashMap;
 
 use bloom::BloomFilters;
 use pid::{tier_from_refs, Pid, LRU_REFS_WIDTH, MAX_NR_TIERS};
@@ -391,17 +390,10 @@ pub struct MgLru {
     pub(crate) kernel: KernelVersion,
     /// Scratch: walkable [start, end) page ranges of one PTE table.
     pub(crate) segs: Vec<(u64, u64)>,
-    /// The pass's swap writes in the block layer's plug ([`ScanControl::swap_plug`]).
-    pub(crate) plug: SwapPlug,
-    /// The victims written in the current pass and what became of their writes, until the
-    /// engine asks ([`Policy::writeback_done`]).
-    pub(crate) wb: HashMap<FrameId, WritebackDone>,
-    /// `evict_folios` calls so far: which folios of a flush are still isolated.
-    pub(crate) batch: u32,
-    /// Scratch: folios of the current batch whose write a flush dispatched (rotated when the
-    /// batch ends), and the folios of one flush.
-    pub(crate) late: Vec<FrameId>,
-    pub(crate) dispatched: Vec<(FrameId, u32)>,
+    /// The pass's swap writes in the block layer's plug ([`ScanControl::swap_plug`]), and
+    /// scratch for the folios whose writes complete.
+    pub(crate) writes: SwapWrites,
+    pub(crate) rotate: Vec<FrameId>,
 }
 
 #[inline]
@@ -441,11 +433,8 @@ impl MgLru {
             memcgs_need_aging: false,
             kernel: KernelVersion::V6_8,
             segs: Vec::new(),
-            plug: SwapPlug::default(),
-            wb: HashMap::new(),
-            batch: 0,
-            late: Vec::new(),
-            dispatched: Vec::new(),
+            writes: SwapWrites::default(),
+            rotate: Vec::new(),
             cfg,
         }
     }
@@ -815,22 +804,17 @@ impl Policy for MgLru {
 
     fn shrink(&mut self, mm: &mut Mm, sc: &mut ScanControl, victims: &mut Vec<FrameId>) {
         debug_assert!(
-            self.wb.is_empty(),
+            self.writes.is_empty(),
             "the engine asked for every write of the last pass"
         );
         self.shrink_lruvec(mm, sc, victims);
         // blk_finish_plug: the writes still plugged complete after the pass (`Pending`: the
         // engine rotates them).
-        self.dispatched.clear();
-        self.plug.flush(&mut self.dispatched);
-        self.dispatched.clear();
+        self.writes.end_pass();
     }
 
     fn writeback_done(&mut self, f: FrameId) -> WritebackDone {
-        if self.wb.is_empty() {
-            return WritebackDone::Untracked;
-        }
-        self.wb.remove(&f).unwrap_or(WritebackDone::Untracked)
+        self.writes.done(f)
     }
 
     fn shadow(&mut self, _mm: &Mm, f: FrameId) -> u32 {
