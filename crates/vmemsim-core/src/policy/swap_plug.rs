@@ -21,7 +21,6 @@
 
 use crate::mm::{FrameId, Mm, NO_SLOT};
 use crate::policy::WritebackDone;
-use std::collections::HashMap;
 
 /// `BLK_MAX_REQUEST_COUNT` (include/linux/blkdev.h): `blk_plug_max_rq_count` with one queue.
 pub const BLK_MAX_REQUEST_COUNT: u32 = 32;
@@ -114,13 +113,29 @@ impl SwapPlug {
 #[derive(Clone, Debug, Default)]
 pub struct SwapWrites {
     plug: SwapPlug,
-    wb: HashMap<FrameId, WritebackDone>,
+    /// Each frame's answer (`WB_*`), grown to the highest frame written; `live` of them set.
+    wb: Vec<u8>,
+    live: usize,
     batch: u32,
     late: Vec<FrameId>,
     dispatched: Vec<(FrameId, u32)>,
 }
 
+const WB_NONE: u8 = 0;
+const WB_PENDING: u8 = 1;
+const WB_ROTATED: u8 = 2;
+const WB_FREED: u8 = 3;
+
 impl SwapWrites {
+    fn set(&mut self, f: FrameId, v: u8) {
+        let i = f as usize;
+        if i >= self.wb.len() {
+            self.wb.resize(i + 1, WB_NONE);
+        }
+        self.live += (self.wb[i] == WB_NONE) as usize;
+        self.wb[i] = v;
+    }
+
     /// `pageout` of anonymous folio `f` under the plug: `add_to_swap` gives it a slot if it
     /// has none (the engine writes it there after the pass; in `shrink_folio_list` order, as
     /// the engine would have), its bio goes into the plug on a device of `max_pages`-page
@@ -133,7 +148,7 @@ impl SwapWrites {
             slot = mm.swap.alloc(mm.frames.pte(f));
             mm.frames.set_slot(f, slot);
         }
-        self.wb.insert(f, WritebackDone::Pending);
+        self.set(f, WB_PENDING);
         let mut dispatched = std::mem::take(&mut self.dispatched);
         self.plug
             .submit(f, slot, self.batch, max_pages, &mut dispatched);
@@ -156,19 +171,19 @@ impl SwapWrites {
 
     /// `folio_rotate_reclaimable` moved `f` to its list's tail.
     pub fn rotated(&mut self, f: FrameId) {
-        self.wb.insert(f, WritebackDone::Rotated);
+        self.set(f, WB_ROTATED);
     }
 
     /// Whether `f` was written and rotated in this pass (clean and unmapped in the kernel:
     /// no reference keeps it, `__remove_mapping` frees it).
     #[inline]
     pub fn is_rotated(&self, f: FrameId) -> bool {
-        !self.wb.is_empty() && self.wb.get(&f) == Some(&WritebackDone::Rotated)
+        self.live != 0 && self.wb.get(f as usize) == Some(&WB_ROTATED)
     }
 
     /// A rotated folio freed by a later batch of the pass.
     pub fn freed(&mut self, f: FrameId) {
-        self.wb.insert(f, WritebackDone::Freed);
+        self.set(f, WB_FREED);
     }
 
     /// `blk_finish_plug` at the end of the pass: the writes still plugged complete after it.
@@ -181,15 +196,25 @@ impl SwapWrites {
 
     /// What became of `f`'s write, forgotten once asked.
     pub fn done(&mut self, f: FrameId) -> WritebackDone {
-        if self.wb.is_empty() {
+        if self.live == 0 {
             return WritebackDone::Untracked;
         }
-        self.wb.remove(&f).unwrap_or(WritebackDone::Untracked)
+        let Some(v) = self.wb.get_mut(f as usize) else {
+            return WritebackDone::Untracked;
+        };
+        let was = std::mem::replace(v, WB_NONE);
+        self.live -= (was != WB_NONE) as usize;
+        match was {
+            WB_PENDING => WritebackDone::Pending,
+            WB_ROTATED => WritebackDone::Rotated,
+            WB_FREED => WritebackDone::Freed,
+            _ => WritebackDone::Untracked,
+        }
     }
 
     /// Whether every write of the last pass was asked for.
     pub fn is_empty(&self) -> bool {
-        self.wb.is_empty()
+        self.live == 0
     }
 }
 
