@@ -1862,7 +1862,11 @@ impl<P: Policy> Machine<P> {
             may_swap: !self.swap_off,
             high_wmark: self.wmark.high,
             writeback_async: !self.swap_sync_io,
-            swap_plug: self.family == Family::Kernel && !self.swap_sync_io && self.named.is_none(),
+            // Not while any page is named (VSwapper's Mapper): reclaim drops a named page
+            // without a write, which the policy, writing through the plug, cannot see.
+            swap_plug: self.family == Family::Kernel
+                && !self.swap_sync_io
+                && self.named.as_ref().is_none_or(|n| n.is_empty()),
             swap_max_pages: self.swap_max_pages,
             low_wmark: self.wmark.low,
             nr_free: self.mm.frames.n_free() as u64,

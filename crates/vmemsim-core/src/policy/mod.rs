@@ -206,7 +206,7 @@ pub struct ScanControl {
     /// the policy itself gives each written folio its swap slot (`add_to_swap`, in
     /// `shrink_folio_list` order, as the engine would have) and tells the engine, through
     /// [`Policy::writeback_done`], which writes completed during the pass. Set by the engine
-    /// with [`ScanControl::writeback_async`], except on a host whose memory has named pages
+    /// with [`ScanControl::writeback_async`], except while a host's memory has named pages
     /// (VSwapper's Mapper: it drops those without a write, which the policy cannot see).
     pub swap_plug: bool,
     /// The swap device's largest request in pages ([`crate::engine::MachineConfig::swap_max_pages`]),
