@@ -123,6 +123,18 @@ pub struct MachineConfig {
     /// zone of `frames` frames. See [`ZoneConfig`] for what several zones change.
     #[serde(default)]
     pub zones: Vec<ZoneConfig>,
+    /// `vm.watermark_boost_factor`: how far a fallback between migratetypes raises a zone's
+    /// watermarks, in 1/10,000 of its high watermark (at least a pageblock, 512 pages);
+    /// Linux's default is 15,000, 0 turns boosting off. Only zones given their pagetypes
+    /// ([`ZoneConfig::pagetypes`]) can fall back, so only they boost.
+    #[serde(default = "default_watermark_boost_factor")]
+    pub watermark_boost_factor: u32,
+}
+
+/// `vm.watermark_boost_factor`'s default (mm/page_alloc.c, 6.1 and 6.8).
+pub const DEFAULT_WATERMARK_BOOST_FACTOR: u32 = 15_000;
+pub fn default_watermark_boost_factor() -> u32 {
+    DEFAULT_WATERMARK_BOOST_FACTOR
 }
 
 /// One zone of a machine with several ([`MachineConfig::zones`]). The frames are split into
@@ -140,9 +152,16 @@ pub struct MachineConfig {
 ///   `MIN_LRU_BATCH` isolated folios; `try_to_inc_min_seq` needs every zone's list empty;
 /// - the zone tests of 6.1 MG-LRU's `should_abort_scan` are per zone.
 ///
-/// Left out: watermark boosting (`boost_watermark`, which needs the allocator's
-/// migratetypes), reclaim limited below the highest zone (`sc->reclaim_idx` is always the
-/// highest zone, so the classic LRU never skips a folio for its zone), several nodes.
+/// - with the zones' free lists by migratetype ([`ZoneConfig::pagetypes`]), the buddy
+///   allocator's fallback between migratetypes ([`crate::mm::buddy`]) and the watermark boost
+///   it sets off: `boost_watermark` raises the zone's watermarks by a pageblock (at most
+///   `watermark_boost_factor` / 10,000 of its high watermark), `rmqueue` wakes kswapd for
+///   that zone (`wakeup_kswapd(zone, 0, 0, zone_idx(zone))`), and `balance_pgdat` reclaims
+///   up to it (`sc->reclaim_idx`: the classic LRU skips the folios of the zones above,
+///   MG-LRU moves them to the next generation) without writing or swapping while the node is
+///   balanced, then takes the boost off.
+///
+/// Left out: several nodes, `ALLOC_NOFRAGMENT`, and what [`crate::mm::buddy`] leaves out.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZoneConfig {
@@ -161,6 +180,10 @@ pub struct ZoneConfig {
     /// highest zone).
     #[serde(default)]
     pub lowmem_reserve: Option<u32>,
+    /// The zone's free lists and pageblocks by migratetype as `/proc/pagetypeinfo` prints
+    /// them (unset: no migratetypes, so no fallback and no watermark boost in this zone).
+    #[serde(default)]
+    pub pagetypes: Option<crate::mm::buddy::PageTypes>,
 }
 
 fn default_dirty_ratio() -> u32 {
@@ -203,6 +226,7 @@ impl MachineConfig {
             dirty_ratio: 20,
             dirty_background_ratio: 10,
             zones: Vec::new(),
+            watermark_boost_factor: DEFAULT_WATERMARK_BOOST_FACTOR,
         }
     }
 }
@@ -264,6 +288,24 @@ pub struct Stats {
     /// on a machine with several zones ([`MachineConfig::zones`]); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pgalloc_zone: Vec<u64>,
+    /// Pages reclaim passed over for being above its zone (`pgskip_dma`, `pgskip_dma32`,
+    /// ...: `isolate_lru_folios` and MG-LRU's `scan_folios` under a `sc->reclaim_idx` below
+    /// the highest zone, which kswapd has when a boosted zone woke it), per zone as
+    /// `pgalloc_zone`; empty when none was skipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pgskip_zone: Vec<u64>,
+    /// Allocations that fell back to another migratetype's free list
+    /// (`trace_mm_page_alloc_extfrag`), on a machine whose zones have their pagetypes
+    /// ([`ZoneConfig::pagetypes`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub extfrag: u64,
+    /// Of those, the ones that boosted their zone's watermarks (`boost_watermark`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub watermark_boosts: u64,
+    /// kswapd runs (`balance_pgdat`) that began with a boosted zone: each ends by waking
+    /// kcompactd (`compact_daemon_wake` counts those that found work).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kswapd_boosted_runs: u64,
     /// Swap-outs the device failed (zram with no memory left for its pool: zram's
     /// `failed_writes`); the page stays in memory, in the swap cache, dirty.
     pub swap_write_errors: u64,
@@ -337,12 +379,18 @@ impl Stats {
             pgscan_direct, pgsteal_kswapd, pgsteal_direct, kswapd_wakeups, allocstall,
             peak_resident, pgrotated, swap_write_errors, zram_mem_used_max, gup_pages,
             gup_touched, file_io, file_mmaps_skipped, file_mmaps, nr_mapped, pgpgin, pgpgout,
-            nr_file_pages, nr_dirty, nr_writeback, wb_background, wb_periodic, dirty_throttled);
-        if self.pgalloc_zone.len() < o.pgalloc_zone.len() {
-            self.pgalloc_zone.resize(o.pgalloc_zone.len(), 0);
-        }
-        for (a, b) in self.pgalloc_zone.iter_mut().zip(&o.pgalloc_zone) {
-            *a += b;
+            nr_file_pages, nr_dirty, nr_writeback, wb_background, wb_periodic, dirty_throttled,
+            extfrag, watermark_boosts, kswapd_boosted_runs);
+        for (mine, theirs) in [
+            (&mut self.pgalloc_zone, &o.pgalloc_zone),
+            (&mut self.pgskip_zone, &o.pgskip_zone),
+        ] {
+            if mine.len() < theirs.len() {
+                mine.resize(theirs.len(), 0);
+            }
+            for (a, b) in mine.iter_mut().zip(theirs) {
+                *a += b;
+            }
         }
     }
 }
@@ -427,6 +475,20 @@ pub struct Machine<P: Policy> {
     kswapd_awake: bool,
     /// The priority of kswapd's current `balance_pgdat` (deferred mode).
     kswapd_priority: u8,
+    /// Each zone's `watermark_boost`, added to its three watermarks (`wmark_pages`).
+    boost: [u32; crate::policy::MAX_ZONES],
+    /// Each zone's largest boost (`boost_watermark`'s `max_boost`); 0: the zone does not boost.
+    max_boost: [u32; crate::policy::MAX_ZONES],
+    /// `pgdat->kswapd_highest_zoneidx`: the highest zone a wake asked kswapd to balance up
+    /// to since its current run began (`None`: `MAX_NR_ZONES`, no wake).
+    kswapd_highest: Option<usize>,
+    /// A boosted zone's wake, done at the next allocation (`rmqueue` wakes kswapd after it
+    /// has taken its page: here the page's fault is then finished first).
+    boost_wake: Option<usize>,
+    /// kswapd's current `balance_pgdat` (deferred mode).
+    balance: Option<Balance>,
+    /// Each zone's buddy fallbacks already counted in `extfrag`.
+    fallbacks_seen: [u64; crate::policy::MAX_ZONES],
     /// When set, the page numbers whose mapping reclaim removed (`try_to_unmap`), for a layer
     /// above that mirrors the page tables (the VM layer's TLBs and hardware tables).
     pub unmap_log: Option<Vec<u64>>,
@@ -469,6 +531,19 @@ pub struct Machine<P: Policy> {
 }
 
 /// The zram device of an untimed run with its pool charged to memory.
+/// One `balance_pgdat` of kswapd (Linux 6.1 and 6.8, mm/vmscan.c) while it runs.
+#[derive(Clone, Copy, Debug)]
+struct Balance {
+    /// `highest_zoneidx`: the zones it balances and may reclaim from (`sc.reclaim_idx`).
+    highest: usize,
+    /// `nr_boost_reclaim`: the boost left to reclaim; 0 once the node was found unbalanced.
+    nr_boost_reclaim: u64,
+    /// `zone_boosts`: each zone's boost when the run began, taken off at its end.
+    zone_boosts: [u32; crate::policy::MAX_ZONES],
+    boosted: bool,
+    priority: u8,
+}
+
 #[derive(Debug)]
 struct ZramState {
     dev: crate::device::zram::Zram,
@@ -646,9 +721,41 @@ impl<P: Policy> Machine<P> {
             }
         };
         let mut mm = Mm::new(cfg.frames);
+        let mut max_boost = [0u32; crate::policy::MAX_ZONES];
         if cfg.zones.len() > 1 {
             let sizes: Vec<u32> = cfg.zones.iter().map(|z| z.frames).collect();
             mm.frames = crate::mm::frames::Frames::with_zones(&sizes);
+            for (i, z) in cfg.zones.iter().enumerate() {
+                let Some(pt) = &z.pagetypes else { continue };
+                let name = if z.name.is_empty() {
+                    format!("zones[{i}].pagetypes")
+                } else {
+                    format!("zones[{i}] ({}).pagetypes", z.name)
+                };
+                if family != Family::Kernel {
+                    return Err(crate::Error::config(
+                        name,
+                        "migratetypes and watermark boosting need a kernel policy",
+                    ));
+                }
+                mm.frames
+                    .set_pagetypes(i, pt)
+                    .map_err(|m| crate::Error::config(&name, m))?;
+                // `boost_watermark`: not in a zone under four pageblocks (its managed pages:
+                // here its frames); `max_boost` = high × factor / 10,000, at least a pageblock,
+                // none while that is 0.
+                let pb = crate::mm::buddy::PAGEBLOCK_PAGES;
+                let high = zones[i].0.high as u64;
+                let mb = high * cfg.watermark_boost_factor as u64 / 10_000;
+                if cfg.watermark_boost_factor > 0 && z.frames >= 4 * pb && mb > 0 {
+                    max_boost[i] = (mb as u32).max(pb);
+                }
+            }
+        } else if cfg.zones.iter().any(|z| z.pagetypes.is_some()) {
+            return Err(crate::Error::config(
+                "zones[0].pagetypes",
+                "migratetypes need the machine's zones (two or more)",
+            ));
         }
         mm.swap.device.log_on = zram.is_some();
         if let Some(n) = cfg.swap_rotational {
@@ -706,6 +813,12 @@ impl<P: Policy> Machine<P> {
             kernel: cfg.kernel,
             kswapd_awake: false,
             kswapd_priority: DEF_PRIORITY,
+            boost: [0; crate::policy::MAX_ZONES],
+            max_boost,
+            kswapd_highest: None,
+            boost_wake: None,
+            balance: None,
+            fallbacks_seen: [0; crate::policy::MAX_ZONES],
             zram,
             read_ahead_kb: cfg.read_ahead_kb,
             dirty_ratio: cfg.dirty_ratio,
@@ -843,7 +956,7 @@ impl<P: Policy> Machine<P> {
         }
         (0..self.zones.len()).rev().find(|&z| {
             let (w, reserve) = &self.zones[z];
-            self.mm.frames.n_free_zone(z) > mark(w) + reserve
+            self.mm.frames.n_free_zone(z) > mark(w) + reserve + self.boost[z]
         })
     }
 
@@ -871,21 +984,78 @@ impl<P: Policy> Machine<P> {
                 self.stats.pgalloc_zone.resize(self.zones.len(), 0);
             }
             self.stats.pgalloc_zone[z] += 1;
+            self.fallback_done(z);
         }
         Some(f)
     }
 
-    /// `pgdat_balanced`: some zone is above its high watermark plus its reserve.
-    fn pgdat_balanced(&self) -> bool {
-        self.zone_fit(|w| w.high).is_some()
+    /// After an allocation from zone `z`: its fallbacks between migratetypes, each of which
+    /// boosts the zone (`steal_suitable_fallback` → `boost_watermark`: + a pageblock, at
+    /// most `max_boost`) and asks for kswapd (`ZONE_BOOSTED_WATERMARK`, which `rmqueue`
+    /// turns into `wakeup_kswapd(zone, 0, 0, zone_idx(zone))`; done at the next allocation).
+    #[inline]
+    fn fallback_done(&mut self, z: usize) {
+        let Some(b) = self.mm.frames.buddy_mut(z) else {
+            return;
+        };
+        let n = b.take_boosts();
+        let total = b.fallbacks;
+        if total != self.fallbacks_seen[z] {
+            self.stats.extfrag += total - self.fallbacks_seen[z];
+            self.fallbacks_seen[z] = total;
+        }
+        if n == 0 || self.max_boost[z] == 0 {
+            return;
+        }
+        self.stats.watermark_boosts += n as u64;
+        let pb = crate::mm::buddy::PAGEBLOCK_PAGES;
+        self.boost[z] = (self.boost[z] + n * pb).min(self.max_boost[z]);
+        self.boost_wake = Some(self.boost_wake.map_or(z, |w| w.max(z)));
     }
 
-    /// kswapd's pass size (`kswapd_shrink_node`): Σ max(high, `SWAP_CLUSTER_MAX`) over the
-    /// zones it may reclaim from.
-    fn kswapd_nr_to_reclaim(&self) -> u32 {
-        self.zones
+    /// The wake a boost asked for, if any (at the start of an allocation).
+    #[inline]
+    fn boost_wakeup(&mut self) {
+        if let Some(z) = self.boost_wake.take() {
+            self.wakeup_kswapd_zone(z);
+        }
+    }
+
+    /// `pgdat_balanced(pgdat, 0, highest)`: some zone up to `highest` is above its high
+    /// watermark plus its boost plus its `lowmem_reserve` against `highest`
+    /// (`zone_watermark_ok_safe`: none against itself; the lower zones' reserve is the one
+    /// given, against the highest zone).
+    fn pgdat_balanced_at(&self, highest: usize) -> bool {
+        if self.zones.len() == 1 {
+            return self.zone_fit(|w| w.high).is_some();
+        }
+        (0..=highest).any(|z| {
+            let (w, reserve) = &self.zones[z];
+            let reserve = if z == highest { 0 } else { *reserve };
+            self.mm.frames.n_free_zone(z) > w.high + self.boost[z] + reserve
+        })
+    }
+
+    /// The highest zone: what a page fault's allocation asks kswapd for
+    /// (`ac->highest_zoneidx` of `GFP_HIGHUSER_MOVABLE`).
+    fn top_zone(&self) -> usize {
+        self.zones.len() - 1
+    }
+
+    /// `pgdat_watermark_boosted`: a zone up to `highest` has a boost.
+    fn pgdat_watermark_boosted(&self, highest: usize) -> bool {
+        self.boost[..=highest.min(self.zones.len() - 1)]
             .iter()
-            .map(|(w, _)| w.high.max(SWAP_CLUSTER_MAX))
+            .any(|&b| b > 0)
+    }
+
+    /// kswapd's pass size (`kswapd_shrink_node`): Σ max(high + boost, `SWAP_CLUSTER_MAX`)
+    /// over the zones it may reclaim from (up to `highest`).
+    fn kswapd_nr_to_reclaim(&self, highest: usize) -> u32 {
+        self.zones[..=highest]
+            .iter()
+            .enumerate()
+            .map(|(z, (w, _))| (w.high + self.boost[z]).max(SWAP_CLUSTER_MAX))
             .sum()
     }
 
@@ -899,11 +1069,12 @@ impl<P: Policy> Machine<P> {
             ..Default::default()
         };
         for (i, (w, reserve)) in self.zones.iter().enumerate() {
+            let b = self.boost[i];
             m.z[i] = crate::policy::ZoneMark {
                 free: self.mm.frames.n_free_zone(i) as u64,
-                min: w.min,
-                low: w.low,
-                high: w.high,
+                min: w.min + b,
+                low: w.low + b,
+                high: w.high + b,
                 reserve: *reserve,
             };
         }
@@ -1562,6 +1733,7 @@ impl<P: Policy> Machine<P> {
                 }
             }
             Family::Kernel => {
+                self.boost_wakeup();
                 // The fast path: a zone above its low watermark (plus reserve); when none
                 // is, `__alloc_pages_slowpath` wakes kswapd and retries against min.
                 if let Some(z) = self.zone_fit(|w| w.low) {
@@ -1682,6 +1854,7 @@ impl<P: Policy> Machine<P> {
                 }
             }
             Family::Kernel => {
+                self.boost_wakeup();
                 // The zone as `get_page_from_freelist` picks it (one zone: free > low, else
                 // kswapd woken and free > min).
                 let zone = match self.zone_fit(|w| w.low) {
@@ -1712,7 +1885,11 @@ impl<P: Policy> Machine<P> {
                         }
                     }
                 };
-                return self.mm.frames.take_in(zone);
+                let f = self.mm.frames.take_in(zone);
+                if self.zones.len() > 1 {
+                    self.fallback_done(zone);
+                }
+                return f;
             }
         }
         self.mm.frames.take()
@@ -1730,25 +1907,90 @@ impl<P: Policy> Machine<P> {
         self.oom_at
     }
 
-    /// kswapd's `balance_pgdat`: passes until free > high (`pgdat_balanced` →
-    /// `__zone_watermark_ok`). Each pass asks for max(high, `SWAP_CLUSTER_MAX`) pages (`kswapd_shrink_node`); the priority rises (its value
-    /// falls) after a pass that scanned fewer pages than that or freed none, and kswapd gives
-    /// up after a pass at priority 1: it never scans at priority 0 (`while (sc.priority >= 1)`),
-    /// which is left to direct reclaim.
-    fn kswapd(&mut self) {
+    /// kswapd's `balance_pgdat` (Linux 6.1 and 6.8, mm/vmscan.c) for the zones up to
+    /// `highest`, run to its end. Each pass asks for Σ max(high + boost,
+    /// `SWAP_CLUSTER_MAX`) pages (`kswapd_shrink_node`); the priority rises (its value falls)
+    /// after a pass that scanned fewer pages than that or freed none, and kswapd gives up
+    /// after a pass at priority 1: it never scans at priority 0 (`while (sc.priority >= 1)`),
+    /// which is left to direct reclaim. A boosted run ([`Machine::balance_step`]) reclaims
+    /// the boost without writing or swapping while the node is balanced.
+    fn kswapd(&mut self, highest: usize) {
         self.stats.kswapd_wakeups += 1;
-        let nr = self.kswapd_nr_to_reclaim();
-        let mut priority = DEF_PRIORITY;
-        while !self.pgdat_balanced() {
-            let (got, scanned, _) = self.shrink(ReclaimReason::Kswapd, nr, priority, 0);
-            if got == 0 || scanned < nr as u64 {
-                if priority == 1 {
-                    break;
-                }
-                priority -= 1;
+        let mut b = self.balance_begin(highest);
+        while self.balance_step(&mut b) {}
+        self.balance_end(&b);
+        self.policy.reclaim_done(ReclaimReason::Kswapd);
+    }
+
+    /// `balance_pgdat`'s start: the boosts of the zones up to `highest` (`zone_boosts`,
+    /// `nr_boost_reclaim`).
+    fn balance_begin(&mut self, highest: usize) -> Balance {
+        let mut zone_boosts = [0u32; crate::policy::MAX_ZONES];
+        let highest = highest.min(self.zones.len() - 1);
+        zone_boosts[..=highest].copy_from_slice(&self.boost[..=highest]);
+        let nr: u64 = zone_boosts.iter().map(|&b| b as u64).sum();
+        if nr > 0 {
+            self.stats.kswapd_boosted_runs += 1;
+        }
+        Balance {
+            highest,
+            nr_boost_reclaim: nr,
+            zone_boosts,
+            boosted: nr > 0,
+            priority: DEF_PRIORITY,
+        }
+    }
+
+    /// One turn of `balance_pgdat`'s loop; false when the run ends. A node found
+    /// unbalanced drops the boost and restarts at `DEF_PRIORITY` (`goto restart`); an
+    /// unboosted run ends once the node is balanced. While boosting, the pass may neither
+    /// write nor swap (`sc.may_writepage = sc.may_swap = !nr_boost_reclaim`; writing comes
+    /// back below `DEF_PRIORITY - 2`, which a boosted run never goes below), and a pass that
+    /// frees nothing ends it.
+    fn balance_step(&mut self, b: &mut Balance) -> bool {
+        let balanced = self.pgdat_balanced_at(b.highest);
+        if !balanced && b.nr_boost_reclaim > 0 {
+            b.nr_boost_reclaim = 0;
+            b.priority = DEF_PRIORITY;
+        }
+        if b.nr_boost_reclaim == 0 && balanced {
+            return false;
+        }
+        let boosting = b.nr_boost_reclaim > 0;
+        let mut raise = !(boosting && b.priority == DEF_PRIORITY - 2);
+        let may_writepage = !boosting || b.priority < DEF_PRIORITY - 2;
+        let nr = self.kswapd_nr_to_reclaim(b.highest);
+        let (got, scanned, _) = self.shrink_in(
+            ReclaimReason::Kswapd,
+            nr,
+            b.priority,
+            0,
+            Some((b.highest, !boosting, may_writepage)),
+        );
+        if scanned >= nr as u64 {
+            raise = false;
+        }
+        b.nr_boost_reclaim -= b.nr_boost_reclaim.min(got as u64);
+        if b.nr_boost_reclaim > 0 && got == 0 {
+            return false;
+        }
+        if raise || got == 0 {
+            if b.priority == 1 {
+                return false;
+            }
+            b.priority -= 1;
+        }
+        true
+    }
+
+    /// `balance_pgdat`'s end: a boosted run takes the boosts it began with off its zones
+    /// (and would wake kcompactd: compaction is not modelled).
+    fn balance_end(&mut self, b: &Balance) {
+        if b.boosted {
+            for z in 0..=b.highest {
+                self.boost[z] -= self.boost[z].min(b.zone_boosts[z]);
             }
         }
-        self.policy.reclaim_done(ReclaimReason::Kswapd);
     }
 
     /// Hold `n` frames back for the kernel (zram's compressed pool, counted against RAM as
@@ -1770,15 +2012,33 @@ impl<P: Policy> Machine<P> {
         self.mm.frames.set_reserved(n)
     }
 
-    /// `wakeup_kswapd`: run kswapd to completion (inline mode), or mark it awake for the
-    /// timing engine to schedule (deferred mode; a wakeup while awake changes nothing).
+    /// `wakeup_kswapd` from an allocation's slow path: for every zone (the highest).
     fn wakeup_kswapd(&mut self) {
+        let top = self.top_zone();
+        self.wakeup_kswapd_zone(top);
+    }
+
+    /// `wakeup_kswapd(zone, .., highest_zoneidx)`: record the highest zone asked for
+    /// (`kswapd_highest_zoneidx`), then, unless kswapd is awake or the node is balanced up
+    /// to that zone with no boost there, run kswapd to completion (inline mode) or mark it
+    /// awake for the timing engine to schedule (deferred mode).
+    fn wakeup_kswapd_zone(&mut self, z: usize) {
+        self.kswapd_highest = Some(self.kswapd_highest.map_or(z, |h| h.max(z)));
+        if self.defer_kswapd && self.kswapd_awake {
+            return;
+        }
+        if self.pgdat_balanced_at(z) && !self.pgdat_watermark_boosted(z) {
+            return;
+        }
+        let h = self.kswapd_highest.take().unwrap_or(z);
         if !self.defer_kswapd {
-            self.kswapd();
-        } else if !self.kswapd_awake {
+            self.kswapd(h);
+        } else {
             self.stats.kswapd_wakeups += 1;
             self.kswapd_awake = true;
             self.kswapd_priority = DEF_PRIORITY;
+            let b = self.balance_begin(h);
+            self.balance = Some(b);
         }
     }
 
@@ -1803,27 +2063,29 @@ impl<P: Policy> Machine<P> {
         if !self.kswapd_awake {
             return false;
         }
-        if self.pgdat_balanced() {
-            self.kswapd_awake = false;
-            self.policy.reclaim_done(ReclaimReason::Kswapd);
-            return false;
+        let mut b = match self.balance {
+            Some(b) => b,
+            None => self.balance_begin(self.top_zone()),
+        };
+        let more = self.balance_step(&mut b);
+        self.kswapd_priority = b.priority;
+        if more {
+            self.balance = Some(b);
+            return true;
         }
-        let nr = self.kswapd_nr_to_reclaim();
-        let (got, scanned, _) = self.shrink(ReclaimReason::Kswapd, nr, self.kswapd_priority, 0);
-        if got == 0 || scanned < nr as u64 {
-            if self.kswapd_priority == 1 {
-                self.kswapd_awake = false;
-                self.policy.reclaim_done(ReclaimReason::Kswapd);
-                return false;
+        self.balance_end(&b);
+        self.balance = None;
+        // `kswapd()`: a wake during the run asked for a zone; unless the node is balanced
+        // there (`prepare_kswapd_sleep`), another run; otherwise kswapd sleeps.
+        if let Some(h) = self.kswapd_highest.take() {
+            if !self.pgdat_balanced_at(h) || self.pgdat_watermark_boosted(h) {
+                self.balance = Some(self.balance_begin(h));
+                return true;
             }
-            self.kswapd_priority -= 1;
         }
-        let more = !self.pgdat_balanced();
-        self.kswapd_awake = more;
-        if !more {
-            self.policy.reclaim_done(ReclaimReason::Kswapd);
-        }
-        more
+        self.kswapd_awake = false;
+        self.policy.reclaim_done(ReclaimReason::Kswapd);
+        false
     }
 
     /// One reclaim pass (`shrink_node`): ask the policy for victims and free them.
@@ -1837,6 +2099,20 @@ impl<P: Policy> Machine<P> {
         nr: u32,
         priority: u8,
         nr_reclaimed: u64,
+    ) -> (u32, u64, u64) {
+        self.shrink_in(reason, nr, priority, nr_reclaimed, None)
+    }
+
+    /// [`Machine::shrink`] for kswapd's `balance_pgdat`: `Some((reclaim_idx, may_swap,
+    /// may_writepage))` limits it to the zones up to `reclaim_idx` and, while boosting, keeps
+    /// it from swapping and writing.
+    fn shrink_in(
+        &mut self,
+        reason: ReclaimReason,
+        nr: u32,
+        priority: u8,
+        nr_reclaimed: u64,
+        limits: Option<(usize, bool, bool)>,
     ) -> (u32, u64, u64) {
         if let Some(log) = self.shrink_log.as_mut() {
             log.push(priority);
@@ -1860,7 +2136,8 @@ impl<P: Policy> Machine<P> {
             nr_scanned: 0,
             swappiness: self.swappiness,
             may_swap: !self.swap_off,
-            high_wmark: self.wmark.high,
+            // `high_wmark_pages` and `low_wmark_pages` include the boost.
+            high_wmark: self.wmark.high + self.boost.iter().sum::<u32>(),
             writeback_async: !self.swap_sync_io,
             // Not while any page is named (VSwapper's Mapper): reclaim drops a named page
             // without a write, which the policy, writing through the plug, cannot see.
@@ -1868,12 +2145,20 @@ impl<P: Policy> Machine<P> {
                 && !self.swap_sync_io
                 && self.named.as_ref().is_none_or(|n| n.is_empty()),
             swap_max_pages: self.swap_max_pages,
-            low_wmark: self.wmark.low,
+            low_wmark: self.wmark.low + self.boost.iter().sum::<u32>(),
             nr_free: self.mm.frames.n_free() as u64,
             kernel: self.kernel,
             nr_reclaimed,
             zones: self.zone_marks(),
         };
+        if let (Some((idx, may_swap, may_writepage)), Some(z)) = (limits, sc.zones.as_mut()) {
+            if idx + 1 < self.zones.len() {
+                z.reclaim_idx = Some(idx as u8);
+            }
+            z.writepage_off = !may_writepage;
+            sc.may_swap &= may_swap;
+            // A boosted pass may not swap: the anonymous pages' unmapping and writing wait.
+        }
         let mut victims = std::mem::take(&mut self.victims);
         victims.clear();
         self.policy.shrink(&mut self.mm, &mut sc, &mut victims);
@@ -1882,14 +2167,26 @@ impl<P: Policy> Machine<P> {
             n += self.reclaim_frame(v) as u32;
         }
         self.victims = victims;
+        if let Some(z) = sc.zones.as_ref() {
+            if z.skipped.iter().any(|&k| k > 0) {
+                let n = self.zones.len();
+                if self.stats.pgskip_zone.len() < n {
+                    self.stats.pgskip_zone.resize(n, 0);
+                }
+                for (a, &k) in self.stats.pgskip_zone.iter_mut().zip(&z.skipped) {
+                    *a += k;
+                }
+            }
+        }
         let stolen = n + by_cacol;
+        let skipped = sc.zones.as_ref().map_or(0, |z| z.skipped_scanned);
         match reason {
             ReclaimReason::Kswapd => {
-                self.stats.pgscan_kswapd += sc.nr_scanned;
+                self.stats.pgscan_kswapd += sc.nr_scanned + skipped;
                 self.stats.pgsteal_kswapd += stolen as u64;
             }
             ReclaimReason::Direct => {
-                self.stats.pgscan_direct += sc.nr_scanned;
+                self.stats.pgscan_direct += sc.nr_scanned + skipped;
                 self.stats.pgsteal_direct += stolen as u64;
             }
         }
@@ -2208,6 +2505,8 @@ impl<P: Policy> Machine<P> {
     }
 }
 
+#[cfg(test)]
+mod boost_tests;
 #[cfg(test)]
 mod zone_tests;
 

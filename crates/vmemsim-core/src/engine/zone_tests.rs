@@ -21,12 +21,14 @@ fn two_zone_machine() -> Machine<ClockLru> {
                 frames: 100,
                 watermarks: Some([4, 5, 6]),
                 lowmem_reserve: Some(10),
+                pagetypes: None,
             },
             ZoneConfig {
                 name: "DMA32".into(),
                 frames: 200,
                 watermarks: Some([20, 30, 40]),
                 lowmem_reserve: None,
+                pagetypes: None,
             },
         ],
         ..MachineConfig::new(300)
@@ -103,7 +105,7 @@ fn kswapd_stops_once_one_zone_is_balanced() {
     assert_eq!(free(&m), (15, 29));
     assert!(m.kswapd_awake());
     // kswapd_shrink_node asks for max(6, 32) + max(40, 32) = 72 pages a pass.
-    assert_eq!(m.kswapd_nr_to_reclaim(), 72);
+    assert_eq!(m.kswapd_nr_to_reclaim(1), 72);
     // Nothing referenced since the faults: every page can go at its first scan.
     for f in 0..300 {
         if m.mm.frames.in_use(f) {
@@ -138,6 +140,7 @@ fn one_zone_config_is_the_single_zone_machine_and_bad_zones_are_named() {
         frames,
         watermarks: wm,
         lowmem_reserve: r,
+        pagetypes: None,
     };
     assert!(bad(
         vec![z("DMA", 100, None, None), z("DMA32", 100, None, None)],

@@ -54,6 +54,10 @@ pub struct Frames {
     /// First frame of each zone, lowest first (`zone_start[0]` = 0): the zones are
     /// consecutive frame ranges, as `zone_start_pfn`/`spanned_pages` make them.
     zone_start: Vec<FrameId>,
+    /// Per zone, its buddy allocator with migratetypes ([`super::buddy`]) when the zone was
+    /// given its free lists (`/proc/pagetypeinfo`); its frames are then allocated there and
+    /// its entry of `free` stays empty.
+    buddies: Vec<Option<Box<super::buddy::Buddy>>>,
     /// Free frames held back for the kernel's own use (zram's compressed pool): they count
     /// as used in [`Frames::n_free`] and are never handed out. They are charged to the
     /// highest zone first (zsmalloc allocates with `__GFP_HIGHMEM | __GFP_MOVABLE`).
@@ -85,6 +89,7 @@ impl Frames {
         Frames {
             frames: crate::hint::huge_vec(n as usize, FREE),
             free,
+            buddies: vec![None; sizes.len()],
             zone_start,
             reserved: 0,
             held: 0,
@@ -113,7 +118,49 @@ impl Frames {
     }
     #[inline]
     fn n_listed(&self) -> u32 {
-        self.free.iter().map(|l| l.len() as u32).sum()
+        (0..self.free.len()).map(|z| self.listed_in(z)).sum()
+    }
+    /// Free frames of zone `z` on its list or in its buddy allocator.
+    #[inline]
+    fn listed_in(&self, z: usize) -> u32 {
+        match &self.buddies[z] {
+            Some(b) => b.n_free(),
+            None => self.free[z].len() as u32,
+        }
+    }
+    /// Give zone `z` a buddy allocator with migratetypes laid out from `pt`
+    /// ([`super::buddy::Buddy::from_pagetypes`]); before any frame is allocated.
+    pub fn set_pagetypes(&mut self, z: usize, pt: &super::buddy::PageTypes) -> Result<(), String> {
+        let n = self.free[z].len() as u32;
+        debug_assert!(self.frames.iter().all(|f| f.flags & F_IN_USE == 0));
+        let b = super::buddy::Buddy::from_pagetypes(pt, n)?;
+        self.free[z].clear();
+        self.buddies[z] = Some(Box::new(b));
+        Ok(())
+    }
+    /// Zone `z`'s buddy allocator, if it has one.
+    pub fn buddy(&self, z: usize) -> Option<&super::buddy::Buddy> {
+        self.buddies[z].as_deref()
+    }
+    pub fn buddy_mut(&mut self, z: usize) -> Option<&mut super::buddy::Buddy> {
+        self.buddies[z].as_deref_mut()
+    }
+    /// Pop a free frame of zone `z`: its buddy allocator's movable page, or its list's last.
+    #[inline]
+    fn pop(&mut self, z: usize) -> Option<FrameId> {
+        match &mut self.buddies[z] {
+            Some(b) => b
+                .alloc(super::buddy::MOVABLE)
+                .map(|i| self.zone_start[z] + i),
+            None => self.free[z].pop(),
+        }
+    }
+    #[inline]
+    fn push(&mut self, z: usize, f: FrameId) {
+        match &mut self.buddies[z] {
+            Some(b) => b.free(f - self.zone_start[z]),
+            None => self.free[z].push(f),
+        }
     }
     /// Frames free for pages: the free lists less the reserved ones.
     #[inline]
@@ -127,8 +174,8 @@ impl Frames {
     /// frames charged to it (highest zone first).
     pub fn n_free_zone(&self, z: usize) -> u32 {
         let mut left = self.reserved;
-        for (i, l) in self.free.iter().enumerate().rev() {
-            let here = l.len() as u32;
+        for i in (0..self.free.len()).rev() {
+            let here = self.listed_in(i);
             let charged = left.min(here);
             if i == z {
                 return here - charged;
@@ -170,7 +217,7 @@ impl Frames {
         if self.n_free_zone(z) == 0 {
             return None;
         }
-        let f = self.free[z].pop()?;
+        let f = self.pop(z)?;
         self.held += 1;
         Some(f)
     }
@@ -179,7 +226,7 @@ impl Frames {
         debug_assert!(self.held > 0 && !self.in_use(f));
         self.held -= 1;
         let z = self.zone_of(f);
-        self.free[z].push(f);
+        self.push(z, f);
     }
     /// Take a free frame for the page whose PTE has global index `pte`: from the highest
     /// zone that has one (the zonelist's order, without watermarks: the kernel policies'
@@ -204,7 +251,7 @@ impl Frames {
         } else if self.n_free_zone(z) == 0 {
             return None;
         }
-        let f = self.free[z].pop()?;
+        let f = self.pop(z)?;
         self.frames[f as usize] = Frame {
             pte,
             slot: NO_SLOT,
@@ -217,7 +264,7 @@ impl Frames {
         debug_assert!(self.in_use(f));
         self.frames[f as usize] = FREE;
         let z = self.zone_of(f);
-        self.free[z].push(f);
+        self.push(z, f);
     }
     /// Prefetch a frame's record (simulator speed only).
     #[inline]
@@ -287,6 +334,12 @@ impl Frames {
             }
             if std::mem::replace(&mut seen[f as usize], true) {
                 return Err(format!("frame {f} twice on the free list"));
+            }
+        }
+        for (z, b) in self.buddies.iter().enumerate() {
+            if let Some(b) = b {
+                b.validate()
+                    .map_err(|e| format!("zone {z}'s buddy allocator: {e}"))?;
             }
         }
         Ok(())

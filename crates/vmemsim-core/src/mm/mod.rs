@@ -6,6 +6,7 @@
 //! the same page table, in a range of page numbers of its own ([`pagecache`]). Left out here:
 //! shared pages (one mapping per frame), huge pages, mlock.
 
+pub mod buddy;
 pub mod cacol;
 pub mod frames;
 pub mod pagecache;

@@ -169,6 +169,25 @@ pub struct ZoneMark {
 pub struct ZoneMarks {
     pub n: u8,
     pub z: [ZoneMark; MAX_ZONES],
+    /// `sc->reclaim_idx` when below the highest zone (kswapd balancing a boosted zone): the
+    /// folios of the zones above are not reclaimed (`None`: every zone may be).
+    pub reclaim_idx: Option<u8>,
+    /// `!sc->may_writepage`: kswapd reclaiming a watermark boost may not write (nor swap).
+    pub writepage_off: bool,
+    /// Pages each zone's folios were passed over for `reclaim_idx` (`PGSCAN_SKIP`), which
+    /// the policy adds to.
+    pub skipped: [u64; MAX_ZONES],
+    /// Of those, the pages `pgscan` counts (the classic LRU's inactive lists': its
+    /// `isolate_lru_folios` counts every folio it looks at; `sc.nr_scanned` only those taken).
+    pub skipped_scanned: u64,
+}
+
+impl ZoneMarks {
+    /// Whether a folio of zone `zone` may be reclaimed in this pass.
+    #[inline]
+    pub fn eligible(&self, zone: usize) -> bool {
+        self.reclaim_idx.is_none_or(|i| zone <= i as usize)
+    }
 }
 
 impl ZoneMarks {

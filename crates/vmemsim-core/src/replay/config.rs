@@ -77,6 +77,11 @@ pub struct ReplayConfig {
     /// 6.1 (docs/kernel-6.1-vs-6.8.md).
     #[schemars(schema_with = "kernel_schema")]
     pub kernel: String,
+    /// vm.watermark_boost_factor: how far an allocation that falls back to another
+    /// migratetype's free list raises its zone's watermarks, in 1/10,000 of the zone's high
+    /// watermark (at least a pageblock of 512 pages; Linux's default 15000, 0 = off). Only
+    /// zones given their pagetypes (zones[i].pagetypes) fall back.
+    pub watermark_boost_factor: u32,
     /// read_ahead_kb of the device holding the trace's files: the largest readahead window
     /// of the page cache's reads, in KiB (0: no readahead).
     pub read_ahead_kb: u32,
@@ -118,6 +123,7 @@ impl Default for ReplayConfig {
             swap_max_pages: machine.swap_max_pages,
             zram_pool: None,
             kernel: machine.kernel.name().into(),
+            watermark_boost_factor: machine.watermark_boost_factor,
             read_ahead_kb: machine.read_ahead_kb,
             sample_every: 0,
             warmup: 0,
@@ -308,6 +314,7 @@ impl ReplayConfig {
             swap_rotational: self.swap_rotational,
             swap_max_pages: self.swap_max_pages,
             read_ahead_kb: self.read_ahead_kb,
+            watermark_boost_factor: self.watermark_boost_factor,
             ..MachineConfig::new(0)
         })
     }
@@ -448,6 +455,10 @@ mod tests {
                 frames: 5,
                 watermarks: Some([1, 2, 3]),
                 lowmem_reserve: Some(4),
+                pagetypes: Some(crate::mm::buddy::PageTypes {
+                    blocks: [1, 2, 3],
+                    free: [[1; 11], [2; 11], [0; 11]],
+                }),
             }],
             swappiness: 150,
             check_invariants: true,
@@ -459,6 +470,7 @@ mod tests {
                 device: "zram:text_ratio=3".into(),
             }),
             kernel: "6.1".into(),
+            watermark_boost_factor: 0,
             read_ahead_kb: 512,
             sample_every: 100,
             warmup: 50,

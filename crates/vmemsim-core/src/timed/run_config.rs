@@ -98,6 +98,11 @@ pub struct RunConfig {
     /// 6.1 (docs/kernel-6.1-vs-6.8.md).
     #[schemars(schema_with = "crate::replay::config::kernel_schema")]
     pub kernel: String,
+    /// vm.watermark_boost_factor: how far an allocation that falls back to another
+    /// migratetype's free list raises its zone's watermarks, in 1/10,000 of the zone's high
+    /// watermark (at least a pageblock of 512 pages; Linux's default 15000, 0 = off). Only
+    /// zones given their pagetypes (zones[i].pagetypes) fall back.
+    pub watermark_boost_factor: u32,
     /// Check every invariant after every access (slow; for debugging).
     pub check_invariants: bool,
     /// The disk the workload's files are on, for workloads with file I/O (dd-like, fileio,
@@ -134,6 +139,7 @@ impl Default for RunConfig {
             zones: Vec::new(),
             swappiness: machine.swappiness,
             kernel: machine.kernel.name().into(),
+            watermark_boost_factor: machine.watermark_boost_factor,
             check_invariants: machine.check_invariants,
             file_device: None,
             read_ahead_kb: machine.read_ahead_kb,
@@ -287,6 +293,7 @@ impl RunConfig {
             kernel,
             check_invariants: self.check_invariants,
             read_ahead_kb: self.read_ahead_kb,
+            watermark_boost_factor: self.watermark_boost_factor,
             ..MachineConfig::new(frames)
         };
         Ok(TimedRun {

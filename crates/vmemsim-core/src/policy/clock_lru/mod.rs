@@ -174,6 +174,19 @@ pub struct ClockLru {
     /// scratch for the folios whose writes complete.
     writes: SwapWrites,
     rotate: Vec<FrameId>,
+    /// The zones' first frames (`set_zones`), lowest first; empty on a machine with one.
+    zone_start: Vec<FrameId>,
+    /// This pass's `sc->reclaim_idx` when below the highest zone: `isolate_lru_folios`
+    /// skips the folios of the zones above it.
+    reclaim_idx: Option<usize>,
+    /// `!sc->may_writepage` for this pass (kswapd reclaiming a watermark boost).
+    writepage_off: bool,
+    /// Folios skipped per zone this pass (`PGSCAN_SKIP`), and those of the inactive lists,
+    /// which `pgscan` counts.
+    skipped: [u64; crate::policy::MAX_ZONES],
+    skipped_inactive: u64,
+    /// Skipped folios of one isolation, in the order met.
+    skip_list: Vec<FrameId>,
     c: Counters,
 }
 
@@ -190,6 +203,12 @@ impl ClockLru {
             batch: Vec::with_capacity(SWAP_CLUSTER_MAX as usize),
             writes: SwapWrites::default(),
             rotate: Vec::new(),
+            zone_start: Vec::new(),
+            reclaim_idx: None,
+            writepage_off: false,
+            skipped: [0; crate::policy::MAX_ZONES],
+            skipped_inactive: 0,
+            skip_list: Vec::new(),
             c: Counters::default(),
         }
     }
@@ -211,18 +230,60 @@ impl ClockLru {
     }
 
     /// `isolate_lru_folios`: take up to `n` (at most one batch) folios from the tail of `lru`
-    /// into `self.batch`.
-    fn isolate(&mut self, n: u64, lru: usize) -> u64 {
+    /// into `self.batch`. Returns (folios taken, folios looked at). Under a `reclaim_idx`
+    /// below the highest zone, a folio of a zone above is skipped without counting towards
+    /// `n`, and the skipped ones go back to the head of the list in the order met
+    /// (`list_splice(&folios_skipped, src)`: ahead of the rest, oldest nearest the tail);
+    /// one call can pass over the whole list's ineligible folios. Linux 6.1 and 6.8.
+    fn isolate(&mut self, n: u64, lru: usize) -> (u64, u64) {
         debug_assert!(n <= SWAP_CLUSTER_MAX as u64);
         self.batch.clear();
-        for _ in 0..n.min(SWAP_CLUSTER_MAX as u64) {
+        let n = n.min(SWAP_CLUSTER_MAX as u64);
+        let Some(idx) = self.reclaim_idx else {
+            for _ in 0..n {
+                let Some(f) = self.lists[lru].pop_tail(&mut self.links) else {
+                    break;
+                };
+                self.flags[f as usize] &= !PG_LRU;
+                self.batch.push(f);
+            }
+            let k = self.batch.len() as u64;
+            return (k, k);
+        };
+        let mut total = 0u64;
+        while (self.batch.len() as u64) < n {
             let Some(f) = self.lists[lru].pop_tail(&mut self.links) else {
                 break;
             };
+            total += 1;
+            let z = crate::mm::frames::zone_of(&self.zone_start, f);
+            if z > idx {
+                self.skipped[z] += 1;
+                self.skip_list.push(f);
+                continue;
+            }
             self.flags[f as usize] &= !PG_LRU;
             self.batch.push(f);
         }
-        self.batch.len() as u64
+        for i in 0..self.skip_list.len() {
+            let f = self.skip_list[i];
+            self.lists[lru].push_head(&mut self.links, f);
+        }
+        self.skip_list.clear();
+        (self.batch.len() as u64, total)
+    }
+
+    /// `lruvec_lru_size(lruvec, lru, sc->reclaim_idx)`: the folios on `lru` of the zones
+    /// reclaim may take from.
+    fn eligible_len(&self, lru: usize) -> u64 {
+        let Some(idx) = self.reclaim_idx else {
+            return self.len(lru);
+        };
+        let end = self.zone_start[idx + 1] as usize;
+        self.flags[..end]
+            .iter()
+            .filter(|&&fl| fl & PG_LRU != 0 && (fl & LRU_MASK) as usize == lru)
+            .count() as u64
     }
 
     /// `inactive_is_low` for type `file` (0 anon, 1 file).
@@ -326,7 +387,7 @@ impl ClockLru {
         let mut nr = [0u64; 4];
         for (lru, n) in nr.iter_mut().enumerate() {
             let file = lru / 2;
-            let scan = self.len(lru) >> sc.priority;
+            let scan = self.eligible_len(lru) >> sc.priority;
             *n = match balance {
                 ScanBalance::Equal => scan,
                 ScanBalance::Fract => (scan as u128 * fraction[file] as u128 / denominator) as u64,
@@ -369,12 +430,15 @@ impl ClockLru {
         victims: &mut Vec<FrameId>,
     ) -> u64 {
         let file = lru / 2;
-        let nr_scanned = self.isolate(n, lru);
+        let (nr_scanned, looked) = self.isolate(n, lru);
+        // `pgscan` counts the skipped folios too; `sc->nr_scanned` (counted in
+        // `shrink_folio_list`) only those taken.
+        self.c.pgscan[file] += looked;
+        self.skipped_inactive += looked - nr_scanned;
         if nr_scanned == 0 {
             return 0;
         }
         sc.nr_scanned += nr_scanned;
-        self.c.pgscan[file] += nr_scanned;
         let mut batch = std::mem::take(&mut self.batch);
         if mm.io_lock.is_some() {
             // `shrink_folio_list`: a folio whose read is still in flight is locked;
@@ -433,6 +497,11 @@ impl ClockLru {
                     } else {
                         fl & NAMED == 0 && mm.is_dirty(f)
                     };
+                    if written && self.writepage_off {
+                        // `if (!sc->may_writepage) goto keep_locked;`
+                        self.add_folio(f, fl);
+                        continue;
+                    }
                     nr_pageout += written as u64;
                     if written && file == 0 && sc.writeback_async {
                         // Still under writeback after `pageout`: `keep`, not reclaimed. The
@@ -496,8 +565,8 @@ impl ClockLru {
 
     /// `shrink_active_list`: deactivate up to `n` folios from the tail of active list `lru`.
     fn shrink_active_list(&mut self, n: u64, lru: usize, mm: &mut Mm) {
-        let nr_scanned = self.isolate(n, lru);
-        self.c.pgrefill += nr_scanned;
+        let (nr_scanned, looked) = self.isolate(n, lru);
+        self.c.pgrefill += looked;
         let batch = std::mem::take(&mut self.batch);
         // `folio_referenced` clears the young bits; its answer matters only for executable
         // file folios, which do not exist here.
@@ -664,8 +733,18 @@ impl Policy for ClockLru {
         None
     }
 
+    /// The lists stay per node; the zones only decide which folios a pass under a
+    /// `reclaim_idx` below the highest zone skips.
+    fn set_zones(&mut self, zone_start: &[FrameId]) {
+        self.zone_start = zone_start.to_vec();
+    }
+
     /// One `shrink_node` pass: (`kswapd_age_node`), `prepare_scan_control`, `shrink_lruvec`.
     fn shrink(&mut self, mm: &mut Mm, sc: &mut ScanControl, victims: &mut Vec<FrameId>) {
+        if let Some(z) = sc.zones.as_ref() {
+            self.reclaim_idx = z.reclaim_idx.map(|i| i as usize);
+            self.writepage_off = z.writepage_off;
+        }
         // `kswapd_age_node`: before each of its passes kswapd ages the anon lists.
         if sc.reason == ReclaimReason::Kswapd && sc.may_swap && self.inactive_is_low(0) {
             self.shrink_active_list(SWAP_CLUSTER_MAX as u64, LRU_ACTIVE_ANON, mm);
@@ -676,6 +755,16 @@ impl Policy for ClockLru {
         );
         let plan = self.prepare_scan_control(mm, sc);
         self.shrink_lruvec(&plan, mm, sc, victims);
+        if let Some(z) = sc.zones.as_mut() {
+            for (a, b) in z.skipped.iter_mut().zip(self.skipped) {
+                *a += b;
+            }
+            z.skipped_scanned += self.skipped_inactive;
+        }
+        self.skipped = [0; crate::policy::MAX_ZONES];
+        self.skipped_inactive = 0;
+        self.reclaim_idx = None;
+        self.writepage_off = false;
         // blk_finish_plug: the writes still plugged complete after the pass (`Pending`).
         self.writes.end_pass();
     }

@@ -1112,3 +1112,40 @@ fn plugged_swap_writes_complete_within_the_pass() {
     }
     assert_eq!(r.p.writeback_done(70), WritebackDone::Untracked);
 }
+
+/// `isolate_lru_folios` under a `sc->reclaim_idx` below the highest zone (kswapd balancing a
+/// boosted ZONE_DMA; Linux 6.1 and 6.8): ZONE_DMA32's folios are skipped without counting
+/// towards the batch, counted in `PGSCAN_SKIP` and in pgscan, and spliced back at the list's
+/// head in the order met. Frames 0..4 are ZONE_DMA, 4..8 ZONE_DMA32; faulted 4..8 first
+/// (oldest, at the tail), then 0..4.
+#[test]
+fn isolation_below_the_highest_zone_skips_the_zones_above() {
+    let mut r = Rig::new(8);
+    r.p.set_zones(&[0, 4]);
+    let mut frames = Vec::new();
+    for vpn in 0..8 {
+        frames.push(r.fault(vpn, false));
+    }
+    // The rig's frames are handed out lowest first: vpn v in frame v, each faulted to the
+    // head, so 0 is at the tail. Move DMA32's to the tail, 7 first: from the tail the list is
+    // 4, 5, 6, 7, 0, 1, 2, 3.
+    for f in (4..8).rev() {
+        r.p.lists[LRU_INACTIVE_ANON].remove(&mut r.p.links, f);
+        r.p.lists[LRU_INACTIVE_ANON].push_tail(&mut r.p.links, f);
+    }
+    r.p.reclaim_idx = Some(0);
+    let (taken, looked) = r.p.isolate(2, LRU_INACTIVE_ANON);
+    // From the tail: 4, 5, 6, 7 (DMA32, skipped), then 0 and 1 taken.
+    assert_eq!((taken, looked), (2, 6));
+    assert_eq!(r.p.batch, vec![0, 1]);
+    assert_eq!(r.p.skipped, [0, 4, 0, 0]);
+    // Back at the head in the order met (`list_move` to `folios_skipped`'s head, then
+    // `list_splice` to the list's head), so their order is kept and they are now younger
+    // than 2 and 3: from the tail, 2, 3, 4, 5, 6, 7.
+    let mut from_tail = Vec::new();
+    while let Some(f) = r.p.lists[LRU_INACTIVE_ANON].pop_tail(&mut r.p.links) {
+        from_tail.push(f);
+    }
+    assert_eq!(from_tail, vec![2, 3, 4, 5, 6, 7]);
+    assert_eq!(frames, (0..8).collect::<Vec<_>>());
+}

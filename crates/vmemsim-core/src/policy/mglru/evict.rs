@@ -45,8 +45,12 @@ impl MgLru {
         victims: &mut Vec<FrameId>,
     ) {
         // get_swappiness: 0 when swapping is not allowed (swap space is unbounded here).
+        // 6.1's `lru_gen_shrink_lruvec` scans anon with swappiness 1 when kswapd may not swap
+        // for a watermark boost (`!sc->may_swap`, swap space left).
         let swappiness = if sc.may_swap {
             sc.swappiness.min(200)
+        } else if self.writepage_off && sc.kernel == KernelVersion::V6_1 && sc.swappiness > 0 {
+            1
         } else {
             0
         };
@@ -379,9 +383,14 @@ impl MgLru {
         let gen = self.gen_of_seq(self.min_seq[ty]);
         let mut remaining = MAX_LRU_BATCH;
         let (mut scanned, mut isolated) = (0u64, 0u64);
-        // Zone by zone from `sc->reclaim_idx` (here always the highest zone) down.
-        for zone in (0..self.nz()).rev() {
+        // Zone by zone from `sc->reclaim_idx` down, then from the highest down to the one
+        // above it (`(sc->reclaim_idx + i) % MAX_NR_ZONES`, i = MAX_NR_ZONES..1).
+        let nz = self.nz();
+        let top = self.reclaim_idx.unwrap_or(nz - 1).min(nz - 1);
+        for k in 0..nz {
+            let zone = (top + nz - k) % nz;
             let li = self.lz(gen, ty, zone);
+            let mut skipped = 0u64;
             loop {
                 let f = self.lists[li].tail;
                 if f == crate::policy::list::NIL {
@@ -395,15 +404,37 @@ impl MgLru {
                     crate::hint::prefetch(self.fs.as_ptr().wrapping_add(p as usize));
                     self.links.prefetch(p);
                 }
-                if !self.sort_folio(mm, f, ty, tier_idx) {
+                if self.sort_folio(mm, f, ty, tier_idx) {
+                } else if self.writepage_off
+                    && (mm.is_dirty(f)
+                        || (mm.frames.is_anon(f)
+                            && mm.frames.flags(f) & crate::mm::frames::F_SWAPCACHE == 0))
+                {
+                    // 6.1 `isolate_folio`, "swapping inhibited" (`!sc->may_writepage`): a
+                    // dirty folio, or an anonymous one without a swap copy, is left on its
+                    // list (`list_move(.., &moved)`, spliced back at the head).
+                    self.lists[li].remove(&mut self.links, f);
+                    self.moved.push(f);
+                    skipped += 1;
+                } else {
                     self.isolate_folio(f);
                     iso.push(f);
                     isolated += 1;
                 }
                 remaining -= 1;
-                if remaining == 0 || isolated >= MIN_LRU_BATCH {
+                if remaining == 0 || isolated.max(skipped) >= MIN_LRU_BATCH {
                     break;
                 }
+            }
+            if skipped > 0 {
+                // `list_splice(&moved, head)`: `moved` holds them newest-first
+                // (`list_move` to its head), so the first refused ends nearest the tail.
+                for i in 0..self.moved.len() {
+                    let f = self.moved[i];
+                    self.lists[li].push_head(&mut self.links, f);
+                }
+                self.moved.clear();
+                self.skipped[zone] += skipped;
             }
             if remaining == 0 || isolated >= MIN_LRU_BATCH {
                 break;
@@ -451,6 +482,17 @@ impl MgLru {
             if self.kernel == KernelVersion::V6_1 {
                 self.stats.workingset_activate[ty] += 1;
             }
+            return true;
+        }
+        // ineligible: above the pass's zone (`sc->reclaim_idx`), to the next generation's
+        // tail (`folio_inc_gen(.., false)`, `list_move_tail`). 6.1 and 6.8.
+        if self.reclaim_idx.is_some_and(|idx| zone > idx) {
+            let new_gen = self.folio_inc_gen(f, ty);
+            let (from, to) = (self.lz(gen, ty, zone), self.lz(new_gen, ty, zone));
+            self.lists[from].remove(&mut self.links, f);
+            self.lists[to].push_tail(&mut self.links, f);
+            self.fs[i].phys = new_gen as u16;
+            self.stats.sorted_ineligible += 1;
             return true;
         }
         // waiting for writeback: a folio whose swap read is in flight is locked;

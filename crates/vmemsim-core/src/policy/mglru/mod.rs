@@ -310,6 +310,9 @@ pub struct MgLruStats {
     pub writeback_keep: u64,
     /// Folios `sort_folio` moved to the list of the generation a walk had given them.
     pub sorted_promoted: u64,
+    /// Folios `sort_folio` moved to the next generation for being above the pass's zone
+    /// ("ineligible": kswapd balancing a boosted zone).
+    pub sorted_ineligible: u64,
     /// Folios `inc_min_seq` moved forward because the generation cap was reached.
     pub forced_inc_gen: u64,
     pub evicted_tier: [u64; MAX_NR_TIERS],
@@ -394,6 +397,15 @@ pub struct MgLru {
     /// scratch for the folios whose writes complete.
     pub(crate) writes: SwapWrites,
     pub(crate) rotate: Vec<FrameId>,
+    /// This pass's `sc->reclaim_idx` when below the highest zone (kswapd balancing a boosted
+    /// zone): `sort_folio` moves the folios of the zones above to the next generation.
+    pub(crate) reclaim_idx: Option<usize>,
+    /// `!sc->may_writepage` for this pass (kswapd reclaiming a watermark boost).
+    pub(crate) writepage_off: bool,
+    /// Folios `isolate_folio` refused this pass, per zone (`PGSCAN_SKIP`).
+    pub(crate) skipped: [u64; crate::policy::MAX_ZONES],
+    /// Scratch: the folios one zone's walk of `scan_folios` refused.
+    pub(crate) moved: Vec<FrameId>,
 }
 
 #[inline]
@@ -435,6 +447,10 @@ impl MgLru {
             segs: Vec::new(),
             writes: SwapWrites::default(),
             rotate: Vec::new(),
+            reclaim_idx: None,
+            writepage_off: false,
+            skipped: [0; crate::policy::MAX_ZONES],
+            moved: Vec::new(),
             cfg,
         }
     }
@@ -807,7 +823,24 @@ impl Policy for MgLru {
             self.writes.is_empty(),
             "the engine asked for every write of the last pass"
         );
-        self.shrink_lruvec(mm, sc, victims);
+        self.reclaim_idx = None;
+        self.writepage_off = false;
+        if let Some(z) = sc.zones.as_ref() {
+            self.reclaim_idx = z.reclaim_idx.map(|i| i as usize);
+            self.writepage_off = z.writepage_off;
+        }
+        // 6.8's `lru_gen_shrink_node`: "Unmapped clean folios are already prioritized.
+        // Scanning for more of them is likely futile": a pass that may not write reclaims
+        // nothing (kswapd reclaiming a watermark boost). 6.1 scans (`lru_gen_shrink_lruvec`).
+        if !(self.writepage_off && sc.kernel == KernelVersion::V6_8) {
+            self.shrink_lruvec(mm, sc, victims);
+        }
+        if let Some(z) = sc.zones.as_mut() {
+            for (a, b) in z.skipped.iter_mut().zip(self.skipped) {
+                *a += b;
+            }
+        }
+        self.skipped = [0; crate::policy::MAX_ZONES];
         // blk_finish_plug: the writes still plugged complete after the pass (`Pending`: the
         // engine rotates them).
         self.writes.end_pass();
@@ -958,6 +991,7 @@ impl Policy for MgLru {
             ("kept_locked", s.kept_locked),
             ("sorted_locked", s.sorted_locked),
             ("sorted_promoted", s.sorted_promoted),
+            ("sorted_ineligible", s.sorted_ineligible),
             ("forced_inc_gen", s.forced_inc_gen),
             ("evicted_tier0", s.evicted_tier[0]),
             ("evicted_tier1", s.evicted_tier[1]),

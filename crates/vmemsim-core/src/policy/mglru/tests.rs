@@ -1493,3 +1493,49 @@ fn plugged_swap_writes_complete_within_the_pass() {
     }
     m.validate().unwrap();
 }
+
+/// kswapd balancing a boosted ZONE_DMA (`sc->reclaim_idx` = 0; Linux 6.1 and 6.8
+/// `scan_folios`, `sort_folio`): the zones are walked from `reclaim_idx` down, then from the
+/// highest down to the one above it, so ZONE_DMA's list first; ZONE_DMA32's folios are
+/// "ineligible" and `sort_folio` moves them to the next generation's tail
+/// (`folio_inc_gen`), counted as sorted, not isolated. Under 6.1's boosted pass
+/// (`!sc->may_writepage`), `isolate_folio` refuses an anonymous folio without a swap copy:
+/// it stays on its list, counted in `PGSCAN_SKIP`.
+#[test]
+fn a_pass_below_the_highest_zone_sorts_the_zones_above() {
+    let setup = || {
+        let cfg = MgLruConfig::preset(Preset::Default);
+        let mut p = MgLru::with_config(8, cfg, Preset::Default, 1);
+        p.set_zones(&[0, 4]); // frames 0..4: zone 0 (DMA), 4..8: zone 1 (DMA32)
+        let mut mm = Mm::new(8);
+        let oldest = p.gen_of_seq(p.min_seq(ANON));
+        for v in 0..8u64 {
+            let f = mm.alloc_frame(v, F_ANON).unwrap();
+            p.add_folio(f, oldest, false);
+        }
+        (p, mm)
+    };
+    let (mut p, mut mm) = setup();
+    p.reclaim_idx = Some(0);
+    let mut sc = mk_sc(ReclaimReason::Kswapd, 1);
+    let mut victims = Vec::new();
+    p.evict_folios(&mut mm, &mut sc, 200, true, &mut victims);
+    // DMA's four are taken; DMA32's four sorted to generation min_seq + 1, each to its tail.
+    assert_eq!(victims, vec![0, 1, 2, 3]);
+    assert_eq!(p.stats.sorted_ineligible, 4);
+    assert_eq!(p.list_of_seq(1, ANON), vec![4, 5, 6, 7]); // head to tail: 7 is met first next
+    assert_eq!(sc.nr_scanned, 4);
+
+    // 6.1, boosted: the same walk, but DMA's folios have no swap copy and may not be
+    // written: refused (skipped), back on the list in their order; nothing isolated.
+    let (mut p, mut mm) = setup();
+    p.reclaim_idx = Some(0);
+    p.writepage_off = true;
+    let mut sc = mk_sc(ReclaimReason::Kswapd, 1);
+    let mut victims = Vec::new();
+    p.evict_folios(&mut mm, &mut sc, 1, true, &mut victims);
+    assert!(victims.is_empty());
+    assert_eq!(p.skipped[0], 4);
+    assert_eq!(p.stats.sorted_ineligible, 4);
+    assert_eq!(p.list_of_seq(0, ANON), vec![3, 2, 1, 0]);
+}
