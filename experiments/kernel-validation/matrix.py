@@ -219,8 +219,16 @@ def measure_pagetypes(repeats: int = 3, kernel_package: str = "linux-image-amd64
         )
         print(f"[pagetypes {key}] " + ("identical boots" if same else "the boots differ"),
               file=sys.stderr, flush=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    out.write_text(_json(result))
     return result
+
+
+def _json(obj) -> str:
+    """JSON with one level per line but each list of numbers on one line."""
+    import re
+
+    text = json.dumps(obj, indent=1)
+    return re.sub(r"\[[\d,\s]*\]", lambda m: json.dumps(json.loads(m.group(0))), text) + "\n"
 
 
 def fill_pagetypes(runs, path: Path = PAGETYPES):
