@@ -79,7 +79,7 @@ def _load(path: Path):
             workloads.clear()
             workloads[key] = make_workload(matrix.resolve(c["spec"]), mode=c["mode"],
                                            seed=c["seed"])
-        runs = [KernelRun.from_dict(r) for r in c["kernel_runs"]]
+        runs = matrix.fill_pagetypes([KernelRun.from_dict(r) for r in c["kernel_runs"]])
         out[(c["name"], c["swap_label"], c["settings"]["lru"])] = compare(
             workloads[key], Settings(**c["settings"]), runs, seed=c["seed"])
     return out

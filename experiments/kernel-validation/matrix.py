@@ -10,11 +10,24 @@ page-cluster 3, zram}, each on the real kernel (repeats per setting) and through
     python experiments/kernel-validation/matrix.py timed      (TIMED.md: untimed vs timed)
     python experiments/kernel-validation/matrix.py sensitivity  (TIMED.md: device settings)
     python experiments/kernel-validation/matrix.py gup        (TIMED.md: without get_user_pages)
+    python experiments/kernel-validation/matrix.py pagetypes [--repeats 3] [--kernel PACKAGE]
 
 `run` boots the kernel for every case not yet in the cache (~/.cache/vmemsim/validate) and
 writes data/kernel-runs.json: every kernel run's counters, settings, kernel version and serial
 log checksum, so the tests and FINDINGS.md use them without booting. `table` re-runs only the
 simulator on the committed data and prints the comparison.
+
+`pagetypes` boots the kernel `--repeats` times per (guest RAM, swap kind, swap size) of the
+matrix's cases with a short workload and writes data/pagetypes.json: each zone's free lists by
+migratetype and order and its pageblocks per migratetype (/proc/pagetypeinfo just before the
+workload program starts, `KernelRun.pagetypes`), by "160M/disk" ("settings": the setting's
+first workload's swap size) and by "160M/disk/358MiB" ("by_swap_size"). The runs of
+data/kernel-runs.json and data/boost0-runs.json were recorded before the harness printed
+/proc/pagetypeinfo; `load_cases` (and boost.py) fill it into every run that lacks it from this
+file (`fill_pagetypes`). Each boot has the modules, disks and swap size of a matrix workload
+(a short prefix of a recorded trace, a short Zipf generator for a generator): the swap size
+counts, as swapon's `swap_map` (and zram's table) are unmovable allocations made before the
+snapshot (a 64 MiB disk gives 160M's DMA32 10 unmovable pageblocks, 358 MiB and more 12).
 """
 
 from __future__ import annotations
@@ -27,6 +40,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "kernel-runs.json"
+PAGETYPES = HERE / "data" / "pagetypes.json"
 
 #: name -> (spec, mode, guest RAM). Footprints are 2-4x the ~20,000 pages a 160 MiB guest has
 #: free before the phase (zipf-0.9 45,860 distinct pages, zipf-1.2 48,150, zipf+scan 58,801,
@@ -106,6 +120,137 @@ def run(jobs: int, repeats: int, only, labels=None) -> None:
             print(f"done: {name} {label}", file=sys.stderr, flush=True)
 
 
+def pagetype_setting(mem_mib, swap, swap_mib=None) -> str:
+    """A key of data/pagetypes.json: "160M/disk" (its "settings"), or with the swap device's
+    size "160M/disk/358MiB" (its "by_swap_size")."""
+    key = f"{int(mem_mib)}M/{swap}"
+    return key if swap_mib is None else f"{key}/{int(swap_mib)}MiB"
+
+
+def run_swap_mib(run) -> int:
+    """The swap device's size of a kernel run in MiB (``SwapTotal`` is the usable slots: the
+    header page makes one more), 0 when it recorded none."""
+    total = int(run.meminfo_before.get("SwapTotal", 0))
+    return (total + 4) // 1024 if total else 0
+
+
+#: The short workload each `pagetypes` boot runs: a generator where the matrix workload is
+#: a generator, the first TRACE_PREFIX records of the trace where it is a trace.
+SHORT_GEN = "gen:zipf:pages=2000,alpha=0.9,n=20000"
+TRACE_PREFIX = 5000
+
+
+def _short_workload(spec, mode):
+    """The matrix workload `spec` and a short one set up the same way in the guest (the same
+    kind, so the same modules and disks)."""
+    import dataclasses
+
+    from vmemsim.validate.workload import make_workload
+
+    full = make_workload(resolve(spec), mode=mode, seed=SEED)
+    if full.kind == "gen":
+        return full, make_workload(SHORT_GEN, mode=mode, seed=SEED)
+    return full, dataclasses.replace(full, trace_pages=full.trace_pages[:TRACE_PREFIX],
+                                     trace_writes=full.trace_writes[:TRACE_PREFIX])
+
+
+def pagetype_boots():
+    """What `pagetypes` boots: per (guest RAM, swap kind, swap size) of the matrix's cases,
+    the first such case, its workload and the short one (`_short_workload`), and the
+    settings to boot with (the case's, its swap size made explicit)."""
+    from vmemsim.validate.compare import parse_mem
+    from vmemsim.validate.kernel import Settings, swap_mib
+
+    out, fulls = {}, {}
+    for c in cases():
+        name, spec, mode, mem, label, swap, pc = c
+        if (spec, mode) not in fulls:
+            fulls[(spec, mode)] = _short_workload(spec, mode)
+        full, short = fulls[(spec, mode)]
+        s = Settings(mem_mib=parse_mem(mem), swap=swap, page_cluster=pc)
+        s.swap_mib = swap_mib(s, full)
+        key = pagetype_setting(s.mem_mib, swap, s.swap_mib)
+        out.setdefault(key, (c, short, s))
+    return out
+
+
+def measure_pagetypes(repeats: int = 3, kernel_package: str = "linux-image-amd64",
+                      accel: str = "auto", out: Path = PAGETYPES) -> dict:
+    """Boot the kernel `repeats` times per setting of `pagetype_boots` and write `out`:
+    {"kernel", "release", "settings": {"160M/disk": {zone: pagetypes}, ...} (the state of the
+    setting's first workload's swap size), "by_swap_size": {"160M/disk/358MiB": ...} (every
+    swap size the matrix's runs have), "boots": {how each was measured}}. Of the boots of a
+    setting, the one whose free pages are the median is kept; "identical" says whether all
+    had the same state."""
+    from vmemsim.validate.kernel import (
+        fetch_kernel, kernel_from_dir, kvm_works, pagetype_pages, run_kernel)
+
+    kernel = (kernel_from_dir(Path(kernel_package)) if Path(kernel_package).is_dir()
+              else fetch_kernel(package=kernel_package))
+    acc = accel if accel != "auto" else ("kvm" if kvm_works(kernel) else "tcg")
+    result = {"kernel": kernel.describe(), "release": kernel.release, "settings": {},
+              "by_swap_size": {}, "boots": {}}
+    for key, (case, short, s) in pagetype_boots().items():
+        name, _, mode, _, label, _, _ = case
+        runs = []
+        for i in range(repeats):
+            print(f"[pagetypes {key}] boot {i + 1}/{repeats} ({acc}, as {name} {label})",
+                  file=sys.stderr, flush=True)
+            r = run_kernel(kernel, short, s, accel=acc)
+            if r.pagetypes is None:
+                raise SystemExit(f"pagetypes: the {key} boot printed no /proc/pagetypeinfo")
+            runs.append(r)
+        total = lambda r: sum(sum(pagetype_pages(pt)) for pt in r.pagetypes.values())  # noqa: E731
+        kept = sorted(runs, key=total)[len(runs) // 2]
+        result["release"] = kept.release or result["release"]
+        result["by_swap_size"][key] = kept.pagetypes
+        result["settings"].setdefault(pagetype_setting(s.mem_mib, s.swap), kept.pagetypes)
+        same = all(r.pagetypes == runs[0].pagetypes for r in runs)
+        result["boots"][key] = dict(
+            like=f"{name} {label}", workload=short.name if short.kind == "gen"
+            else f"{short.name} (first {TRACE_PREFIX} records)", mode=mode,
+            swap_mib=s.swap_mib, accel=acc, boots=len(runs), kept=runs.index(kept),
+            identical=same,
+            # Free pages per type from the lists, and each zone's free pages when the program
+            # took its snapshot (zoneinfo), per boot: the program's own setup lies between.
+            free_pages=[{z: pagetype_pages(pt) for z, pt in r.pagetypes.items()} for r in runs],
+            zoneinfo_free=[{z: int(v["free"]) for z, v in r.zones.items()} for r in runs],
+            **({} if same else {"all": [r.pagetypes for r in runs]}),
+        )
+        print(f"[pagetypes {key}] " + ("identical boots" if same else "the boots differ"),
+              file=sys.stderr, flush=True)
+    out.write_text(_json(result))
+    return result
+
+
+def _json(obj) -> str:
+    """JSON with one level per line but each list of numbers on one line."""
+    import re
+
+    text = json.dumps(obj, indent=1)
+    return re.sub(r"\[[\d,\s]*\]", lambda m: json.dumps(json.loads(m.group(0))), text) + "\n"
+
+
+def fill_pagetypes(runs, path: Path = PAGETYPES):
+    """Give each run without `pagetypes` (recorded before the harness printed
+    /proc/pagetypeinfo) the state data/pagetypes.json has for its guest RAM, swap kind and
+    swap size ("by_swap_size"), or for its RAM and swap kind ("settings") where the file has
+    not its swap size, for the zones the run has. Runs with their own keep it; nothing is
+    filled where the file or the setting is missing. Returns `runs`."""
+    if not path.exists() or all(r.pagetypes is not None for r in runs):
+        return runs
+    table = json.loads(path.read_text())
+    for r in runs:
+        if r.pagetypes is not None:
+            continue
+        mem, swap = r.settings["mem_mib"], r.settings["swap"]
+        pt = (table.get("by_swap_size", {}).get(pagetype_setting(mem, swap, run_swap_mib(r)))
+              or table["settings"].get(pagetype_setting(mem, swap)))
+        if pt and all(z in pt for z in r.zones):
+            r.pagetypes = {z: json.loads(json.dumps(pt[z])) for z in r.zones}
+    return runs
+
+
 def load_cases(kernel="6.8", timing=None, only=None, gup=True):
     """Every committed case re-compared with the simulator as it is now, following Linux
     `kernel`'s reclaim rules where versions differ ("6.8", the default, or "6.1"); on the
@@ -125,7 +270,7 @@ def load_cases(kernel="6.8", timing=None, only=None, gup=True):
             workloads.clear()  # cases of one workload are consecutive: keep one in memory
             workloads[key] = make_workload(resolve(c["spec"]), mode=c["mode"], seed=c["seed"])
         w = workloads[key]
-        runs = [KernelRun.from_dict(r) for r in c["kernel_runs"]]
+        runs = fill_pagetypes([KernelRun.from_dict(r) for r in c["kernel_runs"]])
         case = compare(w, Settings(**c["settings"]), runs, seed=c["seed"], kernel=kernel,
                        timing=timing, gup=gup)
         out.append((c["name"], c["swap_label"], case))
@@ -415,6 +560,11 @@ if __name__ == "__main__":
     sub.add_parser("sensitivity", help="TIMED.md: counters under other device settings")
     sub.add_parser("gup", help="TIMED.md: the recorded programs without get_user_pages")
     sub.add_parser("rules", help="MG-LRU rows under 6.8's and 6.1's reclaim-pass rules")
+    p = sub.add_parser("pagetypes", help="boot per (RAM, swap kind): data/pagetypes.json")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--kernel", default="linux-image-amd64",
+                   help="Debian kernel package, or a directory with an unpacked kernel")
+    p.add_argument("--accel", default="auto", choices=("auto", "kvm", "tcg"))
     a = ap.parse_args()
     if a.cmd == "run":
         run(a.jobs, a.repeats, a.only, a.labels)
@@ -429,5 +579,10 @@ if __name__ == "__main__":
         print(gup_table())
     elif a.cmd == "rules":
         print(rules_table())
+    elif a.cmd == "pagetypes":
+        res = measure_pagetypes(a.repeats, a.kernel, a.accel)
+        for key, zones in res["by_swap_size"].items():
+            print(key, json.dumps(zones), "identical boots" if res["boots"][key]["identical"]
+                  else "the boots differ")
     else:
         table()

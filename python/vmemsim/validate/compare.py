@@ -234,6 +234,40 @@ def simulator_inputs(runs: Sequence[KernelRun]) -> Dict[str, object]:
 ZONE_INDEX = {"DMA": 0, "DMA32": 1, "Normal": 2, "Movable": 3}
 
 
+#: Each zone of :func:`kernel_zones` carries the median run's ``/proc/pagetypeinfo`` state
+#: (``pagetypes``: its free lists by migratetype and order and its pageblocks per migratetype,
+#: :attr:`KernelRun.pagetypes`) where that run recorded it, for the simulator's migratetype
+#: fallback and watermark boost; not to a simulator that does not know the key yet
+#: (:func:`native_takes_pagetypes`), which would reject the whole replay.
+PAGETYPES = True
+
+
+def native_takes_pagetypes() -> bool:
+    """Whether this build's simulator knows a zone's ``pagetypes`` (a tiny replay with one;
+    builds before migratetypes reject the key as unknown). Asked once per process."""
+    cached = globals().get("_NATIVE_PAGETYPES")
+    if cached is None:
+        import numpy as np
+
+        free = [[0] * 11 for _ in range(3)]
+        zones = [
+            dict(name="DMA", frames=8, watermarks=[1, 2, 3], lowmem_reserve=0,
+                 pagetypes=dict(blocks=[0, 1, 0], free=[free[0], [0, 0, 0, 1] + [0] * 7,
+                                                           free[2]])),
+            dict(name="DMA32", frames=8, watermarks=[1, 2, 3], lowmem_reserve=0,
+                 pagetypes=dict(blocks=[0, 1, 0], free=[free[0], [0, 0, 0, 1] + [0] * 7,
+                                                           free[2]])),
+        ]
+        try:
+            replay(np.arange(4, dtype=np.uint64), policy="clock-lru", frames=16, zones=zones)
+            cached = True
+        except VmemsimError as e:
+            # Another complaint (about these made-up values) still means the key is known.
+            cached = not ("unknown field" in str(e) and "pagetypes" in str(e))
+        globals()["_NATIVE_PAGETYPES"] = cached
+    return bool(cached)
+
+
 def kernel_zones(runs: Sequence[KernelRun]) -> List[Dict[str, object]]:
     """The kernel's zones for the simulator (its ``zones``), lowest first: the free pages of
     each zone in the repeat whose free memory is the median, each zone's watermarks less
@@ -241,7 +275,9 @@ def kernel_zones(runs: Sequence[KernelRun]) -> List[Dict[str, object]]:
     each zone's ``lowmem_reserve`` against the workload's allocations: every page it takes
     is ``GFP_HIGHUSER_MOVABLE``, whose ``highest_zoneidx`` is ``ZONE_MOVABLE``
     (``gfp_zone``), so ``protection[ZONE_MOVABLE]`` (the highest populated zone's index where
-    the array is shorter). Empty when the runs recorded no zones."""
+    the array is shorter); with :data:`PAGETYPES` (and a simulator that takes them), the same
+    repeat's ``pagetypes`` of the zone where it has them. Empty when the runs recorded no
+    zones."""
     if not runs or not runs[0].zones:
         return []
     order = sorted(runs, key=lambda r: int(r.vmstat_before["nr_free_pages"]))
@@ -256,11 +292,16 @@ def kernel_zones(runs: Sequence[KernelRun]) -> List[Dict[str, object]]:
             for k in ("min", "low", "high")
         ]
         reserve = list(z.get("lowmem_reserve") or [])
-        out.append(dict(
+        zone: Dict[str, object] = dict(
             name=n, frames=int(z["free"]), watermarks=marks,
             lowmem_reserve=(int(reserve[min(top, len(reserve) - 1)])
                             if n != names[-1] and reserve else 0),
-        ))
+        )
+        if PAGETYPES and mid.pagetypes and n in mid.pagetypes and native_takes_pagetypes():
+            pt = mid.pagetypes[n]
+            zone["pagetypes"] = dict(blocks=[int(b) for b in pt["blocks"]],
+                                     free=[[int(c) for c in row] for row in pt["free"]])
+        out.append(zone)
     return out
 
 

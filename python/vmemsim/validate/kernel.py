@@ -386,6 +386,8 @@ echo "@@sysctl page-cluster=$(cat /proc/sys/vm/page-cluster) swappiness=$(cat /p
 {sysctls}{swap_setup}
 echo "@@swaps"
 cat /proc/swaps
+echo "@@pagetypeinfo-before"
+cat /proc/pagetypeinfo
 /vmwl --snap --mode {mode} {args}
 echo "@@rc $?"
 {after}
@@ -599,6 +601,11 @@ class KernelRun:
     #: Per zone after the phase (file workloads): free pages and the file LRU sizes
     #: (:func:`zone_file_pages`).
     zones_after: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    #: Per zone with managed pages, the page allocator's state just before the workload
+    #: program started (``/proc/pagetypeinfo``, :func:`parse_pagetypeinfo`): ``{name:
+    #: {"blocks": [unmovable, movable, reclaimable], "free": [[chunks of order 0..10] per
+    #: migratetype]}}``; None for runs recorded before the harness printed it.
+    pagetypes: Optional[Dict[str, Dict[str, List]]] = None
 
     def to_dict(self) -> Dict[str, object]:
         return asdict(self)
@@ -682,6 +689,108 @@ def zone_file_pages(text: str) -> Dict[str, Dict[str, int]]:
     return {k: v for k, v in zones.items() if v.get("managed", 0) > 0}
 
 
+#: The migratetypes vmemsim models, in the kernel's ``enum migratetype`` order (the index of
+#: ``blocks`` and ``free`` in :attr:`KernelRun.pagetypes`).
+MIGRATETYPES = ("Unmovable", "Movable", "Reclaimable")
+#: The buddy allocator's orders (6.1's ``MAX_ORDER`` is 11: orders 0..10).
+PAGETYPE_ORDERS = 11
+
+
+def parse_pagetypeinfo(text: str, zones: Iterable[str]) -> Dict[str, Dict[str, List]]:
+    """``/proc/pagetypeinfo`` as the simulator takes it, for the zones named in ``zones``
+    (those with managed pages): ``{zone: {"blocks": [unmovable, movable, reclaimable],
+    "free": [[chunks at order 0..10] per type in that order]}}``. The free table counts
+    chunks (free blocks of ``2^order`` pages), not pages. The other types' rows
+    (``HighAtomic``, ``Isolate``, ``CMA``) must be empty: vmemsim does not model them, so a
+    free chunk or a pageblock of one is an error naming the zone and type, as is a count the
+    kernel capped (``>100000``) or a zone in ``zones`` the file does not list."""
+    wanted = list(zones)
+    free: Dict[str, Dict[str, List[int]]] = {}
+    blocks: Dict[str, Dict[str, int]] = {}
+    block_types: List[str] = []
+    orders: Optional[List[int]] = None
+
+    def count(tok: str, zone: str, mtype: str) -> int:
+        if not tok.isdigit():
+            raise VmemsimError(
+                f"validate: /proc/pagetypeinfo: zone {zone} type {mtype}: count {tok!r} is not "
+                "a number (the kernel caps a free list's count at 100000)")
+        return int(tok)
+
+    for line in text.splitlines():
+        s = line.strip()
+        m = re.match(r"Free pages count per migrate type at order\s+(.*)$", s)
+        if m:
+            orders = [int(x) for x in m.group(1).split()]
+            if orders != list(range(PAGETYPE_ORDERS)):
+                raise VmemsimError(
+                    f"validate: /proc/pagetypeinfo lists orders {orders}; vmemsim models "
+                    f"0..{PAGETYPE_ORDERS - 1}")
+            continue
+        m = re.match(r"Node\s+(\d+),\s*zone\s+(\S+),\s*type\s+(\S+)\s+(.*)$", s)
+        if m:
+            zone, mtype = m.group(2), m.group(3)
+            toks = m.group(4).split()
+            if orders is None or len(toks) != len(orders):
+                raise VmemsimError(
+                    f"validate: /proc/pagetypeinfo: zone {zone} type {mtype} has {len(toks)} "
+                    f"counts, expected {PAGETYPE_ORDERS}: {s!r}")
+            if mtype in free.setdefault(zone, {}):
+                raise VmemsimError(
+                    f"validate: /proc/pagetypeinfo lists zone {zone} twice (more than one "
+                    "node); vmemsim models one")
+            free[zone][mtype] = [count(t, zone, mtype) for t in toks]
+            continue
+        m = re.match(r"Number of blocks type\s+(.*)$", s)
+        if m:
+            block_types = m.group(1).split()
+            continue
+        m = re.match(r"Node\s+(\d+),\s*zone\s+(\S+)\s+([\d\s]+)$", s)
+        if m and block_types:
+            zone, toks = m.group(2), m.group(3).split()
+            if len(toks) != len(block_types):
+                raise VmemsimError(
+                    f"validate: /proc/pagetypeinfo: zone {zone}'s pageblock counts {toks} do "
+                    f"not match the types {block_types}")
+            if zone in blocks:
+                raise VmemsimError(
+                    f"validate: /proc/pagetypeinfo lists zone {zone} twice (more than one "
+                    "node); vmemsim models one")
+            blocks[zone] = dict(zip(block_types, (int(t) for t in toks)))
+    out: Dict[str, Dict[str, List]] = {}
+    for zone in wanted:
+        if zone not in free or zone not in blocks:
+            raise VmemsimError(
+                f"validate: /proc/pagetypeinfo has no free lists or no pageblock counts for "
+                f"zone {zone}")
+        for mtype, counts in free[zone].items():
+            if mtype not in MIGRATETYPES and any(counts):
+                raise VmemsimError(
+                    f"validate: /proc/pagetypeinfo: zone {zone} has free {mtype} pages "
+                    f"({counts} chunks by order); vmemsim models only the "
+                    f"{', '.join(MIGRATETYPES)} migratetypes")
+        for mtype, n in blocks[zone].items():
+            if mtype not in MIGRATETYPES and n:
+                raise VmemsimError(
+                    f"validate: /proc/pagetypeinfo: zone {zone} has {n} {mtype} pageblock(s); "
+                    f"vmemsim models only the {', '.join(MIGRATETYPES)} migratetypes")
+        missing = [t for t in MIGRATETYPES if t not in free[zone] or t not in blocks[zone]]
+        if missing:
+            raise VmemsimError(
+                f"validate: /proc/pagetypeinfo: zone {zone} lists no {', '.join(missing)} row")
+        out[zone] = {
+            "blocks": [blocks[zone][t] for t in MIGRATETYPES],
+            "free": [list(free[zone][t]) for t in MIGRATETYPES],
+        }
+    return out
+
+
+def pagetype_pages(pt: Dict[str, List]) -> List[int]:
+    """Free pages per migratetype (``Unmovable``, ``Movable``, ``Reclaimable``) of one zone's
+    :attr:`KernelRun.pagetypes` entry: each order's chunks times ``2^order``."""
+    return [sum(n << o for o, n in enumerate(row)) for row in pt["free"]]
+
+
 def parse_log(text: str) -> Dict[str, object]:
     """Everything between the ``@@`` markers of a serial log."""
     def block(name: str) -> str:
@@ -719,10 +828,14 @@ def parse_log(text: str) -> Dict[str, object]:
     zones_after = zone_file_pages(za.group(1)) if za else {}
     u = re.search(r"@@uname (\S+)", text)
     lg = re.search(r"@@lru_gen (\S+)", text)
+    zones = parse_zoneinfo(block("zoneinfo-before"))
+    # Logs of runs made before the harness printed /proc/pagetypeinfo have no such block.
+    pt = re.search(r"@@pagetypeinfo-before\r?\n(.*?)(?=\r?\n@@|\Z)", text, re.S)
+    pagetypes = parse_pagetypeinfo(pt.group(1), zones) if pt else None
     return dict(
         vmstat=delta, vmstat_before=before, meminfo_before=_meminfo(block("meminfo-before")),
-        zones=parse_zoneinfo(block("zoneinfo-before")), mm_stat=mm, blockdev=blockdev,
-        resident=resident, zones_after=zones_after,
+        zones=zones, mm_stat=mm, blockdev=blockdev,
+        resident=resident, zones_after=zones_after, pagetypes=pagetypes,
         accesses=int(m.group(1)), checksum=m.group(2), phase_seconds=float(m.group(4)),
         release=u.group(1) if u else "", lru_gen=lg.group(1) if lg else "",
     )
