@@ -39,6 +39,8 @@ def test_the_schema_documents_every_setting_with_its_default() -> None:
         "watermarks": None, "swappiness": 60, "check_invariants": False, "swap_sync_io": False,
         "swap_rotational": None, "zram_pool": None, "kernel": "6.8", "read_ahead_kb": 128,
         "sample_every": 0, "warmup": 0, "zones": [], "swap_max_pages": None,
+        # Linux's vm.watermark_boost_factor (mm/page_alloc.c).
+        "watermark_boost_factor": 15000,
     }
 
 
@@ -46,7 +48,7 @@ def test_the_python_apis_defaults_are_the_cores() -> None:
     for fn in (vmemsim.replay, vmemsim.mrc):
         sig = inspect.signature(fn).parameters
         for k in ("policy", "seed", "page_cluster", "watermarks", "swappiness",
-                  "check_invariants", "kernel", "read_ahead_kb"):
+                  "check_invariants", "kernel", "read_ahead_kb", "watermark_boost_factor"):
             if k in sig:
                 assert sig[k].default == REPLAY_DEFAULTS[k], (fn.__name__, k)
         assert sig["options"].default is None  # None: the empty table

@@ -186,14 +186,8 @@ def test_kernel_zones_carry_the_median_runs_pagetypes(monkeypatch):
     # Off: no key.
     monkeypatch.setattr(C, "PAGETYPES", False)
     assert all("pagetypes" not in z for z in C.kernel_zones(runs))
-    # A simulator that does not know the key yet is not handed it.
-    monkeypatch.setattr(C, "PAGETYPES", True)
-    monkeypatch.setattr(C, "_NATIVE_PAGETYPES", False)
-    assert all("pagetypes" not in z for z in C.kernel_zones(runs))
 
 
-@pytest.mark.skipif(not C.native_takes_pagetypes(),
-                    reason="this build's simulator does not take a zone's pagetypes yet")
 def test_a_replay_takes_the_zones_pagetypes():
     run = _stored_run(_log())
     zones = C.kernel_zones([run])
@@ -201,6 +195,11 @@ def test_a_replay_takes_the_zones_pagetypes():
     w = W.make_workload(LOG_SPEC, "rw", 3)
     res = C.simulate(w, LOG_SETTINGS, [run], seed=3)
     assert res.to_dict()["stats"]["faults"] > 0
+    # A malformed one is an error naming the zone.
+    bad = dict(zones[0], pagetypes=dict(blocks=[0, 0, 0], free=zones[0]["pagetypes"]["free"]))
+    with pytest.raises(VmemsimError, match=r"zones\[0\] \(DMA\)\.pagetypes"):
+        C.replay(w.cpu_accesses()[0], policy="clock-lru", zones=[bad] + zones[1:],
+                 frames=sum(z["frames"] for z in zones))
 
 
 def test_pagetypes_json_covers_every_setting_of_the_matrix():

@@ -582,6 +582,7 @@ def replay(
     gup: Optional[Union[np.ndarray, Sequence[bool]]] = None,
     read_ahead_kb: int = 128,
     zones: Optional[Sequence[Mapping[str, Any]]] = None,
+    watermark_boost_factor: int = 15000,
 ) -> ReplayResult:
     """Replay ``trace`` through ``policy`` on a machine of ``frames`` 4 KiB frames.
 
@@ -628,7 +629,12 @@ def replay(
     ``watermarks`` ``(min, low, high)`` and ``lowmem_reserve`` (unset: derived as Linux does);
     the allocator falls back from the highest zone by watermark and reserve, kswapd stops
     when one zone is balanced, and MG-LRU keeps its lists per zone (docs/models.md, "Zones").
-    It replaces ``watermarks``.
+    It replaces ``watermarks``. A zone's ``pagetypes`` (``{"blocks": [unmovable, movable,
+    reclaimable], "free": [[chunks of order 0..10] per type]}``, /proc/pagetypeinfo's
+    tables) give it the buddy allocator's migratetypes: an allocation that falls back to
+    another type's free list boosts the zone's watermarks by ``watermark_boost_factor``
+    (``vm.watermark_boost_factor``, 1/10,000 of its high watermark, at least 512 pages; 0 =
+    off) and wakes kswapd for that zone (docs/models.md, "Watermark boost").
 
     The file I/O records of a recorded trace (``read``, ``write``, ``pread64``,
     ``pwrite64``, ``fsync``, ``fadvise64``, ``ftruncate``, ``unlink``, ``read_direct``/``write_direct`` of
@@ -662,6 +668,8 @@ def replay(
         "policy": policy, "frames": frames_s, "seed": seed_i, "options": opts, **machine,
         "sample_every": every, "warmup": warm, "read_ahead_kb": read_ahead_kb,
         "zones": _zones_arg(zones),
+        "watermark_boost_factor": _count_arg("watermark_boost_factor", watermark_boost_factor,
+                                             lo=0),
     }
     out = _native.replay(src, json.dumps(config), progress)
     return ReplayResult.from_json(out)
@@ -1445,6 +1453,7 @@ def run(
     file_device: Optional[str] = None,
     read_ahead_kb: int = 128,
     zones: Optional[Sequence[Mapping[str, Any]]] = None,
+    watermark_boost_factor: int = 15000,
 ) -> RunResult:
     """Run a workload model on a timed machine (the timing engine,
     ``vmemsim_core::timed``): its threads and kswapd compete for ``cpus`` CPUs, every event
@@ -1465,7 +1474,8 @@ def run(
     files on ``file_device`` (``hdd``, ``ssd``, ``nvme``, ``remote``; default ``ssd``) with
     readahead of ``read_ahead_kb``; ``file_device_stats`` counts the disk's requests and
     ``time["file_cpu_ns"]``/``time["file_wait_ns"]`` the calls' CPU time and waits.
-    ``zones`` splits the machine into the kernel's zones, as :func:`replay`'s does.
+    ``zones`` splits the machine into the kernel's zones, and ``watermark_boost_factor``
+    boosts them, as :func:`replay`'s do.
     """
     if not isinstance(workload, str):
         raise VmemsimError(f"workload: expected a workload spec string, got {workload!r}")
@@ -1504,6 +1514,8 @@ def run(
         "file_device": _device_arg("file_device", file_device),
         "read_ahead_kb": _count_arg("read_ahead_kb", read_ahead_kb, lo=0),
         "zones": _zones_arg(zones),
+        "watermark_boost_factor": _count_arg("watermark_boost_factor", watermark_boost_factor,
+                                             lo=0),
     }
     out = _native.run_timed(json.dumps(config), progress)
     # The core refused a cgroup that disagrees with charge_device_ram; one decides.

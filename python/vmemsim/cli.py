@@ -694,6 +694,14 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
         metavar="KB",
         help=replay_setting_help("read_ahead_kb").replace("%", "%%") + " (default %(default)s)",
     )
+    p.add_argument(
+        "--watermark-boost-factor",
+        type=_int,
+        default=REPLAY_DEFAULTS["watermark_boost_factor"],
+        metavar="N",
+        help=replay_setting_help("watermark_boost_factor").replace("%", "%%")
+        + " (default %(default)s)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--sample-every",
@@ -718,6 +726,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     kwargs["cgroup"] = args.cgroup
     kwargs["read_ahead_kb"] = args.read_ahead_kb
     kwargs["zones"] = args.zones
+    kwargs["watermark_boost_factor"] = args.watermark_boost_factor
     if args.series_out and args.sample_every <= 0:
         raise CliError("--series-out: needs --sample-every N with N at least 1")
     result = _with_progress(
@@ -826,6 +835,8 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    help=doc("file_device", default=False))
     p.add_argument("--read-ahead-kb", type=_int, default=RUN["read_ahead_kb"], metavar="KB",
                    help=doc("read_ahead_kb"))
+    p.add_argument("--watermark-boost-factor", type=_int, default=RUN["watermark_boost_factor"],
+                   metavar="N", help=doc("watermark_boost_factor"))
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_progress_argument(p)
 
@@ -840,7 +851,7 @@ def _run_run(args: argparse.Namespace) -> int:
             slice_ns=args.slice_ns, sample_every_ns=args.sample_every_ns, progress=progress,
             step_ns=args.step_ns, cgroup=args.cgroup, tlb=args.tlb, kernel=args.kernel,
             file_device=args.file_device, read_ahead_kb=args.read_ahead_kb,
-            zones=args.zones, **kw,
+            zones=args.zones, watermark_boost_factor=args.watermark_boost_factor, **kw,
         ),
     )
     if args.json:

@@ -226,7 +226,22 @@ def simulator_inputs(runs: Sequence[KernelRun]) -> Dict[str, object]:
 
     sums = [summed(r) for r in runs]
     wm = tuple(min(s[i] for s in sums) for i in range(3)) if sums else (0, 0, 0)
-    return dict(frames=frees[len(frees) // 2], watermarks=wm, zones=kernel_zones(runs))
+    return dict(frames=frees[len(frees) // 2], watermarks=wm, zones=kernel_zones(runs),
+                watermark_boost_factor=watermark_boost_factor(runs))
+
+
+#: ``vm.watermark_boost_factor``'s default (mm/page_alloc.c, 6.1 and 6.8).
+DEFAULT_WATERMARK_BOOST_FACTOR = 15000
+
+
+def watermark_boost_factor(runs: Sequence[KernelRun]) -> int:
+    """The ``vm.watermark_boost_factor`` the runs were booted with (``--sysctl``), else the
+    kernel's default."""
+    for r in runs:
+        v = (r.settings.get("sysctl") or {}).get("watermark_boost_factor")
+        if v is not None:
+            return int(v)
+    return DEFAULT_WATERMARK_BOOST_FACTOR
 
 
 #: Zone indices (``enum zone_type`` on x86-64 with ZONE_DMA and ZONE_DMA32), which index
@@ -237,35 +252,9 @@ ZONE_INDEX = {"DMA": 0, "DMA32": 1, "Normal": 2, "Movable": 3}
 #: Each zone of :func:`kernel_zones` carries the median run's ``/proc/pagetypeinfo`` state
 #: (``pagetypes``: its free lists by migratetype and order and its pageblocks per migratetype,
 #: :attr:`KernelRun.pagetypes`) where that run recorded it, for the simulator's migratetype
-#: fallback and watermark boost; not to a simulator that does not know the key yet
-#: (:func:`native_takes_pagetypes`), which would reject the whole replay.
+#: fallback and watermark boost (``zones[i].pagetypes``). False replays without them: no
+#: fallback, so no boost, as vmemsim did before it modelled them.
 PAGETYPES = True
-
-
-def native_takes_pagetypes() -> bool:
-    """Whether this build's simulator knows a zone's ``pagetypes`` (a tiny replay with one;
-    builds before migratetypes reject the key as unknown). Asked once per process."""
-    cached = globals().get("_NATIVE_PAGETYPES")
-    if cached is None:
-        import numpy as np
-
-        free = [[0] * 11 for _ in range(3)]
-        zones = [
-            dict(name="DMA", frames=8, watermarks=[1, 2, 3], lowmem_reserve=0,
-                 pagetypes=dict(blocks=[0, 1, 0], free=[free[0], [0, 0, 0, 1] + [0] * 7,
-                                                           free[2]])),
-            dict(name="DMA32", frames=8, watermarks=[1, 2, 3], lowmem_reserve=0,
-                 pagetypes=dict(blocks=[0, 1, 0], free=[free[0], [0, 0, 0, 1] + [0] * 7,
-                                                           free[2]])),
-        ]
-        try:
-            replay(np.arange(4, dtype=np.uint64), policy="clock-lru", frames=16, zones=zones)
-            cached = True
-        except VmemsimError as e:
-            # Another complaint (about these made-up values) still means the key is known.
-            cached = not ("unknown field" in str(e) and "pagetypes" in str(e))
-        globals()["_NATIVE_PAGETYPES"] = cached
-    return bool(cached)
 
 
 def kernel_zones(runs: Sequence[KernelRun]) -> List[Dict[str, object]]:
@@ -275,7 +264,7 @@ def kernel_zones(runs: Sequence[KernelRun]) -> List[Dict[str, object]]:
     each zone's ``lowmem_reserve`` against the workload's allocations: every page it takes
     is ``GFP_HIGHUSER_MOVABLE``, whose ``highest_zoneidx`` is ``ZONE_MOVABLE``
     (``gfp_zone``), so ``protection[ZONE_MOVABLE]`` (the highest populated zone's index where
-    the array is shorter); with :data:`PAGETYPES` (and a simulator that takes them), the same
+    the array is shorter); with :data:`PAGETYPES`, the same
     repeat's ``pagetypes`` of the zone where it has them. Empty when the runs recorded no
     zones."""
     if not runs or not runs[0].zones:
@@ -297,7 +286,7 @@ def kernel_zones(runs: Sequence[KernelRun]) -> List[Dict[str, object]]:
             lowmem_reserve=(int(reserve[min(top, len(reserve) - 1)])
                             if n != names[-1] and reserve else 0),
         )
-        if PAGETYPES and mid.pagetypes and n in mid.pagetypes and native_takes_pagetypes():
+        if PAGETYPES and mid.pagetypes and n in mid.pagetypes:
             pt = mid.pagetypes[n]
             zone["pagetypes"] = dict(blocks=[int(b) for b in pt["blocks"]],
                                      free=[[int(c) for c in row] for row in pt["free"]])
@@ -315,7 +304,9 @@ def machine_args(inp: Dict[str, object], zones: Optional[bool] = None) -> Dict[s
     free pages are then the frames."""
     zs = inp.get("zones") or []
     if (ZONES if zones is None else zones) and len(zs) > 1:
-        return dict(frames=sum(int(z["frames"]) for z in zs), zones=zs)
+        return dict(frames=sum(int(z["frames"]) for z in zs), zones=zs,
+                    watermark_boost_factor=int(inp.get("watermark_boost_factor",
+                                                       DEFAULT_WATERMARK_BOOST_FACTOR)))
     return dict(frames=int(inp["frames"]), watermarks=inp["watermarks"])
 
 

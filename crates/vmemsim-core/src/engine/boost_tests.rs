@@ -144,7 +144,7 @@ fn pagetypes_errors_name_the_zone() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("zones[0] (DMA).pagetypes") && e.contains("unmovable"),
+        e.contains("zones[0] (DMA).pagetypes") && e.contains("600 free pages do not fit"),
         "{e}"
     );
     let one = MachineConfig {

@@ -123,88 +123,20 @@ impl Buddy {
     /// kernel's own and other users'). `/proc/pagetypeinfo` is read a moment before the
     /// zone's free pages are: when it shows more free pages than `frames`, the excess is
     /// allocated as movable pages (`__rmqueue`, falling back if it must) and held; when
-    /// fewer, held pages of movable pageblocks, lowest first, are freed (`__free_one_page`).
+    /// fewer, held pages are freed (`__free_one_page`), those of movable pageblocks first,
+    /// lowest first.
     /// The zone's frames are then its free pages in pfn order. Errors name what does not fit.
     pub fn from_pagetypes(pt: &PageTypes, frames: u32) -> Result<Buddy, String> {
         let chunks = pt.free;
-        // Blocks: unmovable, reclaimable, movable; movable blocks added at the end if the
-        // movable chunks need more.
-        let order = [UNMOVABLE, RECLAIMABLE, MOVABLE];
+        // Pageblocks: unmovable, then reclaimable, then movable.
         let mut block_mt: Vec<u8> = Vec::new();
-        for &t in &order {
+        for t in [UNMOVABLE, RECLAIMABLE, MOVABLE] {
             block_mt.extend(std::iter::repeat_n(t as u8, pt.blocks[t] as usize));
         }
-        // (type, order, block, offset) of every chunk.
-        let mut placed: Vec<(usize, usize, usize, u32)> = Vec::new();
-        for &t in &order {
-            let range: Vec<usize> = (0..block_mt.len())
-                .filter(|&b| block_mt[b] as usize == t)
-                .collect();
-            let mut whole = vec![false; block_mt.len()];
-            let mut need_extra = 0usize;
-            loop {
-                let mut range = range.clone();
-                let extra_start = block_mt.len();
-                range.extend(extra_start..extra_start + need_extra);
-                let nb = extra_start + need_extra;
-                whole.clear();
-                whole.resize(nb, false);
-                let mut here = Vec::new();
-                let ok = (|| {
-                    let in_range = |b: usize| range.contains(&b);
-                    // Order 10: pairs of blocks, the first even.
-                    for _ in 0..chunks[t][10] {
-                        let b = range.iter().copied().find(|&b| {
-                            b % 2 == 0 && in_range(b + 1) && !whole[b] && !whole[b + 1]
-                        })?;
-                        whole[b] = true;
-                        whole[b + 1] = true;
-                        here.push((t, 10, b, 0));
-                    }
-                    // Order 9: whole blocks whose buddy block is not free too.
-                    let mut o9 = vec![false; nb];
-                    for _ in 0..chunks[t][9] {
-                        let b = range
-                            .iter()
-                            .copied()
-                            .find(|&b| !(whole[b] || (b ^ 1 < nb && o9[b ^ 1])))?;
-                        whole[b] = true;
-                        o9[b] = true;
-                        here.push((t, 9, b, 0));
-                    }
-                    // Below: regions of twice the chunk, largest first, packed into the
-                    // remaining blocks.
-                    let mut partial = range.iter().copied().filter(|&b| !whole[b]);
-                    let mut cur: Option<(usize, u32)> = None;
-                    for o in (0..PAGEBLOCK_ORDER as usize).rev() {
-                        for _ in 0..chunks[t][o] {
-                            let region = 2u32 << o;
-                            let (b, off) = match cur {
-                                Some((b, off)) if off + region <= PAGEBLOCK_PAGES => (b, off),
-                                _ => (partial.next()?, 0),
-                            };
-                            here.push((t, o, b, off));
-                            cur = Some((b, off + region));
-                        }
-                    }
-                    Some(())
-                })();
-                if ok.is_some() {
-                    for _ in 0..need_extra {
-                        block_mt.push(t as u8);
-                    }
-                    placed.extend(here);
-                    break;
-                }
-                if t != MOVABLE {
-                    return Err(format!(
-                        "the {} free chunks do not fit in the zone's {} {} pageblocks",
-                        NAMES[t], pt.blocks[t], NAMES[t]
-                    ));
-                }
-                need_extra += 1;
-            }
+        if block_mt.is_empty() {
+            return Err("no pageblocks".into());
         }
+        let placed = layout(&block_mt, &chunks)?;
         let span = block_mt.len() * PAGEBLOCK_PAGES as usize;
         let n_pt: u64 = (0..MIGRATE_TYPES).map(|t| pt.free_pages(t)).sum();
         if frames as u64 > span as u64 {
@@ -230,9 +162,7 @@ impl Buddy {
             fallbacks: 0,
             last_fallback: None,
         };
-        placed.sort_by_key(|&(_, _, blk, off)| blk as u64 * PAGEBLOCK_PAGES as u64 + off as u64);
-        for (t, o, blk, off) in placed {
-            let pfn = blk as u32 * PAGEBLOCK_PAGES + off;
+        for (t, o, pfn) in placed {
             b.add(pfn, o, t, true);
         }
         if n_pt > frames as u64 {
@@ -248,22 +178,21 @@ impl Buddy {
                     held[p..p + (1 << o)].fill(false);
                 }
             }
-            for p in 0..span as u32 {
-                if need == 0 {
-                    break;
-                }
-                if held[p as usize]
-                    && b.block_mt[(p / PAGEBLOCK_PAGES) as usize] as usize == MOVABLE
-                {
-                    b.free_pfn(p);
-                    need -= 1;
+            // Movable pageblocks' held pages first, then the others'.
+            for movable in [true, false] {
+                for p in 0..span as u32 {
+                    if need == 0 {
+                        break;
+                    }
+                    let blk = (p / PAGEBLOCK_PAGES) as usize;
+                    if held[p as usize] && (b.block_mt[blk] as usize == MOVABLE) == movable {
+                        held[p as usize] = false;
+                        b.free_pfn(p);
+                        need -= 1;
+                    }
                 }
             }
-            if need > 0 {
-                return Err(format!(
-                    "{frames} free pages do not fit in the zone's movable pageblocks"
-                ));
-            }
+            debug_assert_eq!(need, 0, "frames <= span was checked");
         }
         b.fallbacks = 0;
         b.boosts = 0;
@@ -568,6 +497,74 @@ impl Buddy {
     }
 }
 
+/// Where the free chunks `chunks[t][o]` lie in a zone of pageblocks `block_mt`: (list type,
+/// order, first pfn) of each. `/proc/pagetypeinfo` gives counts, not places, so this picks
+/// places the kernel could have left: chunks naturally aligned, no two overlapping, no two
+/// free buddies of one order unmerged; each in a pageblock of its list's type where one has
+/// room (a chunk can sit in a block of another type after a fallback moved it), largest
+/// first, lowest pfn first. A chunk with no such place is split in two halves (the pages
+/// and their list stay), down to single pages, which may then sit beside a free buddy.
+fn layout(
+    block_mt: &[u8],
+    chunks: &[[u32; NR_ORDERS]; MIGRATE_TYPES],
+) -> Result<Vec<(usize, usize, u32)>, String> {
+    let nb = block_mt.len();
+    let span = nb * PAGEBLOCK_PAGES as usize;
+    let mut used = vec![false; span];
+    let mut head = vec![NOT_FREE; span];
+    let mut out = Vec::new();
+    // Chunks to place, largest first: (order, type, count).
+    let mut todo = [[0u32; MIGRATE_TYPES]; NR_ORDERS];
+    for (t, row) in chunks.iter().enumerate() {
+        for (o, &n) in row.iter().enumerate() {
+            todo[o][t] = n;
+        }
+    }
+    for o in (0..NR_ORDERS).rev() {
+        let size = 1usize << o;
+        for t in [UNMOVABLE, RECLAIMABLE, MOVABLE] {
+            for _ in 0..todo[o][t] {
+                // Blocks of the list's type first, then the others.
+                let fits = |x: usize, used: &[bool], head: &[u8], strict: bool| {
+                    x + size <= span
+                        && !used[x..x + size].iter().any(|&u| u)
+                        && (!strict || o == NR_ORDERS - 1 || {
+                            // (the largest order has no buddy to merge with)
+                            let bud = x ^ size;
+                            bud >= span || head[bud] as usize != o
+                        })
+                };
+                let own = |x: usize| block_mt[x / PAGEBLOCK_PAGES as usize] as usize == t;
+                let mut spot = None;
+                'find: for pass in 0..2 {
+                    let mut x = 0;
+                    while x < span {
+                        if (pass == 0) == own(x) && fits(x, &used, &head, true) {
+                            spot = Some(x);
+                            break 'find;
+                        }
+                        x += size;
+                    }
+                }
+                if spot.is_none() && o == 0 {
+                    spot = (0..span).find(|&x| !used[x]);
+                }
+                match spot {
+                    Some(x) => {
+                        used[x..x + size].fill(true);
+                        head[x] = o as u8;
+                        out.push((t, o, x as u32));
+                    }
+                    None if o > 0 => todo[o - 1][t] += 2,
+                    None => return Err(format!("{} free pages do not fit", NAMES[t])),
+                }
+            }
+        }
+    }
+    out.sort_by_key(|&(_, _, p)| p);
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -608,10 +605,17 @@ mod tests {
         assert_eq!(pt.free[MOVABLE], [0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 3]);
         assert_eq!(pt.free[UNMOVABLE], dma().free[UNMOVABLE]);
         assert_eq!((b.n_free(), b.fallbacks), (3_800, 0));
-        // 3,810 frames, 2 more: the lowest held pages of a movable pageblock are freed. The
-        // movable blocks are 1 (order 9, wholly free), 2-3 and 4-5 and 6-7 (order 10): none
-        // holds a held page, so there is no room.
-        assert!(Buddy::from_pagetypes(&dma(), 3_810).is_err());
+        // 3,810 frames, 2 more: the movable blocks 1 (order 9) and 2-3, 4-5, 6-7 (order 10)
+        // are wholly free, so the unmovable block's lowest held pages are freed: 224 and 225,
+        // which merge into an order-1 chunk on the unmovable list. More than the zone spans
+        // is an error.
+        let b = Buddy::from_pagetypes(&dma(), 3_810).unwrap();
+        b.validate().unwrap();
+        assert_eq!(
+            b.pagetypes().free[UNMOVABLE],
+            [0, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0]
+        );
+        assert!(Buddy::from_pagetypes(&dma(), 4_097).is_err());
         // Down to 200: the 3,584 movable pages go first, then the fallback takes the
         // unmovable block's chunks to the movable lists (order 7 >= 4: the whole block's
         // free pages; 224 < 256, so the block stays unmovable) and 24 more go, from the
