@@ -2034,11 +2034,15 @@ impl<P: Policy> Machine<P> {
         if !self.defer_kswapd {
             self.kswapd(h);
         } else {
+            // kswapd reads `kswapd_highest_zoneidx` and the boosts when it runs. A kswapd
+            // woken after a long sleep runs at once in Linux (CFS's wakeup preemption: its
+            // vruntime is far behind the waker's), before the waker allocates again; the
+            // timing engine does not preempt, so kswapd takes them here, at the wake, and a
+            // later wake while it runs is for its next run.
             self.stats.kswapd_wakeups += 1;
             self.kswapd_awake = true;
             self.kswapd_priority = DEF_PRIORITY;
-            let b = self.balance_begin(h);
-            self.balance = Some(b);
+            self.balance = Some(self.balance_begin(h));
         }
     }
 
@@ -2067,7 +2071,10 @@ impl<P: Policy> Machine<P> {
             Some(b) => b,
             None => self.balance_begin(self.top_zone()),
         };
-        let more = self.balance_step(&mut b);
+        // A pass that balanced the node (with no boost left to reclaim) ends the run now, as
+        // the loop's next test would, so that the timing engine charges no empty step.
+        let more = self.balance_step(&mut b)
+            && !(b.nr_boost_reclaim == 0 && self.pgdat_balanced_at(b.highest));
         self.kswapd_priority = b.priority;
         if more {
             self.balance = Some(b);
@@ -2079,8 +2086,9 @@ impl<P: Policy> Machine<P> {
         // there (`prepare_kswapd_sleep`), another run; otherwise kswapd sleeps.
         if let Some(h) = self.kswapd_highest.take() {
             if !self.pgdat_balanced_at(h) || self.pgdat_watermark_boosted(h) {
+                // The next run's first pass, now.
                 self.balance = Some(self.balance_begin(h));
-                return true;
+                return self.kswapd_step();
             }
         }
         self.kswapd_awake = false;

@@ -11,14 +11,14 @@ use crate::policy::clock_lru::ClockLru;
 /// ZONE_DMA: five pageblocks, one unmovable with a free chunk of order 7 (128 pages), four
 /// movable with chunks of order 10 and 9 and 9 (2,048 pages): 2,176 frames, watermarks
 /// 10/12/14, no reserve. ZONE_DMA32: 1,000 frames without migratetypes, 20/30/40.
-fn boost_machine(factor: u32) -> Machine<ClockLru> {
+fn boost_machine(factor: u32, defer_kswapd: bool) -> Machine<ClockLru> {
     let mut free = [[0; NR_ORDERS]; 3];
     free[UNMOVABLE][7] = 1;
     free[MOVABLE][9] = 2;
     free[MOVABLE][10] = 1;
     let cfg = MachineConfig {
         page_cluster: Some(0),
-        defer_kswapd: true,
+        defer_kswapd,
         swap_sync_io: true,
         check_invariants: true,
         watermark_boost_factor: factor,
@@ -56,42 +56,52 @@ fn free(m: &Machine<ClockLru>) -> (u32, u32) {
     (m.mm.frames.n_free_zone(0), m.mm.frames.n_free_zone(1))
 }
 
-#[test]
-fn a_fallback_boosts_its_zone_and_kswapd_reclaims_there_alone() {
-    let mut m = boost_machine(15_000);
-    // DMA32 while its free pages exceed low (30): 970 pages. Then ZONE_DMA while above its
-    // low watermark (12): its 2,048 movable pages, with no fallback.
-    write(&mut m, 0..970);
-    write(&mut m, 970..3_018);
-    assert_eq!(free(&m), (128, 30));
-    assert_eq!((m.stats.extfrag, m.stats.watermark_boosts), (0, 0));
-    // The next takes the unmovable block's order-7 chunk (`__rmqueue_fallback`): smaller
-    // than a pageblock, so `boost_watermark`: + 512, capped at max(512, 14 × 1.5) = 512.
-    write(&mut m, 3_018..3_019);
-    assert_eq!((m.stats.extfrag, m.stats.watermark_boosts), (1, 1));
-    assert_eq!(m.boost[0], 512);
-    assert!(!m.kswapd_awake());
-    // The next allocation wakes kswapd for ZONE_DMA (127 free ≤ high 14 + boost 512), and
-    // finds no zone above low (DMA32: 30; DMA: 127 ≤ 12 + 512): the min retry takes DMA32.
-    write(&mut m, 3_019..3_020);
-    assert!(m.kswapd_awake());
-    assert_eq!(m.stats.kswapd_boosted_runs, 1);
-    assert_eq!(free(&m), (127, 29));
+fn clear_young(m: &mut Machine<ClockLru>) {
     for f in 0..3_176 {
         if m.mm.frames.in_use(f) {
             m.mm.test_and_clear_young(f);
         }
     }
-    let dma32_used = 1_000 - 29;
-    while m.kswapd_step() {}
-    // ZONE_DMA was not balanced, so the boost was dropped and kswapd reclaimed normally up
-    // to ZONE_DMA (`sc.reclaim_idx` = 0) until DMA's free pages exceeded high + boost
-    // (526): every page freed is DMA's, every DMA32 folio met was skipped (`pgskip_dma32`)
-    // and counted in pgscan; then the boost came off.
+}
+
+/// Fill DMA32 to its low watermark (970 pages), then ZONE_DMA's 2,048 movable pages, then
+/// one more page: the fallback.
+fn fill_to_the_fallback(m: &mut Machine<ClockLru>) {
+    // DMA32 while its free pages exceed low (30): 970 pages. Then ZONE_DMA while above its
+    // low watermark (12): its 2,048 movable pages, with no fallback.
+    write(m, 0..970);
+    write(m, 970..3_018);
+    assert_eq!(free(m), (128, 30));
+    assert_eq!((m.stats.extfrag, m.stats.watermark_boosts), (0, 0));
+    // The next takes the unmovable block's order-7 chunk (`__rmqueue_fallback`): smaller
+    // than a pageblock, so `boost_watermark`: + 512, capped at max(512, 14 × 1.5) = 512.
+    write(m, 3_018..3_019);
+    assert_eq!((m.stats.extfrag, m.stats.watermark_boosts), (1, 1));
+    assert_eq!(m.boost[0], 512);
+    assert_eq!(free(m), (127, 30));
+}
+
+#[test]
+fn a_fallback_boosts_its_zone_and_kswapd_reclaims_there_alone() {
+    let mut m = boost_machine(15_000, false);
+    fill_to_the_fallback(&mut m);
+    assert_eq!(m.stats.kswapd_wakeups, 0);
+    clear_young(&mut m);
+    // The next allocation first wakes kswapd for ZONE_DMA (`rmqueue`'s wake; 127 free ≤
+    // high 14 + boost 512), which runs at once here. ZONE_DMA is not balanced, so the boost
+    // is dropped and kswapd reclaims normally up to ZONE_DMA (`sc.reclaim_idx` = 0) until
+    // DMA's free pages exceed high + boost (526): every page freed is DMA's, every DMA32
+    // folio met is skipped (`pgskip_dma32`) and counted in pgscan; then the boost comes
+    // off, and the allocation takes ZONE_DMA (DMA32 is at its low watermark).
+    write(&mut m, 3_019..3_020);
+    assert_eq!(
+        (m.stats.kswapd_wakeups, m.stats.kswapd_boosted_runs),
+        (1, 1)
+    );
     let (dma, dma32) = free(&m);
-    assert!(dma > 526, "DMA free {dma}");
-    assert_eq!(1_000 - dma32, dma32_used);
-    assert_eq!(m.stats.pgsteal_kswapd, (dma - 127) as u64);
+    assert!(dma + 1 > 526, "DMA free {dma}");
+    assert_eq!(dma32, 30);
+    assert_eq!(m.stats.pgsteal_kswapd, (dma + 1 - 127) as u64);
     assert_eq!(m.stats.pgskip_zone[0], 0);
     assert!(m.stats.pgskip_zone[1] > 0);
     assert_eq!(
@@ -103,8 +113,33 @@ fn a_fallback_boosts_its_zone_and_kswapd_reclaims_there_alone() {
 }
 
 #[test]
+fn a_deferred_kswapd_takes_its_zone_at_the_wake() {
+    // Deferred kswapd (the timing engine's): the boost's wake for ZONE_DMA starts a run for
+    // ZONE_DMA at once (`balance_pgdat` with its boost to reclaim); the same allocation's wake
+    // for every zone (no zone above low: DMA 127 ≤ 12 + 512) comes while kswapd is awake and
+    // is for its next run. The run for ZONE_DMA frees DMA's pages only; the next, for every
+    // zone, finds the node balanced at ZONE_DMA (free > high 14, DMA32 not needed) and is
+    // not started.
+    let mut m = boost_machine(15_000, true);
+    fill_to_the_fallback(&mut m);
+    clear_young(&mut m);
+    write(&mut m, 3_019..3_020);
+    assert!(m.kswapd_awake());
+    assert_eq!(m.stats.kswapd_boosted_runs, 1);
+    assert_eq!(free(&m), (127, 29));
+    while m.kswapd_step() {}
+    assert_eq!(m.stats.kswapd_boosted_runs, 1);
+    let (dma, dma32) = free(&m);
+    assert!(dma > 526, "DMA free {dma}");
+    assert_eq!(dma32, 29);
+    assert!(m.stats.pgskip_zone[1] > 0);
+    assert_eq!(m.boost, [0; crate::policy::MAX_ZONES]);
+    m.validate().unwrap();
+}
+
+#[test]
 fn watermark_boost_factor_zero_falls_back_without_boosting() {
-    let mut m = boost_machine(0);
+    let mut m = boost_machine(0, true);
     write(&mut m, 0..3_020);
     assert_eq!((m.stats.extfrag, m.stats.watermark_boosts), (1, 0));
     assert_eq!(m.boost[0], 0);

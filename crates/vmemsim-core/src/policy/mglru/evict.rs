@@ -17,8 +17,9 @@
 //! pass can return more than `sc.nr_to_reclaim`, as the kernel reclaims; kswapd's
 //! `should_abort_scan` watermark test is replaced by `nr_reclaimed >= nr_to_reclaim` (the
 //! engine sets `nr_to_reclaim` from the watermark); writeback and memcg protection are not
-//! modelled. Zones: the lists are per zone and `scan_folios` takes them highest zone first;
-//! `sc->reclaim_idx` is always the highest zone, so no folio is ineligible.
+//! modelled. Zones: the lists are per zone and `scan_folios` takes them from
+//! `sc->reclaim_idx` down, then the zones above it, whose folios are ineligible (kswapd
+//! balancing a boosted zone; `sort_folio` moves them to the next generation).
 
 use super::aging::suitable_to_scan;
 use super::pid::MIN_LRU_BATCH;

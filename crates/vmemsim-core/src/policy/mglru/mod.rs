@@ -51,8 +51,9 @@
 //! Left out or simplified (each named where it applies):
 //! - one node, one memcg, one mm: no memcg LRU (`shrink_many`). Zones: a machine with several
 //!   ([`crate::engine::ZoneConfig`]) gets a list per generation, type and zone
-//!   (`lrugen->folios[gen][type][zone]`), scanned highest zone first; no zone is ever
-//!   ineligible (`sc->reclaim_idx` is the highest zone: watermark boosting is not modelled).
+//!   (`lrugen->folios[gen][type][zone]`), scanned from `sc->reclaim_idx` down (the highest
+//!   zone, or the boosted zone kswapd balances: the zones above are then ineligible and
+//!   `sort_folio` moves their folios to the next generation).
 //! - no clock: generation birth times are not kept (`timestamps[]`), `min_ttl_ms` rejected.
 //! - the engine has no writeback: dirty file folios (page cache and file mappings) are
 //!   isolated and written back by the engine's pageout instead of being deferred to the

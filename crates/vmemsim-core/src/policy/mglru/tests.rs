@@ -1348,19 +1348,26 @@ fn a_refused_swap_out_goes_back_to_the_youngest_generation() {
 /// `scan_folios` with two zones (`lrugen->folios[gen][type][zone]`): the oldest generation's
 /// lists are taken from `sc->reclaim_idx` (the highest zone) down, so ZONE_DMA32's folios go
 /// first whatever their age; `try_to_inc_min_seq` waits for every zone's list to be empty.
-#[test]
-fn scan_folios_takes_the_highest_zone_first() {
+/// Eight anonymous folios in the oldest generation of a machine of two zones (frames 0..4:
+/// zone 0, DMA; 4..8: zone 1, DMA32), page v in frame v, added at the head in frame order:
+/// frame 0 at the tail.
+fn two_zones_oldest_gen() -> (MgLru, Mm) {
     let cfg = MgLruConfig::preset(Preset::Default);
     let mut p = MgLru::with_config(8, cfg, Preset::Default, 1);
-    p.set_zones(&[0, 4]); // frames 0..4: zone 0 (DMA), 4..8: zone 1 (DMA32)
+    p.set_zones(&[0, 4]);
     let mut mm = Mm::new(8);
     let oldest = p.gen_of_seq(p.min_seq(ANON));
     for v in 0..8u64 {
         let f = mm.alloc_frame(v, F_ANON).unwrap();
         assert_eq!(f, v as u32);
-        // At the head of the oldest generation in frame order: frame 0 at the tail.
         p.add_folio(f, oldest, false);
     }
+    (p, mm)
+}
+
+#[test]
+fn scan_folios_takes_the_highest_zone_first() {
+    let (mut p, mut mm) = two_zones_oldest_gen();
     assert_eq!(p.list_of_seq(0, ANON), vec![7, 6, 5, 4, 3, 2, 1, 0]);
     let mut sc = mk_sc(ReclaimReason::Direct, 1);
     let mut victims = Vec::new();
@@ -1503,19 +1510,7 @@ fn plugged_swap_writes_complete_within_the_pass() {
 /// it stays on its list, counted in `PGSCAN_SKIP`.
 #[test]
 fn a_pass_below_the_highest_zone_sorts_the_zones_above() {
-    let setup = || {
-        let cfg = MgLruConfig::preset(Preset::Default);
-        let mut p = MgLru::with_config(8, cfg, Preset::Default, 1);
-        p.set_zones(&[0, 4]); // frames 0..4: zone 0 (DMA), 4..8: zone 1 (DMA32)
-        let mut mm = Mm::new(8);
-        let oldest = p.gen_of_seq(p.min_seq(ANON));
-        for v in 0..8u64 {
-            let f = mm.alloc_frame(v, F_ANON).unwrap();
-            p.add_folio(f, oldest, false);
-        }
-        (p, mm)
-    };
-    let (mut p, mut mm) = setup();
+    let (mut p, mut mm) = two_zones_oldest_gen();
     p.reclaim_idx = Some(0);
     let mut sc = mk_sc(ReclaimReason::Kswapd, 1);
     let mut victims = Vec::new();
@@ -1528,7 +1523,7 @@ fn a_pass_below_the_highest_zone_sorts_the_zones_above() {
 
     // 6.1, boosted: the same walk, but DMA's folios have no swap copy and may not be
     // written: refused (skipped), back on the list in their order; nothing isolated.
-    let (mut p, mut mm) = setup();
+    let (mut p, mut mm) = two_zones_oldest_gen();
     p.reclaim_idx = Some(0);
     p.writepage_off = true;
     let mut sc = mk_sc(ReclaimReason::Kswapd, 1);
