@@ -54,6 +54,8 @@ const FALLBACKS: [[usize; 2]; MIGRATE_TYPES] = [
 ];
 
 const NIL: u32 = u32::MAX;
+/// The largest zone modelled, in pages (256 GiB): its per-page arrays take 14 bytes a page.
+const MAX_SPAN: u64 = 1 << 26;
 const NOT_FREE: u8 = u8::MAX;
 
 /// A zone's free lists and pageblocks as `/proc/pagetypeinfo` prints them: `blocks[t]`
@@ -128,13 +130,27 @@ impl Buddy {
     /// The zone's frames are then its free pages in pfn order. Errors name what does not fit.
     pub fn from_pagetypes(pt: &PageTypes, frames: u32) -> Result<Buddy, String> {
         let chunks = pt.free;
+        // What the zone spans, checked before anything is allocated for it.
+        let nb: u64 = pt.blocks.iter().map(|&b| b as u64).sum();
+        if nb == 0 {
+            return Err("no pageblocks".into());
+        }
+        if nb * PAGEBLOCK_PAGES as u64 > MAX_SPAN {
+            return Err(format!(
+                "{nb} pageblocks: a zone of at most {} pageblocks (256 GiB) is modelled",
+                MAX_SPAN / PAGEBLOCK_PAGES as u64
+            ));
+        }
+        let listed: u64 = (0..MIGRATE_TYPES).map(|t| pt.free_pages(t)).sum();
+        if listed > nb * PAGEBLOCK_PAGES as u64 {
+            return Err(format!(
+                "{listed} free pages on the lists, more than the {nb} pageblocks hold"
+            ));
+        }
         // Pageblocks: unmovable, then reclaimable, then movable.
         let mut block_mt: Vec<u8> = Vec::new();
         for t in [UNMOVABLE, RECLAIMABLE, MOVABLE] {
             block_mt.extend(std::iter::repeat_n(t as u8, pt.blocks[t] as usize));
-        }
-        if block_mt.is_empty() {
-            return Err("no pageblocks".into());
         }
         let placed = layout(&block_mt, &chunks)?;
         let span = block_mt.len() * PAGEBLOCK_PAGES as usize;
@@ -626,6 +642,27 @@ mod tests {
         assert_eq!(pt.free[UNMOVABLE], [0; NR_ORDERS]);
         assert_eq!(pt.blocks, [1, 7, 0]);
         assert_eq!(b.n_free(), 200);
+    }
+
+    #[test]
+    fn impossible_tables_are_errors_before_anything_is_allocated() {
+        let mut pt = dma();
+        pt.blocks = [0; MIGRATE_TYPES];
+        assert_eq!(Buddy::from_pagetypes(&pt, 10).unwrap_err(), "no pageblocks");
+        let mut pt = dma();
+        pt.blocks = [u32::MAX, u32::MAX, u32::MAX];
+        assert!(Buddy::from_pagetypes(&pt, 10)
+            .unwrap_err()
+            .contains("at most 131072 pageblocks"));
+        // 3 x 1024 + 512 + 224 free pages, but only 4 pageblocks (2,048 pages).
+        let mut pt = dma();
+        pt.blocks = [1, 3, 0];
+        assert!(Buddy::from_pagetypes(&pt, 10)
+            .unwrap_err()
+            .contains("3808 free pages on the lists, more than the 4 pageblocks hold"));
+        let mut pt = dma();
+        pt.free[RECLAIMABLE][10] = u32::MAX;
+        assert!(Buddy::from_pagetypes(&pt, 10).is_err());
     }
 
     #[test]
