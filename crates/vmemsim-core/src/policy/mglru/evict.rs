@@ -388,6 +388,9 @@ impl MgLru {
         // above it (`(sc->reclaim_idx + i) % MAX_NR_ZONES`, i = MAX_NR_ZONES..1).
         let nz = self.nz();
         let top = self.reclaim_idx.unwrap_or(nz - 1).min(nz - 1);
+        // Read once: the calls below take `&mut self`.
+        let refuse = self.writepage_off;
+        let above = self.reclaim_idx.unwrap_or(usize::MAX);
         for k in 0..nz {
             let zone = (top + nz - k) % nz;
             let li = self.lz(gen, ty, zone);
@@ -405,17 +408,8 @@ impl MgLru {
                     crate::hint::prefetch(self.fs.as_ptr().wrapping_add(p as usize));
                     self.links.prefetch(p);
                 }
-                if self.sort_folio(mm, f, ty, tier_idx) {
-                } else if self.writepage_off
-                    && (mm.is_dirty(f)
-                        || (mm.frames.is_anon(f)
-                            && mm.frames.flags(f) & crate::mm::frames::F_SWAPCACHE == 0))
-                {
-                    // 6.1 `isolate_folio`, "swapping inhibited" (`!sc->may_writepage`): a
-                    // dirty folio, or an anonymous one without a swap copy, is left on its
-                    // list (`list_move(.., &moved)`, spliced back at the head).
-                    self.lists[li].remove(&mut self.links, f);
-                    self.moved.push(f);
+                if self.sort_folio(mm, f, ty, tier_idx, above) {
+                } else if refuse && self.refuse_folio(mm, li, f) {
                     skipped += 1;
                 } else {
                     self.isolate_folio(f);
@@ -423,7 +417,7 @@ impl MgLru {
                     isolated += 1;
                 }
                 remaining -= 1;
-                if remaining == 0 || isolated.max(skipped) >= MIN_LRU_BATCH {
+                if remaining == 0 || isolated >= MIN_LRU_BATCH || skipped >= MIN_LRU_BATCH {
                     break;
                 }
             }
@@ -449,9 +443,32 @@ impl MgLru {
         }
     }
 
+    /// 6.1 `isolate_folio`, "swapping inhibited" (`!sc->may_writepage`): a dirty folio, or an
+    /// anonymous one without a swap copy, is left on its list (`list_move(.., &moved)`, spliced
+    /// back at the head when the zone's walk ends). Whether it was.
+    #[cold]
+    #[inline(never)]
+    fn refuse_folio(&mut self, mm: &Mm, li: usize, f: FrameId) -> bool {
+        let refused = mm.is_dirty(f)
+            || (mm.frames.is_anon(f) && mm.frames.flags(f) & crate::mm::frames::F_SWAPCACHE == 0);
+        if refused {
+            self.lists[li].remove(&mut self.links, f);
+            self.moved.push(f);
+        }
+        refused
+    }
+
     /// `sort_folio`: true if the folio was moved instead of being a candidate. Left out: the
-    /// unevictable, dirty-lazyfree and ineligible-zone cases (no such folios here).
-    fn sort_folio(&mut self, mm: &Mm, f: FrameId, ty: usize, tier_idx: usize) -> bool {
+    /// unevictable and dirty-lazyfree cases (no such folios here).
+    /// `above`: `sc->reclaim_idx` (`usize::MAX`: every zone is eligible).
+    fn sort_folio(
+        &mut self,
+        mm: &Mm,
+        f: FrameId,
+        ty: usize,
+        tier_idx: usize,
+        above: usize,
+    ) -> bool {
         let i = f as usize;
         let gen = self.fs[i].gen1 as usize - 1;
         let refs = self.refs(f);
@@ -487,7 +504,7 @@ impl MgLru {
         }
         // ineligible: above the pass's zone (`sc->reclaim_idx`), to the next generation's
         // tail (`folio_inc_gen(.., false)`, `list_move_tail`). 6.1 and 6.8.
-        if self.reclaim_idx.is_some_and(|idx| zone > idx) {
+        if zone > above {
             let new_gen = self.folio_inc_gen(f, ty);
             let (from, to) = (self.lz(gen, ty, zone), self.lz(new_gen, ty, zone));
             self.lists[from].remove(&mut self.links, f);
