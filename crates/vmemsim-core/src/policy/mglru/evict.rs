@@ -362,7 +362,13 @@ impl MgLru {
         let mut scanned = 0;
         for _ in (swappiness == 0) as usize..2 {
             let t = tier.unwrap_or_else(|| self.pid.tier_idx(ty));
-            scanned = self.scan_folios(mm, ty, t, iso);
+            // A pass below the highest zone or one that may not write (kswapd balancing a
+            // boosted zone) takes the slower walk; every other pass, the plain one.
+            scanned = if self.reclaim_idx.is_some() || self.writepage_off {
+                self.scan_folios::<true>(mm, ty, t, iso)
+            } else {
+                self.scan_folios::<false>(mm, ty, t, iso)
+            };
             if scanned != 0 {
                 break;
             }
@@ -377,7 +383,13 @@ impl MgLru {
     /// first, sorting or isolating, until `MAX_LRU_BATCH` scanned or `MIN_LRU_BATCH` isolated
     /// (a zone's list is left for the next only when it runs empty first). Nothing when only `MIN_NR_GENS`
     /// generations exist.
-    fn scan_folios(&mut self, mm: &Mm, ty: usize, tier_idx: usize, iso: &mut Vec<FrameId>) -> u64 {
+    fn scan_folios<const LIMITED: bool>(
+        &mut self,
+        mm: &Mm,
+        ty: usize,
+        tier_idx: usize,
+        iso: &mut Vec<FrameId>,
+    ) -> u64 {
         if self.nr_gens(ty) == MIN_NR_GENS {
             return 0;
         }
@@ -389,7 +401,7 @@ impl MgLru {
         let nz = self.nz();
         let top = self.reclaim_idx.unwrap_or(nz - 1).min(nz - 1);
         // Read once: the calls below take `&mut self`.
-        let refuse = self.writepage_off;
+        let refuse = LIMITED && self.writepage_off;
         let above = self.reclaim_idx.unwrap_or(usize::MAX);
         for k in 0..nz {
             let zone = (top + nz - k) % nz;
@@ -408,7 +420,7 @@ impl MgLru {
                     crate::hint::prefetch(self.fs.as_ptr().wrapping_add(p as usize));
                     self.links.prefetch(p);
                 }
-                if self.sort_folio(mm, f, ty, tier_idx, above) {
+                if self.sort_folio::<LIMITED>(mm, f, ty, tier_idx, above) {
                 } else if refuse && self.refuse_folio(mm, li, f) {
                     skipped += 1;
                 } else {
@@ -417,11 +429,14 @@ impl MgLru {
                     isolated += 1;
                 }
                 remaining -= 1;
-                if remaining == 0 || isolated >= MIN_LRU_BATCH || skipped >= MIN_LRU_BATCH {
+                if remaining == 0
+                    || isolated >= MIN_LRU_BATCH
+                    || (LIMITED && skipped >= MIN_LRU_BATCH)
+                {
                     break;
                 }
             }
-            if skipped > 0 {
+            if LIMITED && skipped > 0 {
                 // `list_splice(&moved, head)`: `moved` holds them newest-first
                 // (`list_move` to its head), so the first refused ends nearest the tail.
                 for i in 0..self.moved.len() {
@@ -461,7 +476,7 @@ impl MgLru {
     /// `sort_folio`: true if the folio was moved instead of being a candidate. Left out: the
     /// unevictable and dirty-lazyfree cases (no such folios here).
     /// `above`: `sc->reclaim_idx` (`usize::MAX`: every zone is eligible).
-    fn sort_folio(
+    fn sort_folio<const LIMITED: bool>(
         &mut self,
         mm: &Mm,
         f: FrameId,
@@ -504,7 +519,7 @@ impl MgLru {
         }
         // ineligible: above the pass's zone (`sc->reclaim_idx`), to the next generation's
         // tail (`folio_inc_gen(.., false)`, `list_move_tail`). 6.1 and 6.8.
-        if zone > above {
+        if LIMITED && zone > above {
             let new_gen = self.folio_inc_gen(f, ty);
             let (from, to) = (self.lz(gen, ty, zone), self.lz(new_gen, ty, zone));
             self.lists[from].remove(&mut self.links, f);
