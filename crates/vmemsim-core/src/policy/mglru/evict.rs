@@ -24,7 +24,8 @@
 use super::aging::suitable_to_scan;
 use super::pid::MIN_LRU_BATCH;
 use super::{
-    lidx, MgLru, ScanMode, ANON, FILE, F_ALL_REFS, F_REFERENCED, MAX_LRU_BATCH, MIN_NR_GENS,
+    lidx, MgLru, ScanMode, ANON, FILE, F_ALL_REFS, F_NAMED, F_REFERENCED, MAX_LRU_BATCH,
+    MIN_NR_GENS,
 };
 use crate::engine::DEF_PRIORITY;
 use crate::mm::{pte_frame, FrameId, Mm, PTE_ACCESSED, PTE_PRESENT};
@@ -465,7 +466,7 @@ impl MgLru {
     #[inline(never)]
     fn refuse_folio(&mut self, mm: &Mm, li: usize, f: FrameId) -> bool {
         let refused = mm.is_dirty(f)
-            || (mm.frames.is_anon(f) && mm.frames.flags(f) & crate::mm::frames::F_SWAPCACHE == 0);
+            || (self.ty(f) == ANON && mm.frames.flags(f) & crate::mm::frames::F_SWAPCACHE == 0);
         if refused {
             self.lists[li].remove(&mut self.links, f);
             self.moved.push(f);
@@ -609,7 +610,11 @@ impl MgLru {
             let gen = self.gen_of_seq(self.max_seq);
             self.add_folio(f, gen, false);
             self.stats.promoted_rmap += 1;
-        } else if sc.writeback_async && mm.swap_out_writes(f) {
+        } else if self.fs[f as usize].fl & F_NAMED == 0
+            && sc.writeback_async
+            && mm.swap_out_writes(f)
+        {
+            // (a named page is an unwritten copy of its block: dropped below, not written)
             // `pageout` leaves it under writeback: `shrink_folio_list` keeps it and
             // `evict_folios` puts it back; no `lru_gen_eviction`. The engine writes it and
             // puts it back (`Insert::Rotate`); its flags wait in `shadow` meanwhile. Under
@@ -627,6 +632,8 @@ impl MgLru {
             // generation with `PG_reclaim` for the flusher threads, which are not modelled.
             self.fs[f as usize].shadow = self.eviction(f);
             self.stats.pgsteal[self.ty(f)] += 1;
+            // (freed: a named page's frame comes back as whatever the engine maps next)
+            self.fs[f as usize].fl &= !F_NAMED;
             victims.push(f);
             self.nr_reclaimed += 1;
             if self.multi_zone {

@@ -114,6 +114,11 @@ pub(crate) const F_REFERENCED: u8 = 1 << 3;
 pub(crate) const F_FILE: u8 = 1 << 4;
 /// `LRU_REFS_MASK | LRU_REFS_FLAGS`.
 pub(crate) const F_ALL_REFS: u8 = F_REFS | F_WORKINGSET | F_REFERENCED;
+/// An anonymous frame of the engine that holds a named page ([`Policy::set_file_lru`]): a
+/// file-type folio, as the kernel's page-cache page of a private file mapping is
+/// (`folio_is_file_lru`: not swap-backed). Kept across isolations and re-insertions of the
+/// frame until `set_file_lru(.., false)` or the frame's removal.
+pub(crate) const F_NAMED: u8 = 1 << 5;
 
 /// How an aging walk chooses the PMDs it descends into (the paper's variants).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -540,6 +545,11 @@ impl MgLru {
         self.nr_pages[lidx(self.gen_of_seq(seq), ty)]
     }
 
+    /// Folios of type `ty` on the lists (every generation), `lruvec_page_state`'s LRU sizes.
+    pub fn nr_lru(&self, ty: usize) -> u64 {
+        self.nr_pages.iter().skip(ty).step_by(2).copied().sum()
+    }
+
     #[inline]
     pub(crate) fn ty(&self, f: FrameId) -> usize {
         (self.fs[f as usize].fl & F_FILE != 0) as usize
@@ -757,10 +767,13 @@ impl Policy for MgLru {
         let i = f as usize;
         debug_assert_eq!(self.fs[i].gen1, 0, "frame {f} inserted twice");
         let ffl = mm.frames.flags(f);
-        self.fs[i].fl = if ffl & crate::mm::frames::F_ANON != 0 {
+        // (a named frame: `set_file_lru` before a refault's insertion, or kept through an
+        // isolation; every other anonymous frame is swap-backed)
+        let named = self.fs[i].fl & F_NAMED;
+        self.fs[i].fl = if ffl & crate::mm::frames::F_ANON != 0 && named == 0 {
             0
         } else {
-            F_FILE
+            F_FILE | named
         };
         if how == Insert::Rotate {
             // `folio_rotate_reclaimable` → `lru_move_tail_fn` → `lruvec_add_folio_tail` →
@@ -768,7 +781,7 @@ impl Policy for MgLru {
             // cleared, so the oldest generation, at its tail, with the reference flags it was
             // isolated with (kept in `fs[f].shadow` while it was away).
             let kept = std::mem::replace(&mut self.fs[i].shadow, 0) as u8;
-            self.fs[i].fl = kept;
+            self.fs[i].fl = (kept & !(F_FILE | F_NAMED)) | (self.fs[i].fl & (F_FILE | F_NAMED));
             let ty = self.ty(f);
             let gen = self.gen_of_seq(self.min_seq[ty]);
             self.add_folio(f, gen, true);
@@ -867,6 +880,44 @@ impl Policy for MgLru {
         if self.fs[f as usize].gen1 != 0 {
             self.del_folio(f);
         }
+        self.fs[f as usize].fl &= !F_NAMED;
+    }
+
+    /// A named page (VSwapper's Swap Mapper: guest memory the host maps from the disk
+    /// image) is a file-type folio, on the file generations: `lru_gen_add_folio` takes its
+    /// type from `folio_is_file_lru`, and a private file mapping's page-cache page is not
+    /// swap-backed. Moving types is `lru_gen_del_folio` then `lru_gen_add_folio` of a folio
+    /// that is neither active nor reclaiming: the new type's `min_seq + 1` (`min_seq` while
+    /// only `MIN_NR_GENS` + 1 generations exist) for a file folio, as the page-cache page
+    /// `filemap_fault` added; `max_seq - 1` for an anonymous one (the copy on write,
+    /// `folio_add_lru_vma` of a new anonymous folio outside `lru_gen_in_fault`'s recency).
+    /// An isolated frame only changes its flag: it goes back as its new type.
+    fn set_file_lru(&mut self, mm: &Mm, f: FrameId, file: bool) {
+        if !mm.frames.is_anon(f) {
+            return;
+        }
+        let i = f as usize;
+        if (self.fs[i].fl & F_NAMED != 0) == file {
+            return;
+        }
+        let on_list = self.fs[i].gen1 != 0;
+        if on_list {
+            self.del_folio(f);
+        }
+        let refs = self.fs[i].fl & F_ALL_REFS;
+        self.fs[i].fl = refs | if file { F_FILE | F_NAMED } else { 0 };
+        if on_list {
+            let ty = self.ty(f);
+            let seq = if ty == ANON {
+                self.max_seq - 1
+            } else if self.min_seq[ty] + MIN_NR_GENS >= self.max_seq {
+                self.min_seq[ty]
+            } else {
+                self.min_seq[ty] + 1
+            };
+            let gen = self.gen_of_seq(seq);
+            self.add_folio(f, gen, false);
+        }
     }
 
     fn validate(&self, mm: &Mm) -> std::result::Result<(), String> {
@@ -915,7 +966,8 @@ impl Policy for MgLru {
                             self.ty(f)
                         ));
                     }
-                    if mm.frames.is_anon(f) == (ty == FILE) {
+                    let swap_backed = mm.frames.is_anon(f) && self.fs[i].fl & F_NAMED == 0;
+                    if swap_backed == (ty == FILE) {
                         return Err(format!("{name}: frame {f} on the wrong type's list"));
                     }
                     if self.zone(f) != zone {
@@ -1014,6 +1066,8 @@ impl Policy for MgLru {
             ("max_seq", self.max_seq),
             ("min_seq_anon", self.min_seq[ANON]),
             ("min_seq_file", self.min_seq[FILE]),
+            ("nr_lru_anon", self.nr_lru(ANON)),
+            ("nr_lru_file", self.nr_lru(FILE)),
         ]
     }
 }

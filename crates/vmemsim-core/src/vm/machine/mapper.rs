@@ -45,17 +45,18 @@
 //!
 //! - On the host's LRU lists a named page is a file page (the page-cache page the private
 //!   mapping maps): `Machine::set_named` moves it to the file lists of a policy that has
-//!   them (`clock-lru`: `Policy::set_file_lru`, to the inactive file list's head as a new
-//!   folio of `folio_add_lru`) when QEMU maps it and when it refaults from the image, and
-//!   back to the anonymous lists when it is copied on write. So a kernel host's reclaim
+//!   them (`Policy::set_file_lru`: `clock-lru`, to the inactive file list's head as a new
+//!   folio of `folio_add_lru`; `mglru`, to the file generations, `min_seq[FILE] + 1` as
+//!   `lru_gen_add_folio` places a page-cache folio) when QEMU maps it and when it refaults
+//!   from the image, and back to the anonymous lists when it is copied on write. So a kernel host's reclaim
 //!   weighs it with QEMU's code and its own page cache (`get_scan_count`'s file side), not
 //!   with anonymous memory: the named guest pages are no longer anonymous beside QEMU's
 //!   code (§3 "False Page Anonymity", which §4.1 says the Mapper undoes).
 //!
 //! Left out: the association after a guest write request (§4.1 "Guest I/O Flow": write, then `mmap`),
 //! the host caching policy of §4.1 (the host page cache holding only blocks in guest
-//! memory), the named pages' list type under MG-LRU hosts (`mglru` keeps them in its
-//! anonymous generations: its type is the frame's), and hosts with large
+//! memory), the named pages' list type under the other policies (FIFO, CLOCK, ... have
+//! one list), and hosts with large
 //! pages (`host_page` must be 4 KiB). The False Reads Preventer (§4.2) is module `preventer`
 //! (`vswapper = preventer`, or `vswapper` for both).
 //!

@@ -963,6 +963,53 @@ mod tests {
         v.validate().unwrap();
     }
 
+    /// The host's file and anonymous LRU pages (MG-LRU's generations, both types).
+    fn host_gens(v: &Vm) -> (u64, u64) {
+        let sh = v.host.as_ref().unwrap().shared.borrow();
+        let c: std::collections::HashMap<_, _> = sh.m.policy.counters().into_iter().collect();
+        (c["nr_lru_file"], c["nr_lru_anon"])
+    }
+
+    #[test]
+    fn the_swap_mappers_pages_are_file_folios_on_an_mglru_host() {
+        // The clock-lru test above on an MG-LRU host: `lru_gen_add_folio` takes a folio's
+        // type from `folio_is_file_lru`, so the 100 named pages are file-type folios (the
+        // file generations hold exactly them: no page cache under `none`, QEMU's code not
+        // modelled) and 100 fewer are anonymous; the 10 copies on write go back to the
+        // anonymous generations. Under pressure, the file generations hold the resident
+        // named pages, always.
+        let run = |vs: VSwapper, host: u32| {
+            let mut c = config(400, host, CacheMode::None, 0, vs);
+            c.host_policy = crate::policy::PolicyKind::from_name("mglru").unwrap();
+            let mut v = vm_of(&c, 100);
+            for i in 0..100 {
+                file(&mut v, FileOp::Pread, i, 1);
+            }
+            v
+        };
+        let off = run(VSwapper::Off, 1000);
+        let mut on = run(VSwapper::Mapper, 1000);
+        let ((f_off, a_off), (f_on, a_on)) = (host_gens(&off), host_gens(&on));
+        assert_eq!((f_off, f_on), (0, 100));
+        assert_eq!(a_off - a_on, 100);
+        file(&mut on, FileOp::Pwrite, 0, 10);
+        assert_eq!(on.swap_pathologies().mapper_cow_breaks, 10);
+        assert_eq!(host_gens(&on), (90, a_on + 10));
+        on.validate().unwrap();
+
+        let mut v = run(VSwapper::Mapper, 200);
+        touch(&mut v, 0, 300);
+        let p = v.swap_pathologies();
+        assert!(p.mapper_discards > 0, "{p:?}");
+        assert_eq!(host_gens(&v).0, resident_named(&v));
+        for gfn in frames_of_blocks(&v, 100) {
+            v.host_touch(gfn, false).unwrap();
+        }
+        assert!(v.swap_pathologies().mapper_refaults > 0);
+        assert_eq!(host_gens(&v).0, resident_named(&v));
+        v.validate().unwrap();
+    }
+
     #[test]
     fn the_vcpu_waits_for_a_refault_from_the_image() {
         // The re-read scenario with the Mapper on a host with a timed swap device: the 100
