@@ -79,6 +79,7 @@ pub mod custom;
 pub mod fileio;
 pub mod pagerank;
 pub(crate) mod params;
+pub mod pbzip2;
 pub mod tpch;
 pub mod trace;
 pub mod ycsb;
@@ -195,6 +196,7 @@ pub const KINDS: &[(&str, &str)] = &[
     ("dd-like", "dd: a sequential read (or write) of a file in large blocks"),
     ("fileio", "sysbench fileio: sequential or random reads/writes of files, several threads"),
     ("gzip-like", "gzip: a file read in chunks, compressed, the output appended to a new file"),
+    ("pbzip2-like", "pbzip2: a file read in 900 kB blocks, each bzip2-compressed by one of N threads, written in order"),
 ];
 
 /// Parse a workload spec (grammar in the module docs) with `seed` as the run's seed.
@@ -211,6 +213,7 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn Workload>> {
         "dd-like" | "fileio" | "gzip-like" => {
             Ok(Box::new(fileio::FileWorkload::parse(&kind, rest, seed)?))
         }
+        "pbzip2-like" => Ok(Box::new(pbzip2::Pbzip2Like::parse(rest, seed)?)),
         _ => {
             let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
             Err(Error::config(
@@ -249,7 +252,7 @@ mod tests {
         let e = parse("graph500:scale=3", 0).err().unwrap().to_string();
         assert_eq!(
             e,
-            "workload: unknown workload 'graph500'; valid: tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom, trace, dd-like, fileio, gzip-like"
+            "workload: unknown workload 'graph500'; valid: tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom, trace, dd-like, fileio, gzip-like, pbzip2-like"
         );
         for (spec, threads) in [
             ("tpch-like:footprint=2MiB", 12),

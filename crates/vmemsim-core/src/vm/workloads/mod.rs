@@ -83,6 +83,7 @@ pub const KINDS: &[(&str, &str)] = &[
     ("dd-like", "dd: a sequential read (or write) of a file on the guest's virtual disk"),
     ("fileio", "sysbench fileio on the guest's virtual disk; a database-like reader with pattern=rand"),
     ("gzip-like", "gzip: a file read in chunks, compressed, the output appended to a new file"),
+    ("pbzip2-like", "pbzip2: 900 kB blocks bzip2-compressed by N threads dealt onto `vcpus` vCPUs, written in order"),
 ];
 
 /// Parse a guest workload spec (grammar in the module docs) with `seed` as the run's seed.
@@ -97,7 +98,7 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn Workload>> {
         "lmbench-like" => Ok(Box::new(lmbench::LmbenchLike::parse(rest, seed)?)),
         "trace" => Ok(Box::new(trace::TraceGuest::parse(rest, seed)?)),
         "tpch-like" | "pagerank" | "ycsb-a" | "ycsb-b" | "ycsb-c" | "custom" | "dd-like"
-        | "fileio" | "gzip-like" => crate::workload::parse(spec, seed),
+        | "fileio" | "gzip-like" | "pbzip2-like" => crate::workload::parse(spec, seed),
         _ => {
             let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
             Err(Error::config(
@@ -219,7 +220,7 @@ mod tests {
         let e = parse("stress-ng:vm=4", 0).err().unwrap().to_string();
         assert_eq!(
             e,
-            "workload: unknown guest workload 'stress-ng'; valid: stress-vm, redis-like, kernbench-like, lmbench-like, trace, tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom, dd-like, fileio, gzip-like"
+            "workload: unknown guest workload 'stress-ng'; valid: stress-vm, redis-like, kernbench-like, lmbench-like, trace, tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom, dd-like, fileio, gzip-like, pbzip2-like"
         );
         for (spec, vcpus) in [
             ("stress-vm:bytes=64KiB,rounds=1", 4),
