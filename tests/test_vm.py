@@ -18,7 +18,7 @@ def test_guest_workload_kinds():
     names = [n for n, _ in vmemsim.guest_workload_kinds()]
     assert names == ["stress-vm", "redis-like", "kernbench-like", "lmbench-like", "trace",
                      "tpch-like", "pagerank", "ycsb-a", "ycsb-b", "ycsb-c", "custom",
-                     "dd-like", "fileio", "gzip-like"]
+                     "dd-like", "fileio", "gzip-like", "pbzip2-like", "mapreduce-like"]
 
 
 def test_process_models_run_in_a_vm():
