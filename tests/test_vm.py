@@ -18,7 +18,7 @@ def test_guest_workload_kinds():
     names = [n for n, _ in vmemsim.guest_workload_kinds()]
     assert names == ["stress-vm", "redis-like", "kernbench-like", "lmbench-like", "trace",
                      "tpch-like", "pagerank", "ycsb-a", "ycsb-b", "ycsb-c", "custom",
-                     "dd-like", "fileio", "gzip-like"]
+                     "dd-like", "fileio", "gzip-like", "pbzip2-like", "mapreduce-like"]
 
 
 def test_process_models_run_in_a_vm():
@@ -593,3 +593,25 @@ def test_the_sweep_key_vm_vswapper_takes_the_four_settings():
         assert runner.vm_kwargs(cfg, 1)["vswapper"] == vs
     with pytest.raises(VmemsimError, match="off, mapper, preventer, vswapper"):
         key.check("prevent", "vm.vswapper")
+
+
+def test_vswappers_pbzip2_and_staggered_metis_guests():
+    # pbzip2 (§5.1): 8 consumers' bzip2 -9 working sets of 1,868 pages each (14,944) do not
+    # fit a guest of 12,000 frames: the guest swaps. Its CPU is 100 µs a KiB of each block,
+    # rounded up: 18 blocks of 900,000 bytes (879 KiB) and one of 577,216 (564 KiB).
+    r = vmemsim.run_vm("pbzip2-like:bytes=16MiB", guest_frames=12000, host_frames="150%")
+    assert r.workload.startswith("pbzip2-like:bytes=16MiB,bs=900000,threads=8,vcpus=1,")
+    assert len(r.vcpu_ns) == 1
+    assert r.time["compute_ns"] == (18 * 879 + 564) * 100_000
+    assert r.stats["major_faults"] > 0
+    # Metis word count (§5.2): three guests start 10 ms apart, with room for all of them.
+    # Each idles until its start (not CPU time) and then runs the same benchmark (same
+    # seed), so each VM's runtime less its start is the same.
+    specs = [f"mapreduce-like:bytes=2MiB,keys=2000,table_bytes=8MiB,bs=64KiB,"
+             f"start_ns={i * 10_000_000},seed=1" for i in range(3)]
+    r = vmemsim.run_vm(specs, guest_frames="150%", host_frames="150%")
+    own = [v["runtime_ns"] - i * 10_000_000 for i, v in enumerate(r.per_vm)]
+    assert own[0] == own[1] == own[2] > 0
+    assert [v["time"]["compute_ns"] for v in r.per_vm] == [r.per_vm[0]["time"]["compute_ns"]] * 3
+    assert r.per_vm[2]["time"]["idle_ns"] >= 2 * 20_000_000
+    assert r.runtime_ns == r.per_vm[2]["runtime_ns"]

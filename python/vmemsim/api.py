@@ -1469,10 +1469,11 @@ def run(
     pool out of ``frames``, as a memory cgroup limit does (zsmalloc memory is not charged to
     the cgroup). ``kernel`` picks whose reclaim rules the kernel policies follow where Linux
     versions differ (``"6.8"`` or ``"6.1"``, as :func:`replay`'s). ``progress(done, None)``
-    reports simulated ns. A workload with file I/O (``dd-like``, ``fileio``, ``gzip-like``, a
-    recorded program's reads and writes, an MSR import) goes through the page cache, its
-    files on ``file_device`` (``hdd``, ``ssd``, ``nvme``, ``remote``; default ``ssd``) with
-    readahead of ``read_ahead_kb``; ``file_device_stats`` counts the disk's requests and
+    reports simulated ns. A workload with file I/O (``dd-like``, ``fileio``, ``gzip-like``,
+    ``pbzip2-like``, ``mapreduce-like``, a recorded program's reads and writes, an MSR
+    import) goes through the page cache, its files on ``file_device`` (``hdd``, ``ssd``,
+    ``nvme``, ``remote``; default ``ssd``) with readahead of ``read_ahead_kb``;
+    ``file_device_stats`` counts the disk's requests and
     ``time["file_cpu_ns"]``/``time["file_wait_ns"]`` the calls' CPU time and waits.
     ``zones`` splits the machine into the kernel's zones, and ``watermark_boost_factor``
     boosts them, as :func:`replay`'s do.
@@ -1602,9 +1603,10 @@ def run_vm(
     ``device_stats`` counts its own). ``walk_caches=False`` turns the page-walk caches
     and the nested TLB off (``vmemsim vm --no-walk-caches``, ``vm.walk_caches = false``;
     the same as ``translate={"pwc": {"enabled": False}, "ntlb": {"enabled": False}}``).
-    A guest workload with file I/O (``dd-like``, ``fileio``, ``gzip-like``, a recorded
-    program) goes through the guest's page cache to its virtual disk (virtio-blk), whose
-    image QEMU opens with ``cache_mode`` (``writeback``: through the host's page cache;
+    A guest workload with file I/O (``dd-like``, ``fileio``, ``gzip-like``, ``pbzip2-like``,
+    ``mapreduce-like``, a recorded program) goes through the guest's page cache to its
+    virtual disk (virtio-blk), whose image QEMU opens with ``cache_mode`` (``writeback``:
+    through the host's page cache;
     ``none``: ``O_DIRECT``; ``writethrough``; ``directsync``; ``cacol``: the host's cache of
     the images managed by Cacol, seed 003, its counters in ``cacol``) on the host's
     ``file_device``;

@@ -55,9 +55,13 @@
 //! | `fileio`    | `bytes` (256MiB), `files` (1), `bs` (16KiB), `pattern` (seq), `op` (read), `ops` (one pass), |
 //! |             | `threads` (1), `fsync_every` (0), `write_share` (0.3), `compute_ns` (0)   |
 //! | `gzip-like` | `bytes` (64MiB), `bs` (32KiB), `ratio` (0.35), `ns_per_kib` (25000)       |
+//! | `pbzip2-like` | `bytes` (512MiB), `bs` (900000), `threads` (8), `vcpus` (1), `ratio` (0.2), `ns_per_kib` (100000) |
+//! | `mapreduce-like` | `bytes` (300MiB), `threads` (2), `keys` (1000000), `zipf` (1), `table_bytes` (1GiB), `bs` (1MiB), |
+//! |             | `word_bytes` (6), `words_per_access` (16), `map_ns` (50), `reduce_ns` (100), `merge_ns` (50), `start_ns` (0) |
 //!
 //! The models, their layouts and what they leave out are documented in [`tpch`],
-//! [`pagerank`], [`ycsb`] and [`custom`]; [`trace`] replays a trace file (text, csv,
+//! [`pagerank`], [`ycsb`], [`custom`], [`fileio`], [`pbzip2`] (VSwapper's §5.1 pbzip2) and
+//! [`mapreduce`] (VSwapper's §5.2 Metis word count); [`trace`] replays a trace file (text, csv,
 //! oracle-general or native) as the workload, one `Access` per access of the file.
 //!
 //! ## Composing a workload
@@ -77,8 +81,10 @@
 pub mod common;
 pub mod custom;
 pub mod fileio;
+pub mod mapreduce;
 pub mod pagerank;
 pub(crate) mod params;
+pub mod pbzip2;
 pub mod tpch;
 pub mod trace;
 pub mod ycsb;
@@ -195,6 +201,8 @@ pub const KINDS: &[(&str, &str)] = &[
     ("dd-like", "dd: a sequential read (or write) of a file in large blocks"),
     ("fileio", "sysbench fileio: sequential or random reads/writes of files, several threads"),
     ("gzip-like", "gzip: a file read in chunks, compressed, the output appended to a new file"),
+    ("pbzip2-like", "pbzip2: a file read in 900 kB blocks, each bzip2-compressed by one of N threads, written in order"),
+    ("mapreduce-like", "Metis word count: workers read a file into per-worker hash tables, reduce, merge sort"),
 ];
 
 /// Parse a workload spec (grammar in the module docs) with `seed` as the run's seed.
@@ -211,6 +219,8 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn Workload>> {
         "dd-like" | "fileio" | "gzip-like" => {
             Ok(Box::new(fileio::FileWorkload::parse(&kind, rest, seed)?))
         }
+        "pbzip2-like" => Ok(Box::new(pbzip2::Pbzip2Like::parse(rest, seed)?)),
+        "mapreduce-like" => Ok(Box::new(mapreduce::MapreduceLike::parse(rest, seed)?)),
         _ => {
             let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
             Err(Error::config(
@@ -249,7 +259,7 @@ mod tests {
         let e = parse("graph500:scale=3", 0).err().unwrap().to_string();
         assert_eq!(
             e,
-            "workload: unknown workload 'graph500'; valid: tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom, trace, dd-like, fileio, gzip-like"
+            "workload: unknown workload 'graph500'; valid: tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom, trace, dd-like, fileio, gzip-like, pbzip2-like, mapreduce-like"
         );
         for (spec, threads) in [
             ("tpch-like:footprint=2MiB", 12),

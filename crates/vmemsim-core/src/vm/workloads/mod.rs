@@ -23,6 +23,8 @@
 //! | `kernbench-like` | `jobs` (64), `parallel` (4), `text_bytes` (8MiB), `data_bytes` (1MiB), `heap_bytes` (24MiB), `stack_bytes` (128KiB), `job_ns` (40000000), `reuse` (4) |
 //! | `lmbench-like`   | `bench` (lat_mem_rd): `size`, `stride`, `order`, `passes` / `size`, `order`, `iterations` / `procs`, `size`, `rounds`, `hop_ns` |
 //! | `trace`          | `path` (required), `vcpus` (1), `ns_per_insn` (0.3): a recorded program, see [`trace`] |
+//! | `pbzip2-like`    | `bytes` (512MiB), `bs` (900000), `threads` (8), `vcpus` (1), `ratio` (0.2), `ns_per_kib` (100000): see [`crate::workload::pbzip2`] |
+//! | `mapreduce-like` | `bytes` (300MiB), `threads` (2, one vCPU each), `keys` (1000000), `zipf` (1), `table_bytes` (1GiB), `bs` (1MiB), `word_bytes` (6), `words_per_access` (16), `map_ns` (50), `reduce_ns` (100), `merge_ns` (50), `start_ns` (0): see [`crate::workload::mapreduce`] |
 //!
 //! Each model's layout, costs and what it leaves out are documented in [`stress_vm`],
 //! [`redis`], [`kernbench`] and [`lmbench`].
@@ -83,6 +85,8 @@ pub const KINDS: &[(&str, &str)] = &[
     ("dd-like", "dd: a sequential read (or write) of a file on the guest's virtual disk"),
     ("fileio", "sysbench fileio on the guest's virtual disk; a database-like reader with pattern=rand"),
     ("gzip-like", "gzip: a file read in chunks, compressed, the output appended to a new file"),
+    ("pbzip2-like", "pbzip2: 900 kB blocks bzip2-compressed by N threads dealt onto `vcpus` vCPUs, written in order"),
+    ("mapreduce-like", "Metis word count: map into per-worker hash tables (~1 GB), reduce, merge; start_ns delays the start"),
 ];
 
 /// Parse a guest workload spec (grammar in the module docs) with `seed` as the run's seed.
@@ -97,7 +101,9 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn Workload>> {
         "lmbench-like" => Ok(Box::new(lmbench::LmbenchLike::parse(rest, seed)?)),
         "trace" => Ok(Box::new(trace::TraceGuest::parse(rest, seed)?)),
         "tpch-like" | "pagerank" | "ycsb-a" | "ycsb-b" | "ycsb-c" | "custom" | "dd-like"
-        | "fileio" | "gzip-like" => crate::workload::parse(spec, seed),
+        | "fileio" | "gzip-like" | "pbzip2-like" | "mapreduce-like" => {
+            crate::workload::parse(spec, seed)
+        }
         _ => {
             let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
             Err(Error::config(
@@ -219,7 +225,7 @@ mod tests {
         let e = parse("stress-ng:vm=4", 0).err().unwrap().to_string();
         assert_eq!(
             e,
-            "workload: unknown guest workload 'stress-ng'; valid: stress-vm, redis-like, kernbench-like, lmbench-like, trace, tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom, dd-like, fileio, gzip-like"
+            "workload: unknown guest workload 'stress-ng'; valid: stress-vm, redis-like, kernbench-like, lmbench-like, trace, tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom, dd-like, fileio, gzip-like, pbzip2-like, mapreduce-like"
         );
         for (spec, vcpus) in [
             ("stress-vm:bytes=64KiB,rounds=1", 4),
