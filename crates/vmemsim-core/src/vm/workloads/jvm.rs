@@ -26,8 +26,9 @@
 //! - old (tenured) = heap − young; the permanent generation (`perm_bytes`: class metadata)
 //!   follows the old generation in the same reservation.
 //!
-//! The reservation ends at 4 GiB (HotSpot places a heap of up to ~4 GB for unscaled
-//! compressed oops below 4 GiB; a larger one ends at 32 GiB, zero-based), young first:
+//! The reservation ends at 4 GiB (`Universe::preferred_heap_base`: a heap that fits between
+//! `HeapBaseMinAddress`, 2 GiB on Linux x86, and 4 GiB gets unscaled compressed oops and
+//! ends at 4 GiB; a larger one ends at 32 GiB, zero-based), young first:
 //! eden, survivor 0, survivor 1, old, perm. The card table (one byte per 512 bytes of heap
 //! and perm: `CardTableModRefBS`), `libjvm.so`'s text, the JIT's code cache and the thread
 //! stacks are `mmap` regions, top-down from [`MMAP_BASE`]. Nothing is pre-touched
@@ -41,7 +42,11 @@
 //!
 //! At start vCPU 0 reads all of `libjvm.so`'s text (`jvm_text_bytes`), writes the thread
 //! stacks (`stack_bytes`, all threads together) and writes the whole permanent generation
-//! (class loading). Then it allocates `alloc_bytes`, a page at a time by bump pointer
+//! (class loading). With `jar_bytes` > 0 the classes come from the guest's disk: file 0
+//! (the application's jars, `jar_bytes`, existing) is read from its start in `read`s of
+//! [`JAR_CHUNK`] ([`Op::File`], through the guest's page cache), each followed by the
+//! next slice of the permanent generation written (the classes it defines), so perm is
+//! written in as many even slices as there are reads. Then it allocates `alloc_bytes`, a page at a time by bump pointer
 //! through eden (TLAB allocation). Per page allocated (a *step*): `alloc_ns_per_kib` × 4 of
 //! CPU (the program's work per allocation, split so the total is exact); during the first
 //! tenth of the steps the next slice of the code cache written (the JIT compiles early);
@@ -142,17 +147,19 @@
 //! TLABs and object sizes (allocation is in pages); the object graph (marking and copying
 //! in address order); reference processing, finalisation, class unloading; the
 //! permanent generation's own growth and compaction (it is all live and does not move);
-//! the reading of the application's jars from disk (class loading writes perm, no file
-//! I/O) and the C heap (`malloc`) of the JVM; JIT recompilation after warm-up;
-//! `OutOfMemoryError` (a live set that cannot fit is a spec error) and the guest's OOM
-//! killer; the padded average of the promotion check.
+//! by default the reading of the application's jars (`jar_bytes` = 0: their size is the
+//! experiment's estimate to make; the page cache they take is not in the footprint), and
+//! jar reads after start-up; the C heap (`malloc`) of the JVM; JIT recompilation after
+//! warm-up; `OutOfMemoryError` (a live set that cannot fit is a spec error) and the
+//! guest's OOM killer; the padded average of the promotion check.
 
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::{bad_vcpu, GuestEmitter, MMAP_BASE};
 use crate::error::Result;
-use crate::workload::common::{pages_of, split, stream, CHUNK_OPS, PAGE_BYTES};
+use crate::trace::recorded::{FileIo, FileOp};
+use crate::workload::common::{pages_of, push_file_op, split, stream, CHUNK_OPS, PAGE_BYTES};
 use crate::workload::params::{fmt_size, Params};
 use crate::workload::{Op, Workload};
 
@@ -171,6 +178,7 @@ const KEYS: &[&str] = &[
     "alloc_ns_per_kib",
     "scan_ns_per_page",
     "copy_ns_per_kib",
+    "jar_bytes",
     "vcpus",
     "seed",
 ];
@@ -195,6 +203,8 @@ pub const RECENT: u64 = 16;
 pub const OLD_WRITE: f64 = 0.25;
 /// The JIT writes the code cache over the first 1/this of the steps.
 const WARMUP_DIV: u64 = 10;
+/// Bytes of a jar read per `read` at start-up (an estimate: the zip reader's buffer).
+pub const JAR_CHUNK: u64 = 64 << 10;
 const TAG_MUT: u64 = 0x004A_564D;
 
 #[derive(Clone, Debug)]
@@ -213,6 +223,7 @@ struct Config {
     alloc_ns_per_kib: u64,
     scan_ns_per_page: u64,
     copy_ns_per_kib: u64,
+    jar_bytes: u64,
     vcpus: usize,
     seed: u64,
 }
@@ -343,6 +354,8 @@ pub struct JvmLike {
     dirty_list: Vec<u64>,
     em: GuestEmitter,
     rng: Xoshiro256PlusPlus,
+    /// The file records of the ops last handed out ([`Op::File`]'s slots).
+    ios: Vec<FileIo>,
 }
 
 impl JvmLike {
@@ -378,6 +391,7 @@ impl JvmLike {
             alloc_ns_per_kib: p.u64_in("alloc_ns_per_kib", 4000, 0, 1 << 32)?,
             scan_ns_per_page: p.u64_in("scan_ns_per_page", 1000, 0, 1 << 32)?,
             copy_ns_per_kib: p.u64_in("copy_ns_per_kib", 1000, 0, 1 << 32)?,
+            jar_bytes: size("jar_bytes", 0, 0, 64 << 30)?,
             vcpus: p.u64_in("vcpus", 1, 1, 1024)? as usize,
             seed: p.seed(run_seed)?,
         };
@@ -428,9 +442,10 @@ impl JvmLike {
             pages_of(cfg.jvm_text_bytes),
             pages_of(cfg.stack_bytes),
         );
-        // The reservation ends at 4 GiB (unscaled compressed oops) or 32 GiB (zero-based).
+        // The reservation ends at 4 GiB (unscaled compressed oops, above HeapBaseMinAddress
+        // = 2 GiB) or 32 GiB (zero-based).
         let reserve = heap_pages + perm_pages.div_ceil(GRAIN_PAGES) * GRAIN_PAGES;
-        let end = if reserve * PAGE_BYTES <= 3 << 30 {
+        let end = if reserve * PAGE_BYTES <= 2 << 30 {
             (4u64 << 30) / PAGE_BYTES
         } else {
             (32u64 << 30) / PAGE_BYTES
@@ -475,6 +490,7 @@ impl JvmLike {
             dirty: vec![false; old_pages as usize],
             dirty_list: Vec::new(),
             em: GuestEmitter::default(),
+            ios: Vec::new(),
         };
         w.plan = w.make_plan();
         Ok(w)
@@ -745,8 +761,23 @@ impl JvmLike {
         for p in 0..g.stack_pages {
             self.em.access(buf, g.stack + g.stack_pages - 1 - p, true);
         }
-        for p in 0..g.perm_pages {
-            self.em.access(buf, g.perm + p, true);
+        if self.cfg.jar_bytes == 0 {
+            for p in 0..g.perm_pages {
+                self.em.access(buf, g.perm + p, true);
+            }
+            return;
+        }
+        let n = self.cfg.jar_bytes.div_ceil(JAR_CHUNK);
+        for c in 0..n {
+            let off = c * JAR_CHUNK;
+            let len = JAR_CHUNK.min(self.cfg.jar_bytes - off);
+            self.em.flush(buf);
+            self.em.split();
+            push_file_op(buf, &mut self.ios, FileOp::Read, 0, off, len);
+            let (lo, hi) = split(g.perm_pages, n, c);
+            for p in lo..hi {
+                self.em.access(buf, g.perm + p, true);
+            }
         }
     }
 
@@ -822,7 +853,7 @@ impl Workload for JvmLike {
     fn name(&self) -> String {
         let c = &self.cfg;
         format!(
-            "jvm-like:heap_bytes={},live_bytes={},alloc_bytes={},survive={},perm_bytes={},code_bytes={},jvm_text_bytes={},stack_bytes={},old_refs={},hot={},hot_share={},alloc_ns_per_kib={},scan_ns_per_page={},copy_ns_per_kib={},vcpus={},seed={}",
+            "jvm-like:heap_bytes={},live_bytes={},alloc_bytes={},survive={},perm_bytes={},code_bytes={},jvm_text_bytes={},stack_bytes={},old_refs={},hot={},hot_share={},alloc_ns_per_kib={},scan_ns_per_page={},copy_ns_per_kib={},jar_bytes={},vcpus={},seed={}",
             fmt_size(c.heap_bytes),
             fmt_size(c.live_bytes),
             fmt_size(c.alloc_bytes),
@@ -837,6 +868,7 @@ impl Workload for JvmLike {
             c.alloc_ns_per_kib,
             c.scan_ns_per_page,
             c.copy_ns_per_kib,
+            fmt_size(c.jar_bytes),
             c.vcpus,
             c.seed
         )
@@ -850,6 +882,24 @@ impl Workload for JvmLike {
         self.touched()
     }
 
+    fn files(&self) -> Vec<crate::mm::FileSpec> {
+        if self.cfg.jar_bytes == 0 {
+            return Vec::new();
+        }
+        vec![crate::mm::FileSpec {
+            id: 0,
+            initial_size: self.cfg.jar_bytes,
+            extent: self.cfg.jar_bytes,
+        }]
+    }
+
+    fn file_io(&self, tid: usize, slot: u32) -> Option<&FileIo> {
+        if tid != 0 {
+            return None;
+        }
+        self.ios.get(slot as usize)
+    }
+
     fn next_ops(&mut self, v: usize, buf: &mut Vec<Op>) -> Result<()> {
         if v >= self.cfg.vcpus {
             return Err(bad_vcpu("jvm-like", v, self.cfg.vcpus));
@@ -857,6 +907,7 @@ impl Workload for JvmLike {
         if v != 0 {
             return Ok(());
         }
+        self.ios.clear();
         let start = buf.len();
         if !self.started {
             self.started = true;
@@ -1129,7 +1180,7 @@ mod tests {
         let (w, a) = run(SMALL, 5);
         assert_eq!(
             w.name(),
-            "jvm-like:heap_bytes=3MiB,live_bytes=256KiB,alloc_bytes=23072KiB,survive=0.1,perm_bytes=64KiB,code_bytes=16KiB,jvm_text_bytes=32KiB,stack_bytes=8KiB,old_refs=4,hot=0.1,hot_share=0.9,alloc_ns_per_kib=4000,scan_ns_per_page=1000,copy_ns_per_kib=1000,vcpus=1,seed=5"
+            "jvm-like:heap_bytes=3MiB,live_bytes=256KiB,alloc_bytes=23072KiB,survive=0.1,perm_bytes=64KiB,code_bytes=16KiB,jvm_text_bytes=32KiB,stack_bytes=8KiB,old_refs=4,hot=0.1,hot_share=0.9,alloc_ns_per_kib=4000,scan_ns_per_page=1000,copy_ns_per_kib=1000,jar_bytes=0,vcpus=1,seed=5"
         );
         let (_, b) = run(&w.name(), 0);
         assert_eq!(a, b);
@@ -1139,6 +1190,58 @@ mod tests {
         assert_eq!(w.threads(), 2);
         assert_eq!(s[0], a[0]);
         assert!(s[1].is_empty());
+    }
+
+    #[test]
+    fn jars_are_read_in_chunks_as_perm_is_written() {
+        // 200 KiB of jars: reads of 64, 64, 64 and 8 KiB at 0, 64, 128 and 192 KiB, each
+        // followed by 4 of perm's 16 pages written; nothing else changes.
+        let mut w = parse(&format!("{SMALL},jar_bytes=200KiB"), 1).unwrap();
+        let files = w.files();
+        assert_eq!(files.len(), 1);
+        assert_eq!(
+            (files[0].id, files[0].initial_size, files[0].extent),
+            (0, 200 << 10, 200 << 10)
+        );
+        let g = *small("").geometry();
+        let mut buf = Vec::new();
+        w.next_ops(0, &mut buf).unwrap();
+        let mut reads = Vec::new();
+        let mut perm_after = Vec::new();
+        for op in &buf {
+            match *op {
+                Op::File { slot } => {
+                    let r = *w.file_io(0, slot).unwrap();
+                    reads.push((r.op, r.file, r.offset, r.len));
+                    perm_after.push(0);
+                }
+                Op::Access { page, write: true } if (g.perm..g.perm + 16).contains(&page) => {
+                    *perm_after.last_mut().unwrap() += 1;
+                }
+                _ => {}
+            }
+        }
+        let k = 1 << 10;
+        assert_eq!(
+            reads,
+            vec![
+                (FileOp::Read, 0, 0, 64 * k),
+                (FileOp::Read, 0, 64 * k, 64 * k),
+                (FileOp::Read, 0, 128 * k, 64 * k),
+                (FileOp::Read, 0, 192 * k, 8 * k)
+            ]
+        );
+        assert_eq!(perm_after, vec![4, 4, 4, 4]);
+        assert!(w.file_io(1, 0).is_none());
+        let s = drain(w.as_mut(), Order::RoundRobin);
+        let c = census(&s);
+        assert_eq!((c.distinct, w.footprint_pages()), (778, 778));
+        // ... and it runs in a VM, the jars read through the guest's page cache.
+        let mut wl = parse(&format!("{SMALL},jar_bytes=200KiB"), 1).unwrap();
+        let c = crate::vm::VmConfig::new(crate::vm::Paging::Tdp, 2048, 8192);
+        let r = crate::vm::run(&c, wl.as_mut()).unwrap();
+        assert_eq!(r.stats.major_faults, 0);
+        assert!(parse(SMALL, 1).unwrap().files().is_empty());
     }
 
     #[test]

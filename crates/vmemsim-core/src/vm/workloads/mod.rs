@@ -22,7 +22,7 @@
 //! | `redis-like`     | `rps` (10000), `arrivals` (poisson), `vcpus` (1), `keys` (100000), `value_bytes` (1000), `get` (0.9), `dist` (zipfian), `zipf` (0.99), `requests` (100000) or `duration_s`, `start_ns` (0), `parse_ns` (3000), `reply_ns` (4000) |
 //! | `kernbench-like` | `jobs` (64), `parallel` (4), `text_bytes` (8MiB), `data_bytes` (1MiB), `heap_bytes` (24MiB), `stack_bytes` (128KiB), `job_ns` (40000000), `reuse` (4) |
 //! | `lmbench-like`   | `bench` (lat_mem_rd): `size`, `stride`, `order`, `passes` / `size`, `order`, `iterations` / `procs`, `size`, `rounds`, `hop_ns` |
-//! | `jvm-like`       | `heap_bytes` (128MiB), `live_bytes` (32MiB), `alloc_bytes` (3GiB), `survive` (0.1), `perm_bytes` (40MiB), `code_bytes` (8MiB), `jvm_text_bytes` (12MiB), `stack_bytes` (1MiB), `old_refs` (4), `hot` (0.1), `hot_share` (0.9), `alloc_ns_per_kib` (4000), `scan_ns_per_page` (1000), `copy_ns_per_kib` (1000), `vcpus` (1) |
+//! | `jvm-like`       | `heap_bytes` (128MiB), `live_bytes` (32MiB), `alloc_bytes` (3GiB), `survive` (0.1), `perm_bytes` (40MiB), `code_bytes` (8MiB), `jvm_text_bytes` (12MiB), `stack_bytes` (1MiB), `old_refs` (4), `hot` (0.1), `hot_share` (0.9), `alloc_ns_per_kib` (4000), `scan_ns_per_page` (1000), `copy_ns_per_kib` (1000), `jar_bytes` (0), `vcpus` (1) |
 //! | `trace`          | `path` (required), `vcpus` (1), `ns_per_insn` (0.3): a recorded program, see [`trace`] |
 //!
 //! Each model's layout, costs and what it leaves out are documented in [`stress_vm`],
