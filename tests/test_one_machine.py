@@ -58,6 +58,8 @@ GUEST_MODELS = [
     "redis-like:rps=20000,keys=4000,requests=8000",
     "kernbench-like:jobs=6,parallel=2,job_ns=2000000",
     "lmbench-like:bench=lat_mem_rd,size=4MiB,passes=2",
+    "jvm-like:heap_bytes=3MiB,live_bytes=256KiB,alloc_bytes=8MiB,perm_bytes=256KiB,"
+    "code_bytes=64KiB,jvm_text_bytes=256KiB,stack_bytes=64KiB",
 ]
 
 

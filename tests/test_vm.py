@@ -16,7 +16,8 @@ OFF = {"pwc": {"enabled": False}, "ntlb": {"enabled": False}}
 
 def test_guest_workload_kinds():
     names = [n for n, _ in vmemsim.guest_workload_kinds()]
-    assert names == ["stress-vm", "redis-like", "kernbench-like", "lmbench-like", "trace",
+    assert names == ["stress-vm", "redis-like", "kernbench-like", "lmbench-like", "jvm-like",
+                     "trace",
                      "tpch-like", "pagerank", "ycsb-a", "ycsb-b", "ycsb-c", "custom",
                      "dd-like", "fileio", "gzip-like", "pbzip2-like", "mapreduce-like"]
 

@@ -1,5 +1,5 @@
 //! VM-side specs on arbitrary text: guest workload specs (`stress-vm`, `redis-like`,
-//! `kernbench-like`, `lmbench-like`, `trace`), swap device specs, paging modes, shadow-page
+//! `kernbench-like`, `lmbench-like`, `jvm-like`, `trace`), swap device specs, paging modes, shadow-page
 //! eviction, content classes, `--frames`, watermarks, and policy options.
 //!
 //! The whole text goes to every single-value parser. Guest workload specs that parse must

@@ -1570,7 +1570,7 @@ def run_vm(
     vswapper: str = "off",
 ) -> RunResult:
     """Run a guest workload model (:func:`guest_workload_kinds`: ``stress-vm``,
-    ``redis-like``, ``kernbench-like``, ``lmbench-like``) in a VM on a host:
+    ``redis-like``, ``kernbench-like``, ``lmbench-like``, ``jvm-like``) in a VM on a host:
     ``paging`` is ``native`` (no VM), ``tdp`` (nested paging) or ``shadow`` (KVM's shadow
     MMU, whose pool of ``mmu_pages`` shadow pages is recycled by ``eviction``: ``fifo``,
     ``clock``, ``clock-leaf``, ``clock-parent``). ``guest_frames`` is a count or a percentage

@@ -800,7 +800,7 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
         "workload", metavar="WORKLOAD",
         help="workload model spec, e.g. ycsb-a, 'pagerank:scale=16', 'tpch-like:footprint=64MiB',"
         " or a guest model run natively ('redis-like:rps=20000', stress-vm, kernbench-like,"
-        " lmbench-like: the same run as `vmemsim vm W --paging native`)",
+        " lmbench-like, jvm-like: the same run as `vmemsim vm W --paging native`)",
     )
     RUN = RUN_DEFAULTS  # the core's defaults of a timed run (RunConfig), declared once there
     add_policy_arguments(p, frames_required=False, policy_default=RUN["policy"],
@@ -866,7 +866,8 @@ def _configure_vm(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "workload", metavar="WORKLOAD", nargs="+",
         help="guest workload spec (several: one VM each, on one host), e.g. 'stress-vm:bytes=64MiB', 'redis-like:rps=20000', "
-        "'kernbench-like', 'lmbench-like:bench=lat_mem_rd,size=64MiB', or a recorded real "
+        "'kernbench-like', 'lmbench-like:bench=lat_mem_rd,size=64MiB', 'jvm-like:heap_bytes=128MiB', "
+        "or a recorded real "
         "program: 'trace:path=traces/sort-300k.vmt,vcpus=1'",
     )
     VM = VM_DEFAULTS  # the core's defaults of a VM run (VmRunConfig), declared once there

@@ -77,8 +77,9 @@ const GUEST: &str = concat!(
     "|redis-like:keys=[0-9]{1,3}(,rps=[0-9]{1,6})?(,requests=[0-9]{1,3})?(,value_bytes=[0-9]{1,4})?(,arrivals=(poisson|uniform|x))?",
     "|kernbench-like:jobs=[0-9](,parallel=[0-4])?(,text_bytes=[0-9]{1,2}KiB)?(,heap_bytes=[0-9]{1,2}KiB)?",
     "|lmbench-like:bench=(lat_mem_rd|lat_pagefault|lat_ctx|x),size=[0-9]{1,3}KiB(,stride=[0-9]{1,4})?(,order=(random|x))?(,passes=[0-3])?(,procs=[0-5])?(,rounds=[0-9]{1,2})?",
+    "|jvm-like:heap_bytes=[0-9]{1,4}KiB(,live_bytes=[0-9]{1,3}KiB)?(,alloc_bytes=[0-9]{1,3}KiB)?(,survive=-?[0-9](\\.[0-9])?)?(,perm_bytes=[0-9]{1,2}KiB)?(,hot=[0-9](\\.[0-9])?)?(,vcpus=[0-3])?",
     "|trace:path=(README\\.md|none)(,vcpus=[0-3])?",
-    "|(stress-vm|redis-like|kernbench-like|lmbench-like)[:,=a-z0-9._ -]{0,60}",
+    "|(stress-vm|redis-like|kernbench-like|lmbench-like|jvm-like)[:,=a-z0-9._ -]{0,60}",
 );
 
 const DEVICE: &str = concat!(

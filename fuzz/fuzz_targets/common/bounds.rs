@@ -23,6 +23,7 @@ const CAPS: &[(&str, f64)] = &[
     ("pages", 1048576.0),
     ("threads", 64.0),
     ("vcpus", 64.0),
+    ("alloc_bytes", 64.0 * 1048576.0),
 ];
 
 /// A value as the models read it: `_` ignored, an optional binary size suffix, then a float.
@@ -70,6 +71,7 @@ pub fn cheap(spec: &str) -> bool {
         "stress-vm" => sized(&["bytes"]),
         "redis-like" => sized(&["keys"]),
         "lmbench-like" => sized(&["size"]),
+        "jvm-like" => sized(&["heap_bytes"]) && sized(&["alloc_bytes"]),
         _ => true,
     }
 }

@@ -216,8 +216,14 @@ pub struct TimedSpec {
 
 /// The guest models that also run natively, as programs on the machine (their processes,
 /// `munmap`s and open-loop arrivals included): `stress-vm`, `redis-like`, `kernbench-like`,
-/// `lmbench-like`.
-pub const GUEST_KINDS: &[&str] = &["stress-vm", "redis-like", "kernbench-like", "lmbench-like"];
+/// `lmbench-like`, `jvm-like`.
+pub const GUEST_KINDS: &[&str] = &[
+    "stress-vm",
+    "redis-like",
+    "kernbench-like",
+    "lmbench-like",
+    "jvm-like",
+];
 
 /// Parse a workload for a native run: a process model of [`crate::workload`] (one
 /// process, a thread per stream) or one of [`GUEST_KINDS`] (a thread per vCPU stream).

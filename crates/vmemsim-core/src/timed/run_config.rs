@@ -35,7 +35,7 @@ pub struct RunConfig {
     // users, without links.
     /// Workload model spec: a process model (ycsb-a, 'pagerank:scale=16', tpch-like, custom,
     /// trace:path=...) or a guest model run natively (redis-like, stress-vm, kernbench-like,
-    /// lmbench-like: the same run as `vmemsim vm W --paging native`).
+    /// lmbench-like, jvm-like: the same run as `vmemsim vm W --paging native`).
     pub workload: String,
     /// Random seed of the workload (unless its spec gives its own) and the policy.
     pub seed: u64,

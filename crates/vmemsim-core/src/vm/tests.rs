@@ -322,7 +322,7 @@ fn sparse_addresses_of_a_real_layout_fold_into_the_guest_manager() {
 
 #[test]
 fn every_guest_workload_runs_under_every_paging() {
-    // Small instances of the four guest workload models, each under native, TDP and shadow
+    // Small instances of the guest workload models, each under native, TDP and shadow
     // paging, with memory pressure in the guest and the host: every run completes with the
     // tables in step, and the same first touches in all three (what the guest program
     // touches does not depend on translation; what its reclaim sees does, through which
@@ -332,6 +332,8 @@ fn every_guest_workload_runs_under_every_paging() {
         "redis-like:keys=2000,requests=4000,value_bytes=200",
         "kernbench-like:jobs=6,parallel=2,text_bytes=1MiB,data_bytes=256KiB,heap_bytes=2MiB",
         "lmbench-like:bench=lat_pagefault,size=2MiB,iterations=2",
+        "jvm-like:heap_bytes=3MiB,live_bytes=256KiB,alloc_bytes=8MiB,perm_bytes=256KiB,\
+         code_bytes=64KiB,jvm_text_bytes=256KiB,stack_bytes=64KiB",
     ];
     for spec in specs {
         let mut guest_faults = Vec::new();

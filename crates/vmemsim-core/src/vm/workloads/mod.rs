@@ -8,7 +8,7 @@
 //! [`crate::workload::parse`]:
 //!
 //! ```text
-//! spec   := kind [ ':' params ]       stress-vm, redis-like, kernbench-like, lmbench-like, trace
+//! spec   := kind [ ':' params ]       stress-vm, redis-like, kernbench-like, lmbench-like, jvm-like, trace
 //! params := key '=' value ( ',' key '=' value )*
 //! ```
 //!
@@ -22,12 +22,13 @@
 //! | `redis-like`     | `rps` (10000), `arrivals` (poisson), `vcpus` (1), `keys` (100000), `value_bytes` (1000), `get` (0.9), `dist` (zipfian), `zipf` (0.99), `requests` (100000) or `duration_s`, `start_ns` (0), `parse_ns` (3000), `reply_ns` (4000) |
 //! | `kernbench-like` | `jobs` (64), `parallel` (4), `text_bytes` (8MiB), `data_bytes` (1MiB), `heap_bytes` (24MiB), `stack_bytes` (128KiB), `job_ns` (40000000), `reuse` (4) |
 //! | `lmbench-like`   | `bench` (lat_mem_rd): `size`, `stride`, `order`, `passes` / `size`, `order`, `iterations` / `procs`, `size`, `rounds`, `hop_ns` |
+//! | `jvm-like`       | `heap_bytes` (128MiB), `live_bytes` (32MiB), `alloc_bytes` (3GiB), `survive` (0.1), `perm_bytes` (40MiB), `code_bytes` (8MiB), `jvm_text_bytes` (12MiB), `stack_bytes` (1MiB), `old_refs` (4), `hot` (0.1), `hot_share` (0.9), `alloc_ns_per_kib` (4000), `scan_ns_per_page` (1000), `copy_ns_per_kib` (1000), `jar_bytes` (0), `vcpus` (1) |
 //! | `trace`          | `path` (required), `vcpus` (1), `ns_per_insn` (0.3): a recorded program, see [`trace`] |
 //! | `pbzip2-like`    | `bytes` (512MiB), `bs` (900000), `threads` (8), `vcpus` (1), `ratio` (0.2), `ns_per_kib` (100000): see [`crate::workload::pbzip2`] |
 //! | `mapreduce-like` | `bytes` (300MiB), `threads` (2, one vCPU each), `keys` (1000000), `zipf` (1), `table_bytes` (1GiB), `bs` (1MiB), `word_bytes` (6), `words_per_access` (16), `map_ns` (50), `reduce_ns` (100), `merge_ns` (50), `start_ns` (0): see [`crate::workload::mapreduce`] |
 //!
 //! Each model's layout, costs and what it leaves out are documented in [`stress_vm`],
-//! [`redis`], [`kernbench`] and [`lmbench`].
+//! [`redis`], [`kernbench`], [`lmbench`] and [`jvm`].
 //!
 //! # Processes and addresses
 //!
@@ -59,6 +60,7 @@
 //! References to one page in a row are merged and compute time is batched as in
 //! [`crate::workload::common::Emitter`].
 
+pub mod jvm;
 pub mod kernbench;
 pub mod lmbench;
 pub mod redis;
@@ -75,6 +77,7 @@ pub const KINDS: &[(&str, &str)] = &[
     ("redis-like", "single-threaded key-value server driven open-loop at `rps` requests/s, GET/SET on a dict"),
     ("kernbench-like", "make -j N of cc1-like jobs: process spawn, text reads, heap growth, compute, exit"),
     ("lmbench-like", "LMBench lat_mem_rd (strided reads), lat_pagefault (first-touch faults), lat_ctx (token passing)"),
+    ("jvm-like", "a HotSpot JVM with the Serial generational collector: eden reused cyclically, minor copying and full mark-compact collections"),
     ("trace", "a recorded real program (native trace, path=FILE) as one guest process, threads spread over vcpus"),
     ("tpch-like", "the process model of `vmemsim run` as one guest process, a vCPU per thread"),
     ("pagerank", "the process model of `vmemsim run` as one guest process, a vCPU per thread"),
@@ -99,6 +102,7 @@ pub fn parse(spec: &str, seed: u64) -> Result<Box<dyn Workload>> {
         "redis-like" => Ok(Box::new(redis::RedisLike::parse(rest, seed)?)),
         "kernbench-like" => Ok(Box::new(kernbench::KernbenchLike::parse(rest, seed)?)),
         "lmbench-like" => Ok(Box::new(lmbench::LmbenchLike::parse(rest, seed)?)),
+        "jvm-like" => Ok(Box::new(jvm::JvmLike::parse(rest, seed)?)),
         "trace" => Ok(Box::new(trace::TraceGuest::parse(rest, seed)?)),
         "tpch-like" | "pagerank" | "ycsb-a" | "ycsb-b" | "ycsb-c" | "custom" | "dd-like"
         | "fileio" | "gzip-like" | "pbzip2-like" | "mapreduce-like" => {
@@ -225,7 +229,7 @@ mod tests {
         let e = parse("stress-ng:vm=4", 0).err().unwrap().to_string();
         assert_eq!(
             e,
-            "workload: unknown guest workload 'stress-ng'; valid: stress-vm, redis-like, kernbench-like, lmbench-like, trace, tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom, dd-like, fileio, gzip-like, pbzip2-like, mapreduce-like"
+            "workload: unknown guest workload 'stress-ng'; valid: stress-vm, redis-like, kernbench-like, lmbench-like, jvm-like, trace, tpch-like, pagerank, ycsb-a, ycsb-b, ycsb-c, custom, dd-like, fileio, gzip-like, pbzip2-like, mapreduce-like"
         );
         for (spec, vcpus) in [
             ("stress-vm:bytes=64KiB,rounds=1", 4),
@@ -236,6 +240,10 @@ mod tests {
             ),
             ("lmbench-like:size=64KiB", 1),
             ("LMBENCH-LIKE:bench=lat_ctx,rounds=2", 1),
+            (
+                "jvm-like:heap_bytes=3MiB,live_bytes=256KiB,alloc_bytes=2MiB,perm_bytes=64KiB",
+                1,
+            ),
         ] {
             let mut w = parse(spec, 1).unwrap();
             assert_eq!(w.threads(), vcpus, "{spec}");
