@@ -490,30 +490,7 @@ mod tests {
     use crate::workload::parse;
     use std::collections::HashSet;
 
-    /// Every stream's ops and file records, polling the streams round-robin.
-    fn drain(w: &mut dyn Workload) -> (Vec<Vec<Op>>, Vec<Vec<FileIo>>) {
-        let n = w.threads();
-        let (mut ops, mut ios) = (vec![Vec::new(); n], vec![Vec::new(); n]);
-        let mut done = vec![false; n];
-        let mut buf = Vec::new();
-        while done.iter().any(|d| !d) {
-            for v in 0..n {
-                if done[v] {
-                    continue;
-                }
-                buf.clear();
-                w.next_ops(v, &mut buf).unwrap();
-                done[v] = buf.is_empty();
-                for op in &buf {
-                    if let Op::File { slot } = op {
-                        ios[v].push(*w.file_io(v, *slot).unwrap());
-                    }
-                }
-                ops[v].extend_from_slice(&buf);
-            }
-        }
-        (ops, ios)
-    }
+    use crate::vm::workloads::testutil::drain_with_files as drain;
 
     fn calls(ios: &[FileIo], op: FileOp) -> Vec<(u64, u64)> {
         ios.iter()

@@ -545,6 +545,19 @@ impl MgLru {
         self.nr_pages[lidx(self.gen_of_seq(seq), ty)]
     }
 
+    /// `lru_gen_add_folio`'s sequence for a folio neither active nor reclaiming: an
+    /// anonymous one outside the swap cache (a new one) `max_seq - 1`; else `min_seq + 1`,
+    /// or `min_seq` while only `MIN_NR_GENS` + 1 generations exist.
+    fn inactive_seq(&self, ty: usize, swapcache: bool) -> u64 {
+        if ty == ANON && !swapcache {
+            self.max_seq - 1
+        } else if self.min_seq[ty] + MIN_NR_GENS >= self.max_seq {
+            self.min_seq[ty]
+        } else {
+            self.min_seq[ty] + 1
+        }
+    }
+
     /// Folios of type `ty` on the lists (every generation), `lruvec_page_state`'s LRU sizes.
     pub fn nr_lru(&self, ty: usize) -> u64 {
         self.nr_pages.iter().skip(ty).step_by(2).copied().sum()
@@ -817,12 +830,8 @@ impl Policy for MgLru {
         let ty = self.ty(f);
         let seq = if in_fault {
             self.max_seq
-        } else if ty == ANON && mm.frames.flags(f) & F_SWAPCACHE == 0 {
-            self.max_seq - 1
-        } else if self.min_seq[ty] + MIN_NR_GENS >= self.max_seq {
-            self.min_seq[ty]
         } else {
-            self.min_seq[ty] + 1
+            self.inactive_seq(ty, mm.frames.flags(f) & F_SWAPCACHE != 0)
         };
         let gen = self.gen_of_seq(seq);
         self.add_folio(f, gen, false);
@@ -907,14 +916,7 @@ impl Policy for MgLru {
         let refs = self.fs[i].fl & F_ALL_REFS;
         self.fs[i].fl = refs | if file { F_FILE | F_NAMED } else { 0 };
         if on_list {
-            let ty = self.ty(f);
-            let seq = if ty == ANON {
-                self.max_seq - 1
-            } else if self.min_seq[ty] + MIN_NR_GENS >= self.max_seq {
-                self.min_seq[ty]
-            } else {
-                self.min_seq[ty] + 1
-            };
+            let seq = self.inactive_seq(self.ty(f), mm.frames.flags(f) & F_SWAPCACHE != 0);
             let gen = self.gen_of_seq(seq);
             self.add_folio(f, gen, false);
         }

@@ -57,6 +57,34 @@ pub fn drain(w: &mut dyn Workload, order: Order) -> Vec<Vec<Op>> {
     out
 }
 
+/// Every stream's ops and the file records of its [`Op::File`]s, polling round-robin (the
+/// records are valid only until the stream's next poll, so they are copied as they come).
+pub fn drain_with_files(
+    w: &mut dyn Workload,
+) -> (Vec<Vec<Op>>, Vec<Vec<crate::trace::recorded::FileIo>>) {
+    let n = w.threads();
+    let (mut ops, mut ios) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+    let mut done = vec![false; n];
+    let mut buf = Vec::new();
+    while done.iter().any(|d| !d) {
+        for v in 0..n {
+            if done[v] {
+                continue;
+            }
+            buf.clear();
+            w.next_ops(v, &mut buf).unwrap();
+            done[v] = buf.is_empty();
+            for op in &buf {
+                if let Op::File { slot } = op {
+                    ios[v].push(*w.file_io(v, *slot).unwrap());
+                }
+            }
+            ops[v].extend_from_slice(&buf);
+        }
+    }
+    (ops, ios)
+}
+
 /// What the streams did, with every access attributed to the process its vCPU ran.
 #[derive(Debug, Default)]
 pub struct Census {
