@@ -2,7 +2,9 @@
 """VSwapper (seed 004: Amit, Tsafrir and Schuster, ASPLOS'14): the reproduction of its Fig. 3
 (a 200 MB sequential read in a guest the host limits), Fig. 9a-d (the iterated Sysbench read:
 runtime and each pathology per iteration) and Fig. 10 (false reads: an allocation after the
-reads).
+reads). Figs. 11-13 (pbzip2, kernbench and Eclipse against the guest's actual memory) are
+memsize.py's and Fig. 14 (one to ten guests under MOM) is dynamic.py's; `findings` adds
+their sections when their data exists.
 
     python experiments/vswapper/run.py run [--configs baseline,balloon]   # data/results.json
     python experiments/vswapper/run.py findings                           # FINDINGS.md, figures
@@ -495,6 +497,15 @@ def findings(path: str = DATA, figdir: str = HERE) -> str:
           "tightly correlated | vswapper not run | pending |")
     w("")
     w(_why(its))
+    # Figs. 11-14 come from their own scripts' data, when it has been made.
+    sys.path.insert(0, HERE)
+    import dynamic
+    import memsize
+
+    for mod in (memsize, dynamic):
+        if os.path.exists(mod.DATA):
+            w("")
+            w(mod.section(mod.DATA, figdir))
     return "\n".join(out) + "\n"
 
 
