@@ -263,21 +263,23 @@ def _why(runs: List[Dict[str, Any]], configs: List[str], figures: List[str]) -> 
     if "fig11" in figures and have("fig11", "baseline", 512) and have("fig11", "balloon", 448):
         b512, b448 = t[("fig11", "baseline", 512)], t[("fig11", "balloon", 448)]
         w(f"""- **Fig. 11: the host reclaims even at 512 MB, and the balloon's guest at 448 and 384
-  MB.** pbzip2 fills the guest's memory with the page cache of its 470 MiB input, and a
-  vmemsim guest has no kernel memory of its own (the page cache may take every frame), so
-  at 512 MB the guest's pages and QEMU's do not fit under the host's own watermarks: the
-  baseline's host scans {n(host_scanned(b512))} pages and writes {n(b512["host"]["pswpout"])}
-  to its swap, {n(b512["pathologies"]["silent_swap_writes"])} of them silent writes. A
-  balloon of 512 MB minus the host's memory leaves the guest exactly what the host gives
-  it, so the same happens to the balloon configuration until its balloon is large: at
-  448 MB its host scans {n(host_scanned(b448))} pages; only at 256 and 192 MB does its
-  guest's own reclaim keep the host out. VSwapper's Mapper drops those cached blocks
-  instead of writing them (no host swap traffic at any size), so the mapper and vswapper
-  configurations run as fast as the balloon does where the balloon is not swapped by the
-  host, and faster where it is: 0.53-0.99x of the balloon where the paper has
-  1.03-1.13x. A real guest's kernel (its text, slab, page tables, `struct page`s, about
-  4-8% of 512 MB) and free-page reserve would leave the host that margin; modelling the
-  guest kernel's memory is left out (docs/vm.md).""")
+  MB.** pbzip2 fills the guest's memory with the page cache of its 470 MiB input, and the
+  host here has exactly the guest's memory: it also needs room for QEMU's pages and its
+  own free-page reserve (its watermarks), so once the guest has touched nearly all of its
+  frames the host reclaims. At 512 MB the baseline's host scans
+  {n(host_scanned(b512))} pages and writes {n(b512["host"]["pswpout"])} to its swap,
+  {n(b512["pathologies"]["silent_swap_writes"])} of them silent writes. A balloon of 512 MB
+  minus the host's memory leaves the guest exactly what the host gives it, so the same
+  happens to the balloon configuration until its balloon is large: at 448 MB its host
+  scans {n(host_scanned(b448))} pages; only at 256 and 192 MB does the guest's own reclaim
+  keep the host out. VSwapper's Mapper drops those cached blocks instead of writing them
+  (no host swap traffic at any size), so the mapper and vswapper configurations run as
+  fast as the balloon where the host leaves the balloon alone, and faster where it does
+  not: 0.53-0.99x of the balloon, where the paper has 1.03-1.13x. The paper's 512 MB
+  point shows no such cost (baseline, balloon and VSwapper within 1.08x of one another
+  there), so its host had that margin; the seed does not say how its limit was set, and
+  this script gives the host exactly the guest's size (run.py's convention for the
+  cgroup limit).""")
     if "fig12" in figures and have("fig12", "baseline", 192) and have("fig12", "balloon", 192):
         b, bl = t[("fig12", "baseline", 192)], t[("fig12", "balloon", 192)]
         w(f"""- **Fig. 12: the modelled build never fills the guest.** The model's tree (2,000
