@@ -28,13 +28,18 @@ def _files():
 
 files = _files()
 RAW = json.loads(DATA.read_text())["cases"]
-KEYS = [(c["name"], c["settings"]["lru"], k) for c in RAW for k in files.TOLERANCE]
+KEYS = [(c["name"], c["settings"]["lru"], k) for c in RAW for k in files.tolerance(c["name"])]
 
 #: (workload, LRU, counter) out of tolerance, with the error measured when this was written
 #: and the reason (FILES.md). Every entry is a strict xfail.
 # The MG-LRU re-read rows were off by +6.6% and +8.0% (a ZONE_DMA island) until the machine
 # modelled the guest's two zones (FILES.md, gap 2).
-KNOWN_OFF: dict = {}
+KNOWN_OFF: dict = {
+    # A handful of major faults: the kernel's three runs took 5, 4 and 7 (mean 5.3, spread
+    # 28%), vmemsim 7 (+31%), the faults where the sequential reader caught up with its
+    # readahead window (FILES.md).
+    ("mmap-seq-2x", "classic", "pgmajfault"): "7 against the kernel's 5, 4 and 7: +31%",
+}
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +72,8 @@ def test_counter_within_tolerance(loaded, key, request):
         request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_OFF[key]))
     name, lru, counter = key
     row = loaded[(name, lru)].row(counter)
-    assert files.within(row), f"{key}: {row.error * 100:+.1f}% (kernel {row.kernel}, vmemsim {row.vmemsim})"
+    assert files.within(row, files.tolerance(name)), \
+        f"{key}: {row.error * 100:+.1f}% (kernel {row.kernel}, vmemsim {row.vmemsim})"
 
 
 def test_mglru_activations_follow_61s_rules(loaded):

@@ -63,6 +63,7 @@ def test_file_specs_parse_to_canonical_names_with_defaults():
     ("filewrite:bytes=1M,fsync=2", "fsync must be 0 or 1"),
     ("filerand:bytes=1M,disk=512K", "disk must be at least bytes"),
     ("fileread:bytes=lots", "expected a number"),
+    ("mmapread:bytes=1M,bs=8K", "bs must be 4096"),
 ])
 def test_bad_file_specs_name_the_key(spec, match):
     with pytest.raises(VmemsimError, match=match):
@@ -119,6 +120,55 @@ def test_program_makes_the_calls_the_simulator_replays(exe, tmp_path, spec):
     assert [e["offset"] for e in ev[1:]] == off.tolist()
     assert [e["len"] for e in ev[1:]] == ln.tolist()
     assert len({e["file"] for e in ev}) == 1
+
+
+MMAP_SPECS = ["mmapread:bytes=2M,passes=2", "mmaprand:bytes=2M,n=300,seed=7"]
+
+
+@pytest.mark.parametrize("spec", MMAP_SPECS)
+def test_program_makes_the_loads_the_simulator_replays(exe, tmp_path, spec):
+    """The mapping workloads: vmwl maps the device and loads one byte a page; its dump
+    (op 12, a load) is the harness's sequence, and the trace vmemsim replays is the size
+    record, one shared read-only `mmap` of the range, then one read of each loaded page."""
+    w = W.make_workload(spec, seed=11)
+    dev = tmp_path / "dev.img"
+    with open(dev, "wb") as f:
+        f.truncate(w.disk_bytes())
+    dump = tmp_path / "dump.bin"
+    out = subprocess.run([str(exe), "--dump", str(dump), *w.program_args(str(dev))],
+                         check=True, capture_output=True, text=True).stdout
+    raw = np.fromfile(dump, dtype=np.dtype([("op", "u1"), ("off", "<u8"), ("len", "<u8")]))
+    op, off, ln = w.io_records()
+    assert (raw["op"] == W.OP_LOAD).all() and np.array_equal(raw["off"], off)
+    assert (raw["len"] == 4096).all() and np.array_equal(raw["len"], ln)
+    m = re.search(r"@@vmwl accesses=(\d+) checksum=([0-9a-f]+)", out)
+    assert int(m.group(1)) == op.size
+    assert m.group(2) == W.checksum(*w.sequence())
+    rec = _native.read_recorded(str(W.write_file_trace(w, tmp_path / "t.vmt")))
+    ev = rec["events"]
+    assert [(e["op"], e["offset"], e["len"]) for e in ev] == [
+        ("read", w.disk_bytes(), 0), ("mmap", 0, 2 << 20)]
+    assert ev[1]["addr"] == (W.MMAP_BASE_PAGE << 12) | W.MMAP_KNOWN | W.MMAP_SHARED
+    assert np.array_equal(rec["page"], W.MMAP_BASE_PAGE + (off >> np.uint64(12)))
+    assert not rec["write"].any()
+
+
+def test_mapping_faults_by_hand(tmp_path):
+    # 512 pages loaded in order, twice, ra_pages 32, room for all. Pass 1: page 0 is major
+    # (read-around [0, 32), page 24 marked), retried, the retry's fault-around maps [0, 16);
+    # 16 is minor (maps [16, 32) but the marked 24); 24 starts async readahead ([32, 64),
+    # 32 marked) and is retried (fault-around maps it). From then on each 32-page window
+    # takes two faults: its marked first page (async readahead of the next window, retried)
+    # and its page 16 (minor): 15 windows, the last one's readahead past the end. 3 + 30 =
+    # 33 faults, 2 + 15 = 17 of them retried; pass 2 finds all 512 mapped. Linux 6.8 counts
+    # PGFAULT once a fault (33), 6.1 once an attempt (50).
+    w = W.make_workload("mmapread:bytes=2M,passes=2")
+    t = str(W.write_file_trace(w, tmp_path / "m.vmt"))
+    for kernel, pgfault in (("6.8", 33), ("6.1", 50)):
+        st = vmemsim.replay(t, policy="clock-lru", frames=2000, read_ahead_kb=128,
+                            kernel=kernel).stats
+        assert (st["pgfault"], st["major_faults"]) == (pgfault, 1)
+        assert st["pgpgin"] == 2048 and st["nr_mapped"] == 512 and st["file_mmaps"] == 1
 
 
 def test_replay_of_a_file_workload_by_hand(tmp_path):

@@ -107,6 +107,10 @@ FILE_COUNTERS: List[Tuple[str, Callable[[Dict[str, int]], int], Callable[[Dict[s
     ("pswpout", lambda v: v.get("pswpout", 0), lambda s: s["pswpout"]),
     ("nr_file_pages", lambda v: v.get("nr_file_pages", 0), lambda s: s["nr_file_pages"]),
     ("nr_dirty", lambda v: v.get("nr_dirty", 0), lambda s: s["nr_dirty"]),
+    # The mapping workloads (``mmapread:``, ``mmaprand:``): the faults that had to read the
+    # page (``filemap_fault`` → ``VM_FAULT_MAJOR``), and every fault.
+    ("pgmajfault", lambda v: v.get("pgmajfault", 0), lambda s: s["major_faults"]),
+    ("pgfault", lambda v: v.get("pgfault", 0), lambda s: s.get("pgfault", s["faults"])),
 ]
 
 

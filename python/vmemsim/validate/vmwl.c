@@ -8,6 +8,8 @@
  *   vmwl [--snap] [--dump FILE] file DEV read BYTES BS PASSES
  *   vmwl [--snap] [--dump FILE] file DEV rand BYTES BS N SEED
  *   vmwl [--snap] [--dump FILE] file DEV write BYTES BS PASSES FSYNC
+ *   vmwl [--snap] [--dump FILE] file DEV mmap BYTES 4096 PASSES
+ *   vmwl [--snap] [--dump FILE] file DEV mmaprand BYTES 4096 N SEED
  *
  * gen: the plan of a vmemsim generator spec (`GenSpec::plan` in generate.rs writes it), drawn
  *   here with the same algorithms and the same random streams: xoshiro256++ seeded through
@@ -25,10 +27,14 @@
  *   program's anonymous memory stays that buffer: `read` reads [0, BYTES) with read() in BS
  *   blocks, PASSES times (lseek to 0 between passes); `rand` makes N pread()s of BS bytes at
  *   block (mix64(SEED ^ mix64(k)) mod (BYTES / BS)) * BS, k = 0..N-1; `write` writes [0,
- *   BYTES) with write() in BS blocks, PASSES times, then fsync()s when FSYNC is 1. Before the
+ *   BYTES) with write() in BS blocks, PASSES times, then fsync()s when FSYNC is 1; `mmap` maps
+ *   [0, BYTES) of DEV read-only and shared (before the snapshot) and reads one byte of each
+ *   page in order, PASSES times; `mmaprand` reads one byte of each of N pages, page
+ *   mix64(SEED ^ mix64(k)) mod (BYTES / 4096) (BS must be 4096: one page an access). Before the
  *   snapshot the device's cached pages are dropped (posix_fadvise DONTNEED over all of it:
  *   the kernel's partition scan reads a few). With --dump each call is written as 17 bytes
- *   (u8 op: 1 read, 2 write, 3 pread64, 6 fsync; u64 offset; u64 bytes transferred) and the
+ *   (u8 op: 1 read, 2 write, 3 pread64, 6 fsync, 12 a load from the mapping; u64 offset; u64
+ *   bytes transferred: 4096 for a load) and the
  *   I/O is still done. The checksum counts each call as an access of page
  *   (offset / 4096) << 16 | (bytes / 4096), a write for write() and fsync. With --snap, after
  *   the snapshots, `@@resident A-B ...` (the device's pages the page cache holds: mincore)
@@ -482,13 +488,21 @@ static int file_main(int snap, const char *dump_path, int argc, char **argv, int
     const char *dev = argv[i], *op = argv[i + 1];
     uint64_t bytes = parse_u64(argv[i + 2]), bs = parse_u64(argv[i + 3]);
     if (bs == 0 || bs % PAGE || bytes < bs) die("BS must be a positive multiple of 4096, at most BYTES");
-    int kind = !strcmp(op, "read") ? 0 : !strcmp(op, "rand") ? 1 : !strcmp(op, "write") ? 2 : -1;
-    int want = kind == 0 ? 5 : 6;
-    if (kind < 0) die("file workloads: read, rand or write");
+    int kind = !strcmp(op, "read") ? 0 : !strcmp(op, "rand") ? 1 : !strcmp(op, "write") ? 2
+             : !strcmp(op, "mmap") ? 3 : !strcmp(op, "mmaprand") ? 4 : -1;
+    int want = kind == 0 || kind == 3 ? 5 : 6;
+    if (kind < 0) die("file workloads: read, rand, write, mmap or mmaprand");
     if (argc - i != want) die("wrong number of file workload arguments");
-    uint64_t a = parse_u64(argv[i + 4]), b = kind ? parse_u64(argv[i + 5]) : 0;
+    if (kind >= 3 && bs != PAGE) die("mmap workloads load one page at a time: BS must be 4096");
+    uint64_t a = parse_u64(argv[i + 4]), b = kind == 1 || kind == 2 || kind == 4 ? parse_u64(argv[i + 5]) : 0;
     int fd = open(dev, kind == 2 ? O_RDWR : O_RDONLY);
     if (fd < 0) die("cannot open the file workload's device");
+    const volatile unsigned char *map = NULL;
+    if (kind >= 3) {
+        void *m = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED) die("cannot map the file workload's device");
+        map = m;
+    }
     unsigned char *buf;
     if (posix_memalign((void **)&buf, PAGE, bs)) die("out of memory");
     memset(buf, 0x5a, bs);
@@ -499,9 +513,26 @@ static int file_main(int snap, const char *dump_path, int argc, char **argv, int
     posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     if (snap) snapshot0();
     double t0 = now_s();
-    uint64_t blocks = bytes / bs, calls = kind == 1 ? a : a * blocks, tenth = calls / 10 ? calls / 10 : 1;
+    uint64_t blocks = bytes / bs, calls = kind == 1 || kind == 4 ? a : a * blocks, tenth = calls / 10 ? calls / 10 : 1;
     uint64_t k = 0;
-    for (uint64_t pass = 0; kind != 1 && pass < a; pass++) {
+    unsigned sink = 0;
+    for (uint64_t pass = 0; kind == 3 && pass < a; pass++) {
+        for (uint64_t p = 0; p < blocks; p++, k++) {
+            if (snap && k % tenth == 0 && k)
+                fprintf(stderr, "@@progress %llu %llu\n", (unsigned long long)k, (unsigned long long)calls);
+            sink += map[p * PAGE];
+            io_note(12, p * PAGE, PAGE);
+        }
+    }
+    for (k = 0; kind == 4 && k < a; k++) {
+        if (snap && k % tenth == 0 && k)
+            fprintf(stderr, "@@progress %llu %llu\n", (unsigned long long)k, (unsigned long long)calls);
+        uint64_t p = mix64(b ^ mix64(k)) % blocks;
+        sink += map[p * PAGE];
+        io_note(12, p * PAGE, PAGE);
+    }
+    if (sink == 0xffffffffu) fprintf(stderr, "\n"); /* keep the loads */
+    for (uint64_t pass = 0; kind != 1 && kind < 3 && pass < a; pass++) {
         if (lseek(fd, 0, SEEK_SET) != 0) die("lseek failed");
         for (uint64_t blk = 0; blk < blocks; blk++, k++) {
             if (snap && k % tenth == 0 && k)

@@ -43,9 +43,22 @@ FILE_KINDS: Dict[str, Dict[str, Optional[int]]] = {
     "fileread": {"bytes": None, "bs": 65536, "passes": 2, "disk": 0},
     "filerand": {"bytes": None, "bs": 4096, "n": 0, "seed": None, "disk": 0},
     "filewrite": {"bytes": None, "bs": 65536, "passes": 1, "fsync": 1, "disk": 0},
+    "mmapread": {"bytes": None, "bs": 4096, "passes": 2, "disk": 0},
+    "mmaprand": {"bytes": None, "bs": 4096, "n": 0, "seed": None, "disk": 0},
 }
-#: The ops of the file I/O records (``FileOp`` in recorded.rs, ``vmwl.c``'s dump).
-OP_READ, OP_WRITE, OP_PREAD, OP_FSYNC = 1, 2, 3, 6
+#: The file workloads that map the device instead of calling read/write on it.
+MMAP_KINDS = ("mmapread", "mmaprand")
+#: ``vmwl.c``'s op for each file workload kind.
+PROGRAM_OPS = {"fileread": ("read", ("passes",)), "filerand": ("rand", ("n", "seed")),
+               "filewrite": ("write", ("passes", "fsync")), "mmapread": ("mmap", ("passes",)),
+               "mmaprand": ("mmaprand", ("n", "seed"))}
+#: The ops of the file I/O records (``FileOp`` in recorded.rs, ``vmwl.c``'s dump); ``OP_LOAD``
+#: is ``vmwl.c``'s own, a load from the mapping (no record: an access of the mapped page).
+OP_READ, OP_WRITE, OP_PREAD, OP_FSYNC, OP_LOAD = 1, 2, 3, 6, 12
+#: ``FileOp::Mmap`` and the flags of its ``addr`` (``mmap_flags`` in recorded.rs).
+OP_MMAP, MMAP_KNOWN, MMAP_SHARED = 5, 1, 2
+#: Where the trace maps the device (a user page number below the page cache's file base).
+MMAP_BASE_PAGE = 0x10000
 PMD_PAGES = 512
 #: Largest placed page (the guest program keeps pages in 31 bits).
 MAX_PAGE = (1 << 31) - 1
@@ -261,6 +274,16 @@ class Workload:
         f = self.file or {}
         size, bs = int(f["bytes"]), int(f["bs"])
         blocks = size // bs
+        if f["kind"] in MMAP_KINDS:
+            if f["kind"] == "mmaprand":
+                n = int(f["n"])
+                with np.errstate(over="ignore"):
+                    k = np.arange(n, dtype=np.uint64)
+                    page = _mix64(np.uint64(int(f["seed"])) ^ _mix64(k)) % np.uint64(blocks)
+            else:
+                page = np.tile(np.arange(blocks, dtype=np.uint64), int(f["passes"]))
+            return (np.full(page.size, OP_LOAD, dtype=np.uint8), page * np.uint64(4096),
+                    np.full(page.size, 4096, dtype=np.uint64))
         if f["kind"] == "filerand":
             n = int(f["n"])
             with np.errstate(over="ignore"):
@@ -308,8 +331,7 @@ class Workload:
             return ["gen", *(self.plan or [])]
         if self.kind == "file":
             f = self.file or {}
-            op = str(f["kind"])[len("file"):]
-            keys = {"read": ("passes",), "rand": ("n", "seed"), "write": ("passes", "fsync")}[op]
+            op, keys = PROGRAM_OPS[str(f["kind"])]
             return ["file", trace_path, op, str(f["bytes"]), str(f["bs"]),
                     *(str(f[k]) for k in keys)]
         return ["trace", trace_path]
@@ -409,7 +431,11 @@ def is_file_spec(spec: str) -> bool:
 
 
 def parse_file_spec(spec: str, seed: int = 0) -> Dict[str, object]:
-    """``fileread:bytes=SIZE[,bs=SIZE][,passes=K][,disk=SIZE]`` (sequential ``read()`` of
+    """``mmapread:bytes=SIZE[,passes=K][,disk=SIZE]`` (``[0, bytes)`` of the device mapped
+    shared and read-only, one byte of each page loaded in order, ``passes`` times),
+    ``mmaprand:bytes=SIZE[,n=N][,seed=S][,disk=SIZE]`` (``n`` loads of seeded pages of the
+    mapping; ``n`` defaults to its pages),
+    ``fileread:bytes=SIZE[,bs=SIZE][,passes=K][,disk=SIZE]`` (sequential ``read()`` of
     ``[0, bytes)`` in ``bs`` blocks, ``passes`` times), ``filerand:bytes=SIZE[,bs=SIZE]
     [,n=N][,seed=S][,disk=SIZE]`` (``n`` ``pread()`` calls of ``bs`` bytes at seeded block
     offsets below ``bytes``; ``n`` defaults to ``bytes / bs``, ``seed`` to ``--seed``),
@@ -442,7 +468,9 @@ def parse_file_spec(spec: str, seed: int = 0) -> Dict[str, object]:
         raise VmemsimError(f"validate: {kind}: disk must be at least bytes")
     if not out["disk"]:
         out["disk"] = size
-    if kind == "filerand" and not out["n"]:
+    if kind in MMAP_KINDS and bs != 4096:
+        raise VmemsimError(f"validate: {kind}: bs must be 4096 (one page a load)")
+    if kind in ("filerand", "mmaprand") and not out["n"]:
         out["n"] = size // bs
     for k in ("passes",):
         if k in out and int(out[k]) < 1:  # type: ignore[arg-type]
@@ -465,6 +493,8 @@ def write_file_trace(w: Workload, path: Path) -> Path:
     program's only anonymous memory, its buffer, was written before the phase, and the
     simulator's frames are the memory the kernel had free after that."""
     op, off, ln = w.io_records()
+    if str((w.file or {})["kind"]) in MMAP_KINDS:
+        return _write_mmap_trace(w, off, path)
     n = op.size + 1
     op = np.concatenate([[OP_READ], op]).astype(np.uint64)
     off = np.concatenate([[w.disk_bytes()], off]).astype(np.uint64)
@@ -484,6 +514,40 @@ def write_file_trace(w: Workload, path: Path) -> Path:
     rec[:, 4] = ln
     rec[:, 5] = 0
     tail = np.array([6 | (tid << 8), 0, n], dtype="<u8")
+    raw = Path(str(path) + ".raw")
+    with open(raw, "wb") as fh:
+        fh.write(head.tobytes())
+        fh.write(rec.tobytes())
+        fh.write(tail.tobytes())
+    try:
+        _native.record_convert(str(raw), str(path), "vmemsim validate " + w.name, [])
+    finally:
+        raw.unlink()
+    return Path(path)
+
+
+def _write_mmap_trace(w: Workload, off: np.ndarray, path: Path) -> Path:
+    """A mapping workload's recorded trace: the size record (as :func:`write_file_trace`),
+    one ``mmap`` record of ``[0, bytes)`` of the device, shared and read-only
+    (``MAP_SHARED``, no ``PROT_WRITE``), at user page :data:`MMAP_BASE_PAGE`, then one read
+    access record per load, of the mapped page (``vmemsim replay`` serves them through its
+    file mappings: fault-around, ``filemap_fault``'s read-around)."""
+    f = w.file or {}
+    tid, nacc = 1, off.size
+    words = [int.from_bytes(b"VMRECRAW", "little"), 2, 4096, 0]
+    words += [7 | (tid << 8) | (1 << 32), 1, 0]  # process 1 starts
+    p = ("blockdev:" + w.name).encode()
+    words += [5 | (tid << 8) | (len(p) << 32), 1]
+    words += list(np.frombuffer(p.ljust(-(-len(p) // 8) * 8, b"\0"), dtype="<u8"))
+    words += [4 | (tid << 8) | (OP_READ << 32), 0, 1, w.disk_bytes(), 0, 0]
+    addr = (MMAP_BASE_PAGE << 12) | MMAP_KNOWN | MMAP_SHARED
+    words += [4 | (tid << 8) | (OP_MMAP << 32), 1, 1, 0, int(f["bytes"]), addr]
+    head = np.array(words, dtype="<u8")
+    rec = np.empty((nacc, 3), dtype="<u8")
+    rec[:, 0] = np.uint64(1 | (tid << 8) | (1 << 32))  # a read run of one access
+    rec[:, 1] = np.arange(2, nacc + 2, dtype=np.uint64)  # stamp
+    rec[:, 2] = np.uint64(MMAP_BASE_PAGE) + (off >> np.uint64(12))
+    tail = np.array([6 | (tid << 8), nacc, 2], dtype="<u8")
     raw = Path(str(path) + ".raw")
     with open(raw, "wb") as fh:
         fh.write(head.tobytes())

@@ -28,7 +28,8 @@
 //!   the faulting page was mapped (a minor fault).
 //! - Else `filemap_fault`: a cached page is mapped after `do_async_mmap_readahead`
 //!   (`mmap_miss` down by one; a page marked `PG_readahead` starts `page_cache_async_ra`
-//!   with `ra_pages` as the request), a minor fault; a page not cached is a major fault
+//!   with `ra_pages` as the request, having dropped the mmap lock first, so the fault is
+//!   retried as below), a minor fault; a page not cached is a major fault
 //!   (`PGMAJFAULT`, [`Stats::major_faults`]) with `do_sync_mmap_readahead`: no readahead
 //!   when `ra_pages` is 0; `mmap_miss` up by one (up to `MMAP_LOTSAMISS * 10`), none when
 //!   above `MMAP_LOTSAMISS` (100); else the read-around window `ra->start = max(0, pgoff -
@@ -39,8 +40,9 @@
 //!   for the I/O, the fault returns `VM_FAULT_RETRY` and runs again with
 //!   `FAULT_FLAG_TRIED`: fault-around again (now mapping the pages just read), then, if the
 //!   faulting page is still not mapped (it is the marked one), `filemap_fault` finds it
-//!   without async readahead. `pgfault` counts the fault once (`mm_account_fault` skips the
-//!   retried attempt).
+//!   without async readahead. `pgfault` counts such a fault once in Linux 6.8
+//!   (`mm_account_fault` skips the attempt that returned `VM_FAULT_RETRY`) and twice in 6.1
+//!   (`handle_mm_fault` counts `PGFAULT` on entry, every attempt): `MachineConfig::kernel`.
 //! - `do_shared_fault`: `filemap_fault` as above (no fault-around), the page mapped writable
 //!   and dirty, `fault_dirty_shared_page` → `folio_mark_dirty` (`nr_dirty`, the dirty tag)
 //!   and `balance_dirty_pages`. A store to a shared page mapped read-only (clean) is
@@ -193,6 +195,10 @@ impl<P: Policy> Machine<P> {
         if index >= file.size_pages() || index >= file.reserved {
             return false;
         }
+        // `handle_mm_fault` → `lru_gen_enter_fault`: the mapping has recency (no
+        // `VM_SEQ_READ`/`VM_RAND_READ`: not recorded), so the folios this fault adds to the
+        // LRU (its readahead's) are added in a fault; `lru_gen_exit_fault` at its end.
+        self.mm.in_lru_fault = true;
         if !touch.write {
             self.do_read_fault(touch, idx, &map, index);
         } else if map.shared {
@@ -200,6 +206,7 @@ impl<P: Policy> Machine<P> {
         } else {
             self.do_cow_fault(touch, idx, &map, index);
         }
+        self.mm.in_lru_fault = false;
         if self.family == Family::Demand {
             // Demand policies learn of uses from their calls, not the accessed bit.
             let pte = self.mm.pt.get(idx);
@@ -217,36 +224,51 @@ impl<P: Policy> Machine<P> {
             self.stats.minor_faults += 1;
             return;
         }
-        let Some((f, major)) = self.filemap_fault(map.file, index, false) else {
+        let Some((f, major, retry)) = self.filemap_fault(map.file, index, false) else {
             return;
         };
         if !major {
             self.stats.minor_faults += 1;
+        }
+        if !retry {
             self.pc_map(f, idx, false);
             return;
         }
         // VM_FAULT_RETRY: the fault again, FAULT_FLAG_TRIED.
+        self.count_retried_fault();
         if self.do_fault_around(touch.vpn, map, index) {
             return;
         }
-        if let Some((f, _)) = self.filemap_fault(map.file, index, true) {
+        if let Some((f, _, _)) = self.filemap_fault(map.file, index, true) {
             self.pc_map(f, idx, false);
+        }
+    }
+
+    /// The retried attempt of a fault that returned `VM_FAULT_RETRY`: Linux 6.1 counts
+    /// `PGFAULT` at the top of `handle_mm_fault`, once per attempt; 6.8 counts it in
+    /// `mm_account_fault`, which skips the attempt that returned `VM_FAULT_RETRY`, so once per
+    /// fault.
+    fn count_retried_fault(&mut self) {
+        if self.kernel == KernelVersion::V6_1 {
+            self.stats.pgfault += 1;
         }
     }
 
     /// `do_shared_fault`.
     fn do_shared_fault(&mut self, touch: Touch, idx: PteIndex, map: &FileMap, index: u64) {
-        let Some((mut f, major)) = self.filemap_fault(map.file, index, false) else {
+        let Some((mut f, major, retry)) = self.filemap_fault(map.file, index, false) else {
             return;
         };
-        if major {
+        if !major {
+            self.stats.minor_faults += 1;
+        }
+        if retry {
             // The retried attempt finds the page (read again if reclaim took it meanwhile).
-            let Some((g, _)) = self.filemap_fault(map.file, index, true) else {
+            self.count_retried_fault();
+            let Some((g, _, _)) = self.filemap_fault(map.file, index, true) else {
                 return;
             };
             f = g;
-        } else {
-            self.stats.minor_faults += 1;
         }
         let _ = touch;
         self.pc_map(f, idx, true);
@@ -261,12 +283,14 @@ impl<P: Policy> Machine<P> {
             return;
         };
         // `filemap_fault` (and its retry) only reads the page: it is copied, never mapped.
-        match self.filemap_fault(map.file, index, false) {
-            Some((_, true)) => {
+        if let Some((_, major, retry)) = self.filemap_fault(map.file, index, false) {
+            if !major {
+                self.stats.minor_faults += 1;
+            }
+            if retry {
+                self.count_retried_fault();
                 let _ = self.filemap_fault(map.file, index, true);
             }
-            Some((_, false)) => self.stats.minor_faults += 1,
-            None => {}
         }
         *self.mm.pt.at(idx) = make_present(anon) | PTE_ACCESSED | PTE_DIRTY;
         self.mm.frames.set_flags(anon, F_MAPPED);
@@ -301,13 +325,21 @@ impl<P: Policy> Machine<P> {
     }
 
     /// `filemap_fault` for page `index` of file `i` (below `i_size`); `tried`:
-    /// `FAULT_FLAG_TRIED` (no async readahead). The page and whether the fault was major
-    /// (the page was not cached: `PGMAJFAULT`). `None`: out of memory.
-    fn filemap_fault(&mut self, i: usize, index: u64, tried: bool) -> Option<(FrameId, bool)> {
+    /// `FAULT_FLAG_TRIED` (no async readahead). The page, whether the fault was major (the
+    /// page was not cached: `PGMAJFAULT`), and whether it dropped the mmap lock for I/O and
+    /// so returns `VM_FAULT_RETRY` (`fpin`): every major fault (`do_sync_mmap_readahead`'s
+    /// read-around, or `filemap_read_folio` of the page alone), and a cached page marked
+    /// `PG_readahead` that starts async readahead (`do_async_mmap_readahead` →
+    /// `maybe_unlock_mmap_for_io`, whether or not the window reads anything). `None`: out
+    /// of memory.
+    fn filemap_fault(
+        &mut self,
+        i: usize,
+        index: u64,
+        tried: bool,
+    ) -> Option<(FrameId, bool, bool)> {
         if let Some(f) = self.pc_frame(i, index) {
-            if !tried {
-                self.do_async_mmap_readahead(i, f, index);
-            }
+            let retry = !tried && self.do_async_mmap_readahead(i, f, index);
             // The fault holds the folio (`filemap_get_folio` takes a reference): reclaim
             // during the async readahead cannot free it. Here it could: such a page is read
             // again.
@@ -320,9 +352,11 @@ impl<P: Policy> Machine<P> {
                     f
                 }
             };
-            // `lock_folio_maybe_drop_mmap`: a read in flight is waited for.
+            // `lock_folio_maybe_drop_mmap`: a read in flight is waited for. (It drops the
+            // mmap lock to wait, a retry too: left out, as the untimed replay has no read
+            // in flight.)
             self.pc_wait(f);
-            return Some((f, false));
+            return Some((f, false, retry));
         }
         self.stats.major_faults += 1;
         self.do_sync_mmap_readahead(i, index);
@@ -337,7 +371,7 @@ impl<P: Policy> Machine<P> {
             }
         };
         self.pc_wait(f);
-        Some((f, true))
+        Some((f, true, true))
     }
 
     /// `do_sync_mmap_readahead` (no `VM_HUGEPAGE`, `VM_RAND_READ` or `VM_SEQ_READ`).
@@ -362,16 +396,18 @@ impl<P: Policy> Machine<P> {
     }
 
     /// `do_async_mmap_readahead` on cached page `f` at `index`.
-    fn do_async_mmap_readahead(&mut self, i: usize, f: FrameId, index: u64) {
+    fn do_async_mmap_readahead(&mut self, i: usize, f: FrameId, index: u64) -> bool {
         let ra_pages = self.ra_pages(i);
         if ra_pages == 0 {
-            return;
+            return false;
         }
         let ra = &mut self.mm.cache.file_mut(i).ra;
         ra.mmap_miss = ra.mmap_miss.saturating_sub(1);
         if self.mm.frames.flags(f) & F_READAHEAD != 0 {
             self.page_cache_async_ra(i, f, index, ra_pages);
+            return true;
         }
+        false
     }
 
     /// `do_fault_around` → `filemap_map_pages` for a fault on user page `vpn`, page `index`
@@ -534,6 +570,40 @@ mod tests {
         assert_eq!(m.stats.nr_mapped, 64);
         let ra = m.mm.cache.file(0).ra;
         assert_eq!((ra.start, ra.size, ra.async_size), (64, 32, 32));
+    }
+
+    #[test]
+    fn an_async_readahead_retries_the_fault_and_61_counts_both_attempts() {
+        // read_ahead_kb 32: ra_pages 8. Page 0: major, read-around [max(0, 0 - 4), +8) =
+        // [0, 8), async_size 2, page 6 marked; the retry's fault-around [0, 16) maps 0..7
+        // but the marked 6. Page 6: fault-around maps nothing new; `filemap_fault` finds 6
+        // marked: `do_async_mmap_readahead` drops the mmap lock and `ondemand_readahead`
+        // (6 = start + size - async_size) reads the next window, start 8, size
+        // `get_next_ra_size(8, 8)` = 8, async 8: [8, 16), page 8 marked. The fault is
+        // retried (`fpin`): fault-around [0, 16) now maps 6 and 9..15 (8 is marked): 15
+        // pages mapped. Pages 7 and 9..15 then fault no more; 8 does (marked, past the
+        // 16-page file: nothing read, retried). Faults: 0, 6, 8, each retried: `pgfault` 3
+        // under Linux 6.8, 6 under 6.1.
+        for (kernel, pgfault) in [(KernelVersion::V6_8, 3), (KernelVersion::V6_1, 6)] {
+            let mut m = machine(100, 32, 16);
+            m.kernel = kernel;
+            mmap(&mut m, 16, true);
+            read(&mut m, 0);
+            read(&mut m, 6);
+            assert_eq!(m.stats.nr_mapped, 15);
+            assert_eq!(m.stats.file_reads, 16);
+            let before = m.stats.pgfault;
+            for k in (7..16).filter(|&k| k != 8) {
+                read(&mut m, k);
+            }
+            assert_eq!(
+                m.stats.pgfault, before,
+                "pages 7 and 9..15 were mapped by the retry"
+            );
+            read(&mut m, 8);
+            assert_eq!((m.stats.pgfault, m.stats.major_faults), (pgfault, 1));
+            assert_eq!(m.stats.nr_mapped, 16);
+        }
     }
 
     #[test]
@@ -842,11 +912,14 @@ mod mglru_tests {
 
     /// MG-LRU reaches a mapped page-cache folio through its PTE: 8 frames, no readahead,
     /// pages 0..7 of a mapping faulted in one at a time fill memory (each PTE young, no
-    /// folio marked accessed); page 8's fault evicts. The oldest file folio, page 0, is found
-    /// young by the rmap (`folio_referenced` → `lru_gen_look_around`): promoted, and
-    /// look-around clears the young PTEs of its table, all 8 mapped pages, moving the other
-    /// 7 to the youngest generation, where `sort_folio` keeps them (`kept_referenced`). Once
-    /// aged with their PTEs old, all 8 are evicted (unmapped first), page 8 mapped.
+    /// folio marked accessed); page 8's fault evicts. Each folio was added by its fault
+    /// (`folio_add_lru` under `lru_gen_in_fault()`: `PG_active`), so all 8 are in the
+    /// youngest generation, `max_seq` 3, and the older ones are empty. Eviction finds no
+    /// file folio below it: `min_seq` advances to `max_seq - MIN_NR_GENS + 1`, and aging's
+    /// page-table walk (`walk_pte_range`) clears the 8 young PTEs and moves the folios to the
+    /// new `max_seq` 4. The next aging finds the PTEs old and moves nothing; `min_seq`
+    /// reaches their generation, whose folios the rmap finds old: all 8 evicted (unmapped
+    /// first), none promoted by the rmap or kept, page 8 mapped.
     #[test]
     fn mglru_sees_a_mapped_file_folio_through_its_pte() {
         let frames = 8;
@@ -881,7 +954,7 @@ mod mglru_tests {
                 c["kept_referenced"],
                 c["pgsteal_file"]
             ),
-            (1, 8, 7, 8)
+            (0, 0, 0, 8)
         );
         assert_eq!((m.stats.evictions, m.stats.nr_mapped), (8, 1));
         for k in 0..8 {

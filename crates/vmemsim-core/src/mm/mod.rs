@@ -39,6 +39,10 @@ pub struct Mm {
     /// at once.
     pub io_lock: Option<Vec<u64>>,
     pub now: u64,
+    /// `current->in_lru_fault` (`lru_gen_enter_fault`): a fault of a file mapping is in
+    /// progress, so the page-cache folios it adds (its readahead's) are added by
+    /// `folio_add_lru` under `lru_gen_in_fault()`.
+    pub in_lru_fault: bool,
 }
 
 impl Mm {
@@ -52,6 +56,7 @@ impl Mm {
             maps: pagecache::FileMaps::default(),
             io_lock: None,
             now: 0,
+            in_lru_fault: false,
         }
     }
 

@@ -816,7 +816,15 @@ impl Policy for MgLru {
         // is not active: `lru_gen_add_folio` puts it (file type, not reclaiming) at
         // `min_seq[FILE] + 1`, or `min_seq[FILE]` while only `MIN_NR_GENS` + 1 generations
         // exist.
-        let in_fault = ffl & F_PAGECACHE == 0 && Self::has_recency(mm, touch.vpn);
+        // A page-cache folio added during a fault of a file mapping (`filemap_fault`'s
+        // readahead) is in one: `folio_add_lru` sets `PG_active` under `lru_gen_in_fault()`
+        // (6.1 and 6.8), so it joins the youngest generation, and a refault of it sets
+        // `PG_workingset`.
+        let in_fault = if ffl & F_PAGECACHE == 0 {
+            Self::has_recency(mm, touch.vpn)
+        } else {
+            mm.in_lru_fault
+        };
         match how {
             Insert::FirstTouch | Insert::Putback | Insert::Rotate => {}
             Insert::Refault { shadow } => self.refault(f, shadow, in_fault),
