@@ -34,7 +34,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="gen:GENERATOR spec, a trace file, or a file workload on a raw virtio "
                    "block device: fileread:bytes=SIZE[,bs=,passes=,disk=], "
                    "filerand:bytes=SIZE[,bs=,n=,seed=,disk=], "
-                   "filewrite:bytes=SIZE[,bs=,passes=,fsync=,disk=] (docs/validate.md)")
+                   "filewrite:bytes=SIZE[,bs=,passes=,fsync=,disk=], "
+                   "mmapread:bytes=SIZE[,passes=,disk=], "
+                   "mmaprand:bytes=SIZE[,n=,seed=,disk=] (docs/validate.md)")
     p.add_argument("--mem", default="160M", metavar="SIZE", help="guest RAM (default 160M)")
     p.add_argument("--swap", default="disk", choices=("disk", "ssd", "zram", "none"),
                    help="swap on a virtio disk image (rotational in the guest: cluster "
