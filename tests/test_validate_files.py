@@ -92,19 +92,25 @@ def exe(tmp_path_factory):
     return W.build_program(tmp_path_factory.mktemp("vmwl"))
 
 
-@pytest.mark.parametrize("spec", SPECS)
-def test_program_makes_the_calls_the_simulator_replays(exe, tmp_path, spec):
-    """vmwl run natively on a regular file of the device's size: its calls (dumped as it makes
-    them, with the bytes each transferred), the recorded trace's file I/O records, and the
-    harness's sequence are the same, and so is the checksum."""
-    w = W.make_workload(spec, seed=11)
+def _run_natively(exe, w, tmp_path):
+    """vmwl run natively with ``--dump`` on a regular file of the device's size: its calls as
+    dumped, and its stdout."""
     dev = tmp_path / "dev.img"
     with open(dev, "wb") as f:
         f.truncate(w.disk_bytes())
     dump = tmp_path / "dump.bin"
     out = subprocess.run([str(exe), "--dump", str(dump), *w.program_args(str(dev))],
                          check=True, capture_output=True, text=True).stdout
-    raw = np.fromfile(dump, dtype=np.dtype([("op", "u1"), ("off", "<u8"), ("len", "<u8")]))
+    return np.fromfile(dump, dtype=np.dtype([("op", "u1"), ("off", "<u8"), ("len", "<u8")])), out
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_program_makes_the_calls_the_simulator_replays(exe, tmp_path, spec):
+    """vmwl run natively on a regular file of the device's size: its calls (dumped as it makes
+    them, with the bytes each transferred), the recorded trace's file I/O records, and the
+    harness's sequence are the same, and so is the checksum."""
+    w = W.make_workload(spec, seed=11)
+    raw, out = _run_natively(exe, w, tmp_path)
     op, off, ln = w.io_records()
     assert np.array_equal(raw["op"], op)
     assert np.array_equal(raw["off"], off)
@@ -131,13 +137,7 @@ def test_program_makes_the_loads_the_simulator_replays(exe, tmp_path, spec):
     (op 12, a load) is the harness's sequence, and the trace vmemsim replays is the size
     record, one shared read-only `mmap` of the range, then one read of each loaded page."""
     w = W.make_workload(spec, seed=11)
-    dev = tmp_path / "dev.img"
-    with open(dev, "wb") as f:
-        f.truncate(w.disk_bytes())
-    dump = tmp_path / "dump.bin"
-    out = subprocess.run([str(exe), "--dump", str(dump), *w.program_args(str(dev))],
-                         check=True, capture_output=True, text=True).stdout
-    raw = np.fromfile(dump, dtype=np.dtype([("op", "u1"), ("off", "<u8"), ("len", "<u8")]))
+    raw, out = _run_natively(exe, w, tmp_path)
     op, off, ln = w.io_records()
     assert (raw["op"] == W.OP_LOAD).all() and np.array_equal(raw["off"], off)
     assert (raw["len"] == 4096).all() and np.array_equal(raw["len"], ln)

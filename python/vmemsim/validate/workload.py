@@ -499,21 +499,33 @@ def write_file_trace(w: Workload, path: Path) -> Path:
     op = np.concatenate([[OP_READ], op]).astype(np.uint64)
     off = np.concatenate([[w.disk_bytes()], off]).astype(np.uint64)
     ln = np.concatenate([[0], ln]).astype(np.uint64)
-    tid = 1
-    words = [int.from_bytes(b"VMRECRAW", "little"), 2, 4096, 0]
-    words += [7 | (tid << 8) | (1 << 32), 1, 0]  # process 1 starts
-    p = ("blockdev:" + w.name).encode()
-    words += [5 | (tid << 8) | (len(p) << 32), 1]
-    words += list(np.frombuffer(p.ljust(-(-len(p) // 8) * 8, b"\0"), dtype="<u8"))
-    head = np.array(words, dtype="<u8")
     rec = np.empty((n, 6), dtype="<u8")
-    rec[:, 0] = np.uint64(4) | np.uint64(tid << 8) | (op << np.uint64(32))
+    rec[:, 0] = np.uint64(4) | np.uint64(_TID << 8) | (op << np.uint64(32))
     rec[:, 1] = np.arange(n, dtype=np.uint64)  # stamp
     rec[:, 2] = 1  # file id
     rec[:, 3] = off
     rec[:, 4] = ln
     rec[:, 5] = 0
-    tail = np.array([6 | (tid << 8), 0, n], dtype="<u8")
+    return _write_raw_trace(w, [], rec, 0, n, path)
+
+
+#: The thread of the traces the harness writes.
+_TID = 1
+
+
+def _write_raw_trace(w: Workload, head_words: List[int], rec: np.ndarray, n_acc: int,
+                     n_io: int, path: Path) -> Path:
+    """Write a one-process raw recorder stream (``trace/recorder.rs``'s layout: header,
+    process start, the device as file 1, ``head_words``, the records ``rec``, the end record
+    with ``n_acc`` access and ``n_io`` I/O records) and convert it to a native trace at
+    ``path``."""
+    words = [int.from_bytes(b"VMRECRAW", "little"), 2, 4096, 0]
+    words += [7 | (_TID << 8) | (1 << 32), 1, 0]  # process 1 starts
+    p = ("blockdev:" + w.name).encode()
+    words += [5 | (_TID << 8) | (len(p) << 32), 1]
+    words += list(np.frombuffer(p.ljust(-(-len(p) // 8) * 8, b"\0"), dtype="<u8"))
+    head = np.array(words + head_words, dtype="<u8")
+    tail = np.array([6 | (_TID << 8), n_acc, n_io], dtype="<u8")
     raw = Path(str(path) + ".raw")
     with open(raw, "wb") as fh:
         fh.write(head.tobytes())
@@ -533,31 +545,15 @@ def _write_mmap_trace(w: Workload, off: np.ndarray, path: Path) -> Path:
     access record per load, of the mapped page (``vmemsim replay`` serves them through its
     file mappings: fault-around, ``filemap_fault``'s read-around)."""
     f = w.file or {}
-    tid, nacc = 1, off.size
-    words = [int.from_bytes(b"VMRECRAW", "little"), 2, 4096, 0]
-    words += [7 | (tid << 8) | (1 << 32), 1, 0]  # process 1 starts
-    p = ("blockdev:" + w.name).encode()
-    words += [5 | (tid << 8) | (len(p) << 32), 1]
-    words += list(np.frombuffer(p.ljust(-(-len(p) // 8) * 8, b"\0"), dtype="<u8"))
-    words += [4 | (tid << 8) | (OP_READ << 32), 0, 1, w.disk_bytes(), 0, 0]
+    nacc = off.size
     addr = (MMAP_BASE_PAGE << 12) | MMAP_KNOWN | MMAP_SHARED
-    words += [4 | (tid << 8) | (OP_MMAP << 32), 1, 1, 0, int(f["bytes"]), addr]
-    head = np.array(words, dtype="<u8")
+    io = [4 | (_TID << 8) | (OP_READ << 32), 0, 1, w.disk_bytes(), 0, 0,
+          4 | (_TID << 8) | (OP_MMAP << 32), 1, 1, 0, int(f["bytes"]), addr]
     rec = np.empty((nacc, 3), dtype="<u8")
-    rec[:, 0] = np.uint64(1 | (tid << 8) | (1 << 32))  # a read run of one access
+    rec[:, 0] = np.uint64(1 | (_TID << 8) | (1 << 32))  # a read run of one access
     rec[:, 1] = np.arange(2, nacc + 2, dtype=np.uint64)  # stamp
     rec[:, 2] = np.uint64(MMAP_BASE_PAGE) + (off >> np.uint64(12))
-    tail = np.array([6 | (tid << 8), nacc, 2], dtype="<u8")
-    raw = Path(str(path) + ".raw")
-    with open(raw, "wb") as fh:
-        fh.write(head.tobytes())
-        fh.write(rec.tobytes())
-        fh.write(tail.tobytes())
-    try:
-        _native.record_convert(str(raw), str(path), "vmemsim validate " + w.name, [])
-    finally:
-        raw.unlink()
-    return Path(path)
+    return _write_raw_trace(w, io, rec, nacc, 2, path)
 
 
 def make_workload(spec: str, mode: str = "rw", seed: int = 0) -> Workload:
