@@ -62,7 +62,8 @@ def test_timed_zipf_0_9_disk_pc0_classic_reclaims_directly_as_the_kernel_did():
     and 27,050), where the untimed replay's kswapd does all of it."""
     c = _case("zipf-0.9", "disk-pc0", "classic")
     w = make_workload(_matrix().resolve(c["spec"]), mode=c["mode"], seed=c["seed"])
-    runs = [KernelRun.from_dict(r) for r in c["kernel_runs"]]
+    # (as the matrix loads them: the runs' free lists by migratetype from data/pagetypes.json)
+    runs = _matrix().fill_pagetypes([KernelRun.from_dict(r) for r in c["kernel_runs"]])
     s = Settings(**c["settings"])
     timed = compare(w, s, runs, seed=c["seed"], timing=Timing())
     untimed = compare(w, s, runs, seed=c["seed"])

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::access::Access;
 use crate::mm::frames::{
-    F_ANON, F_CACOL, F_DIRTY, F_MAPPED, F_PAGECACHE, F_READAHEAD, F_SWAPCACHE,
+    F_ANON, F_CACOL, F_DIRTY, F_IN_USE, F_MAPPED, F_PAGECACHE, F_READAHEAD, F_SWAPCACHE,
 };
 use crate::mm::*;
 use crate::policy::swap_plug::BLK_MAX_SEGMENTS;
@@ -284,6 +284,13 @@ pub struct Stats {
     /// 6.8, both LRUs): one per asynchronous write here ([`Insert::Rotate`]).
     #[serde(default)]
     pub pgrotated: u64,
+    /// Direct reclaim's sleeps in `reclaim_throttle(.., VMSCAN_THROTTLE_NOPROGRESS)` (timed
+    /// runs with an asynchronous swap device: see [`Machine::set_write_sink`]), and the
+    /// simulated time they took.
+    #[serde(default)]
+    pub reclaim_throttled: u64,
+    #[serde(default)]
+    pub reclaim_throttle_ns: u64,
     /// Pages allocated from each zone, lowest first (`pgalloc_dma`, `pgalloc_dma32`, ...),
     /// on a machine with several zones ([`MachineConfig::zones`]); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -380,7 +387,8 @@ impl Stats {
             peak_resident, pgrotated, swap_write_errors, zram_mem_used_max, gup_pages,
             gup_touched, file_io, file_mmaps_skipped, file_mmaps, nr_mapped, pgpgin, pgpgout,
             nr_file_pages, nr_dirty, nr_writeback, wb_background, wb_periodic, dirty_throttled,
-            extfrag, watermark_boosts, kswapd_boosted_runs);
+            extfrag, watermark_boosts, kswapd_boosted_runs, reclaim_throttled,
+            reclaim_throttle_ns);
         for (mine, theirs) in [
             (&mut self.pgalloc_zone, &o.pgalloc_zone),
             (&mut self.pgskip_zone, &o.pgskip_zone),
@@ -402,6 +410,11 @@ impl Stats {
 pub trait OomNotifier: std::fmt::Debug {
     fn notify(&mut self) -> Vec<FrameId>;
 }
+
+pub use crate::mm::WriteSink;
+
+/// One jiffy of Debian's kernels (`CONFIG_HZ_250`): `reclaim_throttle`'s NOPROGRESS timeout.
+pub const JIFFY_NS: u64 = 4_000_000;
 
 /// One page's swap traffic, logged in [`Machine::swap_log`] where the kernel does it. `vpn`
 /// is the machine's page number (for a host, QEMU's page of a VM's guest memory).
@@ -528,6 +541,9 @@ pub struct Machine<P: Policy> {
     cacol: Option<Box<pagecache::CacolHost>>,
     /// `mmap` records of files make file mappings ([`Machine::enable_file_mmap`]).
     file_mmap: bool,
+    /// Timed runs with an asynchronous swap device: swap writes are kept in flight until
+    /// the device completes them ([`Machine::set_write_sink`]; the sink is `mm.wb`'s).
+    wb_sink: bool,
 }
 
 /// The zram device of an untimed run with its pool charged to memory.
@@ -802,6 +818,7 @@ impl<P: Policy> Machine<P> {
                 .then(VmaRa::default),
             oom_at: None,
             oom_notifier: None,
+            wb_sink: false,
             swap_off: false,
             unmap_log: None,
             swap_log: None,
@@ -1346,7 +1363,14 @@ impl<P: Policy> Machine<P> {
                 }
                 *self.mm.pt.at(idx) = make_present(cached) | PTE_ACCESSED | dirty;
                 self.mm.frames.set_flags(cached, F_MAPPED);
-                if touch.write || self.mm.swap.vm_swap_full() {
+                // `should_try_to_free_swap` → `folio_free_swap`, which keeps the slot of a
+                // folio under writeback (timed runs: writes completed by now are ended
+                // first, as they were in time).
+                if self.mm.wb.is_some() {
+                    self.end_writebacks();
+                }
+                if (touch.write || self.mm.swap.vm_swap_full()) && !self.mm.under_writeback(cached)
+                {
                     self.drop_swap_slot(cached);
                 }
                 self.policy.on_hit(cached, touch);
@@ -1769,6 +1793,9 @@ impl<P: Policy> Machine<P> {
                         if got >= SWAP_CLUSTER_MAX as u64 {
                             break;
                         }
+                        if priority == 1 && got == 0 {
+                            self.throttle_noprogress();
+                        }
                     }
                     zone = self.zone_fit(|w| w.min);
                     if got > 0 {
@@ -1806,6 +1833,27 @@ impl<P: Policy> Machine<P> {
         self.mm.frames.alloc(idx, flags)
     }
 
+    /// `consider_reclaim_throttle` after direct reclaim's pass at priority 1 freed nothing
+    /// (Linux 6.1 and 6.8): `reclaim_throttle(pgdat, VMSCAN_THROTTLE_NOPROGRESS)` sleeps a
+    /// jiffy unless `skip_throttle_noprogress` (pages waiting to be written, `2 *
+    /// NR_ZONE_WRITE_PENDING`, at most the reclaimable ones: here the swap writes in flight
+    /// against the frames in use). Only with a write sink, where time passes in the machine
+    /// ([`Machine::set_write_sink`]); the writes that completed meanwhile are then rotated.
+    fn throttle_noprogress(&mut self) {
+        let Some(w) = self.mm.wb.as_ref() else {
+            return;
+        };
+        let f = &self.mm.frames;
+        let reclaimable = (f.len() - f.n_free() - f.reserved()) as u64;
+        if 2 * w.n <= reclaimable {
+            return;
+        }
+        self.mm.now += JIFFY_NS;
+        self.stats.reclaim_throttled += 1;
+        self.stats.reclaim_throttle_ns += JIFFY_NS;
+        self.end_writebacks();
+    }
+
     /// `out_of_memory`'s `blocking_notifier_call_chain(&oom_notify_list)`: the frames the
     /// notifier gave back go to the free list. Whether any did.
     fn notify_oom(&mut self) -> bool {
@@ -1822,6 +1870,70 @@ impl<P: Policy> Machine<P> {
     /// Register the OOM notifier (one: the chain of a kernel with one balloon device).
     pub fn set_oom_notifier(&mut self, n: Box<dyn OomNotifier>) {
         self.oom_notifier = Some(n);
+    }
+
+    /// Timed runs: hold every swap write in flight until the device completes it, as the
+    /// kernel does (Linux 6.1 and 6.8). Without a sink (untimed replays) a write completes
+    /// within the pass that issued it or as it ends ([`crate::policy::swap_plug`],
+    /// `Insert::Rotate`). With one, on a kernel policy and an asynchronous device (not zram):
+    ///
+    /// - time passes during reclaim: each batch (`shrink_folio_list` call) moves `mm.now` on
+    ///   by its work, `scan_ns` per page scanned and `reclaim_ns` per page reclaimed (the
+    ///   costs the layer above charges the reclaiming thread for it afterwards,
+    ///   [`Mm::reclaim_time`]);
+    /// - the writes go to `sink` when the block layer's plug dispatches them: a flush during
+    ///   the pass ([`crate::policy::swap_plug::SwapPlug`]) or `blk_finish_plug` as the pass
+    ///   ends, at `mm.now`; the device answers when each completes;
+    /// - a batch's end rotates the folios whose writes have completed by then (as the untimed
+    ///   plug does at once); a written folio whose write is still in flight when the pass
+    ///   ends goes back on its list under writeback ([`Insert::Writeback`]);
+    /// - a scan that meets a folio under writeback does not free it (classic LRU activates
+    ///   it, MG-LRU's `sort_folio` moves it to the next generation);
+    /// - when its write completes, `folio_end_writeback` → `folio_rotate_reclaimable` moves
+    ///   it to its list's tail ([`Policy::rotate_reclaimable`]; processed before the next
+    ///   pass and at a swap-cache fault, [`Machine::end_writebacks`]), and the next scan
+    ///   frees it;
+    /// - direct reclaim that freed nothing by priority 1 while writes are pending sleeps a
+    ///   jiffy (`consider_reclaim_throttle` → `reclaim_throttle(.., NOPROGRESS)`, unless
+    ///   `skip_throttle_noprogress`: pages under writeback at most half the reclaimable
+    ///   ones), `mm.now` moving on by [`JIFFY_NS`] ([`Stats::reclaim_throttle_ns`], time the
+    ///   layer above adds to the allocating thread's clock).
+    ///
+    /// Left out: kswapd's `VMSCAN_THROTTLE_WRITEBACK` wait (`nr_immediate` with
+    /// `PGDAT_WRITEBACK`, classic LRU only), an early wake-up of a throttled reclaimer by
+    /// another's progress, MG-LRU's aging walks' time within a pass, and MG-LRU's
+    /// `evict_folios` retry of a folio whose write completed before its batch's putback.
+    pub fn set_write_sink(&mut self, sink: Box<dyn WriteSink>, scan_ns: u64, reclaim_ns: u64) {
+        if self.family != Family::Kernel || self.swap_sync_io {
+            return;
+        }
+        self.wb_sink = true;
+        let mut w = crate::mm::Writeback::new(self.mm.frames.len());
+        w.sink = Some(sink);
+        w.scan_ns = scan_ns;
+        w.reclaim_ns = reclaim_ns;
+        self.mm.wb = Some(w);
+        self.mm.swap.device.log_on = true;
+    }
+
+    /// `folio_end_writeback` for every swap write completed by `mm.now`: a folio that is on
+    /// its list, not locked and not dirty (`folio_rotate_reclaimable`) moves to the tail
+    /// (`PGROTATED`).
+    pub fn end_writebacks(&mut self) {
+        let now = self.mm.now;
+        loop {
+            let Some(f) = self.mm.wb.as_mut().and_then(|w| w.pop_done(now)) else {
+                return;
+            };
+            let fl = self.mm.frames.flags(f);
+            if fl & F_IN_USE != 0
+                && fl & (F_SWAPCACHE | F_DIRTY) == F_SWAPCACHE
+                && !self.mm.io_locked(f)
+                && self.policy.rotate_reclaimable(&self.mm, f)
+            {
+                self.stats.pgrotated += 1;
+            }
+        }
     }
 
     /// Run without swap space: reclaim takes only file pages, and a guest whose memory is
@@ -2125,6 +2237,7 @@ impl<P: Policy> Machine<P> {
         if let Some(log) = self.shrink_log.as_mut() {
             log.push(priority);
         }
+        self.end_writebacks();
         // Cacol's pages first (seed 003 §4.2: on memory pressure Cacol reclaims from the
         // images' cache, then the ordinary LRU takes the rest).
         let by_cacol = self.cacol_shrink(nr);
@@ -2175,6 +2288,8 @@ impl<P: Policy> Machine<P> {
             n += self.reclaim_frame(v) as u32;
         }
         self.victims = victims;
+        // The writes still plugged go to the device as the pass ends (`blk_finish_plug`).
+        self.mm.submit_writes();
         if let Some(z) = sc.zones.as_ref() {
             if z.skipped.iter().any(|&k| k > 0) {
                 let n = self.zones.len();
@@ -2257,6 +2372,12 @@ impl<P: Policy> Machine<P> {
             // A victim the policy sent through the swap plug has its slot already and is
             // written whatever its dirty bit says (`add_to_swap` dirtied it).
             let wb = self.policy.writeback_done(f);
+            // (timed runs: a write a plug flush handed to the device during the pass)
+            let dispatched = self
+                .mm
+                .wb
+                .as_mut()
+                .is_some_and(|w| std::mem::take(&mut w.dispatched[f as usize]));
             let mut slot = self.mm.frames.slot(f);
             let write = slot == NO_SLOT || dirty || wb != WritebackDone::Untracked;
             if slot == NO_SLOT {
@@ -2288,7 +2409,9 @@ impl<P: Policy> Machine<P> {
                         p.pending += p.per_page;
                     }
                 }
-                self.mm.swap.device.submit(SwapIo::Write { slot });
+                if !dispatched {
+                    self.mm.swap.device.submit(SwapIo::Write { slot });
+                }
                 if self.zram.is_some() && self.zram_sync() > 0 && self.family == Family::Kernel {
                     // `zs_malloc` found no free page for the object (reclaim allocates with
                     // PF_MEMALLOC, below every watermark, so only an empty free list stops
@@ -2319,6 +2442,24 @@ impl<P: Policy> Machine<P> {
                         WritebackDone::Rotated => {
                             self.stats.pgrotated += 1;
                             self.keep_in_swap_cache(f, slot, pidx, false, mapped, None);
+                            return false;
+                        }
+                        WritebackDone::Untracked | WritebackDone::Pending if self.wb_sink => {
+                            // Under writeback until the device completes the write (one a
+                            // plug flush dispatched during the pass is in flight already).
+                            if let Some(w) = self.mm.wb.as_mut() {
+                                if !dispatched {
+                                    w.start(f);
+                                }
+                            }
+                            self.keep_in_swap_cache(
+                                f,
+                                slot,
+                                pidx,
+                                false,
+                                mapped,
+                                Some(Insert::Writeback),
+                            );
                             return false;
                         }
                         WritebackDone::Untracked | WritebackDone::Pending => {
@@ -2422,6 +2563,9 @@ impl<P: Policy> Machine<P> {
             self.stats.nr_file_pages -= !self.mm.frames.is_anon(f) as u64;
             self.drop_swap_slot(f);
             self.mm.frames.clear_flags(f, F_DIRTY);
+            if let Some(w) = self.mm.wb.as_mut() {
+                w.clear(f);
+            }
             self.mm.frames.release(f);
             freed = true;
         } else if pte & PTE_SWAP != 0 {
@@ -2432,6 +2576,9 @@ impl<P: Policy> Machine<P> {
                 self.mm.frames.clear_flags(cached, F_DIRTY);
                 self.mm.frames.set_slot(cached, NO_SLOT);
                 self.mm.frames.clear_flags(cached, F_SWAPCACHE);
+                if let Some(w) = self.mm.wb.as_mut() {
+                    w.clear(cached);
+                }
                 self.mm.frames.release(cached);
                 self.mm.swap.set_cached_frame(slot, NO_FRAME);
                 freed = true;
@@ -2463,7 +2610,8 @@ impl<P: Policy> Machine<P> {
     ///   scanned twice (pgscan) and stolen once (pgsteal). An access before that finds it in
     ///   the swap cache (a minor fault). Left out: the time the write takes (a slow device
     ///   leaves the folio at the head of its list, `lru_gen_add_folio`'s `max_seq - 1` for
-    ///   MG-LRU, until it completes), MG-LRU's `evict_folios` retry of a folio whose write
+    ///   MG-LRU, until it completes: the timed machine has it, `Insert::Writeback` and
+    ///   [`Machine::set_write_sink`]), MG-LRU's `evict_folios` retry of a folio whose write
     ///   completed before the batch was put back (freed then, not scanned again; FINDINGS.md
     ///   of experiments/kernel-validation), and file pages (written back at once here). Each
     ///   rotation counts `PGROTATED` (`Stats::pgrotated`).

@@ -21,6 +21,94 @@ pub use pagetable::*;
 pub use swap::{CountingDevice, PoolCharge, Swap, SwapDevice, SwapIo, NO_SLOT};
 pub use vma::{Vma, VmaKind, Vmas};
 
+/// The swap writes in flight of a timed run (`PG_writeback`). A frame whose folio `pageout`
+/// wrote stays allocated until the write completes: reclaim cannot free it meanwhile
+/// (`shrink_folio_list` keeps a folio under writeback, `sort_folio` moves it on a
+/// generation), and at completion `folio_end_writeback` → `folio_rotate_reclaimable` moves it
+/// to the tail of its list for the next scan to free (Linux 6.1 and 6.8, `mm/filemap.c`,
+/// `mm/swap.c`).
+#[derive(Debug, Default)]
+pub struct Writeback {
+    /// Per frame, when its write completes: `u64::MAX` while the write waits in the
+    /// plug (issued, not yet submitted to the device), 0 when none is in flight.
+    pub until: Vec<u64>,
+    /// The completions not yet processed, earliest first: (time, frame). An entry is
+    /// current while `until[frame]` still equals its time.
+    pub done: std::collections::BinaryHeap<std::cmp::Reverse<(u64, FrameId)>>,
+    /// Frames whose write is in flight or whose completion is not yet processed.
+    pub n: u64,
+    /// Per frame: its write was handed to the device by a plug flush during the pass that
+    /// wrote it ([`Mm::dispatch_write`]), so the engine does not submit it again.
+    pub dispatched: Vec<bool>,
+    /// Where the writes go ([`WriteSink`]).
+    pub sink: Option<Box<dyn WriteSink>>,
+    /// The simulated time a reclaim pass takes per page scanned and per page reclaimed:
+    /// each batch moves [`Mm::now`] on by its work ([`Mm::reclaim_time`]).
+    pub scan_ns: u64,
+    pub reclaim_ns: u64,
+}
+
+/// Where a timed run's swap writes go when the block layer's plug dispatches them (a flush
+/// when it is full, `blk_add_rq_to_plug`, or `blk_finish_plug` at the end of the pass): the
+/// device answers when each write completes ([`crate::engine::Machine::set_write_sink`]).
+pub trait WriteSink: std::fmt::Debug {
+    /// Submit the writes (and discards) in `mm`'s swap log
+    /// ([`CountingDevice::take_writes`]) at `mm.now`, and set each one's completion time
+    /// ([`Mm::set_write_done`]).
+    fn flush(&mut self, mm: &mut Mm);
+}
+
+impl Writeback {
+    pub fn new(n_frames: u32) -> Writeback {
+        Writeback {
+            until: vec![0; n_frames as usize],
+            done: Default::default(),
+            n: 0,
+            dispatched: vec![false; n_frames as usize],
+            sink: None,
+            scan_ns: 0,
+            reclaim_ns: 0,
+        }
+    }
+
+    /// `pageout` → `swap_writepage`: frame `f`'s write is issued (`folio_start_writeback`);
+    /// its completion time is set when the plug submits it ([`Mm::set_write_done`]).
+    pub fn start(&mut self, f: FrameId) {
+        let t = &mut self.until[f as usize];
+        if *t == 0 {
+            self.n += 1;
+        }
+        *t = u64::MAX;
+    }
+
+    /// Frame `f` is freed (a process exit or munmap dropped its page): whatever write it had
+    /// in flight no longer holds it.
+    pub fn clear(&mut self, f: FrameId) {
+        if let Some(t) = self.until.get_mut(f as usize) {
+            if *t != 0 {
+                self.n -= 1;
+                *t = 0;
+            }
+        }
+    }
+
+    /// The next frame whose write has completed by `now`, taken off the writeback state.
+    pub fn pop_done(&mut self, now: u64) -> Option<FrameId> {
+        while let Some(&std::cmp::Reverse((t, f))) = self.done.peek() {
+            if t > now {
+                return None;
+            }
+            self.done.pop();
+            if self.until[f as usize] == t {
+                self.until[f as usize] = 0;
+                self.n -= 1;
+                return Some(f);
+            }
+        }
+        None
+    }
+}
+
 /// The memory of one machine as the reclaim code sees it.
 #[derive(Debug)]
 pub struct Mm {
@@ -39,6 +127,10 @@ pub struct Mm {
     /// at once.
     pub io_lock: Option<Vec<u64>>,
     pub now: u64,
+    /// Timed runs with an asynchronous swap device: the swap writes in flight
+    /// ([`Writeback`]). `None` elsewhere, where a write completes by the end of the reclaim
+    /// pass that issued it.
+    pub wb: Option<Writeback>,
     /// `current->in_lru_fault` (`lru_gen_enter_fault`): a fault of a file mapping is in
     /// progress, so the page-cache folios it adds (its readahead's) are added by
     /// `folio_add_lru` under `lru_gen_in_fault()`.
@@ -56,6 +148,7 @@ impl Mm {
             maps: pagecache::FileMaps::default(),
             io_lock: None,
             now: 0,
+            wb: None,
             in_lru_fault: false,
         }
     }
@@ -67,6 +160,67 @@ impl Mm {
         self.io_lock
             .as_ref()
             .is_some_and(|l| l.get(f as usize).is_some_and(|&t| t > self.now))
+    }
+
+    /// Whether frame `f` is under writeback at `now` (`folio_test_writeback`): its swap write
+    /// was issued and has not completed ([`Writeback`]).
+    #[inline]
+    pub fn under_writeback(&self, f: FrameId) -> bool {
+        self.wb
+            .as_ref()
+            .is_some_and(|w| w.until.get(f as usize).is_some_and(|&t| t > self.now))
+    }
+
+    /// The writes to swap slots `slot..slot + n` (in the swap cache of the frames that issued
+    /// them) complete at `done` (`end_swap_bio_write` → `folio_end_writeback`).
+    pub fn set_write_done(&mut self, slot: u32, n: u32, done: u64) {
+        let Some(w) = self.wb.as_mut() else {
+            return;
+        };
+        for s in slot..slot.saturating_add(n) {
+            let f = self.swap.cached_frame(s);
+            if f != NO_FRAME && w.until.get(f as usize) == Some(&u64::MAX) {
+                w.until[f as usize] = done;
+                w.done.push(std::cmp::Reverse((done, f)));
+            }
+        }
+    }
+
+    /// Timed runs: a plug flush dispatches the write of frame `f` (in the swap cache at its
+    /// slot) now; [`Mm::submit_writes`] hands it to the device.
+    pub fn dispatch_write(&mut self, f: FrameId) {
+        let slot = self.frames.slot(f);
+        if let Some(w) = self.wb.as_mut() {
+            w.start(f);
+            w.dispatched[f as usize] = true;
+            self.swap.device.submit(SwapIo::Write { slot });
+            // (in the swap cache from now: `add_to_swap` ran before `pageout`; the engine
+            // records the rest after the pass)
+            self.swap.set_cached_frame(slot, f);
+        }
+    }
+
+    /// Timed runs: the writes logged so far go to the device at `now` ([`WriteSink`]).
+    pub fn submit_writes(&mut self) {
+        let Some(mut s) = self.wb.as_mut().and_then(|w| w.sink.take()) else {
+            return;
+        };
+        if self.swap.device.has_log() {
+            s.flush(self);
+        }
+        if let Some(w) = self.wb.as_mut() {
+            w.sink = Some(s);
+        }
+    }
+
+    /// Timed runs: a reclaim batch that scanned `scanned` pages and reclaimed `reclaimed`
+    /// took its time; `now` moves on by it (the costs the layer above charges the reclaiming
+    /// thread afterwards).
+    #[inline]
+    pub fn reclaim_time(&mut self, scanned: u64, reclaimed: u64) {
+        if let Some(w) = self.wb.as_ref() {
+            self.now += scanned * w.scan_ns + reclaimed * w.reclaim_ns;
+        }
     }
 
     /// The frames caching swap slots `slot..slot + n` are being read until `until`.
@@ -199,6 +353,24 @@ impl Mm {
     /// Recount every invariant of the frame table, page table and swap map.
     pub fn validate(&self) -> Result<(), String> {
         let n = self.frames.len();
+        if let Some(w) = self.wb.as_ref() {
+            let mut k = 0u64;
+            for (f, &t) in w.until.iter().enumerate() {
+                if t == 0 {
+                    continue;
+                }
+                k += 1;
+                let fl = self.frames.flags(f as FrameId);
+                if fl & frames::F_IN_USE == 0 || fl & frames::F_SWAPCACHE == 0 {
+                    return Err(format!(
+                        "frame {f} under writeback (until {t}) is not a swap-cache page"
+                    ));
+                }
+            }
+            if k != w.n {
+                return Err(format!("{k} frames under writeback, counted {}", w.n));
+            }
+        }
         let mut used = 0u32;
         let mut cached = vec![0u64; self.cache.files().len()];
         let mut dirty_n = vec![0u64; self.cache.files().len()];

@@ -59,6 +59,19 @@ impl CountingDevice {
     pub fn has_log(&self) -> bool {
         !self.log.is_empty()
     }
+    /// The writes and discards submitted since the last call, oldest first, leaving the reads
+    /// in the log (the plug of a reclaim pass is flushed as the pass ends, `blk_finish_plug`;
+    /// a fault's read is submitted with the fault).
+    pub fn take_writes(&mut self, out: &mut Vec<SwapIo>) {
+        out.clear();
+        self.log.retain(|&io| {
+            let w = !matches!(io, SwapIo::Read { .. });
+            if w {
+                out.push(io);
+            }
+            !w
+        });
+    }
 }
 
 impl SwapDevice for CountingDevice {

@@ -80,6 +80,16 @@ pub enum Insert {
     /// without writing. The page is in the swap cache, unmapped, clean; its reference flags
     /// are those it had when it was isolated.
     Rotate,
+    /// Chosen by reclaim, written to an asynchronous swap device, and still under writeback
+    /// when the pass ends (timed runs, [`crate::mm::Writeback`]): `shrink_folio_list` kept it
+    /// (`pageout` → `PAGE_SUCCESS`, under writeback → `keep`) with `PG_reclaim` set, and the
+    /// pass puts it back as `move_folios_to_lru` does: classic LRU, the inactive list's
+    /// head; MG-LRU, `evict_folios` leaves a folio with `PG_reclaim` under writeback as it
+    /// is ("restore LRU_REFS_FLAGS cleared by isolate_folio()": `PG_referenced` again if
+    /// `PG_workingset`), and `lru_gen_add_folio` puts it at the head of `max_seq - 1`. The
+    /// page is in the swap cache, unmapped, clean; its reference flags are those it had when
+    /// it was isolated. When the write completes, [`Policy::rotate_reclaimable`].
+    Writeback,
 }
 
 /// What became of a victim the policy sent to be written to an asynchronous swap device,
@@ -359,6 +369,17 @@ pub trait Policy: 'static {
     /// policy's lists, or before [`Policy::on_insert`] of a frame that comes in named (a
     /// named page's refault). Default: nothing (a policy without the two types).
     fn set_file_lru(&mut self, _mm: &Mm, _f: FrameId, _file: bool) {}
+    /// The swap write of folio `f`, on the policy's lists since reclaim kept it under
+    /// writeback ([`Insert::Writeback`]), completed (timed runs, [`crate::mm::Writeback`]):
+    /// `folio_end_writeback` clears `PG_reclaim` and calls `folio_rotate_reclaimable` →
+    /// `lru_move_tail_fn`, which clears `PG_active` and adds the folio at its list's tail
+    /// (`lruvec_add_folio_tail`; MG-LRU: `lru_gen_add_folio(.., reclaiming = true)`, the
+    /// oldest generation). The engine has checked the rest of `folio_rotate_reclaimable`'s
+    /// test (not locked, not dirty). Returns whether it moved (`PGROTATED`). Linux 6.1 and
+    /// 6.8, mm/filemap.c and mm/swap.c. Default: nothing (a policy without such lists).
+    fn rotate_reclaimable(&mut self, _mm: &Mm, _f: FrameId) -> bool {
+        false
+    }
     /// Recount every invariant (each held frame on exactly one list, bounds); test builds use it.
     fn validate(&self, mm: &Mm) -> Result<(), String>;
     /// Policy-specific counters (name, value) reported with the results.
@@ -470,6 +491,9 @@ impl Policy for BoxedPolicy {
     }
     fn set_file_lru(&mut self, mm: &Mm, f: FrameId, file: bool) {
         (**self).set_file_lru(mm, f, file)
+    }
+    fn rotate_reclaimable(&mut self, mm: &Mm, f: FrameId) -> bool {
+        (**self).rotate_reclaimable(mm, f)
     }
     fn validate(&self, mm: &Mm) -> Result<(), String> {
         (**self).validate(mm)

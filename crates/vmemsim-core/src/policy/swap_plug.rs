@@ -108,8 +108,13 @@ impl SwapPlug {
 /// `evict_folios` then retries it at once, "retry folios that may have missed
 /// folio_rotate_reclaimable()"). The model has no device time to tell the two apart and
 /// takes the later completion, which the kernel's own counters show is the common one in the
-/// validation matrix: `pgrotated` is 83-99% of `pswpout` there. Left out: the retry, and the
-/// device's time (on a slow disk a pass may end with every write still in flight).
+/// validation matrix: `pgrotated` is 83-99% of `pswpout` there. Left out: the retry.
+///
+/// Timed runs ([`Mm::wb`]) have the device's time instead: a flush hands its writes to the
+/// device at the simulated time of the pass ([`Mm::dispatch_write`], [`Mm::submit_writes`];
+/// each batch moves the time on by its work, [`Mm::reclaim_time`]), and each batch's end
+/// rotates the dispatched folios whose writes have completed by then; the others stay under
+/// writeback past the pass (`Pending`), as the writes still plugged at its end do.
 #[derive(Clone, Debug, Default)]
 pub struct SwapWrites {
     plug: SwapPlug,
@@ -119,6 +124,8 @@ pub struct SwapWrites {
     batch: u32,
     late: Vec<FrameId>,
     dispatched: Vec<(FrameId, u32)>,
+    /// Timed runs: dispatched writes not yet seen complete.
+    inflight: Vec<FrameId>,
 }
 
 const WB_NONE: u8 = 0;
@@ -152,6 +159,15 @@ impl SwapWrites {
         let mut dispatched = std::mem::take(&mut self.dispatched);
         self.plug
             .submit(f, slot, self.batch, max_pages, &mut dispatched);
+        if mm.wb.is_some() && !dispatched.is_empty() {
+            // Timed: to the device now; rotated at a batch's end once complete.
+            for &(g, _) in &dispatched {
+                mm.dispatch_write(g);
+                self.inflight.push(g);
+            }
+            dispatched.clear();
+            mm.submit_writes();
+        }
         for (g, batch) in dispatched.drain(..) {
             if batch == self.batch {
                 self.late.push(g);
@@ -164,8 +180,22 @@ impl SwapWrites {
 
     /// The batch is back on the lists (`move_folios_to_lru`): its writes that a flush
     /// dispatched complete now; they are appended to `rotate`.
-    pub fn end_batch(&mut self, rotate: &mut Vec<FrameId>) {
+    /// Timed runs: those whose write has completed by `mm.now` (their writeback ended
+    /// here, [`crate::mm::Writeback::clear`]).
+    pub fn end_batch(&mut self, mm: &mut Mm, rotate: &mut Vec<FrameId>) {
         rotate.append(&mut self.late);
+        if !self.inflight.is_empty() {
+            self.inflight.retain(|&g| {
+                if mm.under_writeback(g) {
+                    return true;
+                }
+                if let Some(w) = mm.wb.as_mut() {
+                    w.clear(g);
+                }
+                rotate.push(g);
+                false
+            });
+        }
         self.batch = self.batch.wrapping_add(1);
     }
 
@@ -192,6 +222,7 @@ impl SwapWrites {
         self.plug.flush(&mut self.dispatched);
         self.dispatched.clear();
         self.late.clear();
+        self.inflight.clear();
     }
 
     /// What became of `f`'s write, forgotten once asked.

@@ -22,7 +22,9 @@
 //!   timing code.
 //! - **Devices.** Swap I/O goes to a [`crate::device`] model at the simulated time; a fault
 //!   waits for its read (the readahead window comes in the same request). Writes are
-//!   asynchronous: they occupy the device (delaying reads) but the frame is freed at once.
+//!   asynchronous: they occupy the device (delaying reads), and the written page stays
+//!   under writeback, unfreeable, until the device completes the write; direct reclaim that
+//!   finds nothing else sleeps for them (`Machine::set_write_sink`, docs/models.md).
 //!   zram's compressed pool is held back from free memory ([`crate::engine::Machine::set_kernel_pages`]).
 //!
 //! Because scanning costs CPU time on the same CPUs, slower swap (threads blocked on I/O)
@@ -43,8 +45,7 @@
 //! TLB), and reclaim's batched flushes empty the TLBs of the CPUs a process runs on.
 //!
 //! Left out: waiting on the page lock (another thread touching a page whose read is in
-//! flight does not wait for it), writeback completion before a page can be freed, file I/O
-//! timing, data caches (an access's data reference costs `access_ns`), interrupts.
+//! flight does not wait for it), kswapd's throttling on writeback, data caches (an access's data reference costs `access_ns`), interrupts.
 //!
 //! The front ends (`vmemsim run`, `vmemsim.run`, a sweep's timed runs) describe a run with
 //! [`RunConfig`], its settings and their defaults declared once; [`RunConfig::build`] makes

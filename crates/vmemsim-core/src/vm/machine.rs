@@ -106,7 +106,8 @@
 //! `remote`), each memory manager's swap I/O goes to that device at the simulated time of the
 //! op that caused it, as in the timing engine: a major fault costs the minor fault's kernel
 //! path plus the wait for its read (queueing behind other requests on the device's channels
-//! included), reclaim's write-backs are asynchronous but occupy the device, and zram's
+//! included), reclaim's write-backs are asynchronous but occupy the device and hold their
+//! pages under writeback until they complete (`Machine::set_write_sink`), and zram's
 //! compression and decompression are CPU time of the vCPU that caused them. The host's
 //! device is shared by all the VMs on it. Left out: zram's pool is not charged against the
 //! host's memory (as under a memory cgroup limit), pages compress as `Numeric` data, and
@@ -282,7 +283,7 @@ pub struct Vm {
     region_cache: Vec<(u64, u32)>,
     costs: Costs,
     /// The guest's timed swap device, if any, and whether the host has one.
-    guest_dev: Option<SwapDev>,
+    guest_dev: Option<cost::SharedSwapDev>,
     host_dev: bool,
     /// The access in progress: translation cycles at its start, and the counters before its
     /// slow path (see `mark`).
@@ -504,7 +505,7 @@ pub fn run_many_opts(
     // of each VM's view of them.
     merged.host_stats = sh.m.stats.clone();
     merged.host_vmstat = crate::timed::vmstat(&merged.host_stats);
-    merged.host_device_stats = sh.dev.as_ref().map(|d| d.stats());
+    merged.host_device_stats = sh.dev.as_ref().map(|d| d.borrow().stats());
     merged.host_file_device_stats = sh.m.file_device_stats();
     // (host-wide: each VM's result has the same)
     merged.cacol = per[0].cacol.clone();

@@ -148,6 +148,8 @@ struct Counters {
     /// Folios `shrink_folio_list` kept because `pageout` left them under writeback
     /// (asynchronous swap device); freed by a later scan.
     nr_writeback_keep: u64,
+    /// Folios `shrink_folio_list` found under writeback and activated (timed runs).
+    nr_writeback_activate: u64,
     /// Folios kept because their read was in flight (locked).
     nr_locked_keep: u64,
     workingset_activate: [u64; 2],
@@ -440,15 +442,29 @@ impl ClockLru {
         }
         sc.nr_scanned += nr_scanned;
         let mut batch = std::mem::take(&mut self.batch);
-        if mm.io_lock.is_some() {
+        if mm.io_lock.is_some() || mm.wb.is_some() {
             // `shrink_folio_list`: a folio whose read is still in flight is locked;
             // `folio_trylock` fails before anything else is looked at (its accessed bits
             // too) and it is kept, back to the inactive head by `move_folios_to_lru`.
+            // One whose swap write is in flight (timed runs) is under writeback: cases 1 and
+            // 2 of the writeback test (kswapd with `PGDAT_WRITEBACK`: `nr_immediate`;
+            // otherwise `PG_reclaim` set, `nr_writeback`) both `goto activate_locked`,
+            // before `folio_check_references`: to the active list's head, `PGACTIVATE`, its
+            // accessed bits not looked at (`folio_free_swap` fails under writeback). Linux
+            // 6.1 and 6.8.
             batch.retain(|&f| {
                 if mm.io_locked(f) {
                     let fl = self.flags[f as usize];
                     self.add_folio(f, fl);
                     self.c.nr_locked_keep += 1;
+                    false
+                } else if mm.under_writeback(f) {
+                    let fl = self.flags[f as usize];
+                    self.add_folio(f, fl | PG_ACTIVE);
+                    self.c.nr_writeback_activate += 1;
+                    self.c.pgactivate += 1;
+                    // (`move_folios_to_lru`: an active folio ages the non-resident clock)
+                    self.nonresident_age += 1;
                     false
                 } else {
                     true
@@ -526,8 +542,11 @@ impl ClockLru {
         self.batch = batch;
         // The writes of this batch that a flush dispatched complete after
         // `move_folios_to_lru` put the batch back: rotated to the tail now.
+        // (timed runs: the batch took its time, and the writes that completed meanwhile are
+        // rotated)
+        mm.reclaim_time(nr_scanned, nr_reclaimed);
         let mut rotate = std::mem::take(&mut self.rotate);
-        self.writes.end_batch(&mut rotate);
+        self.writes.end_batch(mm, &mut rotate);
         for f in rotate.drain(..) {
             self.rotate_written(f);
         }
@@ -717,6 +736,14 @@ impl Policy for ClockLru {
                 self.lists[(fl & LRU_MASK) as usize].push_tail(&mut self.links, f);
                 return;
             }
+            Insert::Writeback => {
+                // `keep` → `move_folios_to_lru`: the inactive list's head, with the
+                // reference flags it was isolated with.
+                let kept = std::mem::replace(&mut self.victim_shadow[f as usize], 0) as u8;
+                let fl = (kept & !(PG_ACTIVE | PG_LRU | LRU_MASK)) | (fl & LRU_MASK);
+                self.add_folio(f, fl);
+                return;
+            }
             Insert::Refault { shadow } => fl |= self.workingset_refault(shadow, file),
             Insert::Readahead => {
                 // `__read_swap_cache_async` checks the slot's shadow for readahead pages too.
@@ -767,6 +794,19 @@ impl Policy for ClockLru {
         self.writepage_off = false;
         // blk_finish_plug: the writes still plugged complete after the pass (`Pending`).
         self.writes.end_pass();
+    }
+
+    /// `lru_move_tail_fn`: off its list, `PG_active` cleared, at the inactive list's tail.
+    fn rotate_reclaimable(&mut self, _mm: &Mm, f: FrameId) -> bool {
+        let fl = self.flags[f as usize];
+        if fl & PG_LRU == 0 {
+            return false;
+        }
+        self.lists[(fl & LRU_MASK) as usize].remove(&mut self.links, f);
+        let fl = fl & !PG_ACTIVE;
+        self.flags[f as usize] = fl;
+        self.lists[(fl & LRU_MASK) as usize].push_tail(&mut self.links, f);
+        true
     }
 
     fn writeback_done(&mut self, f: FrameId) -> WritebackDone {
@@ -870,6 +910,7 @@ impl Policy for ClockLru {
             ("pgsteal_file", c.pgsteal[1]),
             ("nr_ref_keep", c.nr_ref_keep),
             ("nr_writeback_keep", c.nr_writeback_keep),
+            ("nr_writeback_activate", c.nr_writeback_activate),
             ("nr_locked_keep", c.nr_locked_keep),
             ("workingset_activate_anon", c.workingset_activate[0]),
             ("workingset_activate_file", c.workingset_activate[1]),

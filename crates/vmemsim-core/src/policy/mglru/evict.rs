@@ -282,6 +282,7 @@ impl MgLru {
         let can_swap = swappiness != 0;
         let mut iso = std::mem::take(&mut self.isolated);
         iso.clear();
+        let victims_before = victims.len();
         let mut scanned = self.isolate_folios(mm, swappiness, &mut iso);
         if self.try_to_inc_min_seq(can_swap) {
             scanned += 1;
@@ -297,8 +298,11 @@ impl MgLru {
         }
         // The writes of this batch that a flush dispatched complete after its putback loop
         // (`SwapWrites`): put back to `max_seq - 1` with `PG_reclaim`, then rotated.
+        // (timed runs: the batch took its time, and the writes that completed meanwhile are
+        // rotated)
+        mm.reclaim_time(iso.len() as u64, (victims.len() - victims_before) as u64);
         let mut rotate = std::mem::take(&mut self.rotate);
-        self.writes.end_batch(&mut rotate);
+        self.writes.end_batch(mm, &mut rotate);
         for f in rotate.drain(..) {
             self.rotate_written(f);
         }
@@ -529,9 +533,20 @@ impl MgLru {
             self.stats.sorted_ineligible += 1;
             return true;
         }
-        // waiting for writeback: a folio whose swap read is in flight is locked;
-        // `folio_inc_gen(.., reclaiming = true)` (refs and flags cleared; its `PG_reclaim` is
-        // left out), at the head of the next generation (`list_move`). Linux 6.1 and 6.8.
+        // waiting for writeback: a folio whose swap read is in flight is locked, one whose
+        // swap write is in flight is under writeback (timed runs); `folio_inc_gen(..,
+        // reclaiming = true)` (refs and flags cleared, `PG_reclaim` set: not modelled, every
+        // completed swap write is rotated), at the head of the next generation
+        // (`list_move`). Linux 6.1 and 6.8.
+        if mm.under_writeback(f) {
+            let new_gen = self.folio_inc_gen(f, ty);
+            let (from, to) = (self.lz(gen, ty, zone), self.lz(new_gen, ty, zone));
+            self.lists[from].remove(&mut self.links, f);
+            self.lists[to].push_head(&mut self.links, f);
+            self.fs[i].phys = new_gen as u16;
+            self.stats.sorted_writeback += 1;
+            return true;
+        }
         if mm.io_locked(f) {
             let new_gen = self.folio_inc_gen(f, ty);
             let (from, to) = (self.lz(gen, ty, zone), self.lz(new_gen, ty, zone));

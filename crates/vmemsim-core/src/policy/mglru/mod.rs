@@ -311,6 +311,9 @@ pub struct MgLruStats {
     /// Folios `sort_folio` moved to the next generation because their read was in flight
     /// (locked: "waiting for writeback").
     pub sorted_locked: u64,
+    /// Folios `sort_folio` moved on because their swap write was in flight ("waiting for
+    /// writeback", timed runs).
+    pub sorted_writeback: u64,
     /// Folios `shrink_folio_list` kept because `pageout` left them under writeback
     /// (asynchronous swap device); freed by a later scan.
     pub writeback_keep: u64,
@@ -800,6 +803,21 @@ impl Policy for MgLru {
             self.add_folio(f, gen, true);
             return;
         }
+        if how == Insert::Writeback {
+            // Still under writeback as the pass ends (Linux 6.1 and 6.8): `evict_folios`
+            // leaves a folio with `PG_reclaim` and `PG_writeback` as `isolate_folio` left it,
+            // `PG_referenced` restored if `PG_workingset`; `move_folios_to_lru` →
+            // `lru_gen_add_folio(.., reclaiming = false)`: not active, in the swap cache,
+            // `PG_reclaim` under writeback, so `max_seq - 1`, at its head.
+            let mut kept = std::mem::replace(&mut self.fs[i].shadow, 0) as u8;
+            if kept & F_WORKINGSET != 0 {
+                kept |= F_REFERENCED;
+            }
+            self.fs[i].fl = (kept & !(F_FILE | F_NAMED)) | (self.fs[i].fl & (F_FILE | F_NAMED));
+            let gen = self.gen_of_seq(self.max_seq - 1);
+            self.add_folio(f, gen, false);
+            return;
+        }
         if how == Insert::Putback {
             // A refused swap-out (Linux 6.8): `__end_swap_bio_write` re-dirtied the folio and
             // cleared `PG_reclaim`; `shrink_folio_list` kept it (`PAGE_SUCCESS`, dirty →
@@ -826,7 +844,7 @@ impl Policy for MgLru {
             mm.in_lru_fault
         };
         match how {
-            Insert::FirstTouch | Insert::Putback | Insert::Rotate => {}
+            Insert::FirstTouch | Insert::Putback | Insert::Rotate | Insert::Writeback => {}
             Insert::Refault { shadow } => self.refault(f, shadow, in_fault),
             Insert::Readahead => {
                 let slot = mm.frames.slot(f);
@@ -879,6 +897,20 @@ impl Policy for MgLru {
 
     fn writeback_done(&mut self, f: FrameId) -> WritebackDone {
         self.writes.done(f)
+    }
+
+    /// `lru_move_tail_fn` → `lruvec_add_folio_tail` → `lru_gen_add_folio(.., reclaiming =
+    /// true)`: `PG_active` cleared and the folio in the swap cache, so the oldest generation
+    /// of its type, at the tail; its reference flags stay.
+    fn rotate_reclaimable(&mut self, _mm: &Mm, f: FrameId) -> bool {
+        if self.fs[f as usize].gen1 == 0 {
+            return false;
+        }
+        self.del_folio(f);
+        let ty = self.ty(f);
+        let gen = self.gen_of_seq(self.min_seq[ty]);
+        self.add_folio(f, gen, true);
+        true
     }
 
     fn shadow(&mut self, _mm: &Mm, f: FrameId) -> u32 {
@@ -1053,6 +1085,7 @@ impl Policy for MgLru {
             ("kept_referenced", s.kept_referenced),
             ("kept_locked", s.kept_locked),
             ("sorted_locked", s.sorted_locked),
+            ("sorted_writeback", s.sorted_writeback),
             ("sorted_promoted", s.sorted_promoted),
             ("sorted_ineligible", s.sorted_ineligible),
             ("forced_inc_gen", s.forced_inc_gen),

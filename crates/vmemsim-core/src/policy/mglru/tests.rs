@@ -1062,6 +1062,91 @@ fn async_writeback_keeps_then_rotates_to_the_oldest_tail() {
     m.validate().unwrap();
 }
 
+/// A timed run's swap writes take time (`Machine::set_write_sink`; Linux 6.1 and 6.8). The
+/// set-up of `async_writeback_keeps_then_rotates_to_the_oldest_tail`: pages 0..63 written
+/// and kept, seq 3 the oldest of three (3, 4, 5).
+/// - Put back while still under writeback (`Insert::Writeback`): `lru_gen_add_folio` sees
+///   `PG_reclaim` under writeback, so `max_seq - 1` = 4; pages 64..99 stay in 3.
+/// - Rotated instead to the oldest tail but still under writeback (until 100, now 50), the
+///   next `evict_folios` meets them first: `sort_folio`'s "waiting for writeback" moves each
+///   to `min_seq + 1` = 4 (see the steps in the test).
+/// - Their writes complete (now 100) in order 0..63: `folio_rotate_reclaimable` puts each at
+///   the tail of the oldest generation, so a later batch takes 63, 62, .., 0 and frees them
+///   unwritten.
+#[test]
+fn timed_writeback_holds_folios_in_sort_folio_until_the_write_completes() {
+    for how in [Insert::Writeback, Insert::Rotate] {
+        let mut m = machine(Preset::Default);
+        touch(&mut m, 0..100);
+        let mut sc = ScanControl {
+            writeback_async: true,
+            swap_plug: false,
+            swap_max_pages: 128,
+            ..mk_sc(ReclaimReason::Direct, 1)
+        };
+        let mut victims = Vec::new();
+        for _ in 0..2 {
+            m.policy
+                .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims);
+            age(&mut m);
+        }
+        m.policy.nr_reclaimed = 0;
+        m.policy
+            .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims);
+        assert_eq!(victims, (0..64).collect::<Vec<u32>>());
+        let mut w = crate::mm::Writeback::new(m.mm.frames.len());
+        for &f in &victims {
+            swap_out(&mut m, f, Some(how));
+            w.start(f);
+            w.until[f as usize] = 100;
+        }
+        m.mm.wb = Some(w);
+        m.mm.now = 50;
+        m.validate().unwrap();
+        if how == Insert::Writeback {
+            for p in [0, 63] {
+                assert_eq!(m.policy.seq_of_frame(p), Some(4), "page {p}");
+            }
+            for p in [64, 99] {
+                assert_eq!(m.policy.seq_of_frame(p), Some(3), "page {p}");
+            }
+            continue;
+        }
+        victims.clear();
+        let scanned = m
+            .policy
+            .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims);
+        // 64 sorted, then 64..99 isolated (`MAX_LRU_BATCH` is 4096), not young: written and
+        // kept. Seq 3 is then empty: min_seq moves to 4, two generations are left, and
+        // `evict_folios` reports nothing scanned.
+        assert_eq!(m.policy.stats().sorted_writeback, 64);
+        assert_eq!(victims, (64..100).collect::<Vec<u32>>());
+        assert_eq!((scanned, m.policy.min_seq[0]), (0, 4));
+        for p in [0, 63] {
+            assert_eq!(m.policy.seq_of_frame(p), Some(4), "page {p}");
+        }
+        for &f in &victims {
+            swap_out(&mut m, f, Some(Insert::Writeback));
+        }
+        // Their writes complete (now 100): each to the tail of the oldest generation, 4.
+        m.mm.now = 100;
+        for f in 0..64u32 {
+            assert!(!m.mm.under_writeback(f));
+            assert!(m.policy.rotate_reclaimable(&m.mm, f));
+        }
+        m.validate().unwrap();
+        // A new generation (6) lets eviction scan seq 4 again: the tail first, 63..0, clean
+        // copies in the swap cache, freed unwritten (64 = `MIN_LRU_BATCH` ends the batch).
+        age(&mut m);
+        victims.clear();
+        m.policy.nr_reclaimed = 0;
+        m.policy
+            .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims);
+        assert_eq!(victims, (0..64).rev().collect::<Vec<u32>>());
+        assert_eq!(m.policy.nr_reclaimed, 64);
+    }
+}
+
 /// Linux 6.1's `get_nr_to_scan` (mm/vmscan.c, 6.1): with aging needed, kswapd below the
 /// default priority leaves it to `lru_gen_age_node` and evicts nothing; direct reclaim ages
 /// and evicts `total >> priority`; at the default priority aging is skipped and, with only

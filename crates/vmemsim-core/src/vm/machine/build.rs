@@ -172,6 +172,20 @@ impl Vm {
             ));
         }
         let guest_disk = host.as_ref().and_then(|h| h.shared.borrow().disk.clone());
+        let guest_dev = match (&cfg.guest_swap, &guest_disk) {
+            (Some(_), Some(disk)) => Some(SwapDev::on_disk(disk, gshift)),
+            (Some(spec), None) => Some(SwapDev::new(spec, gshift)?),
+            (None, _) => None,
+        }
+        .map(|d| std::rc::Rc::new(std::cell::RefCell::new(d)));
+        if let Some(d) = guest_dev.as_ref().filter(|d| d.borrow().asynchronous()) {
+            // Swap writes hold their pages until the device completes them.
+            guest.set_write_sink(
+                Box::new(super::cost::DevSink(d.clone())),
+                cfg.costs.scan_page_ns,
+                cfg.costs.reclaim_page_ns,
+            );
+        }
         let shares_host = host
             .as_ref()
             .is_some_and(|h| h.shared.borrow().bases.len() > 1);
@@ -272,11 +286,7 @@ impl Vm {
             snap: None,
             shares_host,
             host_dev,
-            guest_dev: match (&cfg.guest_swap, &guest_disk) {
-                (Some(_), Some(disk)) => Some(SwapDev::on_disk(disk, gshift)),
-                (Some(spec), None) => Some(SwapDev::new(spec, gshift)?),
-                (None, _) => None,
-            },
+            guest_dev,
             tcycles: 0,
             kvm_charged: 0.0,
             hists: Vec::new(),

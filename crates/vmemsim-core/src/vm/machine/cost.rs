@@ -31,6 +31,9 @@ pub(super) struct Work {
     host_stolen_direct: u64,
     /// The guest policy's page-table scanning (MG-LRU aging).
     guest_scan: crate::policy::ScanWork,
+    /// Direct reclaim's throttled sleeps, guest's and host's (`Stats::reclaim_throttle_ns`).
+    guest_throttle_ns: u64,
+    host_throttle_ns: u64,
 }
 
 /// How a page's content compresses, by (pid, vpn): [`Workload::content_class`].
@@ -48,6 +51,31 @@ pub(super) struct SwapDev {
     reads_content: bool,
     io: Vec<crate::mm::SwapIo>,
     classes: Vec<crate::device::ContentClass>,
+    /// CPU time of writes the memory manager's passes submitted ([`SwapDev::flush_writes`])
+    /// not yet handed to the caller of [`SwapDev::run`].
+    flushed_cpu: u64,
+}
+
+/// A timed swap device shared by the layer that times ops and the memory manager whose
+/// reclaim passes submit their writes as they end ([`crate::engine::WriteSink`]).
+pub(super) type SharedSwapDev = std::rc::Rc<std::cell::RefCell<SwapDev>>;
+
+/// The memory manager's side of a [`SharedSwapDev`].
+#[derive(Debug)]
+pub(super) struct DevSink(pub(super) SharedSwapDev);
+
+impl std::fmt::Debug for SwapDev {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwapDev")
+            .field("per_slot", &self.per_slot)
+            .finish()
+    }
+}
+
+impl crate::engine::WriteSink for DevSink {
+    fn flush(&mut self, mm: &mut crate::mm::Mm) {
+        self.0.borrow_mut().flush_writes(mm);
+    }
 }
 
 /// A swap device's hardware: its own, or a block device shared with other swap devices (the
@@ -96,7 +124,26 @@ impl SwapDev {
             reads_content,
             io: Vec::new(),
             classes: Vec::new(),
+            flushed_cpu: 0,
         }
+    }
+
+    /// Whether the device answers writes later than it takes them (not zram, which is
+    /// `SWP_SYNCHRONOUS_IO`): a memory manager on it holds written pages until their writes
+    /// complete ([`crate::engine::Machine::set_write_sink`]).
+    pub(super) fn asynchronous(&self) -> bool {
+        !self.reads_content
+    }
+
+    /// Submit the writes (and discards) `mm` logged, at `mm.now`, and tell `mm` when each
+    /// completes; the reads stay in the log for [`SwapDev::run`]. Their CPU time is handed
+    /// on by the next `run`.
+    pub(super) fn flush_writes(&mut self, mm: &mut crate::mm::Mm) {
+        let mut io = std::mem::take(&mut self.io);
+        mm.swap.device.take_writes(&mut io);
+        let cpu = self.submit_all(&io, mm, mm.now, &|_, _| ContentClass::Random);
+        self.flushed_cpu += cpu.0;
+        self.io = io;
     }
 
     /// This device's counters (on a shared disk: its own requests' part of the disk's).
@@ -158,22 +205,40 @@ impl SwapDev {
         now: u64,
         class: &dyn Fn(u64, u32) -> ContentClass,
     ) -> (u64, u64) {
-        use crate::mm::SwapIo;
+        let flushed = std::mem::take(&mut self.flushed_cpu);
         if !m.mm.swap.device.has_log() {
-            return (0, 0);
+            return (flushed, 0);
         }
         let mut io = std::mem::take(&mut self.io);
         m.mm.swap.device.take_log(&mut io);
+        let (cpu, done) = self.submit_all(&io, &mut m.mm, now + flushed, class);
+        self.io = io;
+        (flushed + cpu, done)
+    }
+
+    /// Submit `io` from `now` on (see [`SwapDev::run`]): the CPU time and when the last read
+    /// completes (0: no read).
+    fn submit_all(
+        &mut self,
+        io: &[crate::mm::SwapIo],
+        mm: &mut crate::mm::Mm,
+        now: u64,
+        class: &dyn Fn(u64, u32) -> ContentClass,
+    ) -> (u64, u64) {
+        use crate::mm::SwapIo;
         // Slots per request (a large page's slot is several pages).
         let max_slots = (self.max_pages / self.per_slot).max(1);
         let mut cpu = 0u64;
         let mut done = 0u64;
         let mut i = 0;
+        // (a read split at the device's largest request: the part still to submit)
+        let mut rest: Option<(u32, u32)> = None;
         while i < io.len() {
             let t = now + cpu;
-            let (kind, slot, n) = match io[i] {
-                SwapIo::Read { slot, n } => (IoKind::Read, slot, n.min(max_slots)),
-                SwapIo::Write { slot } => {
+            let (kind, slot, n) = match (rest, io[i]) {
+                (Some((slot, all)), _) => (IoKind::Read, slot, all.min(max_slots)),
+                (None, SwapIo::Read { slot, n }) => (IoKind::Read, slot, n.min(max_slots)),
+                (None, SwapIo::Write { slot }) => {
                     let mut n = 1;
                     while n < max_slots
                         && io.get(i + n as usize) == Some(&SwapIo::Write { slot: slot + n })
@@ -182,21 +247,22 @@ impl SwapDev {
                     }
                     (IoKind::Write, slot, n)
                 }
-                SwapIo::Discard { slot } => {
+                (None, SwapIo::Discard { slot }) => {
                     self.discard(slot as u64 * self.per_slot as u64, self.per_slot);
                     i += 1;
                     continue;
                 }
             };
-            match io[i] {
+            match (rest, io[i]) {
                 // The rest of a split read stays to be submitted next.
-                SwapIo::Read { slot, n: all } if all > n => {
-                    io[i] = SwapIo::Read {
-                        slot: slot + n,
-                        n: all - n,
-                    }
+                (Some((_, all)), _) | (None, SwapIo::Read { n: all, .. }) if all > n => {
+                    rest = Some((slot + n, all - n));
                 }
-                _ => i += if kind == IoKind::Write { n as usize } else { 1 },
+                (Some(_), _) | (None, SwapIo::Read { .. }) => {
+                    rest = None;
+                    i += 1;
+                }
+                _ => i += n as usize,
             }
             self.classes.clear();
             if !self.reads_content {
@@ -205,9 +271,9 @@ impl SwapDev {
                 self.classes.resize(pages, ContentClass::Random);
             } else {
                 for s in slot..slot + n {
-                    match m.mm.swap.owner(s) {
+                    match mm.swap.owner(s) {
                         Some(pte) => {
-                            let key = m.mm.pt.vpn_of(pte);
+                            let key = mm.pt.vpn_of(pte);
                             self.classes
                                 .extend((0..self.per_slot).map(|i| class(key, i)));
                         }
@@ -222,10 +288,12 @@ impl SwapDev {
             if kind == IoKind::Read {
                 done = done.max(c.done_at);
                 // The pages stay locked (unreclaimable) until the read completes.
-                m.mm.lock_for_read(slot, n, c.done_at);
+                mm.lock_for_read(slot, n, c.done_at);
+            } else {
+                // Under writeback until the write completes (timed runs that hold them).
+                mm.set_write_done(slot, n, c.done_at);
             }
         }
-        self.io = io;
         (cpu, done)
     }
 }
@@ -269,6 +337,8 @@ impl Vm {
             host_scanned_direct: h.map_or(0, |s| s.pgscan_direct),
             host_stolen_direct: h.map_or(0, |s| s.pgsteal_direct),
             guest_scan: self.guest.policy.scan_work(),
+            guest_throttle_ns: g.reclaim_throttle_ns,
+            host_throttle_ns: h.map_or(0, |s| s.reclaim_throttle_ns),
         }
     }
 
@@ -357,6 +427,19 @@ impl Vm {
         t.tlb_flush_ns += flush;
         t.reclaim_ns += reclaim;
         self.vcpus[v].clock += translation + guest + host + exits + kvm + flush + reclaim;
+        // Direct reclaim slept in `reclaim_throttle` (waiting for swap writes): fault time
+        // the vCPU spends off its CPU, as a swap read's wait.
+        let (gthr, hthr) = (
+            b.guest_throttle_ns - a.guest_throttle_ns,
+            b.host_throttle_ns - a.host_throttle_ns,
+        );
+        if gthr + hthr > 0 {
+            t.guest_fault_ns += gthr;
+            t.host_fault_ns += hthr;
+            let vc = &mut self.vcpus[v];
+            vc.clock += gthr + hthr;
+            vc.io_wait += gthr + hthr;
+        }
         if self.host_dev || self.guest_dev.is_some() {
             self.device_io(v, cls);
         }
@@ -383,8 +466,9 @@ impl Vm {
     /// Submit the swap I/O the guest's and the host's managers logged, from `now`: the
     /// guest device's CPU time and last read's completion (0: none), then the host's.
     fn submit_io(&mut self, now: u64, cls: Classes<'_>) -> (u64, u64, u64, u64) {
-        let (gcpu, gdone) = match self.guest_dev.as_mut() {
+        let (gcpu, gdone) = match self.guest_dev.as_ref() {
             Some(d) => {
+                let mut d = d.borrow_mut();
                 let (back, gshift) = (&self.region_back, self.gshift);
                 let page_class = |key: u64, i: u32| {
                     let (pid, vpn) = unkey_in(back, gshift, key);
@@ -404,10 +488,11 @@ impl Vm {
                 // The Swap Mapper's image reads of the op's host faults (module `mapper`)
                 // are waited for with its swap reads.
                 let named = std::mem::take(&mut sh.named_read_done);
-                match sh.dev.as_mut() {
+                match sh.dev.as_ref() {
                     Some(d) => {
-                        let (cpu, done) =
-                            d.run(&mut sh.m, now + gcpu, &|_, _| ContentClass::Numeric);
+                        let (cpu, done) = d
+                            .borrow_mut()
+                            .run(&mut sh.m, now + gcpu, &|_, _| ContentClass::Numeric);
                         (cpu, done.max(named))
                     }
                     None => (0, 0),
@@ -427,7 +512,7 @@ impl Vm {
     /// finished freeing.
     fn set_reservation(&mut self) {
         let pool = match (&self.guest_dev, self.pool_charged) {
-            (Some(d), true) => d.ram_bytes().div_ceil(4096).min(u32::MAX as u64) as u32,
+            (Some(d), true) => d.borrow().ram_bytes().div_ceil(4096).min(u32::MAX as u64) as u32,
             _ => 0,
         };
         let n = pool.saturating_add(self.kswapd_hold);
@@ -454,7 +539,7 @@ impl Vm {
         let Some(d) = self.guest_dev.as_ref().filter(|_| self.pool_charged) else {
             return;
         };
-        let st = d.stats();
+        let st = d.borrow().stats();
         let per_page = st
             .ram_bytes
             .checked_div(st.pages_stored)

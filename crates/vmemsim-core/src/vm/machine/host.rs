@@ -18,7 +18,7 @@ use super::*;
 pub struct HostShared {
     pub(super) m: Machine<BoxedPolicy>,
     /// The host's timed swap device, if any.
-    pub(super) dev: Option<SwapDev>,
+    pub(super) dev: Option<super::cost::SharedSwapDev>,
     /// With `VmConfig::shared_disk`: the one block device of the guests' swap (and of the
     /// host's when it is the same device).
     pub(super) disk: Option<SharedDisk>,
@@ -179,8 +179,10 @@ impl HostShared {
         // CPU for a moment, so that time moves; one that finds the node balanced takes none.
         let more = more || self.m.kswapd_awake();
         let mut clock = now + if more { work.max(1) } else { work };
-        if let Some(d) = self.dev.as_mut() {
-            let (cpu, _) = d.run(&mut self.m, clock, &|_, _| ContentClass::Numeric);
+        if let Some(d) = self.dev.as_ref() {
+            let (cpu, _) = d
+                .borrow_mut()
+                .run(&mut self.m, clock, &|_, _| ContentClass::Numeric);
             clock += cpu;
         }
         self.distribute();
@@ -351,17 +353,27 @@ pub fn host_for(cfgs: &[&VmConfig]) -> Result<std::rc::Rc<std::cell::RefCell<Hos
     if mapper.is_some() {
         m.named = Some(Default::default());
     }
-    Ok(std::rc::Rc::new(std::cell::RefCell::new(HostShared {
-        dev: match &cfg.host_swap {
-            Some(spec) => {
-                m.mm.swap.device.log_on = true;
-                Some(match &disk {
-                    Some(d) if cfg.guest_swap.as_ref() == Some(spec) => SwapDev::on_disk(d, hshift),
-                    _ => SwapDev::new(spec, hshift)?,
-                })
+    let dev = match &cfg.host_swap {
+        Some(spec) => {
+            m.mm.swap.device.log_on = true;
+            let d = std::rc::Rc::new(std::cell::RefCell::new(match &disk {
+                Some(d) if cfg.guest_swap.as_ref() == Some(spec) => SwapDev::on_disk(d, hshift),
+                _ => SwapDev::new(spec, hshift)?,
+            }));
+            // Swap writes hold their pages until the device completes them.
+            if d.borrow().asynchronous() {
+                m.set_write_sink(
+                    Box::new(super::cost::DevSink(d.clone())),
+                    cfg.costs.scan_page_ns,
+                    cfg.costs.reclaim_page_ns,
+                );
             }
-            None => None,
-        },
+            Some(d)
+        }
+        None => None,
+    };
+    Ok(std::rc::Rc::new(std::cell::RefCell::new(HostShared {
+        dev,
         disk,
         m,
         bases,

@@ -69,11 +69,11 @@ impl Vm {
         r.walk_breakdown = g.classify(WALK_HIT_AT_LEAST, WALK_MISS_AT_MOST);
         r.walk_grid = g;
         r.kvm = self.kvm.as_ref().map(|k| k.stats().clone());
-        r.device_stats = self.guest_dev.as_ref().map(|d| d.stats());
+        r.device_stats = self.guest_dev.as_ref().map(|d| d.borrow().stats());
         r.host_device_stats = self
             .host
             .as_ref()
-            .and_then(|h| h.shared.borrow().dev.as_ref().map(|d| d.stats()));
+            .and_then(|h| h.shared.borrow().dev.as_ref().map(|d| d.borrow().stats()));
         r.file_device_stats = self.guest.file_device_stats();
         if self.has_files {
             r.host_file_device_stats = self
