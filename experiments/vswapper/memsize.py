@@ -262,6 +262,10 @@ def _why(runs: List[Dict[str, Any]], configs: List[str], figures: List[str]) -> 
     have = lambda f, c, m: (f, c, m) in t
     if "fig11" in figures and have("fig11", "baseline", 512) and have("fig11", "balloon", 448):
         b512, b448 = t[("fig11", "baseline", 512)], t[("fig11", "balloon", 448)]
+        rel = [t[("fig11", c, m)]["runtime_ns"] / t[("fig11", "balloon", m)]["runtime_ns"]
+               for (f, c, m) in t if f == "fig11" and c in ("mapper", "vswapper")
+               and have("fig11", "balloon", m)]
+        rel_txt = f"{min(rel):.2f}-{max(rel):.2f}x" if rel else "not run"
         w(f"""- **Fig. 11: the host reclaims even at 512 MB, and the balloon's guest at 448 and 384
   MB.** pbzip2 fills the guest's memory with the page cache of its 470 MiB input, and the
   host here has exactly the guest's memory: it also needs room for QEMU's pages and its
@@ -275,7 +279,7 @@ def _why(runs: List[Dict[str, Any]], configs: List[str], figures: List[str]) -> 
   keep the host out. VSwapper's Mapper drops those cached blocks instead of writing them
   (no host swap traffic at any size), so the mapper and vswapper configurations run as
   fast as the balloon where the host leaves the balloon alone, and faster where it does
-  not: 0.53-0.99x of the balloon, where the paper has 1.03-1.13x. The paper's 512 MB
+  not: {rel_txt} of the balloon, where the paper has 1.03-1.13x. The paper's 512 MB
   point shows no such cost (baseline, balloon and VSwapper within 1.08x of one another
   there), so its host had that margin; the seed does not say how its limit was set, and
   this script gives the host exactly the guest's size (run.py's convention for the

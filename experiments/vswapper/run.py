@@ -607,8 +607,9 @@ WHY_EARLIER = """- **The earlier use of the guest's memory is this reproduction'
   says the rest of the guest's 512 MB "has been reclaimed by the host" but not what had used
   it, nor how much; run.py writes 412 MB (all that the host took) before the benchmark and
   frees it. Fig. 3's ratios rest on it: in a fresh guest the read fills frames the host
-  never backed, with no stale read, and baseline is only about 1.3× slower than balloon
-  (the cost of the host's reclaim writing the page cache to swap, on the faulting path).
+  never backed, with no stale read, and baseline is only a little slower than balloon
+  (the claims table's "fresh guest" ratio: the cost of the host's reclaim writing the page
+  cache to swap, on the faulting path).
   The table under Fig. 3 gives the first iteration against the size of the earlier use:
   the baseline's read turns an order of magnitude slower once the earlier use is larger
   than what the host gives the guest, i.e. once the frames the read takes are ones the
@@ -617,9 +618,16 @@ WHY_EARLIER = """- **The earlier use of the guest's memory is this reproduction'
   and no silent write (the Mapper maps over the swapped-out frames and drops the cached
   blocks), and vmemsim charges the Mapper what a `preadv` costs (its `mmap` calls and the
   host's bookkeeping of the mappings are not charged), so it is within a few percent of the
-  balloon where the paper has 1.3×; with the baseline 15× slower than the balloon (paper
-  12.5×) the VSwapper-to-baseline ratio lands just outside the factor of 1.5 of the
-  paper's 9.7×."""
+  balloon where the paper has 1.3×, and the VSwapper-to-baseline ratio follows the
+  baseline-to-balloon one.
+- **The baseline's Fig. 3 read is slower than the paper's** since the timed engine holds a
+  page the host writes to swap until the disk has completed the write (2026-11-27;
+  docs/models.md, "Swap writes in time"; before, 15.5× the balloon): the host's reclaim of
+  the guest's page cache waits for the swap disk, an `hdd` that serves its requests in
+  arrival order with a seek each (the block layer's I/O scheduler, which would sort the
+  writes and the stale reads by sector, is left out: docs/models.md), and its direct
+  reclaim sleeps while the writes are pending. Which of the two the paper's 12.5× leaves
+  out is not known from its data."""
 
 WHY_CODE = """- **QEMU's code refaults after the first iteration** (false page anonymity, Fig. 9b) would
   need QEMU to run: vmemsim runs its code only while it serves guest disk requests
