@@ -796,21 +796,9 @@ fn clock_lru_speed() {
     }
 }
 
-/// An asynchronous swap device (a disk): `shrink_folio_list` keeps a folio that `pageout`
-/// left under writeback, `folio_rotate_reclaimable` moves it to the inactive tail when the
-/// write completes, and the next scan frees it without writing (Linux 6.1 and 6.8 alike).
-/// 4 frames, watermarks 0/0/0, no file pages: pages 1..4 written, their accessed bits then
-/// cleared; page 5's fault finds free 0 = low and runs kswapd (32 pages a pass, priority
-/// falling after each pass that frees nothing or scans fewer than 32).
-/// - p 12..3: 4 >> p = 0 pages scanned.
-/// - p 2: one page, the tail, 1: not young, not referenced → reclaim; no slot, so written:
-///   kept (pswpout 1), rotated to the tail. Nothing freed.
-/// - p 1: two pages from the tail: 1, clean in the swap cache and unmapped → freed without a
-///   write; 2 → written and kept (pswpout 2). free = 1 > high: kswapd stops.
-///
-/// Then 2 is read: a minor fault from the swap cache, no I/O.
-#[test]
-fn async_swap_writes_keep_the_victim_until_a_second_scan() {
+/// 4 frames, watermarks 0/0/0, no readahead, an asynchronous swap device: pages 1..4
+/// written, their accessed bits then cleared (inactive anon, head first: 4, 3, 2, 1).
+fn four_written_pages() -> Machine<ClockLru> {
     let cfg = MachineConfig {
         page_cluster: Some(0),
         watermarks: Some(Watermarks {
@@ -829,6 +817,25 @@ fn async_swap_writes_keep_the_victim_until_a_second_scan() {
     for p in 1..=4u64 {
         *m.mm.pt.walk(p) &= !PTE_ACCESSED;
     }
+    m
+}
+
+/// An asynchronous swap device (a disk): `shrink_folio_list` keeps a folio that `pageout`
+/// left under writeback, `folio_rotate_reclaimable` moves it to the inactive tail when the
+/// write completes, and the next scan frees it without writing (Linux 6.1 and 6.8 alike).
+/// 4 frames, watermarks 0/0/0, no file pages: pages 1..4 written, their accessed bits then
+/// cleared; page 5's fault finds free 0 = low and runs kswapd (32 pages a pass, priority
+/// falling after each pass that frees nothing or scans fewer than 32).
+/// - p 12..3: 4 >> p = 0 pages scanned.
+/// - p 2: one page, the tail, 1: not young, not referenced → reclaim; no slot, so written:
+///   kept (pswpout 1), rotated to the tail. Nothing freed.
+/// - p 1: two pages from the tail: 1, clean in the swap cache and unmapped → freed without a
+///   write; 2 → written and kept (pswpout 2). free = 1 > high: kswapd stops.
+///
+/// Then 2 is read: a minor fault from the swap cache, no I/O.
+#[test]
+fn async_swap_writes_keep_the_victim_until_a_second_scan() {
+    let mut m = four_written_pages();
     m.access(Access::write(5), u64::MAX);
     let s = &m.stats;
     assert_eq!((s.pswpout, s.evictions), (2, 1));
@@ -882,25 +889,9 @@ impl crate::mm::WriteSink for DelaySink {
 /// tail is 1, already rotated and freed.
 #[test]
 fn timed_swap_writes_hold_their_folios_until_the_device_completes_them() {
-    let cfg = MachineConfig {
-        page_cluster: Some(0),
-        watermarks: Some(Watermarks {
-            min: 0,
-            low: 0,
-            high: 0,
-        }),
-        check_invariants: true,
-        ..MachineConfig::new(4)
-    };
-    let mut m = Machine::new(&cfg, ClockLru::new(4)).unwrap();
+    let mut m = four_written_pages();
     m.set_defer_kswapd(true);
     m.set_write_sink(Box::new(DelaySink(1_000)), 0, 0);
-    for p in 1..=4 {
-        m.access(Access::write(p), u64::MAX);
-    }
-    for p in 1..=4u64 {
-        *m.mm.pt.walk(p) &= !PTE_ACCESSED;
-    }
     m.access(Access::write(5), u64::MAX);
     let s = &m.stats;
     assert_eq!(

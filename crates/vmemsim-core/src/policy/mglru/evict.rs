@@ -538,22 +538,18 @@ impl MgLru {
         // reclaiming = true)` (refs and flags cleared, `PG_reclaim` set: not modelled, every
         // completed swap write is rotated), at the head of the next generation
         // (`list_move`). Linux 6.1 and 6.8.
-        if mm.under_writeback(f) {
+        let writeback = mm.under_writeback(f);
+        if writeback || mm.io_locked(f) {
             let new_gen = self.folio_inc_gen(f, ty);
             let (from, to) = (self.lz(gen, ty, zone), self.lz(new_gen, ty, zone));
             self.lists[from].remove(&mut self.links, f);
             self.lists[to].push_head(&mut self.links, f);
             self.fs[i].phys = new_gen as u16;
-            self.stats.sorted_writeback += 1;
-            return true;
-        }
-        if mm.io_locked(f) {
-            let new_gen = self.folio_inc_gen(f, ty);
-            let (from, to) = (self.lz(gen, ty, zone), self.lz(new_gen, ty, zone));
-            self.lists[from].remove(&mut self.links, f);
-            self.lists[to].push_head(&mut self.links, f);
-            self.fs[i].phys = new_gen as u16;
-            self.stats.sorted_locked += 1;
+            if writeback {
+                self.stats.sorted_writeback += 1;
+            } else {
+                self.stats.sorted_locked += 1;
+            }
             return true;
         }
         false

@@ -990,15 +990,11 @@ fn swap_out(m: &mut Machine<MgLru>, f: FrameId, keep: Option<Insert>) {
     }
 }
 
-/// `shrink_folio_list` with an asynchronous swap device (Linux 6.1/6.8): a folio `pageout`
-/// leaves under writeback is kept (`goto keep`), `evict_folios` puts it back without
-/// `lru_gen_eviction`, and when the write completes `folio_rotate_reclaimable` →
-/// `lruvec_add_folio_tail` → `lru_gen_add_folio(.., reclaiming = true)` puts it at the tail of
-/// the oldest generation (in the swap cache, PG_reclaim cleared); the next `evict_folios`
-/// isolates it first and frees it without writing.
-#[test]
-fn async_writeback_keeps_then_rotates_to_the_oldest_tail() {
-    use crate::mm::frames::F_SWAPCACHE;
+/// 100 pages touched; as in `eviction_needs_more_than_min_nr_gens`, after two aging steps
+/// generation 3 is the oldest of three and one batch on an asynchronous device isolates pages
+/// 0..63, none young, all dirty anon pages without a slot: `pageout` leaves each under
+/// writeback and `shrink_folio_list` keeps it (the victims, for the engine to write).
+fn sixty_four_kept_for_writeback() -> (Machine<MgLru>, ScanControl, Vec<FrameId>) {
     let mut m = machine(Preset::Default);
     touch(&mut m, 0..100);
     let mut sc = ScanControl {
@@ -1008,9 +1004,6 @@ fn async_writeback_keeps_then_rotates_to_the_oldest_tail() {
         ..mk_sc(ReclaimReason::Direct, 1)
     };
     let mut victims = Vec::new();
-    // As in `eviction_needs_more_than_min_nr_gens`: after these steps generation 3 is the
-    // oldest of three and one batch isolates pages 0..63, none young. All are dirty anon
-    // pages without a slot.
     for _ in 0..2 {
         assert_eq!(
             m.policy
@@ -1025,6 +1018,19 @@ fn async_writeback_keeps_then_rotates_to_the_oldest_tail() {
         .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims);
     assert_eq!(scanned, 64);
     assert_eq!(victims, (0..64).collect::<Vec<u32>>());
+    (m, sc, victims)
+}
+
+/// `shrink_folio_list` with an asynchronous swap device (Linux 6.1/6.8): a folio `pageout`
+/// leaves under writeback is kept (`goto keep`), `evict_folios` puts it back without
+/// `lru_gen_eviction`, and when the write completes `folio_rotate_reclaimable` →
+/// `lruvec_add_folio_tail` → `lru_gen_add_folio(.., reclaiming = true)` puts it at the tail of
+/// the oldest generation (in the swap cache, PG_reclaim cleared); the next `evict_folios`
+/// isolates it first and frees it without writing.
+#[test]
+fn async_writeback_keeps_then_rotates_to_the_oldest_tail() {
+    use crate::mm::frames::F_SWAPCACHE;
+    let (mut m, mut sc, mut victims) = sixty_four_kept_for_writeback();
     // Kept, not reclaimed: nothing evicted (no lru_gen_eviction), 64 kept for writeback.
     let evicted = |m: &Machine<MgLru>| m.policy.stats().evicted_tier.iter().sum::<u64>();
     assert_eq!(m.policy.nr_reclaimed, 0);
@@ -1076,24 +1082,7 @@ fn async_writeback_keeps_then_rotates_to_the_oldest_tail() {
 #[test]
 fn timed_writeback_holds_folios_in_sort_folio_until_the_write_completes() {
     for how in [Insert::Writeback, Insert::Rotate] {
-        let mut m = machine(Preset::Default);
-        touch(&mut m, 0..100);
-        let mut sc = ScanControl {
-            writeback_async: true,
-            swap_plug: false,
-            swap_max_pages: 128,
-            ..mk_sc(ReclaimReason::Direct, 1)
-        };
-        let mut victims = Vec::new();
-        for _ in 0..2 {
-            m.policy
-                .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims);
-            age(&mut m);
-        }
-        m.policy.nr_reclaimed = 0;
-        m.policy
-            .evict_folios(&mut m.mm, &mut sc, 60, false, &mut victims);
-        assert_eq!(victims, (0..64).collect::<Vec<u32>>());
+        let (mut m, mut sc, mut victims) = sixty_four_kept_for_writeback();
         let mut w = crate::mm::Writeback::new(m.mm.frames.len());
         for &f in &victims {
             swap_out(&mut m, f, Some(how));
