@@ -291,6 +291,12 @@ pub struct Stats {
     pub reclaim_throttled: u64,
     #[serde(default)]
     pub reclaim_throttle_ns: u64,
+    /// kswapd's sleeps in `reclaim_throttle(.., VMSCAN_THROTTLE_WRITEBACK)` (classic LRU, timed
+    /// runs, native kswapd) and the simulated time they took.
+    #[serde(default)]
+    pub kswapd_throttled: u64,
+    #[serde(default)]
+    pub kswapd_throttle_ns: u64,
     /// Pages allocated from each zone, lowest first (`pgalloc_dma`, `pgalloc_dma32`, ...),
     /// on a machine with several zones ([`MachineConfig::zones`]); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -388,7 +394,7 @@ impl Stats {
             gup_touched, file_io, file_mmaps_skipped, file_mmaps, nr_mapped, pgpgin, pgpgout,
             nr_file_pages, nr_dirty, nr_writeback, wb_background, wb_periodic, dirty_throttled,
             extfrag, watermark_boosts, kswapd_boosted_runs, reclaim_throttled,
-            reclaim_throttle_ns);
+            reclaim_throttle_ns, kswapd_throttled, kswapd_throttle_ns);
         for (mine, theirs) in [
             (&mut self.pgalloc_zone, &o.pgalloc_zone),
             (&mut self.pgskip_zone, &o.pgskip_zone),
@@ -544,6 +550,12 @@ pub struct Machine<P: Policy> {
     /// Timed runs with an asynchronous swap device: swap writes are kept in flight until
     /// the device completes them ([`Machine::set_write_sink`]; the sink is `mm.wb`'s).
     wb_sink: bool,
+    /// With a write sink: kswapd's last pass ended in `reclaim_throttle(..,
+    /// VMSCAN_THROTTLE_WRITEBACK)`, sleeping until then ([`Machine::take_kswapd_throttle`]).
+    kswapd_throttle: Option<u64>,
+    /// Whether kswapd is a thread that can sleep in `reclaim_throttle` (the timed native
+    /// machine's; [`Machine::enable_kswapd_throttle`]).
+    kswapd_sleeps: bool,
 }
 
 /// The zram device of an untimed run with its pool charged to memory.
@@ -819,6 +831,8 @@ impl<P: Policy> Machine<P> {
             oom_at: None,
             oom_notifier: None,
             wb_sink: false,
+            kswapd_throttle: None,
+            kswapd_sleeps: false,
             swap_off: false,
             unmap_log: None,
             swap_log: None,
@@ -1854,6 +1868,40 @@ impl<P: Policy> Machine<P> {
         self.end_writebacks();
     }
 
+    /// Classic LRU's `shrink_node` after a kswapd pass (Linux 6.1 and 6.8; MG-LRU's
+    /// `lru_gen_shrink_node` returns before it): when every folio the pass took was under
+    /// writeback (`sc->nr.writeback == sc->nr.taken`), `PGDAT_WRITEBACK` is set, and a pass
+    /// that met folios marked for immediate reclaim under it (`sc->nr.immediate`) ends in
+    /// `reclaim_throttle(pgdat, VMSCAN_THROTTLE_WRITEBACK)`: kswapd sleeps until 32 more
+    /// pages have finished writeback or 100 ms have passed ([`crate::mm::Writeback::throttle_until`]).
+    fn kswapd_writeback_throttle(&mut self) {
+        let now = self.mm.now;
+        let Some(w) = self.mm.wb.as_mut() else {
+            return;
+        };
+        if w.nr_writeback > 0 && w.nr_writeback == w.nr_taken {
+            w.pgdat_writeback = true;
+        }
+        if w.nr_immediate > 0 && self.kswapd_sleeps {
+            let until = w.throttle_until(now);
+            self.kswapd_throttle = Some(until);
+            self.stats.kswapd_throttled += 1;
+            self.stats.kswapd_throttle_ns += until - now;
+        }
+    }
+
+    /// kswapd is a thread of the timing engine that sleeps when `reclaim_throttle` says so
+    /// ([`Machine::take_kswapd_throttle`]); without it (a guest's or a host's kswapd in a VM
+    /// run) the throttle is left out.
+    pub fn enable_kswapd_throttle(&mut self) {
+        self.kswapd_sleeps = true;
+    }
+
+    /// Whether kswapd's last pass ended throttled on writeback, and until when (taken once).
+    pub fn take_kswapd_throttle(&mut self) -> Option<u64> {
+        self.kswapd_throttle.take()
+    }
+
     /// `out_of_memory`'s `blocking_notifier_call_chain(&oom_notify_list)`: the frames the
     /// notifier gave back go to the free list. Whether any did.
     fn notify_oom(&mut self) -> bool {
@@ -1899,9 +1947,12 @@ impl<P: Policy> Machine<P> {
     ///   ones), `mm.now` moving on by [`JIFFY_NS`] ([`Stats::reclaim_throttle_ns`], time the
     ///   layer above adds to the allocating thread's clock).
     ///
-    /// Left out: kswapd's `VMSCAN_THROTTLE_WRITEBACK` wait (`nr_immediate` with
-    /// `PGDAT_WRITEBACK`, classic LRU only), an early wake-up of a throttled reclaimer by
-    /// another's progress, MG-LRU's aging walks' time within a pass, and MG-LRU's
+    /// - classic LRU's kswapd may end a pass in `reclaim_throttle(..,
+    ///   VMSCAN_THROTTLE_WRITEBACK)` (`Machine::kswapd_writeback_throttle`), a sleep the
+    ///   timing engine gives a native kswapd ([`Machine::enable_kswapd_throttle`]).
+    ///
+    /// Left out: that sleep for a guest's or the host's kswapd, an early wake-up of a
+    /// throttled reclaimer by another's progress, MG-LRU's aging walks' time within a pass, and MG-LRU's
     /// `evict_folios` retry of a folio whose write completed before its batch's putback.
     pub fn set_write_sink(&mut self, sink: Box<dyn WriteSink>, scan_ns: u64, reclaim_ns: u64) {
         if self.family != Family::Kernel || self.swap_sync_io {
@@ -2204,6 +2255,10 @@ impl<P: Policy> Machine<P> {
             }
         }
         self.kswapd_awake = false;
+        // `prepare_kswapd_sleep` → `clear_pgdat_congested`: balanced, `PGDAT_WRITEBACK` goes.
+        if let Some(w) = self.mm.wb.as_mut() {
+            w.pgdat_writeback = false;
+        }
         self.policy.reclaim_done(ReclaimReason::Kswapd);
         false
     }
@@ -2238,6 +2293,9 @@ impl<P: Policy> Machine<P> {
             log.push(priority);
         }
         self.end_writebacks();
+        if let Some(w) = self.mm.wb.as_mut() {
+            (w.nr_taken, w.nr_writeback, w.nr_immediate) = (0, 0, 0);
+        }
         // Cacol's pages first (seed 003 §4.2: on memory pressure Cacol reclaims from the
         // images' cache, then the ordinary LRU takes the rest).
         let by_cacol = self.cacol_shrink(nr);
@@ -2290,6 +2348,9 @@ impl<P: Policy> Machine<P> {
         self.victims = victims;
         // The writes still plugged go to the device as the pass ends (`blk_finish_plug`).
         self.mm.submit_writes();
+        if reason == ReclaimReason::Kswapd {
+            self.kswapd_writeback_throttle();
+        }
         if let Some(z) = sc.zones.as_ref() {
             if z.skipped.iter().any(|&k| k > 0) {
                 let n = self.zones.len();

@@ -46,6 +46,16 @@ pub struct Writeback {
     /// each batch moves [`Mm::now`] on by its work ([`Mm::reclaim_time`]).
     pub scan_ns: u64,
     pub reclaim_ns: u64,
+    /// `PGDAT_WRITEBACK`: kswapd's last pass found only folios under writeback among those
+    /// it took (classic LRU's `shrink_node`); cleared when kswapd goes to sleep balanced
+    /// (`prepare_kswapd_sleep` → `clear_pgdat_congested`).
+    pub pgdat_writeback: bool,
+    /// The current reclaim pass's `sc->nr`: folios taken, found under writeback (case 2 of
+    /// `shrink_folio_list`'s writeback test) and marked for immediate reclaim (case 1:
+    /// kswapd with `PGDAT_WRITEBACK`). Classic LRU counts them.
+    pub nr_taken: u64,
+    pub nr_writeback: u64,
+    pub nr_immediate: u64,
 }
 
 /// Where a timed run's swap writes go when the block layer's plug dispatches them (a flush
@@ -68,7 +78,31 @@ impl Writeback {
             sink: None,
             scan_ns: 0,
             reclaim_ns: 0,
+            pgdat_writeback: false,
+            nr_taken: 0,
+            nr_writeback: 0,
+            nr_immediate: 0,
         }
+    }
+
+    /// `reclaim_throttle(pgdat, VMSCAN_THROTTLE_WRITEBACK)` from `now` for one throttled task
+    /// (Linux 6.1 and 6.8): it sleeps until `SWAP_CLUSTER_MAX` (32) more pages have finished
+    /// writeback (`__acct_reclaim_writeback` wakes it once `nr_written` exceeds 32 times the
+    /// tasks throttled) or `HZ / 10` (100 ms) has passed. Returns when it wakes.
+    pub fn throttle_until(&self, now: u64) -> u64 {
+        let timeout = now + 100_000_000;
+        let mut t: Vec<u64> = self
+            .done
+            .iter()
+            .map(|r| r.0)
+            .filter(|&(t, f)| self.until[f as usize] == t && t > now)
+            .map(|(t, _)| t)
+            .collect();
+        if t.len() <= 32 {
+            return timeout;
+        }
+        let (_, &mut nth, _) = t.select_nth_unstable(32);
+        nth.min(timeout)
     }
 
     /// `pageout` → `swap_writepage`: frame `f`'s write is issued (`folio_start_writeback`);

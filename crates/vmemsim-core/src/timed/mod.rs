@@ -45,7 +45,7 @@
 //! TLB), and reclaim's batched flushes empty the TLBs of the CPUs a process runs on.
 //!
 //! Left out: waiting on the page lock (another thread touching a page whose read is in
-//! flight does not wait for it), kswapd's throttling on writeback, data caches (an access's data reference costs `access_ns`), interrupts.
+//! flight does not wait for it), data caches (an access's data reference costs `access_ns`), interrupts.
 //!
 //! The front ends (`vmemsim run`, `vmemsim.run`, a sweep's timed runs) describe a run with
 //! [`RunConfig`], its settings and their defaults declared once; [`RunConfig::build`] makes

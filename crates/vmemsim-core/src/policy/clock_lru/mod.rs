@@ -452,6 +452,10 @@ impl ClockLru {
             // before `folio_check_references`: to the active list's head, `PGACTIVATE`, its
             // accessed bits not looked at (`folio_free_swap` fails under writeback). Linux
             // 6.1 and 6.8.
+            // (`sc->nr`: case 1 when kswapd finds `PGDAT_WRITEBACK` set, else case 2)
+            let immediate = sc.reason == ReclaimReason::Kswapd
+                && mm.wb.as_ref().is_some_and(|w| w.pgdat_writeback);
+            let mut found = 0u64;
             batch.retain(|&f| {
                 if mm.io_locked(f) {
                     let fl = self.flags[f as usize];
@@ -465,11 +469,20 @@ impl ClockLru {
                     self.c.pgactivate += 1;
                     // (`move_folios_to_lru`: an active folio ages the non-resident clock)
                     self.nonresident_age += 1;
+                    found += 1;
                     false
                 } else {
                     true
                 }
             });
+            if let Some(w) = mm.wb.as_mut() {
+                w.nr_taken += nr_scanned;
+                if immediate {
+                    w.nr_immediate += found;
+                } else {
+                    w.nr_writeback += found;
+                }
+            }
         }
         let young = rmap_young(mm, &batch);
         let (mut nr_reclaimed, mut nr_pageout, mut nr_activated) = (0u64, 0u64, 0u64);

@@ -913,6 +913,27 @@ fn timed_swap_writes_hold_their_folios_until_the_device_completes_them() {
     assert!(!m.mm.under_writeback(f4));
 }
 
+/// `reclaim_throttle(.., VMSCAN_THROTTLE_WRITEBACK)` for one task (Linux 6.1 and 6.8): it
+/// wakes when more than 32 pages have finished writeback since it went to sleep
+/// (`__acct_reclaim_writeback`: `nr_written > SWAP_CLUSTER_MAX * nr_throttled`), or after
+/// `HZ / 10`. 40 writes completing at 1, 2, .., 40 µs: the 33rd at 33 µs. With 32 in flight
+/// no wake-up comes before 100 ms; a write already complete by `now` does not count.
+#[test]
+fn writeback_throttle_wakes_after_thirty_three_completions_or_100_ms() {
+    let mut w = crate::mm::Writeback::new(64);
+    for f in 0..40u32 {
+        w.start(f);
+        let t = (f as u64 + 1) * 1_000;
+        w.until[f as usize] = t;
+        w.done.push(std::cmp::Reverse((t, f)));
+    }
+    assert_eq!(w.throttle_until(0), 33_000);
+    // From 8 µs on, 32 are still in flight (9..40 µs).
+    assert_eq!(w.throttle_until(8_000), 8_000 + 100_000_000);
+    // One before: 33 in flight, the last at 40 µs.
+    assert_eq!(w.throttle_until(7_000), 40_000);
+}
+
 /// A folio found under writeback by a scan is activated (`shrink_folio_list`'s writeback
 /// test, case 2: `goto activate_locked`, before `folio_check_references`, so its accessed
 /// bit stays), and `lru_move_tail_fn` puts it back at the inactive tail, `PG_active` cleared,
@@ -938,6 +959,9 @@ fn a_folio_under_writeback_is_activated_then_rotated_when_its_write_completes() 
     r.mm.now = 50;
     let freed = r.shrink_inactive(32, LRU_INACTIVE_ANON);
     assert_eq!(freed.iter().map(|x| x.0).collect::<Vec<_>>(), vec![3, 4]);
+    // kswapd without `PGDAT_WRITEBACK`: case 2 for both (`sc->nr.writeback` 2 of 4 taken).
+    let w = r.mm.wb.as_ref().unwrap();
+    assert_eq!((w.nr_taken, w.nr_writeback, w.nr_immediate), (4, 2, 0));
     assert_eq!(counter(&r.p, "nr_writeback_activate"), 2);
     assert_eq!(counter(&r.p, "pgactivate"), 2);
     assert_eq!(r.list(LRU_ACTIVE_ANON), vec![2, 1]);

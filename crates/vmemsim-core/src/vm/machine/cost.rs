@@ -555,7 +555,11 @@ impl Vm {
     /// its TLB shootdowns and its swap writes' submission (zram's compression) are its CPU
     /// time. Returns whether it has more to do, the pass's CPU time and the pages it
     /// reclaimed (the caller frees them over that time: [`Vm::hold_kswapd_frames`]).
-    pub fn native_kswapd_step(&mut self, now: u64, cls: Classes<'_>) -> Result<(bool, u64, u64)> {
+    pub fn native_kswapd_step(
+        &mut self,
+        now: u64,
+        cls: Classes<'_>,
+    ) -> Result<(bool, u64, u64, Option<u64>)> {
         self.last_valid = false;
         let a = self.work_snapshot();
         self.guest.mm.now = now;
@@ -578,7 +582,13 @@ impl Vm {
         let mut clock = now + work.max(1);
         let (gcpu, ..) = self.submit_io(clock, cls);
         clock += gcpu;
-        Ok((more || self.guest.kswapd_awake(), clock - now, stolen))
+        let throttle = self.guest.take_kswapd_throttle();
+        Ok((
+            more || self.guest.kswapd_awake(),
+            clock - now,
+            stolen,
+            throttle,
+        ))
     }
 
     /// Hold back `n` more (or, negative, give back) frames that kswapd has reclaimed but not

@@ -674,7 +674,7 @@ impl VmExec<'_, '_> {
     /// given to the free list when kswapd's clock reaches it.
     fn step_native_kswapd(&mut self, s: &mut Sched, now: u64) -> Result<Step> {
         let wl = &*self.wls[0];
-        let (more, ran, freed) =
+        let (more, ran, freed, throttle) =
             self.vms[0].native_kswapd_step(now, &|pid, vpn| wl.content_class(pid, vpn))?;
         let clock = now + ran;
         self.k_busy_until = clock;
@@ -690,7 +690,11 @@ impl VmExec<'_, '_> {
             }
         }
         Ok(if more {
-            Step::Ran(clock)
+            match throttle {
+                // `reclaim_throttle(.., VMSCAN_THROTTLE_WRITEBACK)`: off the CPU until then.
+                Some(until) if until > clock => Step::Block { at: clock, until },
+                _ => Step::Ran(clock),
+            }
         } else {
             Step::Sleep {
                 at: clock,
@@ -819,6 +823,10 @@ pub(super) fn schedule(
         h.shared.borrow_mut().defer_kswapd();
     }
     let native = vms.len() == 1 && vms[0].paging == Paging::Native;
+    if native {
+        // The machine's kswapd is the engine's thread: it can sleep in `reclaim_throttle`.
+        vms[0].guest.enable_kswapd_throttle();
+    }
     let kswapd = s.spawn(false, 0);
     let next_sample = if opts.sample_every_ns > 0 {
         opts.sample_every_ns
