@@ -124,16 +124,10 @@ def run(configs: List[str], guests: int, scale: int, out: str) -> int:
             print(f"{n:>2} guests {c:<17} mean runtime {mean_runtime(r) / 1e9:8.2f} s "
                   f"({r['wall_s']:.1f} s)", file=sys.stderr)
     wall = time.perf_counter() - t0
-    res = {"meta": {"configs": configs, "guests": guests, "scale": scale,
-                    "guest_mib": GUEST_MIB, "host_mib": HOST_MIB, "vcpus": VCPUS,
-                    "host_cpus": HOST_CPUS, "seed": vsrun.SEED, "common": vsrun.COMMON,
-                    "version": vmemsim.__version__, "wall_s": wall, "runs": len(runs),
-                    "simulated_s": sum(r["runtime_ns"] for r in runs) / 1e9},
-           "runs": runs}
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    with open(out, "w", encoding="utf-8") as fh:
-        json.dump(res, fh, indent=1, sort_keys=True)
-    print(f"{out}: {len(runs)} runs in {wall:.1f} s", file=sys.stderr)
+    vsrun.save(out, {"configs": configs, "guests": guests, "scale": scale,
+                     "guest_mib": GUEST_MIB, "host_mib": HOST_MIB, "vcpus": VCPUS,
+                     "host_cpus": HOST_CPUS, "seed": vsrun.SEED, "common": vsrun.COMMON,
+                     "simulated_s": sum(r["runtime_ns"] for r in runs) / 1e9}, runs, wall)
     return 0
 
 
@@ -273,12 +267,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     r.add_argument("--guests", type=int, default=10)
     r.add_argument("--scale", type=int, default=1)
     r.add_argument("--out", default=DATA)
-    f = sub.add_parser("findings")
-    f.add_argument("--data", default=DATA)
-    f.add_argument("--figdir", default=HERE)
+    vsrun.add_findings_parser(sub, DATA)
     a = p.parse_args(argv)
     if a.cmd == "run":
-        configs = [x.strip() for x in a.configs.split(",") if x.strip()]
+        configs = vsrun.names(a.configs)
         bad = [x for x in configs if x not in CONFIGS]
         if bad:
             p.error(f"unknown configuration(s) {', '.join(bad)} (of {', '.join(CONFIGS)})")

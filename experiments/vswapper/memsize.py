@@ -153,15 +153,9 @@ def run(figures: List[str], configs: List[str], scale: int, out: str) -> int:
                 print(f"{f} {m:>3} MB {c:<17} {r['runtime_ns'] / 1e9:9.3f} s simulated"
                       f"{killed} ({r['wall_s']:.2f} s)", file=sys.stderr)
     wall = time.perf_counter() - t0
-    res = {"meta": {"figures": figures, "configs": configs, "scale": scale,
-                    "mem_mib": list(MEM_MIB), "guest_mib": GUEST_MIB, "seed": vsrun.SEED,
-                    "common": vsrun.COMMON, "version": vmemsim.__version__, "wall_s": wall,
-                    "runs": len(runs)},
-           "runs": runs}
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    with open(out, "w", encoding="utf-8") as fh:
-        json.dump(res, fh, indent=1, sort_keys=True)
-    print(f"{out}: {len(runs)} runs in {wall:.1f} s", file=sys.stderr)
+    vsrun.save(out, {"figures": figures, "configs": configs, "scale": scale,
+                     "mem_mib": list(MEM_MIB), "guest_mib": GUEST_MIB, "seed": vsrun.SEED,
+                     "common": vsrun.COMMON}, runs, wall)
     return 0
 
 
@@ -443,13 +437,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     r.add_argument("--configs", default=",".join(vsrun.DEFAULT_CONFIGS))
     r.add_argument("--scale", type=int, default=1)
     r.add_argument("--out", default=DATA)
-    f = sub.add_parser("findings")
-    f.add_argument("--data", default=DATA)
-    f.add_argument("--figdir", default=HERE)
+    vsrun.add_findings_parser(sub, DATA)
     a = p.parse_args(argv)
     if a.cmd == "run":
-        figures = [x.strip() for x in a.figures.split(",") if x.strip()]
-        configs = [x.strip() for x in a.configs.split(",") if x.strip()]
+        figures = vsrun.names(a.figures)
+        configs = vsrun.names(a.configs)
         bad = [x for x in figures if x not in FIGURES] + [
             x for x in configs if x not in vsrun.CONFIGS]
         if bad:

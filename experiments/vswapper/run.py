@@ -184,17 +184,32 @@ def run(configs: List[str], iterations: int, scale: int, out: str) -> int:
             print(f"{c:<17} {spec}: {r['runtime_ns'] / 1e9:8.3f} s simulated "
                   f"({r['wall_s']:.2f} s)", file=sys.stderr)
     wall = time.perf_counter() - t0
-    res = {
-        "meta": {"configs": configs, "iterations": iterations, "scale": scale, "sizes": sz,
-                 "seed": SEED, "common": COMMON, "block_size": BS,
-                 "version": vmemsim.__version__, "wall_s": wall, "runs": len(runs)},
-        "runs": runs,
-    }
+    save(out, {"configs": configs, "iterations": iterations, "scale": scale, "sizes": sz,
+               "seed": SEED, "common": COMMON, "block_size": BS}, runs, wall)
+    return 0
+
+
+def save(out: str, meta: Dict[str, Any], runs: List[Dict[str, Any]], wall: float) -> None:
+    """Write a script's runs and their `meta` (with the version, wall time and run count) to
+    `out` as JSON, and say so on stderr (run.py, memsize.py and dynamic.py alike)."""
+    res = {"meta": {**meta, "version": vmemsim.__version__, "wall_s": wall, "runs": len(runs)},
+           "runs": runs}
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w", encoding="utf-8") as f:
         json.dump(res, f, indent=1, sort_keys=True)
     print(f"{out}: {len(runs)} runs in {wall:.1f} s", file=sys.stderr)
-    return 0
+
+
+def names(text: str) -> List[str]:
+    """A comma-separated command-line list, blanks dropped."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def add_findings_parser(sub: Any, data: str) -> None:
+    """The `findings` subcommand of run.py, memsize.py and dynamic.py."""
+    f = sub.add_parser("findings")
+    f.add_argument("--data", default=data)
+    f.add_argument("--figdir", default=HERE)
 
 
 # ------------------------------------------------------------------ per-iteration numbers
@@ -698,12 +713,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     r.add_argument("--iterations", type=int, default=8)
     r.add_argument("--scale", type=int, default=1)
     r.add_argument("--out", default=DATA)
-    f = sub.add_parser("findings")
-    f.add_argument("--data", default=DATA)
-    f.add_argument("--figdir", default=HERE)
+    add_findings_parser(sub, DATA)
     a = p.parse_args(argv)
     if a.cmd == "run":
-        configs = [c.strip() for c in a.configs.split(",") if c.strip()]
+        configs = names(a.configs)
         bad = [c for c in configs if c not in CONFIGS]
         if bad:
             p.error(f"unknown configuration(s) {', '.join(bad)} (of {', '.join(CONFIGS)})")
