@@ -239,13 +239,20 @@ impl SwapDev {
                 (Some((slot, all)), _) => (IoKind::Read, slot, all.min(max_slots)),
                 (None, SwapIo::Read { slot, n }) => (IoKind::Read, slot, n.min(max_slots)),
                 (None, SwapIo::Write { slot }) => {
-                    let mut n = 1;
-                    while n < max_slots
-                        && io.get(i + n as usize) == Some(&SwapIo::Write { slot: slot + n })
-                    {
+                    // `blk_attempt_plug_merge` (block/blk-merge.c, 6.1 and 6.8): a write joins
+                    // the request added last when it continues it (`blk_try_merge`'s back
+                    // merge) or ends where it begins (front merge), so slots written in
+                    // either order make one request, up to the device's largest.
+                    let (mut lo, mut hi, mut n) = (slot, slot, 1);
+                    while n < max_slots {
+                        match io.get(i + n as usize) {
+                            Some(&SwapIo::Write { slot: s }) if s == hi + 1 => hi = s,
+                            Some(&SwapIo::Write { slot: s }) if s + 1 == lo => lo = s,
+                            _ => break,
+                        }
                         n += 1;
                     }
-                    (IoKind::Write, slot, n)
+                    (IoKind::Write, lo, n)
                 }
                 (None, SwapIo::Discard { slot }) => {
                     self.discard(slot as u64 * self.per_slot as u64, self.per_slot);
@@ -740,8 +747,24 @@ mod tests {
     /// (4096 B at 4096 MB/s), no submission time, requests of at most `max_pages`: the
     /// returned read completion and the device's (write requests, read requests).
     fn through_plug(max_pages: u32) -> (u64, (u64, u64)) {
+        through_plug_of(
+            max_pages,
+            &[
+                SwapIo::Write { slot: 5 },
+                SwapIo::Write { slot: 6 },
+                SwapIo::Write { slot: 7 },
+                SwapIo::Write { slot: 9 },
+                SwapIo::Write { slot: 10 },
+                SwapIo::Read { slot: 20, n: 4 },
+                SwapIo::Write { slot: 11 },
+            ],
+        )
+    }
+
+    use crate::mm::SwapIo;
+
+    fn through_plug_of(max_pages: u32, ios: &[SwapIo]) -> (u64, (u64, u64)) {
         use crate::mm::swap::SwapDevice as _;
-        use crate::mm::SwapIo;
         let spec = DeviceSpec::parse(&format!(
             "ssd:latency_us=100,qd=1,bw_mbps=4096,submit_us=0,max_pages={max_pages}"
         ))
@@ -754,21 +777,25 @@ mod tests {
             .unwrap();
         let mut m = Machine::new(&cfg, policy).unwrap();
         m.mm.swap.device.log_on = true;
-        for io in [
-            SwapIo::Write { slot: 5 },
-            SwapIo::Write { slot: 6 },
-            SwapIo::Write { slot: 7 },
-            SwapIo::Write { slot: 9 },
-            SwapIo::Write { slot: 10 },
-            SwapIo::Read { slot: 20, n: 4 },
-            SwapIo::Write { slot: 11 },
-        ] {
+        for &io in ios {
             m.mm.swap.device.submit(io);
         }
         let (cpu, done) = dev.run(&mut m, 0, &|_, _| ContentClass::Random);
         assert_eq!(cpu, 0);
         let st = dev.stats();
-        assert_eq!((st.pages_written, st.pages_read), (6, 4));
+        let pages = |read: bool| {
+            ios.iter()
+                .map(|io| match (io, read) {
+                    (SwapIo::Write { .. }, false) => 1,
+                    (SwapIo::Read { n, .. }, true) => *n as u64,
+                    _ => 0,
+                })
+                .sum::<u64>()
+        };
+        assert_eq!(
+            (st.pages_written, st.pages_read),
+            (pages(false), pages(true))
+        );
         (done, (st.write_requests, st.read_requests))
     }
 
@@ -784,5 +811,36 @@ mod tests {
         // One page a request (zram's rule): nine requests of 101 µs before the last write,
         // the read's last page done at 909 µs.
         assert_eq!(through_plug(1), (909_000, (6, 4)));
+    }
+
+    #[test]
+    fn swap_writes_in_falling_slot_order_merge_at_the_front() {
+        // 12, 11, 10: each ends where the last request begins (a front merge): one request
+        // of 3 pages, 103 µs. With at most 3 pages a request, 9 starts a new one and 8
+        // joins it at the front: 102 µs, to 205 µs. 30 neither continues nor precedes
+        // [8, 9]: its own request, to 306 µs; the read of 40 is done at 407 µs.
+        let falling = [
+            SwapIo::Write { slot: 12 },
+            SwapIo::Write { slot: 11 },
+            SwapIo::Write { slot: 10 },
+            SwapIo::Write { slot: 9 },
+            SwapIo::Write { slot: 8 },
+            SwapIo::Write { slot: 30 },
+            SwapIo::Read { slot: 40, n: 1 },
+        ];
+        assert_eq!(
+            through_plug_of(3, &falling),
+            (103_000 + 102_000 + 101_000 + 101_000, (3, 1))
+        );
+        // Growing at both ends: 20, 21, 19, 22, 18 make one request [18, 22].
+        let both = [
+            SwapIo::Write { slot: 20 },
+            SwapIo::Write { slot: 21 },
+            SwapIo::Write { slot: 19 },
+            SwapIo::Write { slot: 22 },
+            SwapIo::Write { slot: 18 },
+            SwapIo::Read { slot: 40, n: 1 },
+        ];
+        assert_eq!(through_plug_of(168, &both), (105_000 + 101_000, (1, 1)));
     }
 }
