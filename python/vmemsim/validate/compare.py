@@ -434,7 +434,8 @@ class Timing:
     def device(self, s: Settings, runs: Sequence[KernelRun]) -> str:
         """The timed machine's swap device for the kernel's (as :func:`swap_device`): zram;
         the virtio disk as ``hdd`` of the swap's size (the guest sees it as rotational) without
-        a platter or a seek (a disk image in a host file), each page ``disk_us / tcg``; the
+        a platter, a seek or a drive's buffer (a disk image in a host file: a request is done
+        when QEMU has copied it), each page ``disk_us / tcg``; the
         ``ssd`` rows' disk, declared non-rotational, as an ``ssd`` of the same timing."""
         if s.swap == "zram":
             return self.zram or "zram"
@@ -449,7 +450,7 @@ class Timing:
             return f"hdd:size={size}" + (f",{params}" if params else "")
         # 4,096 bytes in page_us: the transfer rate in MB/s (10^6 bytes per second).
         return (f"hdd:size={size},rpm=0,seek_us=0,min_seek_us=0,"
-                f"bw_mbps={4096 / page_us:g},{pages}")
+                f"bw_mbps={4096 / page_us:g},cache=0,{pages}")
 
 
 def _trace_file(pages, writes) -> Path:

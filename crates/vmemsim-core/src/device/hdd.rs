@@ -1,10 +1,10 @@
 //! A rotating disk (`hdd`): one head that seeks, waits for the platter and transfers, serving
-//! requests one at a time in arrival order.
+//! requests one at a time in arrival order, behind a buffer that caches writes and reads ahead.
 //!
 //! A request of `n` pages at page offset `p` (its first slot) that reaches the disk at `a`
-//! (after `submit_us` of the submitter's CPU) starts at `s = max(a, end of the previous
-//! request)` and takes
-//! - a seek from where the previous request ended (`head`) to `p`: none when `p == head`,
+//! (after `submit_us` of the submitter's CPU) is served by the head from `s = max(a, end of
+//! the previous operation)` and takes
+//! - a seek from where the previous operation ended (`head`) to `p`: none when `p == head`,
 //!   else `min_seek + (full - min_seek) · sqrt(|p − head| / capacity)`, the square-root seek
 //!   curve of Ruemmler and Wilkes ("An introduction to disk drive modeling", IEEE Computer
 //!   1994, §"Seek time", which fits short seeks by `a + b·sqrt(d)`; one curve for all
@@ -14,21 +14,57 @@
 //!   `full = min_seek + (seek − min_seek) · 15/8`;
 //! - the rotational wait: after a seek, half a revolution, the expected wait for a sector at
 //!   a random angle (`60 s / rpm / 2`: 4.17 ms at 7,200 rpm); without a seek the sector that
-//!   follows the previous transfer passed under the head when that transfer ended, so a
-//!   request that starts then waits nothing and one that starts `g` later waits for the rest
+//!   follows the previous transfer passed under the head when that transfer ended, so an
+//!   operation that starts then waits nothing and one that starts `g` later waits for the rest
 //!   of the revolution, `(rev − g mod rev) mod rev`; with `rpm = 0` there is no platter and
 //!   no wait (a disk image in a host file, as QEMU's virtio-blk serves a guest from one);
 //! - the transfer of its bytes at the media rate `bw_mbps`.
 //!
+//! The buffer (`cache`, the drive's write cache enabled, as SATA disks ship and Linux's sd
+//! driver leaves them; `cache = 0` turns all of it off):
+//! - A write completes when its data is in the buffer: at `a`, plus its bytes at the
+//!   interface rate (`interface_mbps`), if the writes held then leave room for it; else when
+//!   the earliest held writes have gone to the platter and made room (completions stay in
+//!   arrival order). A write larger than the whole buffer goes through to the platter.
+//! - The head writes the held data to the platter (destage), oldest first, when it would
+//!   otherwise be idle, and at once while a write waits for room. A read that arrives while
+//!   writes are held is served before them (only the operation in progress finishes first),
+//!   as the drive's and mq-deadline's preference for reads would have it; held writes that
+//!   continue one another go to the platter back to back, with no turn lost between them.
+//! - After a read, while nothing else is to be done, the drive goes on reading the sectors
+//!   that follow into the buffer (look-ahead), up to the buffer's size: a read that continues
+//!   the previous one takes what was read ahead at the interface rate and waits for no
+//!   turn; the rest comes off the platter at the media rate.
+//!
 //! Left out: zoned recording (one rate across the platter), track and cylinder switches
-//! within a transfer, the drive's cache and its read-ahead, command queueing (NCQ) and the
-//! I/O scheduler's reordering (requests are served in arrival order; `mq-deadline` and the
-//! drive would sort a deep queue by position), and write caching (a write completes when on
-//! the platter). Discards are only counted.
+//! within a transfer, command queueing (NCQ) and the I/O scheduler's sorting by position
+//! (besides the preference for reads, requests are served in arrival order; the buffer's
+//! writes are destaged in arrival order, not reordered by position), reads served from data
+//! still in the write buffer, the buffer's split into segments, and the time to write the
+//! buffer out at the end of a run (its writes are complete for the host). Discards are only
+//! counted.
+
+use std::collections::VecDeque;
 
 use super::{
     us_to_ns, ContentClass, DeviceStats, HddParams, IoCompletion, IoKind, SwapDevice, PAGE_BYTES,
 };
+
+/// A write held in the buffer until the head puts it on the platter.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    /// When its data began to come into the buffer, and the head could take it.
+    ready: u64,
+    pos: u64,
+    pages: u64,
+}
+
+/// `bytes` at `bps` bytes per second, ns, rounded up.
+fn bytes_ns(bytes: u64, bps: u64) -> u64 {
+    (bytes as u128 * 1_000_000_000)
+        .div_ceil(bps.max(1) as u128)
+        .min(u64::MAX as u128) as u64
+}
 
 pub struct Hdd {
     /// Pages the disk holds (positions beyond are taken as its last one).
@@ -40,10 +76,23 @@ pub struct Hdd {
     bps: u64,
     submit_ns: u64,
     max_pages: u32,
-    /// Page offset just after the previous request (the head's position).
+    /// Page offset just after the previous operation (the head's position).
     head: u64,
-    /// When the previous request's transfer ends.
+    /// When the previous operation's transfer ends.
     busy_until: u64,
+    /// The buffer's bytes (0: no write caching, no look-ahead) and the interface's rate.
+    cache_bytes: u64,
+    if_bps: u64,
+    /// Writes in the buffer not yet on the platter, oldest first, and their bytes.
+    held: VecDeque<Held>,
+    held_bytes: u64,
+    /// When the latest cached write found room (completions keep arrival order).
+    room_at: u64,
+    /// Whether the head's last operation was a read (so the drive reads ahead from `head`
+    /// while idle), and the bytes it had read ahead and not yet handed out when that read
+    /// ended.
+    after_read: bool,
+    ahead: u64,
     stats: DeviceStats,
 }
 
@@ -67,6 +116,15 @@ impl Hdd {
             max_pages: p.max_pages.max(1),
             head: 0,
             busy_until: 0,
+            cache_bytes: p.cache_bytes,
+            // At least the media rate: the buffer never slows a transfer down.
+            if_bps: ((p.interface_mbps * 1e6).round() as u64)
+                .max(((p.bw_mbps * 1e6).round() as u64).max(1)),
+            held: VecDeque::new(),
+            held_bytes: 0,
+            room_at: 0,
+            after_read: false,
+            ahead: 0,
             stats: DeviceStats::default(),
         }
     }
@@ -86,10 +144,76 @@ impl Hdd {
     }
 
     fn transfer_ns(&self, pages: u64) -> u64 {
-        let bytes = pages.saturating_mul(PAGE_BYTES) as u128;
-        (bytes * 1_000_000_000)
-            .div_ceil(self.bps as u128)
-            .min(u64::MAX as u128) as u64
+        bytes_ns(pages.saturating_mul(PAGE_BYTES), self.bps)
+    }
+
+    /// One operation of the head: `pages` at `pos`, begun no earlier than `ready`; returns
+    /// its start and end, and leaves the head after it.
+    fn operate(&mut self, ready: u64, pos: u64, pages: u64) -> (u64, u64) {
+        let start = ready.max(self.busy_until);
+        let (seek, rotation) = if self.rev_ns == 0 {
+            (self.seek_ns(self.head, pos), 0)
+        } else if pos == self.head {
+            let gap = start - self.busy_until;
+            (0, (self.rev_ns - gap % self.rev_ns) % self.rev_ns)
+        } else {
+            (self.seek_ns(self.head, pos), self.rev_ns / 2)
+        };
+        let done = start
+            .saturating_add(seek + rotation)
+            .saturating_add(self.transfer_ns(pages));
+        self.head = pos.saturating_add(pages).min(self.capacity);
+        self.busy_until = done;
+        // One head: operations are served one after the other.
+        self.stats.busy_ns = self.stats.busy_ns.saturating_add(done - start);
+        (start, done)
+    }
+
+    /// Put the oldest held write on the platter.
+    fn destage_one(&mut self) {
+        if let Some(w) = self.held.pop_front() {
+            self.held_bytes -= w.pages * PAGE_BYTES;
+            let (start, done) = self.operate(w.ready, w.pos, w.pages);
+            self.stats.service_total_ns = self.stats.service_total_ns.saturating_add(done - start);
+            self.after_read = false;
+            self.ahead = 0;
+        }
+    }
+
+    /// What the head does with held writes before `t`: it takes the next whenever it is
+    /// idle, and finishes the one it is on.
+    fn destage_before(&mut self, t: u64) {
+        while !self.held.is_empty() && self.busy_until < t {
+            self.destage_one();
+        }
+    }
+
+    /// A read with the buffer: continuing the previous read, what the drive read ahead since
+    /// comes from the buffer and the rest off the platter with no turn lost; else the head
+    /// positions as for any operation. Returns (start, done).
+    fn read_cached(&mut self, arrival: u64, pos: u64, pages: u64) -> (u64, u64) {
+        let start = arrival.max(self.busy_until);
+        if !(self.after_read && pos == self.head) {
+            let r = self.operate(arrival, pos, pages);
+            self.ahead = 0;
+            return r;
+        }
+        let idle = start - self.busy_until;
+        let read_ahead =
+            (idle as u128 * self.bps as u128 / 1_000_000_000).min(u64::MAX as u128) as u64;
+        let buffered = self.ahead.saturating_add(read_ahead).min(self.cache_bytes);
+        let bytes = pages.saturating_mul(PAGE_BYTES);
+        let done = if bytes <= buffered {
+            self.ahead = buffered - bytes;
+            start.saturating_add(bytes_ns(bytes, self.if_bps))
+        } else {
+            self.ahead = 0;
+            start.saturating_add(bytes_ns(bytes - buffered, self.bps))
+        };
+        self.head = pos.saturating_add(pages).min(self.capacity);
+        self.busy_until = done;
+        self.stats.busy_ns = self.stats.busy_ns.saturating_add(done - start);
+        (start, done)
     }
 
     pub fn validate(&self) -> Result<(), String> {
@@ -130,26 +254,63 @@ impl SwapDevice for Hdd {
             };
         }
         let arrival = now.saturating_add(self.submit_ns);
-        let start = arrival.max(self.busy_until);
         let pos = slot.min(self.capacity - 1);
-        let (seek, rotation) = if self.rev_ns == 0 {
-            (self.seek_ns(self.head, pos), 0)
-        } else if pos == self.head {
-            let gap = start - self.busy_until;
-            (0, (self.rev_ns - gap % self.rev_ns) % self.rev_ns)
-        } else {
-            (self.seek_ns(self.head, pos), self.rev_ns / 2)
+        let bytes = pages.saturating_mul(PAGE_BYTES);
+        if self.cache_bytes == 0 {
+            let (start, done) = self.operate(arrival, pos, pages);
+            self.stats
+                .count_request(kind, pages, (arrival, start, done), self.submit_ns);
+            return IoCompletion {
+                done_at: done,
+                cpu_ns: self.submit_ns,
+            };
+        }
+        self.destage_before(arrival);
+        let done = match kind {
+            IoKind::Read => {
+                let (start, done) = self.read_cached(arrival, pos, pages);
+                self.after_read = true;
+                self.stats
+                    .count_request(kind, pages, (arrival, start, done), self.submit_ns);
+                done
+            }
+            IoKind::Write => {
+                let through = bytes > self.cache_bytes;
+                // Room: the oldest held writes go to the platter until this one fits.
+                let mut room = arrival;
+                while !self.held.is_empty()
+                    && (through || self.held_bytes + bytes > self.cache_bytes)
+                {
+                    self.destage_one();
+                    room = self.busy_until;
+                }
+                let room = room.max(self.room_at);
+                self.room_at = room;
+                // Counted as waiting until room came; its time on the platter is counted
+                // when the head puts it there.
+                self.stats
+                    .count_request(kind, pages, (arrival, room, room), self.submit_ns);
+                if through {
+                    let (start, done) = self.operate(arrival, pos, pages);
+                    self.stats.service_total_ns =
+                        self.stats.service_total_ns.saturating_add(done - start);
+                    self.after_read = false;
+                    self.ahead = 0;
+                    done
+                } else {
+                    // The head may start on it as its data streams in (the interface is
+                    // at least as fast as the platter); the host has it done when all of
+                    // it is in the buffer.
+                    self.held.push_back(Held {
+                        ready: room,
+                        pos,
+                        pages,
+                    });
+                    self.held_bytes += bytes;
+                    room.saturating_add(bytes_ns(bytes, self.if_bps))
+                }
+            }
         };
-        let done = start
-            .saturating_add(seek + rotation)
-            .saturating_add(self.transfer_ns(pages));
-        self.head = pos.saturating_add(pages).min(self.capacity);
-        self.busy_until = done;
-
-        let s = &mut self.stats;
-        s.count_request(kind, pages, (arrival, start, done), self.submit_ns);
-        // One head: requests are served one after the other.
-        s.busy_ns = s.busy_ns.saturating_add(done - start);
         IoCompletion {
             done_at: done,
             cpu_ns: self.submit_ns,
@@ -180,7 +341,8 @@ mod tests {
     use IoKind::*;
 
     /// 1 GiB (262,144 pages), 6,000 rpm (10 ms a revolution), average seek 5 ms and shortest
-    /// 1 ms (full stroke 1 + 4 · 15/8 = 8.5 ms), 4,096 MB/s (1 µs a page), no submission cost.
+    /// 1 ms (full stroke 1 + 4 · 15/8 = 8.5 ms), 4,096 MB/s (1 µs a page), no submission cost,
+    /// no buffer (a write is done on the platter; no look-ahead).
     fn disk() -> Hdd {
         Hdd::new(&HddParams {
             size_bytes: 1 << 30,
@@ -190,6 +352,8 @@ mod tests {
             bw_mbps: 4096.0,
             submit_us: 0.0,
             max_pages: 168,
+            cache_bytes: 0,
+            interface_mbps: 4096.0,
         })
     }
 
@@ -274,6 +438,7 @@ mod tests {
             seek_us: 0.0,
             min_seek_us: 0.0,
             bw_mbps: 4096.0,
+            cache_bytes: 0,
             ..HddParams::default()
         });
         assert_eq!(d.revolution_ns(), 0);
@@ -284,5 +449,112 @@ mod tests {
         assert_eq!(done(&mut d, 50_000, Read, 900_001, 1), 53_000);
         d.validate().unwrap();
         assert!(crate::device::DeviceSpec::parse("hdd:rpm=0,seek_us=0,min_seek_us=0").is_ok());
+    }
+
+    /// [`disk`] with a buffer of `cache` bytes behind an 8,192 MB/s interface (0.5 µs a page).
+    fn buffered(cache: u64) -> Hdd {
+        Hdd::new(&HddParams {
+            size_bytes: 1 << 30,
+            rpm: 6000.0,
+            seek_us: 5000.0,
+            min_seek_us: 1000.0,
+            bw_mbps: 4096.0,
+            submit_us: 0.0,
+            max_pages: 512,
+            cache_bytes: cache,
+            interface_mbps: 8192.0,
+        })
+    }
+
+    #[test]
+    fn a_buffered_write_is_done_at_the_interface_rate_and_a_read_goes_before_held_writes() {
+        let mut d = buffered(1 << 20);
+        // 8 pages into the buffer: 8 × 0.5 µs.
+        assert_eq!(done(&mut d, 0, Write, 65_536, 8), 4_000);
+        // The next write finds the head idle since 0, so the first went to the platter from
+        // 0: seek 4.75 ms + half a turn 5 ms + 8 µs, to 9.758 ms. The second is in the
+        // buffer 4 µs after it arrived.
+        assert_eq!(done(&mut d, 1_000, Write, 65_544, 8), 5_000);
+        // A read of page 0 at 2 µs waits for the operation in progress (the first write),
+        // then goes before the held second write: a seek from 65,544 to 0 (1 ms + 7.5 ms ×
+        // sqrt(65,544 / 262,144) = 4,750,229 ns), half a turn, 1 µs.
+        let read = 9_758_000 + 4_750_229 + 5_000_000 + 1_000;
+        assert_eq!(done(&mut d, 2_000, Read, 0, 1), read);
+        let s = d.stats();
+        assert_eq!(
+            (s.write_requests, s.read_requests, s.pages_written),
+            (2, 1, 16)
+        );
+        // The writes waited for no room; the read waited for the first write's operation.
+        assert_eq!(s.queue_delay_total_ns, 9_758_000 - 2_000);
+        // The head: the first write and the read; the second write is still held.
+        assert_eq!(s.busy_ns, 9_758_000 + (read - 9_758_000));
+        d.validate().unwrap();
+    }
+
+    #[test]
+    fn a_full_buffer_makes_a_write_wait_and_held_writes_that_follow_one_another_lose_no_turn() {
+        // 64 KiB: 16 pages.
+        let mut d = buffered(64 << 10);
+        assert_eq!(done(&mut d, 0, Write, 1_000, 16), 8_000);
+        // 8 more at once do not fit: the first 16 go to the platter first, from 0: a seek of
+        // 1 ms + 7.5 ms × sqrt(1,000 / 262,144) = 1,463,224 ns, half a turn, 16 µs.
+        let d_a = 1_463_224 + 5_000_000 + 16_000;
+        assert_eq!(done(&mut d, 0, Write, 1_016, 8), d_a + 4_000);
+        // 8 more fit beside them, but are done no earlier than the write before them found
+        // room.
+        assert_eq!(done(&mut d, 0, Write, 1_024, 8), d_a + 4_000);
+        // A read 100 µs after the head went idle: before it the head wrote the two held
+        // writes back to back from where the first ended (no seek, no turn: 8 µs each); the
+        // read continues them 84 µs after the head went idle, so it waits for the rest of
+        // the turn (10 ms − 84 µs), then 1 µs.
+        let t = d_a + 100_000;
+        assert_eq!(
+            done(&mut d, t, Read, 1_032, 1),
+            t + 10_000_000 - 84_000 + 1_000
+        );
+        let s = d.stats();
+        // The second write waited for room until the first was on the platter; the third
+        // for the same.
+        assert_eq!(s.queue_delay_total_ns, 2 * d_a);
+        assert_eq!(s.busy_ns, d_a + 16_000 + 10_000_000 - 84_000 + 1_000);
+        d.validate().unwrap();
+    }
+
+    #[test]
+    fn a_write_larger_than_the_buffer_goes_through_to_the_platter() {
+        let mut d = buffered(64 << 10);
+        // 32 pages (128 KiB): seek 1,463,224 ns, half a turn, 32 µs, as without a buffer.
+        assert_eq!(
+            done(&mut d, 0, Write, 1_000, 32),
+            1_463_224 + 5_000_000 + 32_000
+        );
+        d.validate().unwrap();
+    }
+
+    #[test]
+    fn a_read_that_continues_the_last_takes_what_the_drive_read_ahead() {
+        let mut d = buffered(1 << 20);
+        // The first read positions as on any disk: 9.758 ms.
+        assert_eq!(done(&mut d, 0, Read, 65_536, 8), 9_758_000);
+        // 2.5 ms later, the next 8 pages: the drive read 10,240,000 bytes ahead meanwhile,
+        // held to its 1 MiB buffer; the 32 KiB come from the buffer at 8,192 MB/s, 4 µs, and
+        // no turn is lost (without a buffer: the rest of the turn, 7.5 ms).
+        let t = 9_758_000 + 2_500_000;
+        assert_eq!(done(&mut d, t, Read, 65_544, 8), t + 4_000);
+        // 300 pages (1,228,800 bytes) at once: 1,048,576 − 32,768 = 1,015,808 are in the
+        // buffer; the other 212,992 come off the platter at 4,096 MB/s, 52 µs.
+        assert_eq!(
+            done(&mut d, t + 4_000, Read, 65_552, 300),
+            t + 4_000 + 52_000
+        );
+        // Elsewhere: a seek from 65,852 (1 ms + 7.5 ms × sqrt(65,852 / 262,144) = 4,759,030
+        // ns), half a turn, 1 µs.
+        let far = t + 56_000;
+        assert_eq!(
+            done(&mut d, far, Read, 0, 1),
+            far + 4_759_030 + 5_000_000 + 1_000
+        );
+        d.validate().unwrap();
     }
 }

@@ -550,6 +550,16 @@ impl ZramParams {
 /// - `submit_us = 2`: the block layer's submission path, as for `ssd` (estimate).
 /// - `max_pages = 168`: the largest request after the plug's merging, a SATA disk's
 ///   (`AHCI_MAX_SG`, as for `ssd`).
+/// - `cache = 64MiB`: the drive's buffer, with its write cache enabled (the ATA/SCSI default
+///   for SATA disks, which Linux's sd driver reports as "Write cache: enabled"): a write
+///   completes once its data is in the buffer, and the drive writes it to the platter when
+///   its head is idle or the buffer is full; after a read the drive reads on (look-ahead)
+///   while idle. 64 MB is the buffer of the VSwapper paper's drive, a Seagate Constellation
+///   ES 2 TB (its data sheet; 64–256 MB on current 7,200 rpm disks). `cache = 0`: a write
+///   completes when on the platter, and no look-ahead.
+/// - `interface_mbps = 600`: the link between the host and the buffer (SATA 6 Gb/s after
+///   8b/10b coding); a transfer from or to the buffer runs at this rate, at least the media
+///   rate.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HddParams {
     pub size_bytes: u64,
@@ -560,6 +570,9 @@ pub struct HddParams {
     pub submit_us: f64,
     /// The most pages one request carries once the plug has merged contiguous bios.
     pub max_pages: u32,
+    /// The drive's buffer, bytes (0: write-through, no look-ahead).
+    pub cache_bytes: u64,
+    pub interface_mbps: f64,
 }
 
 impl Default for HddParams {
@@ -572,6 +585,8 @@ impl Default for HddParams {
             bw_mbps: 150.0,
             submit_us: 2.0,
             max_pages: 168,
+            cache_bytes: 64 << 20,
+            interface_mbps: 600.0,
         }
     }
 }
@@ -585,7 +600,11 @@ impl HddParams {
         "bw_mbps",
         "submit_us",
         "max_pages",
+        "cache",
+        "interface_mbps",
     ];
+    /// The largest buffer accepted (drives have 8 MiB to 512 MiB).
+    pub const MAX_CACHE: u64 = 4 << 30;
     /// Sizes accepted: two pages (a header and one slot) to 1 TiB (2^28 slots, the swap
     /// map's bound here).
     pub const MIN_SIZE: u64 = 2 * PAGE_BYTES;
@@ -613,6 +632,8 @@ impl HddParams {
             "bw_mbps" => self.bw_mbps = bandwidth(&k, v)?,
             "submit_us" => self.submit_us = time_us(&k, v)?,
             "max_pages" => self.max_pages = whole(&k, v, 1, QueuedParams::MAX_PAGES as u64)? as u32,
+            "cache" => self.cache_bytes = size_bytes(&k, v)?,
+            "interface_mbps" => self.interface_mbps = bandwidth(&k, v)?,
             _ => return Err(unknown_key("hdd", key, Self::KEYS)),
         }
         Ok(())
@@ -655,6 +676,13 @@ impl HddParams {
                 format!("{} bytes: must be 8 KiB to 1 TiB", self.size_bytes),
             ));
         }
+        if self.cache_bytes > Self::MAX_CACHE {
+            return Err(Error::config(
+                "hdd.cache",
+                format!("{} bytes: must be 0 (no cache) to 4 GiB", self.cache_bytes),
+            ));
+        }
+        check_bw("hdd.interface_mbps", self.interface_mbps)?;
         Ok(())
     }
 
@@ -667,6 +695,8 @@ impl HddParams {
             ("bw_mbps", Num::F(self.bw_mbps)),
             ("submit_us", Num::F(self.submit_us)),
             ("max_pages", Num::U(self.max_pages as u64)),
+            ("cache", Num::U(self.cache_bytes)),
+            ("interface_mbps", Num::F(self.interface_mbps)),
         ]
     }
 }
@@ -1159,6 +1189,9 @@ mod tests {
             ("hdd:size=2TiB", "hdd.size"),
             ("hdd:rpm=30", "hdd.rpm"),
             ("hdd:min_seek_us=9000", "hdd.min_seek_us"),
+            ("hdd:cache=8GiB", "hdd.cache"),
+            ("hdd:cache=lots", "hdd.cache"),
+            ("hdd:interface_mbps=0", "hdd.interface_mbps"),
             ("hdd:qd=2", "hdd.qd"),
             ("", "device"),
             (":qd=4", "device"),

@@ -504,9 +504,15 @@ fn swap_on_a_disk_takes_consecutive_slots_and_seeks_back_for_a_read() {
     // from 0 to 1 and waits half a turn (3 + 5 + 0.001 ms), the next three follow on the
     // platter without a seek or a wait (1 µs each, done at 8.004 ms), and the read of slot 1
     // seeks back: 8.004 + 3 + 5 + 0.001 = 16.005 ms, when the thread has its page.
-    let w = Script::new(vec![vec![acc(0), acc(1), acc(2), acc(3), acc(0)]]);
+    let w = || Script::new(vec![vec![acc(0), acc(1), acc(2), acc(3), acc(0)]]);
+    // No drive buffer (`cache=0`): a write is done when on the platter.
     let dev = "hdd:size=64MiB,rpm=6000,seek_us=3000,min_seek_us=3000,bw_mbps=4096,submit_us=0";
-    let r = run(&spec("fifo", 1, 1, zero_costs(), dev), w, None).unwrap();
+    let r = run(
+        &spec("fifo", 1, 1, zero_costs(), &format!("{dev},cache=0")),
+        w(),
+        None,
+    )
+    .unwrap();
     assert_eq!(r.runtime_ns, 16_005_000);
     let d = r.device_stats.as_ref().unwrap();
     assert_eq!((d.write_requests, d.read_requests), (4, 1));
@@ -516,4 +522,14 @@ fn swap_on_a_disk_takes_consecutive_slots_and_seeks_back_for_a_read() {
         d.queue_delay_total_ns,
         8_001_000 + 8_002_000 + 8_003_000 + 8_004_000
     );
+    // With the drive's buffer (64 MiB, the default): each write is done once in the buffer
+    // (1 µs: the transfer is never slower than the media's), and the read goes before the
+    // held writes, from the head at 0: 3 + 5 + 0.001 ms, the only time the head was busy;
+    // nothing waited.
+    let r = run(&spec("fifo", 1, 1, zero_costs(), dev), w(), None).unwrap();
+    assert_eq!(r.runtime_ns, 8_001_000);
+    let d = r.device_stats.as_ref().unwrap();
+    assert_eq!((d.write_requests, d.read_requests), (4, 1));
+    assert_eq!((d.service_total_ns, d.busy_ns), (8_001_000, 8_001_000));
+    assert_eq!(d.queue_delay_total_ns, 0);
 }
