@@ -344,17 +344,7 @@ mod tests {
     /// 1 ms (full stroke 1 + 4 · 15/8 = 8.5 ms), 4,096 MB/s (1 µs a page), no submission cost,
     /// no buffer (a write is done on the platter; no look-ahead).
     fn disk() -> Hdd {
-        Hdd::new(&HddParams {
-            size_bytes: 1 << 30,
-            rpm: 6000.0,
-            seek_us: 5000.0,
-            min_seek_us: 1000.0,
-            bw_mbps: 4096.0,
-            submit_us: 0.0,
-            max_pages: 168,
-            cache_bytes: 0,
-            interface_mbps: 4096.0,
-        })
+        buffered(0)
     }
 
     fn done(d: &mut Hdd, now: u64, kind: IoKind, slot: u64, pages: usize) -> u64 {
@@ -451,7 +441,8 @@ mod tests {
         assert!(crate::device::DeviceSpec::parse("hdd:rpm=0,seek_us=0,min_seek_us=0").is_ok());
     }
 
-    /// [`disk`] with a buffer of `cache` bytes behind an 8,192 MB/s interface (0.5 µs a page).
+    /// The same disk with a buffer of `cache` bytes behind an 8,192 MB/s interface (0.5 µs a
+    /// page).
     fn buffered(cache: u64) -> Hdd {
         Hdd::new(&HddParams {
             size_bytes: 1 << 30,

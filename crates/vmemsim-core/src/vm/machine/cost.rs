@@ -813,34 +813,26 @@ mod tests {
         assert_eq!(through_plug(1), (909_000, (6, 4)));
     }
 
+    /// One write to each of `slots`, in order, then a read of slot 40.
+    fn writes_then_a_read(slots: &[u32]) -> Vec<SwapIo> {
+        let mut io: Vec<SwapIo> = slots.iter().map(|&slot| SwapIo::Write { slot }).collect();
+        io.push(SwapIo::Read { slot: 40, n: 1 });
+        io
+    }
+
     #[test]
     fn swap_writes_in_falling_slot_order_merge_at_the_front() {
         // 12, 11, 10: each ends where the last request begins (a front merge): one request
         // of 3 pages, 103 µs. With at most 3 pages a request, 9 starts a new one and 8
         // joins it at the front: 102 µs, to 205 µs. 30 neither continues nor precedes
         // [8, 9]: its own request, to 306 µs; the read of 40 is done at 407 µs.
-        let falling = [
-            SwapIo::Write { slot: 12 },
-            SwapIo::Write { slot: 11 },
-            SwapIo::Write { slot: 10 },
-            SwapIo::Write { slot: 9 },
-            SwapIo::Write { slot: 8 },
-            SwapIo::Write { slot: 30 },
-            SwapIo::Read { slot: 40, n: 1 },
-        ];
+        let falling = writes_then_a_read(&[12, 11, 10, 9, 8, 30]);
         assert_eq!(
             through_plug_of(3, &falling),
             (103_000 + 102_000 + 101_000 + 101_000, (3, 1))
         );
         // Growing at both ends: 20, 21, 19, 22, 18 make one request [18, 22].
-        let both = [
-            SwapIo::Write { slot: 20 },
-            SwapIo::Write { slot: 21 },
-            SwapIo::Write { slot: 19 },
-            SwapIo::Write { slot: 22 },
-            SwapIo::Write { slot: 18 },
-            SwapIo::Read { slot: 40, n: 1 },
-        ];
+        let both = writes_then_a_read(&[20, 21, 19, 22, 18]);
         assert_eq!(through_plug_of(168, &both), (105_000 + 101_000, (1, 1)));
     }
 }
