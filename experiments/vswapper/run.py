@@ -540,7 +540,17 @@ def _why(its: Dict[str, List[Dict[str, float]]]) -> str:
         ept = [i["ept_violations"] for i in b]
         hits = [i["pathologies.host_swap_readahead_hits"] for i in b]
         out_ = [i["host.pswpout"] for i in b]
-        w(f"""- **The U-shape (Fig. 9a) has no left side.** The guest's copies from its page cache
+        left = t[1] < 0.75 * t[0]
+        head = ("has its left side" if left else "has no left side")
+        first = (f"and takes {t[0]:.1f} s, {t[0] / max(t[1], 1e-9):.1f}x the second (the "
+                 "paper's first is twice its second, 40 s against 20 s)." if left else
+                 f"and takes {t[0]:.1f} s: {t[0] / max(t[1], 1e-9):.1f}x the second, where "
+                 "the paper's first is twice its second.\n  What made the paper's first "
+                 "iteration the costlier one, beyond its stale reads dominating\n  it, the "
+                 "seed does not say; the image and the host's swap sharing one disk there "
+                 "(below)\n  would weigh on the first iteration, the only one with disk "
+                 "reads of the image.")
+        w(f"""- **The U-shape (Fig. 9a) {head}.** The guest's copies from its page cache
   touch host memory (docs/vm.md): from iteration 2 on the guest reads the file from its
   cache, and as the host holds at most its 100 MB of the 200 MB the guest cycles through,
   nearly every page copied is a host fault while the guest runs ({n(ept[1])} to
@@ -550,11 +560,9 @@ def _why(its: Dict[str, List[Dict[str, float]]]) -> str:
   {t[-1]:.1f} s an iteration. The first iteration reads from the host's swap only the frames
   the earlier use left there ({n(b[0]["pathologies.stale_swap_reads"])} stale faults,
   {n(pages[0])} pages, about half the file; the other frames the read takes the host still
-  held or had never backed)
-  and takes {t[0]:.1f} s: half of the second, where the paper's first is twice its second.
-  What made the paper's first iteration the costlier one, beyond its stale reads dominating
-  it, the seed does not say; the image and the host's swap sharing one disk there (below)
-  would weigh on the first iteration, the only one with disk reads of the image.
+  held or had never backed), writes the guest's page cache to the host's swap as it goes
+  ({n(out_[0])} pages)
+  {first}
 - **The right half of the U and Fig. 9c: the decay is there, but small.** The swap read
   requests grow from {n(req[1])} in iteration 2 to {n(req[-1])} in iteration {len(b)}
   ({100 * (req[-1] / max(1, req[1]) - 1):+.0f}%), the EPT violations
@@ -635,14 +643,20 @@ WHY_EARLIER = """- **The earlier use of the guest's memory is this reproduction'
   host's bookkeeping of the mappings are not charged), so it is within a few percent of the
   balloon where the paper has 1.3×, and the VSwapper-to-baseline ratio follows the
   baseline-to-balloon one.
-- **The baseline's Fig. 3 read is slower than the paper's** since the timed engine holds a
-  page the host writes to swap until the disk has completed the write (2026-11-27;
-  docs/models.md, "Swap writes in time"; before, 15.5× the balloon): the host's reclaim of
-  the guest's page cache waits for the swap disk, an `hdd` that serves its requests in
-  arrival order with a seek each (the block layer's I/O scheduler, which would sort the
-  writes and the stale reads by sector, is left out: docs/models.md), and its direct
-  reclaim sleeps while the writes are pending. Which of the two the paper's 12.5× leaves
-  out is not known from its data."""
+- **The baseline's Fig. 3 read against the balloon's.** How the host's swap disk
+  serves the baseline decides it, and the model of that disk moved the ratio (2026-11-27):
+  15.5× while a swap write was done by the end of the reclaim pass that issued it; 65.4×
+  once the host held a page written to swap until the disk had completed the write
+  (docs/models.md, "Swap writes in time"), with the `hdd` writing through to the platter
+  and the host's rewrites of swap-cache pages to their old slots, which come in falling
+  slot order, sent as one request a page; 22.0× since the plug merges those at the
+  request's front (`blk_attempt_plug_merge`) and the `hdd` has its drive's 64 MiB write
+  cache. In absolute terms the baseline's first iteration is near the paper's (Fig. 9a:
+  40 s there), while the balloon's read runs at the `hdd`'s media rate (150 MB/s), which
+  would put the paper's balloon at 40 s / 12.5 = 3.2 s; the seed gives no balloon time to
+  check that against. Left out and in the way: the I/O scheduler's sorting by sector of
+  the stale reads and the swap writes, and the image and the swap on one disk (below).
+"""
 
 WHY_CODE = """- **QEMU's code refaults after the first iteration** (false page anonymity, Fig. 9b) would
   need QEMU to run: vmemsim runs its code only while it serves guest disk requests
