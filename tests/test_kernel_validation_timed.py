@@ -44,14 +44,14 @@ def test_timed_devices_are_the_emulated_hardwares():
     # virtio-blk's requests hold up to 254 pages (QEMU's seg_max: 256 - 2); a file on the
     # host has no drive's buffer.
     assert t.device(s, runs) == (f"hdd:size={total + 4}KiB,rpm=0,seek_us=0,min_seek_us=0,"
-                                 "bw_mbps=819.2,cache=0,max_pages=254")
+                                 "bw_mbps=819.2,overhead_us=0,cache=0,max_pages=254")
     ssd = Settings(**_case("zipf-0.9", "ssd-pc3", "classic")["settings"])
     assert t.device(ssd, runs) == "ssd:latency_us=0,bw_mbps=819.2,qd=1,max_pages=254"
     zram = Settings(**_case("zipf-0.9", "zram", "classic")["settings"])
     assert t.device(zram, runs) == "zram"
     # A real disk's parameters keep the swap's size.
     assert Timing(disk="hdd:rpm=5400").device(s, runs) == f"hdd:size={total + 4}KiB,rpm=5400"
-    assert Timing(tcg=1, disk_us=5).device(s, runs).endswith("bw_mbps=819.2,cache=0,max_pages=254")
+    assert Timing(tcg=1, disk_us=5).device(s, runs).endswith("bw_mbps=819.2,overhead_us=0,cache=0,max_pages=254")
     with pytest.raises(VmemsimError, match="tcg"):
         Timing(tcg=0)
 

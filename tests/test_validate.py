@@ -385,3 +385,38 @@ def test_kernel_zones_take_the_reserve_against_movable_allocations():
     ]
     assert C.machine_args(C.simulator_inputs([run]))["frames"] == 703800
     assert "watermarks" in C.machine_args(C.simulator_inputs([run]), zones=False)
+
+
+def test_parse_log_reads_the_swap_disks_stat_over_the_phase():
+    # vmwl prints /sys/block/vda/stat before and after the phase (17 fields on 6.1); the
+    # run's entry is after minus before, in_flight as it was after. The zram log has none.
+    assert K.parse_log(LOG.read_text())["diskstat"] == {}
+    before = "     120        0      960       15        3        0       24        1        0       16       16        0        0        0        0        0        0"
+    after = "   10120        0    80960     1086      616        0   126232      464        1     1308     1551        0        0        0        0        2        0"
+    text = LOG.read_text().replace("@@end\n", f"@@end\n@@diskstat-before {before}\n@@diskstat-after {after}\n", 1)
+    d = K.parse_log(text)["diskstat"]
+    assert (d["read_ios"], d["read_sectors"], d["read_ticks"]) == (10000, 80000, 1071)
+    assert (d["write_ios"], d["write_sectors"], d["write_ticks"]) == (613, 126208, 463)
+    assert (d["in_flight"], d["io_ticks"], d["time_in_queue"], d["flush_ios"]) == (1, 1292, 1535, 2)
+    with pytest.raises(VmemsimError, match="diskstat-after"):
+        K.parse_diskstat(before, "12 x 3")
+
+
+def test_the_disks_time_is_fitted_per_request_and_per_page():
+    # 1,000 one-page requests and 100 of 32 pages, at 60 µs a request and 40 µs a page:
+    # 100 ms and 134 ms in flight; the fit gives the two back.
+    runs = [
+        dict(read_ios=1000, read_sectors=8000, write_ios=0, write_sectors=0, io_ticks=100),
+        dict(read_ios=40, read_sectors=40 * 256, write_ios=60, write_sectors=60 * 256,
+             io_ticks=134),
+    ]
+    a, b = C.fit_disk_time(runs)
+    assert a == pytest.approx(60.0) and b == pytest.approx(40.0)
+    with pytest.raises(VmemsimError, match="not proportional"):
+        C.fit_disk_time(runs[:1])
+    # The timed validation's disk takes both, in the cost table's time (divided by tcg).
+    t = C.Timing(tcg=10, disk_us=40, disk_request_us=60)
+    s = K.Settings(mem_mib=160, swap="disk", lru="classic", page_cluster=0)
+    assert t.device(s, []).endswith("bw_mbps=1024,overhead_us=6,cache=0,max_pages=254")
+    with pytest.raises(VmemsimError, match="disk_request_us"):
+        C.Timing(disk_request_us=-1)

@@ -11,6 +11,7 @@ page-cluster 3, zram}, each on the real kernel (repeats per setting) and through
     python experiments/kernel-validation/matrix.py sensitivity  (TIMED.md: device settings)
     python experiments/kernel-validation/matrix.py gup        (TIMED.md: without get_user_pages)
     python experiments/kernel-validation/matrix.py pagetypes [--repeats 3] [--kernel PACKAGE]
+    python experiments/kernel-validation/matrix.py diskstats [--jobs 2] [--only NAME] [--table]
 
 `run` boots the kernel for every case not yet in the cache (~/.cache/vmemsim/validate) and
 writes data/kernel-runs.json: every kernel run's counters, settings, kernel version and serial
@@ -41,6 +42,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "kernel-runs.json"
 PAGETYPES = HERE / "data" / "pagetypes.json"
+DISKSTATS = HERE / "data" / "diskstats.json"
 
 #: name -> (spec, mode, guest RAM). Footprints are 2-4x the ~20,000 pages a 160 MiB guest has
 #: free before the phase (zipf-0.9 45,860 distinct pages, zipf-1.2 48,150, zipf+scan 58,801,
@@ -221,6 +223,85 @@ def measure_pagetypes(repeats: int = 3, kernel_package: str = "linux-image-amd64
               file=sys.stderr, flush=True)
     out.write_text(_json(result))
     return result
+
+
+DISK_LABELS = ("disk-pc0", "disk-pc3", "ssd-pc3")
+
+
+def _disk_one(args):
+    name, spec, mode, mem, label, swap, pc, cache = args
+    from vmemsim.validate.compare import validate
+
+    out = validate(resolve(spec), mem=mem, swap=swap, lrus=("classic", "mglru"), page_cluster=pc,
+                   repeats=1, mode=mode, seed=SEED, cache=Path(cache),
+                   progress=lambda m: print(f"[diskstats {name} {label}] {m}", file=sys.stderr,
+                                            flush=True))
+    return name, label, [c.to_dict() for c in out]
+
+
+def measure_diskstats(jobs: int = 2, only=None, out: Path = DISKSTATS) -> dict:
+    """Boot every disk case of the matrix once per LRU setting and write `out`: per run, the
+    swap disk's /sys/block/vda/stat over the phase (`KernelRun.diskstat`) beside the phase's
+    pswpin/pswpout and wall time, and the kernel version. The committed matrix runs were
+    recorded before the harness printed the disk's counters; these boots (a cache of their own
+    beside the kernels already fetched, so that nothing is reused) give the emulated disk's
+    own time per request, which `disk_time` turns into the timed validation's disk."""
+    import tempfile
+
+    from vmemsim.validate.workload import cache_dir
+
+    todo = [c for c in cases(only, DISK_LABELS) if c[4] in DISK_LABELS]
+    result = json.loads(out.read_text()) if out.exists() else {"runs": []}
+    keep = {(r["name"], r["swap_label"], r["lru"]): r for r in result["runs"]}
+    with tempfile.TemporaryDirectory(prefix="vmemsim-diskstats-") as tmp:
+        (Path(tmp) / "kernels").symlink_to(cache_dir() / "kernels")
+        with ProcessPoolExecutor(jobs) as ex:
+            futs = [ex.submit(_disk_one, (*c, tmp)) for c in todo]
+            for f in as_completed(futs):
+                name, label, cs = f.result()
+                for c in cs:
+                    k = c["kernel_runs"][0]
+                    keep[(name, label, c["settings"]["lru"])] = dict(
+                        name=name, swap_label=label, lru=c["settings"]["lru"],
+                        kernel=c["kernel"], release=k["release"], accel=k["accel"],
+                        phase_seconds=k["phase_seconds"], diskstat=k["diskstat"],
+                        pswpin=k["vmstat"].get("pswpin", 0), pswpout=k["vmstat"].get("pswpout", 0),
+                        log_sha256=k["log_sha256"])
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_text(_json({"runs": sorted(keep.values(), key=lambda r: (
+                    r["name"], r["swap_label"], r["lru"]))}))
+                print(f"done: {name} {label}", file=sys.stderr, flush=True)
+    return {"runs": list(keep.values())}
+
+
+def disk_table(path: Path = DISKSTATS) -> str:
+    """TIMED.md: the emulated disk's time per request, from the guest's own counters
+    (data/diskstats.json), and how well one time per request plus one per page
+    (`fit_disk_time`) explains the time a request was in flight."""
+    from vmemsim.validate.compare import fit_disk_time
+
+    runs = json.loads(path.read_text())["runs"]
+    a, b = fit_disk_time([r["diskstat"] for r in runs])
+    out = ["| workload | swap | LRU | phase, s | reads | pages a read | µs a read | writes | "
+           "pages a write | µs a write | io_ticks, ms | fitted, ms | error |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        d = r["diskstat"]
+        rp, wp = d["read_sectors"] / 8, d["write_sectors"] / 8
+        n = d["read_ios"] + d["write_ios"]
+        fit = (a * n + b * (rp + wp)) / 1000
+        out.append(
+            f"| {r['name']} | {r['swap_label']} | {r['lru']} | {r['phase_seconds']:.1f} | "
+            f"{d['read_ios']:,} | {rp / max(1, d['read_ios']):.1f} | "
+            f"{1000 * d['read_ticks'] / max(1, d['read_ios']):.0f} | {d['write_ios']:,} | "
+            f"{wp / max(1, d['write_ios']):.1f} | "
+            f"{1000 * d['write_ticks'] / max(1, d['write_ios']):.0f} | {d['io_ticks']:,} | "
+            f"{fit:,.0f} | {100 * (fit / max(1, d['io_ticks']) - 1):+.0f}% |")
+    kernels = sorted({r["kernel"] for r in runs})
+    out.append("")
+    out.append(f"Least-squares fit over the {len(runs)} runs ({', '.join(kernels)}): "
+               f"{a:.1f} µs a request + {b:.1f} µs a 4 KiB page.")
+    return "\n".join(out)
 
 
 def _json(obj) -> str:
@@ -560,6 +641,11 @@ if __name__ == "__main__":
     sub.add_parser("sensitivity", help="TIMED.md: counters under other device settings")
     sub.add_parser("gup", help="TIMED.md: the recorded programs without get_user_pages")
     sub.add_parser("rules", help="MG-LRU rows under 6.8's and 6.1's reclaim-pass rules")
+    d = sub.add_parser("diskstats", help="boot the disk cases once: data/diskstats.json")
+    d.add_argument("--jobs", type=int, default=2)
+    d.add_argument("--only", nargs="*", help="workload names")
+    d.add_argument("--table", action="store_true",
+                   help="print the table from data/diskstats.json without booting")
     p = sub.add_parser("pagetypes", help="boot per (RAM, swap kind): data/pagetypes.json")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--kernel", default="linux-image-amd64",
@@ -584,5 +670,9 @@ if __name__ == "__main__":
         for key, zones in res["by_swap_size"].items():
             print(key, json.dumps(zones), "identical boots" if res["boots"][key]["identical"]
                   else "the boots differ")
+    elif a.cmd == "diskstats":
+        if not a.table:
+            measure_diskstats(a.jobs, a.only)
+        print(disk_table())
     else:
         table()

@@ -89,8 +89,12 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    "than the cost table's native CPU; its slices and disk keep wall time "
                    "(default %(default)s)")
     p.add_argument("--disk-us", type=float, default=Timing.disk_us, metavar="US",
-                   help="with --timed: wall time of one 4 KiB request to the disk image (a "
-                   "host file) (default %(default)s)")
+                   help="with --timed: wall time per 4 KiB of a request to the disk image (a "
+                   "host file), measured (default %(default)s)")
+    p.add_argument("--disk-request-us", type=float, default=Timing.disk_request_us,
+                   metavar="US",
+                   help="with --timed: wall time of each request to the disk image besides "
+                   "its pages, measured (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per setting")
 
 
@@ -121,7 +125,8 @@ def _run(args: argparse.Namespace) -> int:
         kernel_dir=Path(args.kernel_dir) if args.kernel_dir else None, accel=args.accel,
         timeout=float(args.timeout), progress=progress, model_kernel=args.model_kernel,
         sysctl=_sysctls(args.sysctl), zones=not args.one_zone,
-        timing=Timing(tcg=args.tcg_slowdown, disk_us=args.disk_us) if args.timed else None,
+        timing=Timing(tcg=args.tcg_slowdown, disk_us=args.disk_us,
+                      disk_request_us=args.disk_request_us) if args.timed else None,
     )
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")

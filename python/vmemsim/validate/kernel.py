@@ -606,6 +606,10 @@ class KernelRun:
     #: {"blocks": [unmovable, movable, reclaimable], "free": [[chunks of order 0..10] per
     #: migratetype]}}``; None for runs recorded before the harness printed it.
     pagetypes: Optional[Dict[str, Dict[str, List]]] = None
+    #: The swap disk's ``/sys/block/vda/stat`` after minus before the phase
+    #: (:data:`DISKSTAT`: requests, sectors and milliseconds per direction, ``io_ticks``);
+    #: empty for zram and for runs recorded before the harness printed it.
+    diskstat: Dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, object]:
         return asdict(self)
@@ -613,6 +617,35 @@ class KernelRun:
     @classmethod
     def from_dict(cls, d: Dict[str, object]) -> "KernelRun":
         return cls(**d)  # type: ignore[arg-type]
+
+
+#: The fields of ``/sys/block/<dev>/stat`` (Documentation/block/stat.rst; 6.1 prints 17:
+#: the discard and flush fields after ``time_in_queue``). Ticks are milliseconds of the
+#: guest's clock: ``read_ticks``/``write_ticks`` sum each request's time from its start to its
+#: completion, ``io_ticks`` is the time at least one request was in flight.
+DISKSTAT = (
+    "read_ios", "read_merges", "read_sectors", "read_ticks",
+    "write_ios", "write_merges", "write_sectors", "write_ticks",
+    "in_flight", "io_ticks", "time_in_queue",
+    "discard_ios", "discard_merges", "discard_sectors", "discard_ticks",
+    "flush_ios", "flush_ticks",
+)
+
+
+def parse_diskstat(before: str, after: str) -> Dict[str, int]:
+    """After minus before of two ``/sys/block/<dev>/stat`` lines (``in_flight`` as it was
+    after); a line with too few or non-numeric fields is an error naming it."""
+    def fields(line: str, which: str) -> List[int]:
+        toks = line.split()
+        if len(toks) < 11 or not all(t.isdigit() for t in toks):
+            raise VmemsimError(f"validate: @@diskstat-{which}: expected at least 11 whole "
+                               f"numbers (/sys/block/vda/stat), got {line.strip()!r}")
+        return [int(t) for t in toks]
+    b, a = fields(before, "before"), fields(after, "after")
+    out = {}
+    for i, name in enumerate(DISKSTAT[:min(len(a), len(b))]):
+        out[name] = a[i] if name == "in_flight" else a[i] - b[i]
+    return out
 
 
 MM_STAT = (
@@ -832,7 +865,11 @@ def parse_log(text: str) -> Dict[str, object]:
     # Logs of runs made before the harness printed /proc/pagetypeinfo have no such block.
     pt = re.search(r"@@pagetypeinfo-before\r?\n(.*?)(?=\r?\n@@|\Z)", text, re.S)
     pagetypes = parse_pagetypeinfo(pt.group(1), zones) if pt else None
+    db = re.search(r"@@diskstat-before (.*)", text)
+    da = re.search(r"@@diskstat-after (.*)", text)
+    diskstat = parse_diskstat(db.group(1), da.group(1)) if db and da else {}
     return dict(
+        diskstat=diskstat,
         vmstat=delta, vmstat_before=before, meminfo_before=_meminfo(block("meminfo-before")),
         zones=zones, mm_stat=mm, blockdev=blockdev,
         resident=resident, zones_after=zones_after, pagetypes=pagetypes,

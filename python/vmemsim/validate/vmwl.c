@@ -46,7 +46,9 @@
  *   access is a write. Without the pass a read of untouched anonymous memory would map the
  *   shared zero page, which no simulator frame stands for.
  * --snap: copy /proc/vmstat, /proc/meminfo and /proc/zoneinfo just before the first access
- *   and /proc/vmstat just after the last, and print them afterwards between @@ markers.
+ *   and /proc/vmstat just after the last, and print them afterwards between @@ markers; with
+ *   a swap disk (vda), its /sys/block/vda/stat at both points too (`@@diskstat-before ...`
+ *   and `@@diskstat-after ...`, one line each).
  * --dump FILE: write each access as 9 bytes (u64 page, u8 write) instead of touching memory
  *   (the test that compares this program with the simulator's generator).
  *
@@ -388,6 +390,9 @@ static void touch(uint64_t page, int w) {
 #define SNAP_MAX (256 * 1024)
 static char snap_vmstat0[SNAP_MAX], snap_meminfo0[SNAP_MAX], snap_zoneinfo0[SNAP_MAX];
 static char snap_vmstat1[SNAP_MAX];
+/* The swap disk's /sys/block/vda/stat (block/genhd.c: diskstats_show's fields for one
+ * device), before and after the phase; empty when there is no vda (zram swap). */
+static char snap_disk0[SNAP_MAX], snap_disk1[SNAP_MAX];
 
 static void slurp(const char *path, char *buf) {
     int fd = open(path, O_RDONLY);
@@ -639,6 +644,7 @@ int main(int argc, char **argv) {
         slurp("/proc/vmstat", snap_vmstat0);
         slurp("/proc/meminfo", snap_meminfo0);
         slurp("/proc/zoneinfo", snap_zoneinfo0);
+        slurp("/sys/block/vda/stat", snap_disk0);
         slurp("/proc/vmstat", snap_vmstat0);
     }
     double t0 = now_s();
@@ -672,13 +678,18 @@ int main(int argc, char **argv) {
         touch(p, mode_rw ? 1 : w);
     }
     double t1 = now_s();
-    if (snap) slurp("/proc/vmstat", snap_vmstat1);
+    if (snap) {
+        slurp("/proc/vmstat", snap_vmstat1);
+        slurp("/sys/block/vda/stat", snap_disk1);
+    }
     if (dump && fclose(dump)) die("cannot write the dump");
     printf("@@vmwl accesses=%llu checksum=%016llx span=%llu seconds=%.3f\n",
            (unsigned long long)count, (unsigned long long)sum, (unsigned long long)span, t1 - t0);
     if (snap) {
         printf("@@vmstat-before\n%s@@meminfo-before\n%s@@zoneinfo-before\n%s@@vmstat-after\n%s@@end\n",
                snap_vmstat0, snap_meminfo0, snap_zoneinfo0, snap_vmstat1);
+        if (snap_disk0[0] && snap_disk1[0])
+            printf("@@diskstat-before %s@@diskstat-after %s", snap_disk0, snap_disk1);
     }
     fflush(stdout);
     return 0;

@@ -18,7 +18,9 @@
 //!   operation that starts then waits nothing and one that starts `g` later waits for the rest
 //!   of the revolution, `(rev − g mod rev) mod rev`; with `rpm = 0` there is no platter and
 //!   no wait (a disk image in a host file, as QEMU's virtio-blk serves a guest from one);
-//! - the transfer of its bytes at the media rate `bw_mbps`.
+//! - the transfer of its bytes at the media rate `bw_mbps`;
+//! - and `overhead_us`, a fixed time of every operation (a command's processing; 0 unless
+//!   set: `vmemsim validate --timed` sets it for QEMU's virtio disk, measured).
 //!
 //! The buffer (`cache`, the drive's write cache enabled, as SATA disks ship and Linux's sd
 //! driver leaves them; `cache = 0` turns all of it off):
@@ -75,6 +77,8 @@ pub struct Hdd {
     /// Bytes per second.
     bps: u64,
     submit_ns: u64,
+    /// Each operation's fixed time (`overhead_us`).
+    overhead_ns: u64,
     max_pages: u32,
     /// Page offset just after the previous operation (the head's position).
     head: u64,
@@ -113,6 +117,7 @@ impl Hdd {
             },
             bps: ((p.bw_mbps * 1e6).round() as u64).max(1),
             submit_ns: us_to_ns(p.submit_us),
+            overhead_ns: us_to_ns(p.overhead_us),
             max_pages: p.max_pages.max(1),
             head: 0,
             busy_until: 0,
@@ -160,7 +165,7 @@ impl Hdd {
             (self.seek_ns(self.head, pos), self.rev_ns / 2)
         };
         let done = start
-            .saturating_add(seek + rotation)
+            .saturating_add(self.overhead_ns + seek + rotation)
             .saturating_add(self.transfer_ns(pages));
         self.head = pos.saturating_add(pages).min(self.capacity);
         self.busy_until = done;
@@ -203,12 +208,13 @@ impl Hdd {
             (idle as u128 * self.bps as u128 / 1_000_000_000).min(u64::MAX as u128) as u64;
         let buffered = self.ahead.saturating_add(read_ahead).min(self.cache_bytes);
         let bytes = pages.saturating_mul(PAGE_BYTES);
+        let start_xfer = start.saturating_add(self.overhead_ns);
         let done = if bytes <= buffered {
             self.ahead = buffered - bytes;
-            start.saturating_add(bytes_ns(bytes, self.if_bps))
+            start_xfer.saturating_add(bytes_ns(bytes, self.if_bps))
         } else {
             self.ahead = 0;
-            start.saturating_add(bytes_ns(bytes - buffered, self.bps))
+            start_xfer.saturating_add(bytes_ns(bytes - buffered, self.bps))
         };
         self.head = pos.saturating_add(pages).min(self.capacity);
         self.busy_until = done;
@@ -439,6 +445,20 @@ mod tests {
         assert_eq!(done(&mut d, 50_000, Read, 900_001, 1), 53_000);
         d.validate().unwrap();
         assert!(crate::device::DeviceSpec::parse("hdd:rpm=0,seek_us=0,min_seek_us=0").is_ok());
+        // With 60 µs of overhead an operation: 2 µs to submit, 60 µs, then 8 µs; the next,
+        // sequential after a gap, 60 + 1 µs from its arrival.
+        let mut d = Hdd::new(&HddParams {
+            rpm: 0.0,
+            seek_us: 0.0,
+            min_seek_us: 0.0,
+            bw_mbps: 4096.0,
+            cache_bytes: 0,
+            overhead_us: 60.0,
+            ..HddParams::default()
+        });
+        assert_eq!(done(&mut d, 0, Write, 1000, 8), 70_000);
+        assert_eq!(done(&mut d, 100_000, Read, 1008, 1), 163_000);
+        d.validate().unwrap();
     }
 
     /// The same disk with a buffer of `cache` bytes behind an 8,192 MB/s interface (0.5 µs a
@@ -454,6 +474,7 @@ mod tests {
             max_pages: 512,
             cache_bytes: cache,
             interface_mbps: 8192.0,
+            overhead_us: 0.0,
         })
     }
 

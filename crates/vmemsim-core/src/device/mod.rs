@@ -560,6 +560,10 @@ impl ZramParams {
 /// - `interface_mbps = 600`: the link between the host and the buffer (SATA 6 Gb/s after
 ///   8b/10b coding); a transfer from or to the buffer runs at this rate, at least the media
 ///   rate.
+/// - `overhead_us = 0`: a fixed time each operation of the head takes besides its seek, turn
+///   and transfer (a command's processing). Left at 0 for the disk (not modelled by default);
+///   `vmemsim validate --timed` sets it for QEMU's virtio disk, whose time per request it
+///   measured (docs/validate.md).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HddParams {
     pub size_bytes: u64,
@@ -573,6 +577,7 @@ pub struct HddParams {
     /// The drive's buffer, bytes (0: write-through, no look-ahead).
     pub cache_bytes: u64,
     pub interface_mbps: f64,
+    pub overhead_us: f64,
 }
 
 impl Default for HddParams {
@@ -587,6 +592,7 @@ impl Default for HddParams {
             max_pages: 168,
             cache_bytes: 64 << 20,
             interface_mbps: 600.0,
+            overhead_us: 0.0,
         }
     }
 }
@@ -602,6 +608,7 @@ impl HddParams {
         "max_pages",
         "cache",
         "interface_mbps",
+        "overhead_us",
     ];
     /// The largest buffer accepted (drives have 8 MiB to 512 MiB).
     pub const MAX_CACHE: u64 = 4 << 30;
@@ -634,6 +641,7 @@ impl HddParams {
             "max_pages" => self.max_pages = whole(&k, v, 1, QueuedParams::MAX_PAGES as u64)? as u32,
             "cache" => self.cache_bytes = size_bytes(&k, v)?,
             "interface_mbps" => self.interface_mbps = bandwidth(&k, v)?,
+            "overhead_us" => self.overhead_us = time_us(&k, v)?,
             _ => return Err(unknown_key("hdd", key, Self::KEYS)),
         }
         Ok(())
@@ -683,6 +691,7 @@ impl HddParams {
             ));
         }
         check_bw("hdd.interface_mbps", self.interface_mbps)?;
+        check_time("hdd.overhead_us", self.overhead_us)?;
         Ok(())
     }
 
@@ -697,6 +706,7 @@ impl HddParams {
             ("max_pages", Num::U(self.max_pages as u64)),
             ("cache", Num::U(self.cache_bytes)),
             ("interface_mbps", Num::F(self.interface_mbps)),
+            ("overhead_us", Num::F(self.overhead_us)),
         ]
     }
 }
@@ -1192,6 +1202,7 @@ mod tests {
             ("hdd:cache=8GiB", "hdd.cache"),
             ("hdd:cache=lots", "hdd.cache"),
             ("hdd:interface_mbps=0", "hdd.interface_mbps"),
+            ("hdd:overhead_us=-1", "hdd.overhead_us"),
             ("hdd:qd=2", "hdd.qd"),
             ("", "device"),
             (":qd=4", "device"),
