@@ -429,14 +429,19 @@ mod tests {
         // hdd:rpm=0,seek_us=0,min_seek_us=0 (a disk image in a host file): a request waits
         // for no seek and no turn, wherever it lands: 2 µs to submit, then 8 pages at
         // 4,096 MB/s, 8 µs.
-        let mut d = Hdd::new(&HddParams {
-            rpm: 0.0,
-            seek_us: 0.0,
-            min_seek_us: 0.0,
-            bw_mbps: 4096.0,
-            cache_bytes: 0,
-            ..HddParams::default()
-        });
+        // A file on the host: no platter, no seek, no buffer, `overhead_us` a request.
+        let file = |overhead_us: f64| {
+            Hdd::new(&HddParams {
+                rpm: 0.0,
+                seek_us: 0.0,
+                min_seek_us: 0.0,
+                bw_mbps: 4096.0,
+                cache_bytes: 0,
+                overhead_us,
+                ..HddParams::default()
+            })
+        };
+        let mut d = file(0.0);
         assert_eq!(d.revolution_ns(), 0);
         assert_eq!(done(&mut d, 0, Write, 1000, 8), 10_000);
         // Far away, and busy: it starts when the previous one ends, 1 µs transfer.
@@ -447,15 +452,7 @@ mod tests {
         assert!(crate::device::DeviceSpec::parse("hdd:rpm=0,seek_us=0,min_seek_us=0").is_ok());
         // With 60 µs of overhead an operation: 2 µs to submit, 60 µs, then 8 µs; the next,
         // sequential after a gap, 60 + 1 µs from its arrival.
-        let mut d = Hdd::new(&HddParams {
-            rpm: 0.0,
-            seek_us: 0.0,
-            min_seek_us: 0.0,
-            bw_mbps: 4096.0,
-            cache_bytes: 0,
-            overhead_us: 60.0,
-            ..HddParams::default()
-        });
+        let mut d = file(60.0);
         assert_eq!(done(&mut d, 0, Write, 1000, 8), 70_000);
         assert_eq!(done(&mut d, 100_000, Read, 1008, 1), 163_000);
         d.validate().unwrap();
