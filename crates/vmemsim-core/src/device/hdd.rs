@@ -566,4 +566,36 @@ mod tests {
         );
         d.validate().unwrap();
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        /// Random reads and writes (slots, sizes, gaps) on disks with no buffer, a buffer of
+        /// 16 pages and one of 256: the head's busy time is the sum of its operations and
+        /// never more than the time elapsed; a request is never done before it arrived plus
+        /// its transfer at the interface; the held writes never exceed the buffer; without a
+        /// buffer requests end in arrival order (one head, first come first served).
+        #[test]
+        fn random_requests_keep_the_disks_invariants(
+            cache_pages in proptest::sample::select(vec![0u64, 16, 256]),
+            ops in proptest::collection::vec((proptest::bool::ANY, 0u64..4_000, 1usize..40, 0u64..12_000_000), 1..200),
+        ) {
+            let mut d = buffered(cache_pages * PAGE_BYTES);
+            let mut now = 0u64;
+            let mut last_done = 0u64;
+            for (write, slot, pages, gap) in ops {
+                now += gap;
+                let kind = if write { Write } else { Read };
+                let t = done(&mut d, now, kind, slot, pages);
+                // 0.5 µs a page at the interface; the media's 1 µs without a buffer.
+                proptest::prop_assert!(t >= now + pages as u64 * 500, "{t} < {now}");
+                if cache_pages == 0 {
+                    proptest::prop_assert!(t >= last_done);
+                }
+                last_done = last_done.max(t);
+                proptest::prop_assert!(d.held_bytes <= d.cache_bytes);
+                proptest::prop_assert!(d.stats().busy_ns <= d.busy_until);
+                d.validate().map_err(proptest::test_runner::TestCaseError::fail)?;
+            }
+        }
+    }
 }

@@ -763,7 +763,7 @@ impl DeviceSpec {
         ("nvme", "NVMe SSD: 90 µs per 4 KiB, qd 64, GB/s bandwidth"),
         ("zram", "compressed RAM: LZO-RLE 20 µs read / 35 µs write of CPU time, pool counted against RAM"),
         ("remote", "RDMA far memory (Infiniswap-like): ~3.6 µs per 4 KiB over 56 Gb/s"),
-        ("hdd", "7,200 rpm disk: seek by distance (8.5 ms average), half a turn, 150 MB/s; rotational swap"),
+        ("hdd", "7,200 rpm disk: seek by distance (8.5 ms average), half a turn, 150 MB/s, 64 MiB write cache and look-ahead; rotational swap"),
     ];
 
     /// The defaults of kind `name`.
