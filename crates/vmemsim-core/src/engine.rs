@@ -547,9 +547,6 @@ pub struct Machine<P: Policy> {
     cacol: Option<Box<pagecache::CacolHost>>,
     /// `mmap` records of files make file mappings ([`Machine::enable_file_mmap`]).
     file_mmap: bool,
-    /// Timed runs with an asynchronous swap device: swap writes are kept in flight until
-    /// the device completes them ([`Machine::set_write_sink`]; the sink is `mm.wb`'s).
-    wb_sink: bool,
     /// With a write sink: kswapd's last pass ended in `reclaim_throttle(..,
     /// VMSCAN_THROTTLE_WRITEBACK)`, sleeping until then ([`Machine::take_kswapd_throttle`]).
     kswapd_throttle: Option<u64>,
@@ -830,7 +827,6 @@ impl<P: Policy> Machine<P> {
                 .then(VmaRa::default),
             oom_at: None,
             oom_notifier: None,
-            wb_sink: false,
             kswapd_throttle: None,
             kswapd_sleeps: false,
             swap_off: false,
@@ -1958,7 +1954,6 @@ impl<P: Policy> Machine<P> {
         if self.family != Family::Kernel || self.swap_sync_io {
             return;
         }
-        self.wb_sink = true;
         let mut w = crate::mm::Writeback::new(self.mm.frames.len());
         w.sink = Some(sink);
         w.scan_ns = scan_ns;
@@ -2505,7 +2500,9 @@ impl<P: Policy> Machine<P> {
                             self.keep_in_swap_cache(f, slot, pidx, false, mapped, None);
                             return false;
                         }
-                        WritebackDone::Untracked | WritebackDone::Pending if self.wb_sink => {
+                        WritebackDone::Untracked | WritebackDone::Pending
+                            if self.mm.wb.is_some() =>
+                        {
                             // Under writeback until the device completes the write (one a
                             // plug flush dispatched during the pass is in flight already).
                             if let Some(w) = self.mm.wb.as_mut() {

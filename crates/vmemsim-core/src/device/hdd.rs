@@ -167,6 +167,11 @@ impl Hdd {
         let done = start
             .saturating_add(self.overhead_ns + seek + rotation)
             .saturating_add(self.transfer_ns(pages));
+        self.end_op(pos, pages, start, done)
+    }
+
+    /// The head ends an operation on `pages` at `pos` that ran from `start` to `done`.
+    fn end_op(&mut self, pos: u64, pages: u64, start: u64, done: u64) -> (u64, u64) {
         self.head = pos.saturating_add(pages).min(self.capacity);
         self.busy_until = done;
         // One head: operations are served one after the other.
@@ -216,10 +221,7 @@ impl Hdd {
             self.ahead = 0;
             start_xfer.saturating_add(bytes_ns(bytes - buffered, self.bps))
         };
-        self.head = pos.saturating_add(pages).min(self.capacity);
-        self.busy_until = done;
-        self.stats.busy_ns = self.stats.busy_ns.saturating_add(done - start);
-        (start, done)
+        self.end_op(pos, pages, start, done)
     }
 
     pub fn validate(&self) -> Result<(), String> {
