@@ -39,7 +39,20 @@ KNOWN_OFF: dict = {
     # 28%), vmemsim 7 (+31%), the faults where the sequential reader caught up with its
     # readahead window (FILES.md).
     ("mmap-seq-2x", "classic", "pgmajfault"): "7 against the kernel's 5, 4 and 7: +31%",
+    # Random rewrites: the kernel evicts ~10,000 pages more at 1.25x (FILES.md, gap 7). Its
+    # buffer heads (block_write_begin → create_page_buffers: reclaimable slab, +550 pages
+    # over the phase; reads through mpage make none) steal pageblocks and boost the
+    # watermarks, and the boosted kswapd runs reclaim ZONE_DMA's pages out of LRU order
+    # (classic pgskip_dma32 31,164-46,952, MG-LRU pgrefill ~3,000), which the writer then
+    # re-creates. vmemsim has no buffer heads.
+    ("rand-write-1.25x", "classic", "pgsteal_file"): "15,097 against 23,172: -34.8%",
+    ("rand-write-1.25x", "mglru", "pgsteal_file"): "15,232 against 25,265: -39.7%",
+    ("rand-write-2x", "classic", "pgsteal_file"): "38,771 against 42,894: -9.6%",
+    ("rand-write-2x", "mglru", "pgsteal_file"): "38,656 against 43,131: -10.4%",
 }
+#: Beyond the 2-3x rule, kept for what it shows: the random rewrites of a device only 1.25x
+#: the free memory, where most writes find their page cached and dirty pages reach reclaim.
+SMALL = ("rand-write-1.25x",)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +76,8 @@ def test_the_file_matrix_covers_each_workload_under_both_lrus():
             assert r["blockdev"]["read_ahead_kb"] == 128
             # The device is 2-3x the memory the kernel had free.
             free = r["vmstat_before"]["nr_free_pages"]
-            assert 2 <= w.disk_bytes() / 4096 / free <= 3, (c["name"], free)
+            lo = 1.2 if c["name"] in SMALL else 2
+            assert lo <= w.disk_bytes() / 4096 / free <= 3, (c["name"], free)
 
 
 @pytest.mark.parametrize("key", KEYS, ids=["/".join(k) for k in KEYS])
@@ -97,3 +111,25 @@ def test_with_zone_dma_closed_to_the_cache_the_reads_match():
                                             for lru in files.LRUS}
     for name, lru, free, k, kern, v, err in rows:
         assert abs(err) <= (0.005 if name.startswith("seq") else 0.02), (name, lru, k, kern, v)
+
+
+def test_dirty_folios_reclaim_meets_are_left_to_the_flusher(loaded):
+    """The random rewrites, where reclaim meets dirty page-cache folios (Linux 6.1
+    `shrink_folio_list`, `sort_folio`, `folio_end_writeback`): the kernel's kswapd never wrote
+    one (`nr_vmscan_write` 0 in every run), its classic LRU marked and activated them
+    (`nr_vmscan_immediate_reclaim` ≈ `pgactivate`) and the flusher's writes rotated 96-101%
+    of as many (`pgrotated`), and MG-LRU rotated as many without counting them immediate.
+    vmemsim: the same zeros, and the same proportion of rotations to markings; its counts
+    are lower (FILES.md, gap 8: its flusher has no time, so fewer pages are dirty)."""
+    for name in ("rand-write-1.25x", "rand-write-2x"):
+        classic, mglru = loaded[(name, "classic")], loaded[(name, "mglru")]
+        for c in (classic, mglru):
+            assert c.row("nr_vmscan_write").kernel == [0] * len(c.runs)
+            assert c.row("nr_vmscan_write").vmemsim == 0
+        imm, rot = classic.row("nr_vmscan_immediate_reclaim"), classic.row("pgrotated")
+        ratios = [r / i for r, i in zip(rot.kernel, imm.kernel)]
+        assert 0.95 <= min(ratios) and max(ratios) <= 1.01, ratios
+        assert imm.vmemsim > 0 and 0.95 <= rot.vmemsim / imm.vmemsim <= 1.0, (imm, rot)
+        assert classic.row("pgactivate").vmemsim == imm.vmemsim
+        assert mglru.row("nr_vmscan_immediate_reclaim").vmemsim == 0
+        assert mglru.row("pgrotated").vmemsim > 0 and min(mglru.row("pgrotated").kernel) > 0

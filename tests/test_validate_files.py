@@ -26,7 +26,8 @@ LOG_SPEC = "fileread:bytes=96M,bs=64K,passes=2"
 #: before it (31 pages of the second pass were still cached).
 LOG_PGPGIN, LOG_REFAULTS, LOG_FREE = 196484, 24543, 12589
 
-OPS = {W.OP_READ: "read", W.OP_WRITE: "write", W.OP_PREAD: "pread64", W.OP_FSYNC: "fsync"}
+OPS = {W.OP_READ: "read", W.OP_WRITE: "write", W.OP_PREAD: "pread64", W.OP_PWRITE: "pwrite64",
+       W.OP_FSYNC: "fsync"}
 
 SPECS = [
     "fileread:bytes=2M,bs=64K,passes=2",
@@ -35,6 +36,8 @@ SPECS = [
     "filerand:bytes=2M,bs=16K,n=100",
     "filewrite:bytes=1M,bs=64K,passes=2",
     "filewrite:bytes=1M,bs=8K,fsync=0",
+    "filewrand:bytes=2M,bs=4K,n=300,seed=7",
+    "filewrand:bytes=1M,bs=8K,n=50,fsync=1",
 ]
 
 
@@ -52,6 +55,10 @@ def test_file_specs_parse_to_canonical_names_with_defaults():
     assert wr.name == "filewrite:bytes=1048576,bs=65536,passes=1,fsync=1,disk=4194304"
     assert wr.disk_bytes() == 4 << 20
     assert wr.program_args("/dev/vda")[2:] == ["write", "1048576", "65536", "1", "1"]
+    rw = W.make_workload("filewrand:bytes=1M", seed=4)
+    # n defaults to bytes / bs, seed to --seed, fsync to 0
+    assert rw.name == "filewrand:bytes=1048576,bs=4096,n=256,seed=4,fsync=0,disk=1048576"
+    assert rw.program_args("/dev/vda")[2:] == ["randw", "1048576", "4096", "256", "4", "0"]
 
 
 @pytest.mark.parametrize("spec, match", [
@@ -61,6 +68,8 @@ def test_file_specs_parse_to_canonical_names_with_defaults():
     ("fileread:bytes=1M,passes=0", "at least 1"),
     ("fileread:bytes=1M,n=5", "unknown or malformed"),
     ("filewrite:bytes=1M,fsync=2", "fsync must be 0 or 1"),
+    ("filewrand:bytes=1M,fsync=3", "fsync must be 0 or 1"),
+    ("filewrand:bytes=1M,passes=2", "unknown or malformed"),
     ("filerand:bytes=1M,disk=512K", "disk must be at least bytes"),
     ("fileread:bytes=lots", "expected a number"),
     ("mmapread:bytes=1M,bs=8K", "bs must be 4096"),
@@ -83,6 +92,10 @@ def test_sequences_by_hand():
     assert (off % 16384 == 0).all() and off.max() < 1 << 20
     # spread over the blocks (64 of them)
     assert len(np.unique(off)) == 64
+    # filewrand: pwrite64 at the blocks filerand reads, then fsync when asked
+    wop, woff, wln = W.make_workload("filewrand:bytes=1M,bs=16K,n=1000,seed=2,fsync=1").io_records()
+    assert (wop[:-1] == W.OP_PWRITE).all() and wop[-1] == W.OP_FSYNC
+    assert np.array_equal(woff[:-1], off) and (wln[:-1] == 16384).all()
 
 
 @pytest.fixture(scope="module")

@@ -48,6 +48,12 @@ WORKLOADS = {
     # faults that had to read.
     "mmap-seq-2x": ("mmapread:bytes=192M,passes=2", "160M"),
     "mmap-rand": ("mmaprand:bytes=192M,n=50000", "160M"),
+    # Random 4 KiB pwrite()s, 4 per page of the device on average, no fsync: rewrites of
+    # cached pages leave dirty pages anywhere on the LRU lists, so reclaim meets dirty
+    # folios (`shrink_folio_list`'s `PG_reclaim` rule; MG-LRU's `sort_folio`), which the
+    # writes of the other cases never make it do (nr_vmscan_immediate_reclaim 0 there).
+    "rand-write-1.25x": ("filewrand:bytes=100M,bs=4K,n=100000", "160M"),
+    "rand-write-2x": ("filewrand:bytes=160M,bs=4K,n=100000", "160M"),
 }
 LRUS = ("classic", "mglru")
 SWAP = "none"
@@ -67,7 +73,8 @@ def tolerance(name: str):
 #: Rows shown in FILES.md.
 ROWS = ["pgpgin", "pgpgout", "workingset_refault_file", "workingset_activate_file",
         "pgscan_file", "pgscan_file-pgskip", "pgsteal_file", "pgscan_direct", "nr_file_pages",
-        "nr_dirty", "pgmajfault", "pgfault"]
+        "nr_dirty", "nr_vmscan_immediate_reclaim", "nr_vmscan_write", "pgrotated", "pgactivate",
+        "pgmajfault", "pgfault"]
 
 
 def _one(name: str, repeats: int):

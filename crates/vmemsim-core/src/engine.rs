@@ -379,6 +379,14 @@ pub struct Stats {
     pub wb_periodic: u64,
     #[serde(default)]
     pub dirty_throttled: u64,
+    /// Pages the flusher wrote because reclaim woke it (`WB_REASON_VMSCAN`: every folio a
+    /// classic LRU batch took was dirty).
+    #[serde(default)]
+    pub wb_vmscan: u64,
+    /// Pages reclaim itself wrote (`NR_VMSCAN_WRITE`, counted in `pageout`): swap-outs, and
+    /// dirty file pages (classic LRU's kswapd under `PGDAT_DIRTY`).
+    #[serde(default)]
+    pub nr_vmscan_write: u64,
 }
 
 impl Stats {
@@ -393,6 +401,7 @@ impl Stats {
             peak_resident, pgrotated, swap_write_errors, zram_mem_used_max, gup_pages,
             gup_touched, file_io, file_mmaps_skipped, file_mmaps, nr_mapped, pgpgin, pgpgout,
             nr_file_pages, nr_dirty, nr_writeback, wb_background, wb_periodic, dirty_throttled,
+            wb_vmscan, nr_vmscan_write,
             extfrag, watermark_boosts, kswapd_boosted_runs, reclaim_throttled,
             reclaim_throttle_ns, kswapd_throttled, kswapd_throttle_ns);
         for (mine, theirs) in [
@@ -2250,10 +2259,12 @@ impl<P: Policy> Machine<P> {
             }
         }
         self.kswapd_awake = false;
-        // `prepare_kswapd_sleep` → `clear_pgdat_congested`: balanced, `PGDAT_WRITEBACK` goes.
+        // `prepare_kswapd_sleep` → `clear_pgdat_congested`: balanced, `PGDAT_WRITEBACK` and
+        // `PGDAT_DIRTY` go.
         if let Some(w) = self.mm.wb.as_mut() {
             w.pgdat_writeback = false;
         }
+        self.mm.vmscan_dirty.pgdat_dirty = false;
         self.policy.reclaim_done(ReclaimReason::Kswapd);
         false
     }
@@ -2343,6 +2354,9 @@ impl<P: Policy> Machine<P> {
         self.victims = victims;
         // The writes still plugged go to the device as the pass ends (`blk_finish_plug`).
         self.mm.submit_writes();
+        if std::mem::take(&mut self.mm.vmscan_dirty.wake_flusher) {
+            self.wakeup_flusher_vmscan();
+        }
         if reason == ReclaimReason::Kswapd {
             self.kswapd_writeback_throttle();
         }
@@ -2440,8 +2454,10 @@ impl<P: Policy> Machine<P> {
                 slot = self.mm.swap.alloc(pidx);
             }
             if write {
-                // `swap_writepage` counts the swap-out before the device has answered.
+                // `swap_writepage` counts the swap-out before the device has answered;
+                // `pageout`, `NR_VMSCAN_WRITE`.
                 self.stats.pswpout += 1;
+                self.stats.nr_vmscan_write += 1;
                 self.stats.pgpgout += 4;
                 if let Some(pool) = self.mm.swap.pool {
                     // Reclaim runs with PF_MEMALLOC (kswapd, and direct reclaim in
@@ -2549,8 +2565,11 @@ impl<P: Policy> Machine<P> {
             }
             self.stats.evictions += 1;
             if dirty {
-                // `pageout` (see the module `pagecache` for the rule).
+                // `pageout`: kswapd's write of a dirty file folio it met again with
+                // `PG_reclaim` under `PGDAT_DIRTY` (the policy's `shrink_folio_list`
+                // activates any other), or a policy without that rule (module `pagecache`).
                 self.stats.file_writebacks += 1;
+                self.stats.nr_vmscan_write += 1;
                 self.stats.pgpgout += 4;
                 if self.mm.frames.flags(f) & F_PAGECACHE != 0 {
                     self.pc_log_write(f);

@@ -35,6 +35,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    "block device: fileread:bytes=SIZE[,bs=,passes=,disk=], "
                    "filerand:bytes=SIZE[,bs=,n=,seed=,disk=], "
                    "filewrite:bytes=SIZE[,bs=,passes=,fsync=,disk=], "
+                   "filewrand:bytes=SIZE[,bs=,n=,seed=,fsync=,disk=], "
                    "mmapread:bytes=SIZE[,passes=,disk=], "
                    "mmaprand:bytes=SIZE[,n=,seed=,disk=] (docs/validate.md)")
     p.add_argument("--mem", default="160M", metavar="SIZE", help="guest RAM (default 160M)")

@@ -105,6 +105,17 @@ FILE_COUNTERS: List[Tuple[str, Callable[[Dict[str, int]], int], Callable[[Dict[s
     ),
     ("pgscan_direct", lambda v: v.get("pgscan_direct", 0), lambda s: s["pgscan_direct"]),
     ("pswpout", lambda v: v.get("pswpout", 0), lambda s: s["pswpout"]),
+    # Reclaim meeting dirty page-cache folios: classic LRU's `shrink_folio_list` marks them
+    # `PG_reclaim` and activates them (`nr_vmscan_immediate_reclaim`, in `pgactivate`);
+    # MG-LRU's `sort_folio` moves them on uncounted; the flusher's write of a marked one
+    # moves it to its list's tail (`pgrotated`); kswapd writes one itself only under
+    # `PGDAT_DIRTY` (`nr_vmscan_write`).
+    ("nr_vmscan_immediate_reclaim", lambda v: v.get("nr_vmscan_immediate_reclaim", 0),
+     lambda s: s.get("nr_vmscan_immediate_reclaim", 0)),
+    ("nr_vmscan_write", lambda v: v.get("nr_vmscan_write", 0),
+     lambda s: s.get("nr_vmscan_write", 0)),
+    ("pgrotated", lambda v: v.get("pgrotated", 0), lambda s: s.get("pgrotated", 0)),
+    ("pgactivate", lambda v: v.get("pgactivate", 0), lambda s: s.get("pgactivate", 0)),
     ("nr_file_pages", lambda v: v.get("nr_file_pages", 0), lambda s: s["nr_file_pages"]),
     ("nr_dirty", lambda v: v.get("nr_dirty", 0), lambda s: s["nr_dirty"]),
     # The mapping workloads (``mmapread:``, ``mmaprand:``): the faults that had to read the

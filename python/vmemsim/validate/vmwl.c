@@ -8,6 +8,7 @@
  *   vmwl [--snap] [--dump FILE] file DEV read BYTES BS PASSES
  *   vmwl [--snap] [--dump FILE] file DEV rand BYTES BS N SEED
  *   vmwl [--snap] [--dump FILE] file DEV write BYTES BS PASSES FSYNC
+ *   vmwl [--snap] [--dump FILE] file DEV randw BYTES BS N SEED FSYNC
  *   vmwl [--snap] [--dump FILE] file DEV mmap BYTES 4096 PASSES
  *   vmwl [--snap] [--dump FILE] file DEV mmaprand BYTES 4096 N SEED
  *
@@ -27,16 +28,18 @@
  *   program's anonymous memory stays that buffer: `read` reads [0, BYTES) with read() in BS
  *   blocks, PASSES times (lseek to 0 between passes); `rand` makes N pread()s of BS bytes at
  *   block (mix64(SEED ^ mix64(k)) mod (BYTES / BS)) * BS, k = 0..N-1; `write` writes [0,
- *   BYTES) with write() in BS blocks, PASSES times, then fsync()s when FSYNC is 1; `mmap` maps
+ *   BYTES) with write() in BS blocks, PASSES times, then fsync()s when FSYNC is 1; `randw`
+ *   makes N pwrite()s of BS bytes at the blocks `rand` reads, then fsync()s when FSYNC is 1;
+ *   `mmap` maps
  *   [0, BYTES) of DEV read-only and shared (before the snapshot) and reads one byte of each
  *   page in order, PASSES times; `mmaprand` reads one byte of each of N pages, page
  *   mix64(SEED ^ mix64(k)) mod (BYTES / 4096) (BS must be 4096: one page an access). Before the
  *   snapshot the device's cached pages are dropped (posix_fadvise DONTNEED over all of it:
  *   the kernel's partition scan reads a few). With --dump each call is written as 17 bytes
- *   (u8 op: 1 read, 2 write, 3 pread64, 6 fsync, 12 a load from the mapping; u64 offset; u64
+ *   (u8 op: 1 read, 2 write, 3 pread64, 4 pwrite64, 6 fsync, 12 a load from the mapping; u64 offset; u64
  *   bytes transferred: 4096 for a load) and the
  *   I/O is still done. The checksum counts each call as an access of page
- *   (offset / 4096) << 16 | (bytes / 4096), a write for write() and fsync. With --snap, after
+ *   (offset / 4096) << 16 | (bytes / 4096), a write for write(), pwrite() and fsync. With --snap, after
  *   the snapshots, `@@resident A-B ...` (the device's pages the page cache holds: mincore)
  *   and /proc/zoneinfo as it was after the phase (`@@zoneinfo-after`).
  *
@@ -437,7 +440,7 @@ static int cmp_u64(const void *a, const void *b) {
 /* ---------------------------------------------------------------- file workloads */
 
 static void io_note(int op, uint64_t off, uint64_t len) {
-    int w = op == 2 || op == 6;
+    int w = op == 2 || op == 4 || op == 6;
     uint64_t key = ((off / PAGE) << 16) | (len / PAGE);
     sum += mix64(((key << 1) | (uint64_t)w) ^ mix64(count));
     count++;
@@ -494,16 +497,17 @@ static int file_main(int snap, const char *dump_path, int argc, char **argv, int
     uint64_t bytes = parse_u64(argv[i + 2]), bs = parse_u64(argv[i + 3]);
     if (bs == 0 || bs % PAGE || bytes < bs) die("BS must be a positive multiple of 4096, at most BYTES");
     int kind = !strcmp(op, "read") ? 0 : !strcmp(op, "rand") ? 1 : !strcmp(op, "write") ? 2
-             : !strcmp(op, "mmap") ? 3 : !strcmp(op, "mmaprand") ? 4 : -1;
-    int want = kind == 0 || kind == 3 ? 5 : 6;
-    if (kind < 0) die("file workloads: read, rand, write, mmap or mmaprand");
+             : !strcmp(op, "mmap") ? 3 : !strcmp(op, "mmaprand") ? 4 : !strcmp(op, "randw") ? 5 : -1;
+    int want = kind == 0 || kind == 3 ? 5 : kind == 5 ? 7 : 6;
+    if (kind < 0) die("file workloads: read, rand, write, randw, mmap or mmaprand");
     if (argc - i != want) die("wrong number of file workload arguments");
-    if (kind >= 3 && bs != PAGE) die("mmap workloads load one page at a time: BS must be 4096");
-    uint64_t a = parse_u64(argv[i + 4]), b = kind == 1 || kind == 2 || kind == 4 ? parse_u64(argv[i + 5]) : 0;
-    int fd = open(dev, kind == 2 ? O_RDWR : O_RDONLY);
+    if ((kind == 3 || kind == 4) && bs != PAGE) die("mmap workloads load one page at a time: BS must be 4096");
+    uint64_t a = parse_u64(argv[i + 4]), b = kind == 0 || kind == 3 ? 0 : parse_u64(argv[i + 5]);
+    int sync_after = kind == 2 ? b != 0 : kind == 5 ? parse_u64(argv[i + 6]) != 0 : 0;
+    int fd = open(dev, kind == 2 || kind == 5 ? O_RDWR : O_RDONLY);
     if (fd < 0) die("cannot open the file workload's device");
     const volatile unsigned char *map = NULL;
-    if (kind >= 3) {
+    if (kind == 3 || kind == 4) {
         void *m = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, fd, 0);
         if (m == MAP_FAILED) die("cannot map the file workload's device");
         map = m;
@@ -518,7 +522,7 @@ static int file_main(int snap, const char *dump_path, int argc, char **argv, int
     posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     if (snap) snapshot0();
     double t0 = now_s();
-    uint64_t blocks = bytes / bs, calls = kind == 1 || kind == 4 ? a : a * blocks, tenth = calls / 10 ? calls / 10 : 1;
+    uint64_t blocks = bytes / bs, calls = kind == 1 || kind == 4 || kind == 5 ? a : a * blocks, tenth = calls / 10 ? calls / 10 : 1;
     uint64_t k = 0;
     unsigned sink = 0;
     for (uint64_t pass = 0; kind == 3 && pass < a; pass++) {
@@ -547,15 +551,15 @@ static int file_main(int snap, const char *dump_path, int argc, char **argv, int
             io_note(kind == 0 ? 1 : 2, blk * bs, bs);
         }
     }
-    for (k = 0; kind == 1 && k < a; k++) {
+    for (k = 0; (kind == 1 || kind == 5) && k < a; k++) {
         if (snap && k % tenth == 0 && k)
             fprintf(stderr, "@@progress %llu %llu\n", (unsigned long long)k, (unsigned long long)calls);
         uint64_t off = (mix64(b ^ mix64(k)) % blocks) * bs;
-        ssize_t r = pread(fd, buf, bs, (off_t)off);
-        if (r != (ssize_t)bs) die("short pread");
-        io_note(3, off, bs);
+        ssize_t r = kind == 1 ? pread(fd, buf, bs, (off_t)off) : pwrite(fd, buf, bs, (off_t)off);
+        if (r != (ssize_t)bs) die(kind == 1 ? "short pread" : "short pwrite");
+        io_note(kind == 1 ? 3 : 4, off, bs);
     }
-    if (kind == 2 && b) {
+    if (sync_after) {
         if (fsync(fd)) die("fsync failed");
         io_note(6, 0, 0);
     }

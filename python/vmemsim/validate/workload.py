@@ -43,6 +43,7 @@ FILE_KINDS: Dict[str, Dict[str, Optional[int]]] = {
     "fileread": {"bytes": None, "bs": 65536, "passes": 2, "disk": 0},
     "filerand": {"bytes": None, "bs": 4096, "n": 0, "seed": None, "disk": 0},
     "filewrite": {"bytes": None, "bs": 65536, "passes": 1, "fsync": 1, "disk": 0},
+    "filewrand": {"bytes": None, "bs": 4096, "n": 0, "seed": None, "fsync": 0, "disk": 0},
     "mmapread": {"bytes": None, "bs": 4096, "passes": 2, "disk": 0},
     "mmaprand": {"bytes": None, "bs": 4096, "n": 0, "seed": None, "disk": 0},
 }
@@ -50,11 +51,12 @@ FILE_KINDS: Dict[str, Dict[str, Optional[int]]] = {
 MMAP_KINDS = ("mmapread", "mmaprand")
 #: ``vmwl.c``'s op for each file workload kind.
 PROGRAM_OPS = {"fileread": ("read", ("passes",)), "filerand": ("rand", ("n", "seed")),
-               "filewrite": ("write", ("passes", "fsync")), "mmapread": ("mmap", ("passes",)),
+               "filewrite": ("write", ("passes", "fsync")),
+               "filewrand": ("randw", ("n", "seed", "fsync")), "mmapread": ("mmap", ("passes",)),
                "mmaprand": ("mmaprand", ("n", "seed"))}
 #: The ops of the file I/O records (``FileOp`` in recorded.rs, ``vmwl.c``'s dump); ``OP_LOAD``
 #: is ``vmwl.c``'s own, a load from the mapping (no record: an access of the mapped page).
-OP_READ, OP_WRITE, OP_PREAD, OP_FSYNC, OP_LOAD = 1, 2, 3, 6, 12
+OP_READ, OP_WRITE, OP_PREAD, OP_PWRITE, OP_FSYNC, OP_LOAD = 1, 2, 3, 4, 6, 12
 #: ``FileOp::Mmap`` and the flags of its ``addr`` (``mmap_flags`` in recorded.rs).
 OP_MMAP, MMAP_KNOWN, MMAP_SHARED = 5, 1, 2
 #: Where the trace maps the device (a user page number below the page cache's file base).
@@ -202,7 +204,7 @@ class Workload:
             # What the guest program's checksum counts per call (vmwl.c's io_note).
             op, off, ln = self.io_records()
             pages = ((off >> np.uint64(12)) << np.uint64(16)) | (ln >> np.uint64(12))
-            return pages, (op == OP_WRITE) | (op == OP_FSYNC)
+            return pages, (op == OP_WRITE) | (op == OP_PWRITE) | (op == OP_FSYNC)
         if self.kind == "gen":
             pages, writes = load_trace(generate(self.spec[len(GEN_PREFIX):], seed=self.seed))
             footprint = _union_ascending(_plan_ranges(self.plan or []))
@@ -270,7 +272,8 @@ class Workload:
 
     def io_records(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A file workload's calls in order, as ``vmwl.c`` makes them: ``(op, offset,
-        bytes)`` (ops :data:`OP_READ`, :data:`OP_WRITE`, :data:`OP_PREAD`, :data:`OP_FSYNC`)."""
+        bytes)`` (ops :data:`OP_READ`, :data:`OP_WRITE`, :data:`OP_PREAD`, :data:`OP_PWRITE`,
+        :data:`OP_FSYNC`)."""
         f = self.file or {}
         size, bs = int(f["bytes"]), int(f["bs"])
         blocks = size // bs
@@ -284,14 +287,19 @@ class Workload:
                 page = np.tile(np.arange(blocks, dtype=np.uint64), int(f["passes"]))
             return (np.full(page.size, OP_LOAD, dtype=np.uint8), page * np.uint64(4096),
                     np.full(page.size, 4096, dtype=np.uint64))
-        if f["kind"] == "filerand":
+        if f["kind"] in ("filerand", "filewrand"):
             n = int(f["n"])
             with np.errstate(over="ignore"):
                 k = np.arange(n, dtype=np.uint64)
                 off = (_mix64(np.uint64(int(f["seed"])) ^ _mix64(k)) % np.uint64(blocks)) \
                     * np.uint64(bs)
-            return (np.full(n, OP_PREAD, dtype=np.uint8), off,
-                    np.full(n, bs, dtype=np.uint64))
+            ops = np.full(n, OP_PREAD if f["kind"] == "filerand" else OP_PWRITE, dtype=np.uint8)
+            ln = np.full(n, bs, dtype=np.uint64)
+            if f["kind"] == "filewrand" and int(f["fsync"]):
+                ops = np.append(ops, np.uint8(OP_FSYNC))
+                off = np.append(off, np.uint64(0))
+                ln = np.append(ln, np.uint64(0))
+            return ops, off, ln
         passes = int(f["passes"])
         off = np.tile(np.arange(blocks, dtype=np.uint64) * np.uint64(bs), passes)
         op = OP_READ if f["kind"] == "fileread" else OP_WRITE
@@ -440,7 +448,9 @@ def parse_file_spec(spec: str, seed: int = 0) -> Dict[str, object]:
     [,n=N][,seed=S][,disk=SIZE]`` (``n`` ``pread()`` calls of ``bs`` bytes at seeded block
     offsets below ``bytes``; ``n`` defaults to ``bytes / bs``, ``seed`` to ``--seed``),
     ``filewrite:bytes=SIZE[,bs=SIZE][,passes=K][,fsync=0|1][,disk=SIZE]`` (sequential
-    ``write()`` calls, then ``fsync``). ``disk`` is the block device's size (default ``bytes``).
+    ``write()`` calls, then ``fsync``), ``filewrand:bytes=SIZE[,bs=SIZE][,n=N][,seed=S]
+    [,fsync=0|1][,disk=SIZE]`` (``n`` ``pwrite()`` calls at the blocks ``filerand`` reads,
+    then ``fsync`` when 1; default 0). ``disk`` is the block device's size (default ``bytes``).
     Returns the canonical values with ``kind`` and ``name`` (the canonical spec)."""
     kind, _, body = spec.partition(":")
     keys = FILE_KINDS.get(kind)
@@ -470,7 +480,7 @@ def parse_file_spec(spec: str, seed: int = 0) -> Dict[str, object]:
         out["disk"] = size
     if kind in MMAP_KINDS and bs != 4096:
         raise VmemsimError(f"validate: {kind}: bs must be 4096 (one page a load)")
-    if kind in ("filerand", "mmaprand") and not out["n"]:
+    if kind in ("filerand", "filewrand", "mmaprand") and not out["n"]:
         out["n"] = size // bs
     for k in ("passes",):
         if k in out and int(out[k]) < 1:  # type: ignore[arg-type]

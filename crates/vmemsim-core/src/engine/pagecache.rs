@@ -34,18 +34,25 @@
 //!   decision, [`Insert::Refault`]), except one a write adds (`__GFP_WRITE`: "folios getting
 //!   rewritten" are not activated); it joins the LRU through the policy's `on_insert`.
 //! - Reclaim of a page-cache page (`__remove_mapping`) leaves the policy's shadow in its
-//!   entry. A dirty one is written first (`pageout`, counted in `pgpgout`), by kswapd and
-//!   direct reclaim alike and at once: the first rule of this model. Linux 6.8's
-//!   `shrink_folio_list` instead marks a dirty file folio `PG_reclaim` and activates it
-//!   unless kswapd meets it a second time while the node is flagged `PGDAT_DIRTY`, leaving
-//!   the writing to the flusher threads; here the flusher's background writeback keeps the
-//!   dirty pages below `dirty_background_ratio` (next item), so reclaim meets few of them,
-//!   and the `PG_reclaim` rotation is left out.
+//!   entry. A dirty one is left to the flusher (Linux 6.1 and 6.8): classic LRU's
+//!   `shrink_folio_list` marks it `PG_reclaim` and activates it (`nr_vmscan_immediate_reclaim`)
+//!   unless kswapd meets it again, marked, while the node is `PGDAT_DIRTY`, when kswapd
+//!   writes it itself (`pageout`, `nr_vmscan_write`, [`crate::mm::VmscanDirty`]); MG-LRU's
+//!   `sort_folio` moves it to the next generation with `PG_reclaim`. A classic batch whose
+//!   every folio was dirty wakes the flusher (`wakeup_flusher_threads(WB_REASON_VMSCAN)`:
+//!   every dirty page written, `wb_vmscan`). When the flusher writes a `PG_reclaim` folio,
+//!   `folio_end_writeback` moves it to its list's tail (`folio_rotate_reclaimable`,
+//!   `pgrotated`). `PG_reclaim` and `PG_readahead` are one bit in the kernel, and here
+//!   ([`crate::mm::frames::F_READAHEAD`]): a readahead mark a write found rotates the page
+//!   too, and a marked dirty page read starts an async readahead, as in the kernel. A
+//!   policy without the two LRU types (the textbook ones) still has its dirty victims
+//!   written at reclaim.
 //! - Dirty limits (mm/page-writeback.c): after each page a write dirties,
 //!   `balance_dirty_pages` computes `global_dirtyable_memory` and `domain_dirty_limits`
 //!   ([`Machine::dirty_limits`]); above the background threshold the flusher writes the
-//!   files in the order they were dirtied, each in index order, a `MIN_WRITEBACK_PAGES`
-//!   chunk at a time, down to the threshold (`wb_writeback`, `wb_over_bg_thresh`); in time,
+//!   files in the order they were dirtied, each in index order from where its last pass
+//!   stopped (`range_cyclic`, `writeback_index`), a `MIN_WRITEBACK_PAGES` chunk at a time,
+//!   down to the threshold (`wb_writeback`, `wb_over_bg_thresh`); in time,
 //!   a writer whose dirty and writeback pages exceed the limit sleeps until writes complete,
 //!   and every `dirty_writeback_centisecs` the files dirty for longer than
 //!   `dirty_expire_centisecs` are written (`wb_check_old_data_flush`). Counters
@@ -55,8 +62,8 @@
 //! (swap I/O included: it goes through `submit_bio` too), `nr_file_pages`, `nr_dirty`,
 //! `workingset_refault_file`; the classic LRU and MG-LRU count `pgscan_file`, `pgsteal_file`
 //! and `workingset_activate_file` (MG-LRU's rules for page-cache folios: module
-//! `policy::mglru`, and MG-LRU defers a dirty file folio in `sort_folio` where this model
-//! writes it at reclaim, the same first rule).
+//! `policy::mglru`), `nr_vmscan_immediate_reclaim`, `nr_vmscan_write`, `pgrotated`,
+//! `wb_vmscan`.
 //!
 //! # Time
 //!
@@ -716,7 +723,8 @@ impl<P: Policy> Machine<P> {
     /// `balance_dirty_pages` after a write dirtied a page: above the background threshold
     /// the flusher writes in the background (`wb_start_background_writeback` →
     /// `wb_writeback` with `for_background`: the files in the order they were dirtied, each
-    /// file's dirty pages in index order, at least `MIN_WRITEBACK_PAGES` of a file before
+    /// file's dirty pages in index order from its `writeback_index` (`range_cyclic`), at
+    /// least `MIN_WRITEBACK_PAGES` of a file before
     /// `wb_over_bg_thresh` is checked again, until the dirty pages are at most the
     /// background threshold); in a timed run, with the dirty pages and those under writeback
     /// above the limit, the writer sleeps until enough writes complete (the kernel's
@@ -726,7 +734,7 @@ impl<P: Policy> Machine<P> {
         self.retire_writeback();
         let (bg, thresh) = self.dirty_limits();
         if self.stats.nr_dirty > bg {
-            self.background_writeback(bg);
+            self.stats.wb_background += self.background_writeback(bg);
         }
         let Some(t) = self.file_time.as_mut() else {
             return;
@@ -748,8 +756,19 @@ impl<P: Policy> Machine<P> {
         }
     }
 
-    /// The background flusher's pass down to `bg` dirty pages (see `balance_dirty_pages`).
-    fn background_writeback(&mut self, bg: u64) {
+    /// `wakeup_flusher_threads(WB_REASON_VMSCAN)` (classic LRU's `shrink_inactive_list`
+    /// took only dirty, unqueued file folios): `wb_start_writeback` → `wb_check_start_all`
+    /// writes as many pages as are dirty (`get_nr_dirty_pages`, `WB_SYNC_NONE`), the files
+    /// in the order they were dirtied, as the background pass does, down to none. Linux
+    /// 6.1 and 6.8 (fs/fs-writeback.c). Counted in `wb_vmscan`.
+    pub(super) fn wakeup_flusher_vmscan(&mut self) {
+        self.stats.wb_vmscan += self.background_writeback(0);
+    }
+
+    /// The background flusher's pass down to `bg` dirty pages (see `balance_dirty_pages`):
+    /// the pages it wrote.
+    fn background_writeback(&mut self, bg: u64) -> u64 {
+        let mut written = 0;
         let mut files: Vec<(u64, usize)> = (0..self.mm.cache.files().len())
             .filter(|&i| !self.mm.cache.file(i).dirty.is_empty())
             .map(|i| (self.mm.cache.file(i).dirtied_when, i))
@@ -757,22 +776,27 @@ impl<P: Policy> Machine<P> {
         files.sort_unstable();
         'files: for (_, i) in files {
             loop {
-                let chunk: Vec<u64> = self
-                    .mm
-                    .cache
-                    .file(i)
+                // `write_cache_pages` with `range_cyclic` (Linux 6.1 and 6.8,
+                // mm/page-writeback.c): from `writeback_index` towards the end of the file,
+                // `nr_to_write` pages; one that stops on its count leaves `writeback_index`
+                // at the last page written, one that reaches the end without it at 0.
+                let file = self.mm.cache.file(i);
+                if file.dirty.is_empty() {
+                    break;
+                }
+                let chunk: Vec<u64> = file
                     .dirty
-                    .iter()
+                    .range(file.writeback_index..)
                     .take(MIN_WRITEBACK_PAGES as usize)
                     .copied()
                     .collect();
-                if chunk.is_empty() {
-                    break;
-                }
+                let next = match chunk.last() {
+                    Some(&last) if chunk.len() == MIN_WRITEBACK_PAGES as usize => last,
+                    _ => 0,
+                };
+                self.mm.cache.file_mut(i).writeback_index = next;
                 for index in chunk {
-                    if self.pc_writeback(i, index) {
-                        self.stats.wb_background += 1;
-                    }
+                    written += self.pc_writeback(i, index) as u64;
                 }
                 if self.stats.nr_dirty <= bg {
                     break 'files;
@@ -780,6 +804,7 @@ impl<P: Policy> Machine<P> {
             }
         }
         self.pc_flush_writes(false);
+        written
     }
 
     /// The flusher's periodic writeback (timed runs): every `dirty_writeback_centisecs`, the
@@ -1311,6 +1336,17 @@ impl<P: Policy> Machine<P> {
             // `folio_mkclean`: a file mapping's PTE is cleaned and write-protected.
             *self.mm.pt.at(self.mm.frames.pte(f)) &= !PTE_DIRTY;
         }
+        // `folio_end_writeback` (taken as done once submitted): a folio reclaim marked
+        // `PG_reclaim` (classic LRU's `shrink_folio_list`, MG-LRU's `sort_folio`) loses the
+        // flag and `folio_rotate_reclaimable` moves it to its list's tail (`PGROTATED`), to
+        // be freed by the next scan. The flag is `PG_readahead`'s bit, so a readahead mark
+        // that a write found is taken the same way, as in the kernel.
+        if self.mm.frames.flags(f) & F_READAHEAD != 0 {
+            self.mm.frames.clear_flags(f, F_READAHEAD);
+            if self.policy.rotate_reclaimable(&self.mm, f) {
+                self.stats.pgrotated += 1;
+            }
+        }
         self.mm.cache.file_mut(i).dirty.remove(&index);
         self.stats.nr_dirty -= 1;
         self.stats.file_writebacks += 1;
@@ -1804,17 +1840,24 @@ mod tests {
         assert_eq!(m.stats.file_io, 4);
     }
 
-    /// Reclaim of a clean page costs no I/O, of a dirty one a write (`pageout`). Four frames,
-    /// readahead off (each read reads its page alone: `force_page_cache_ra` of 1 page).
-    /// Page 0 written whole (dirty, no read, not referenced: writes do not mark accessed),
-    /// pages 1, 2, 3 read (clean, `PG_referenced` from the read's `folio_mark_accessed`).
-    /// Reading page 4 finds no free frame: kswapd (low = high = 0) passes at priorities
-    /// 12..3 scan `4 >> p` = 0 pages; at 2 the inactive file list's `4 >> 2` = 1 page
-    /// (cache-trim mode: `SCAN_FILE`) is scanned from the tail: page 0, not young, not
-    /// referenced → reclaim; dirty → written: pgpgout 4. Reading page 5 takes page 1, the
-    /// next tail: referenced but clean (`FOLIOREF_RECLAIM_CLEAN` → reclaimed), no write.
+    /// Reclaim of a clean page costs no I/O; a dirty one is left to the flusher (Linux 6.1
+    /// and 6.8 `shrink_folio_list`, `shrink_inactive_list`, `folio_end_writeback`). Four
+    /// frames, readahead off (each read reads its page alone: `force_page_cache_ra` of 1
+    /// page). Page 0 written whole (dirty, no read, not referenced: writes do not mark
+    /// accessed), pages 1, 2, 3 read (clean, `PG_referenced` from the read's
+    /// `folio_mark_accessed`). Reading page 4 finds no free frame: kswapd (low = high = 0)
+    /// passes at priorities 12..3 scan `4 >> p` = 0 pages; at 2 the inactive file list's
+    /// `4 >> 2` = 1 page (cache-trim mode: `SCAN_FILE`) is taken from the tail: page 0, not
+    /// young, not referenced (`FOLIOREF_RECLAIM`), dirty, and kswapd meets it for the first
+    /// time: `PG_reclaim` set, activated (`nr_vmscan_immediate_reclaim` 1, `pgactivate` 1),
+    /// nothing reclaimed. Every folio the batch took was dirty and unqueued (1 of 1): the
+    /// flusher is woken and writes it (pgpgout 4, `wb_vmscan` 1); its `folio_end_writeback`
+    /// finds `PG_reclaim` and rotates it to the inactive tail (`pgrotated` 1). The pass at
+    /// priority 1 takes `4 >> 1` = 2 pages from the tail: page 0, now clean, and page 1,
+    /// referenced but clean (`FOLIOREF_RECLAIM_CLEAN`): both freed without a write
+    /// (`nr_vmscan_write` 0). Reading page 5 then finds a free frame.
     #[test]
-    fn clean_page_dropped_dirty_page_written_first() {
+    fn clean_page_dropped_dirty_page_left_to_the_flusher() {
         let mut m = machine(4, 0, 16);
         m.file_io(&io(FileOp::Pwrite, 0, 0, 4096)).unwrap();
         for p in 1..4 {
@@ -1825,22 +1868,67 @@ mod tests {
             (12, 0, 1)
         );
         m.file_io(&io(FileOp::Pread, 0, 4 * 4096, 4096)).unwrap();
-        assert_eq!(cached(&m), [1, 2, 3, 4]);
+        assert_eq!(cached(&m), [2, 3, 4]);
         assert_eq!(
             (m.stats.pgpgout, m.stats.file_writebacks, m.stats.nr_dirty),
             (4, 1, 0)
+        );
+        assert_eq!(
+            (
+                m.stats.wb_vmscan,
+                m.stats.pgrotated,
+                m.stats.nr_vmscan_write
+            ),
+            (1, 1, 0)
         );
         m.file_io(&io(FileOp::Pread, 0, 5 * 4096, 4096)).unwrap();
         assert_eq!(cached(&m), [2, 3, 4, 5]);
         assert_eq!((m.stats.pgpgout, m.stats.file_writebacks), (4, 1));
         assert_eq!(m.stats.pgpgin, 20);
         let c: std::collections::BTreeMap<_, _> = m.policy.counters().into_iter().collect();
-        assert_eq!((c["pgscan_file"], c["pgsteal_file"]), (2, 2));
+        assert_eq!((c["pgscan_file"], c["pgsteal_file"]), (3, 2));
+        assert_eq!((c["nr_vmscan_immediate_reclaim"], c["pgactivate"]), (1, 1));
         // Both evicted pages left shadows in their entries.
         for p in [0, 1] {
             let e = m.mm.pt.pte(m.mm.cache.file(0).base + p);
             assert!(e & PTE_FILE_GONE != 0 && e & PTE_PRESENT == 0);
         }
+    }
+
+    /// kswapd writes a dirty file folio itself only when it meets it again with `PG_reclaim`
+    /// while the node is `PGDAT_DIRTY` (Linux 6.1 and 6.8 `shrink_folio_list`). The machine
+    /// of [`clean_page_dropped_dirty_page_left_to_the_flusher`], with page 0 (dirty) already
+    /// marked `PG_reclaim` and the node flagged: kswapd's pass at priority 2 takes page 0,
+    /// not referenced (`FOLIOREF_RECLAIM`), and `pageout` writes it (`nr_vmscan_write` 1,
+    /// pgpgout 4) and frees it; nothing is marked or activated. The batch's one folio was
+    /// dirty and unqueued, so the flusher is woken too, and finds nothing dirty.
+    #[test]
+    fn kswapd_writes_a_dirty_file_folio_it_meets_again_under_pgdat_dirty() {
+        let mut m = machine(4, 0, 16);
+        m.file_io(&io(FileOp::Pwrite, 0, 0, 4096)).unwrap();
+        for p in 1..4 {
+            m.file_io(&io(FileOp::Pread, 0, p * 4096, 4096)).unwrap();
+        }
+        let f0 = m.pc_frame(0, 0).unwrap();
+        m.mm.frames.set_flags(f0, F_READAHEAD);
+        m.mm.vmscan_dirty.pgdat_dirty = true;
+        m.file_io(&io(FileOp::Pread, 0, 4 * 4096, 4096)).unwrap();
+        assert_eq!(cached(&m), [1, 2, 3, 4]);
+        assert_eq!(
+            (
+                m.stats.nr_vmscan_write,
+                m.stats.file_writebacks,
+                m.stats.pgpgout
+            ),
+            (1, 1, 4)
+        );
+        assert_eq!(
+            (m.stats.wb_vmscan, m.stats.pgrotated, m.stats.nr_dirty),
+            (0, 0, 0)
+        );
+        let c: std::collections::BTreeMap<_, _> = m.policy.counters().into_iter().collect();
+        assert_eq!((c["nr_vmscan_immediate_reclaim"], c["pgactivate"]), (0, 0));
+        assert_eq!((c["pgscan_file"], c["pgsteal_file"]), (1, 1));
     }
 
     #[test]
@@ -2348,6 +2436,49 @@ mod flusher_tests {
             addr: 0,
         })
         .unwrap();
+    }
+
+    /// The flusher's background passes are cyclic (`write_cache_pages` with `range_cyclic`:
+    /// from `mapping->writeback_index`, left at the last page written when a pass stops on
+    /// its `nr_to_write`). 25,000 frames, watermarks 0: `global_dirtyable_memory` = 25,001
+    /// at every step, so bg_thresh = 409 × 25,001 / 4,096 = 2,496. Pages 0..=2,496 written:
+    /// the 2,497th dirty page starts a pass, which writes the chunk of `MIN_WRITEBACK_PAGES`
+    /// from index 0 (pages 0..=1,023) and stops at 1,473 dirty, `writeback_index` 1,023.
+    /// Pages 0..=1,023 written again: the 1,024th makes 2,497 dirty; this pass starts at
+    /// 1,023 and writes pages 1,023..=2,046, leaving 0..=1,022 and 2,047..=2,496 dirty
+    /// (1,023 + 450 = 1,473), `writeback_index` 2,046. (A pass from index 0 would have
+    /// written 0..=1,023 again.)
+    #[test]
+    fn background_writeback_goes_on_from_where_it_stopped() {
+        let cfg = MachineConfig {
+            watermarks: Some(Watermarks {
+                min: 0,
+                low: 0,
+                high: 0,
+            }),
+            ..MachineConfig::new(25_000)
+        };
+        let mut m = Machine::new(&cfg, ClockLru::new(25_000)).unwrap();
+        m.add_file(FileSpec {
+            id: 0,
+            initial_size: 0,
+            extent: 2_497 * 4096,
+        })
+        .unwrap();
+        assert_eq!(m.dirty_limits().0, 2_496);
+        for k in 0..2_497 {
+            write_page(&mut m, k);
+        }
+        assert_eq!((m.stats.nr_dirty, m.stats.wb_background), (1_473, 1_024));
+        assert_eq!(m.mm.cache.file(0).writeback_index, 1_023);
+        for k in 0..1_024 {
+            write_page(&mut m, k);
+        }
+        assert_eq!((m.stats.nr_dirty, m.stats.wb_background), (1_473, 2_048));
+        assert_eq!(m.mm.cache.file(0).writeback_index, 2_046);
+        let dirty: Vec<u64> = m.mm.cache.file(0).dirty.iter().copied().collect();
+        let want: Vec<u64> = (0..1_023).chain(2_047..2_497).collect();
+        assert_eq!(dirty, want);
     }
 
     #[test]

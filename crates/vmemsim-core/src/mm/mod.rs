@@ -58,6 +58,28 @@ pub struct Writeback {
     pub nr_immediate: u64,
 }
 
+/// Reclaim meeting dirty page-cache folios (Linux 6.1 and 6.8, mm/vmscan.c): the node's
+/// `PGDAT_DIRTY` flag and the current pass's counts behind it and behind the flusher's
+/// wake-up. Classic LRU's `shrink_folio_list` counts and sets them; MG-LRU's `sort_folio`
+/// moves dirty file folios on before `shrink_folio_list` sees them, and
+/// `lru_gen_shrink_node` returns before `shrink_node` looks at the counts.
+#[derive(Debug, Default)]
+pub struct VmscanDirty {
+    /// `PGDAT_DIRTY`: kswapd's last pass found only dirty, not yet queued folios among the
+    /// file folios it took (`sc->nr.unqueued_dirty == sc->nr.file_taken`, `shrink_node`),
+    /// so kswapd may write a dirty file folio it meets a second time (`PG_reclaim` set)
+    /// itself (`pageout`). Cleared when kswapd goes to sleep balanced
+    /// (`clear_pgdat_congested`).
+    pub pgdat_dirty: bool,
+    /// The current pass's `sc->nr.unqueued_dirty` and `sc->nr.file_taken`.
+    pub nr_unqueued_dirty: u64,
+    pub nr_file_taken: u64,
+    /// `shrink_inactive_list` found every folio it took dirty and not queued for writeback
+    /// (`stat.nr_unqueued_dirty == nr_taken`): `wakeup_flusher_threads(WB_REASON_VMSCAN)`,
+    /// which the engine does after the pass (the flusher writes every dirty page).
+    pub wake_flusher: bool,
+}
+
 /// Where a timed run's swap writes go when the block layer's plug dispatches them (a flush
 /// when it is full, `blk_add_rq_to_plug`, or `blk_finish_plug` at the end of the pass): the
 /// device answers when each write completes ([`crate::engine::Machine::set_write_sink`]).
@@ -169,6 +191,8 @@ pub struct Mm {
     /// progress, so the page-cache folios it adds (its readahead's) are added by
     /// `folio_add_lru` under `lru_gen_in_fault()`.
     pub in_lru_fault: bool,
+    /// Reclaim's view of dirty page-cache folios ([`VmscanDirty`]).
+    pub vmscan_dirty: VmscanDirty,
 }
 
 impl Mm {
@@ -184,6 +208,7 @@ impl Mm {
             now: 0,
             wb: None,
             in_lru_fault: false,
+            vmscan_dirty: VmscanDirty::default(),
         }
     }
 
@@ -354,6 +379,13 @@ impl Mm {
             return true;
         }
         self.frames.is_mapped(f) && self.pt.get(self.frames.pte(f)) & PTE_DIRTY != 0
+    }
+
+    /// `folio_test_dirty` of a page-cache folio: its `PG_dirty`, which a write sets (a file
+    /// mapping's dirty PTE is not the folio's flag until the page is cleaned or unmapped).
+    pub fn page_cache_dirty(&self, f: FrameId) -> bool {
+        let both = frames::F_PAGECACHE | frames::F_DIRTY;
+        self.frames.flags(f) & both == both
     }
 
     /// Whether reclaiming anonymous frame `f` writes it to swap (`pageout`): it has no swap

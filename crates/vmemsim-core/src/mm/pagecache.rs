@@ -100,6 +100,9 @@ pub struct AddressSpace {
     /// When the file went from clean to dirty (`inode->dirtied_when`; timed runs: simulated
     /// ns), the age the flusher's periodic writeback goes by.
     pub dirtied_when: u64,
+    /// `mapping->writeback_index`: where the flusher's next cyclic writeback of the file
+    /// starts (`write_cache_pages` with `range_cyclic`).
+    pub writeback_index: u64,
 }
 
 impl AddressSpace {
@@ -151,6 +154,7 @@ impl PageCache {
             random: false,
             dirty: BTreeSet::new(),
             dirtied_when: 0,
+            writeback_index: 0,
         });
         self.by_id.insert(spec.id, i as u32);
         Ok(i)

@@ -43,12 +43,11 @@
 //!   a folio that had `PG_workingset` when evicted is a *restore*.
 //!
 //! Departures and omissions (each a place where the kernel has more):
-//! - Writeback is synchronous: a dirty victim is written and freed in the same pass (as with
-//!   a `SWP_SYNCHRONOUS_IO` device such as zram), so there is no `PG_reclaim` /
-//!   `folio_rotate_reclaimable` rotation, no flusher threads, and a dirty file page is written
-//!   by reclaim itself (the kswapd + `PGDAT_DIRTY` case) instead of being activated.
-//! - Writeback of dirty file pages of the page cache ([`crate::engine::Machine::file_io`]) is
-//!   the same synchronous `pageout` by whichever reclaim takes them (no flushers yet).
+//! - A dirty page-cache folio is marked `PG_reclaim` and activated (`NR_VMSCAN_IMMEDIATE`),
+//!   left to the flusher, unless kswapd meets it again, marked, under `PGDAT_DIRTY`, which
+//!   kswapd sets when every file folio of its pass was dirty and unqueued; a batch of dirty
+//!   folios only wakes the flusher (module `engine::pagecache`). The kernel unmaps a mapped
+//!   one first; here it stays mapped.
 //! - No per-CPU `folio_batch` delay on LRU insertion (`lru_add_drain`), no memcg, one node and
 //!   one zone, no THP, no mlock / unevictable list, no `too_many_isolated` throttling, no
 //!   `force_deactivate` retry of `do_try_to_free_pages`.
@@ -64,6 +63,7 @@ use super::list::{Links, List};
 use super::swap_plug::SwapWrites;
 use super::{Family, Insert, Policy, ReclaimReason, ScanControl, Touch, WritebackDone};
 use crate::engine::{DEF_PRIORITY, SWAP_CLUSTER_MAX};
+use crate::mm::frames::{F_PAGECACHE, F_READAHEAD};
 use crate::mm::{FrameId, Mm, NO_SLOT};
 use crate::watermarks::int_sqrt;
 
@@ -152,6 +152,9 @@ struct Counters {
     nr_writeback_activate: u64,
     /// Folios kept because their read was in flight (locked).
     nr_locked_keep: u64,
+    /// `NR_VMSCAN_IMMEDIATE` (`nr_vmscan_immediate_reclaim`): dirty page-cache folios
+    /// marked `PG_reclaim` and activated instead of written.
+    nr_vmscan_immediate_reclaim: u64,
     workingset_activate: [u64; 2],
     workingset_restore: [u64; 2],
 }
@@ -484,6 +487,18 @@ impl ClockLru {
                 }
             }
         }
+        if file == 1 {
+            // `folio_check_dirty_writeback` of each folio taken: dirty and not under
+            // writeback (page-cache folios are never held under writeback here).
+            let unqueued = batch.iter().filter(|&&f| mm.page_cache_dirty(f)).count() as u64;
+            let d = &mut mm.vmscan_dirty;
+            d.nr_file_taken += nr_scanned;
+            d.nr_unqueued_dirty += unqueued;
+            // `shrink_inactive_list`: "Nudge the flusher threads in case they are asleep".
+            if unqueued == nr_scanned {
+                d.wake_flusher = true;
+            }
+        }
         let young = rmap_young(mm, &batch);
         let (mut nr_reclaimed, mut nr_pageout, mut nr_activated) = (0u64, 0u64, 0u64);
         for (i, &f) in batch.iter().enumerate() {
@@ -500,6 +515,28 @@ impl ClockLru {
             }
             let references = self.folio_check_references(f, young[i]);
             let fl = self.flags[f as usize];
+            // `shrink_folio_list`'s dirty test for a page-cache folio reclaim would free
+            // (Linux 6.1 and 6.8): only kswapd writes file folios, and only one it meets a
+            // second time (`PG_reclaim` set) while the node is `PGDAT_DIRTY`; any other is
+            // marked `PG_reclaim` (`NR_VMSCAN_IMMEDIATE`) and activated, left to the flusher,
+            // whose write moves it to the inactive tail (`folio_rotate_reclaimable`). The
+            // kernel unmaps a mapped one first (`try_to_unmap`); here it stays mapped.
+            // (`PG_reclaim` is `PG_readahead`'s bit: `F_READAHEAD` on a page-cache frame.)
+            if file == 1
+                && fl & NAMED == 0
+                && matches!(references, FolioRef::Reclaim | FolioRef::ReclaimClean)
+                && mm.frames.flags(f) & F_PAGECACHE != 0
+                && mm.is_dirty(f)
+                && !(sc.reason == ReclaimReason::Kswapd
+                    && mm.frames.flags(f) & F_READAHEAD != 0
+                    && mm.vmscan_dirty.pgdat_dirty)
+            {
+                mm.frames.set_flags(f, F_READAHEAD);
+                self.c.nr_vmscan_immediate_reclaim += 1;
+                self.add_folio(f, fl | PG_ACTIVE);
+                nr_activated += 1;
+                continue;
+            }
             match references {
                 FolioRef::ReclaimClean if mm.is_dirty(f) => {
                     // Referenced dirty file folio: `keep_locked`, back to the inactive head.
@@ -793,8 +830,19 @@ impl Policy for ClockLru {
             self.writes.is_empty(),
             "the engine asked for every write of the last pass"
         );
+        // `shrink_node` starts each pass with a clear `sc->nr`.
+        mm.vmscan_dirty.nr_unqueued_dirty = 0;
+        mm.vmscan_dirty.nr_file_taken = 0;
         let plan = self.prepare_scan_control(mm, sc);
         self.shrink_lruvec(&plan, mm, sc, victims);
+        // `shrink_node`, kswapd only: "Allow kswapd to start writing pages during reclaim"
+        // when every file folio the pass took was dirty and not queued for writeback (also
+        // when it took none: 0 == 0, as in the kernel). Linux 6.1 and 6.8.
+        if sc.reason == ReclaimReason::Kswapd
+            && mm.vmscan_dirty.nr_unqueued_dirty == mm.vmscan_dirty.nr_file_taken
+        {
+            mm.vmscan_dirty.pgdat_dirty = true;
+        }
         if let Some(z) = sc.zones.as_mut() {
             for (a, b) in z.skipped.iter_mut().zip(self.skipped) {
                 *a += b;
@@ -915,6 +963,7 @@ impl Policy for ClockLru {
         let c = &self.c;
         vec![
             ("pgactivate", c.pgactivate),
+            ("nr_vmscan_immediate_reclaim", c.nr_vmscan_immediate_reclaim),
             ("pgdeactivate", c.pgdeactivate),
             ("pgrefill", c.pgrefill),
             ("pgscan_anon", c.pgscan[0]),

@@ -24,10 +24,11 @@
 use super::aging::suitable_to_scan;
 use super::pid::MIN_LRU_BATCH;
 use super::{
-    lidx, MgLru, ScanMode, ANON, FILE, F_ALL_REFS, F_NAMED, F_REFERENCED, MAX_LRU_BATCH,
-    MIN_NR_GENS,
+    lidx, MgLru, ScanMode, ANON, FILE, F_ALL_REFS, F_NAMED, F_REFERENCED, F_WORKINGSET,
+    MAX_LRU_BATCH, MIN_NR_GENS,
 };
 use crate::engine::DEF_PRIORITY;
+use crate::mm::frames::{F_PAGECACHE, F_READAHEAD};
 use crate::mm::{pte_frame, FrameId, Mm, PTE_ACCESSED, PTE_PRESENT};
 use crate::policy::{KernelVersion, ReclaimReason, ScanControl};
 
@@ -284,6 +285,9 @@ impl MgLru {
         iso.clear();
         let victims_before = victims.len();
         let mut scanned = self.isolate_folios(mm, swappiness, &mut iso);
+        for f in self.marked_reclaim.drain(..) {
+            mm.frames.set_flags(f, crate::mm::frames::F_READAHEAD);
+        }
         if self.try_to_inc_min_seq(can_swap) {
             scanned += 1;
         }
@@ -534,12 +538,15 @@ impl MgLru {
             return true;
         }
         // waiting for writeback: a folio whose swap read is in flight is locked, one whose
-        // swap write is in flight is under writeback (timed runs); `folio_inc_gen(..,
-        // reclaiming = true)` (refs and flags cleared, `PG_reclaim` set: not modelled, every
-        // completed swap write is rotated), at the head of the next generation
-        // (`list_move`). Linux 6.1 and 6.8.
+        // swap write is in flight is under writeback (timed runs), and a dirty page-cache
+        // folio waits for the flusher; `folio_inc_gen(.., reclaiming = true)` (refs and
+        // flags cleared, `PG_reclaim` set: kept for a page-cache folio, whose write by the
+        // flusher then rotates it; not modelled for a swap write, every completed one of
+        // which is rotated), at the head of the next generation (`list_move`). Linux 6.1
+        // and 6.8.
         let writeback = mm.under_writeback(f);
-        if writeback || mm.io_locked(f) {
+        let dirty = ty == FILE && mm.page_cache_dirty(f);
+        if writeback || dirty || mm.io_locked(f) {
             let new_gen = self.folio_inc_gen(f, ty);
             let (from, to) = (self.lz(gen, ty, zone), self.lz(new_gen, ty, zone));
             self.lists[from].remove(&mut self.links, f);
@@ -547,6 +554,10 @@ impl MgLru {
             self.fs[i].phys = new_gen as u16;
             if writeback {
                 self.stats.sorted_writeback += 1;
+            } else if dirty {
+                self.stats.sorted_writeback += 1;
+                self.stats.sorted_dirty += 1;
+                self.marked_reclaim.push(f);
             } else {
                 self.stats.sorted_locked += 1;
             }
@@ -636,11 +647,29 @@ impl MgLru {
             if sc.swap_plug {
                 self.plug_write(mm, f, sc.swap_max_pages);
             }
+        } else if mm.frames.flags(f) & F_PAGECACHE != 0
+            && mm.is_dirty(f)
+            && !(kswapd && mm.frames.flags(f) & F_READAHEAD != 0 && mm.vmscan_dirty.pgdat_dirty)
+        {
+            // A page-cache folio found dirty here (`sort_folio` moves on those whose
+            // `PG_dirty` is set; this one's dirt was in a file mapping's PTE, which the
+            // kernel's `try_to_unmap` moves to the folio: here it stays mapped):
+            // `shrink_folio_list` marks it `PG_reclaim` (`NR_VMSCAN_IMMEDIATE`) and
+            // activates it; `evict_folios` keeps a `PG_reclaim` dirty folio's flags
+            // (`PG_referenced` again if `PG_workingset`), and `lru_gen_add_folio` puts the
+            // active folio in the youngest generation. (`PGDAT_DIRTY`, which would let
+            // kswapd write it, is classic LRU's: `lru_gen_shrink_node` returns before
+            // `shrink_node` sets it.) Linux 6.1 and 6.8.
+            mm.frames.set_flags(f, F_READAHEAD);
+            if self.fs[f as usize].fl & F_WORKINGSET != 0 {
+                self.fs[f as usize].fl |= F_REFERENCED;
+            }
+            let gen = self.gen_of_seq(self.max_seq);
+            self.add_folio(f, gen, false);
+            self.stats.nr_vmscan_immediate_reclaim += 1;
         } else {
-            // A clean page-cache folio is freed without I/O; a dirty one is written by this
-            // reclaim (`pageout`) and freed, the page cache's first rule (module
-            // `engine::pagecache`), instead of 6.8's `sort_folio` moving it to the next
-            // generation with `PG_reclaim` for the flusher threads, which are not modelled.
+            // A clean page-cache folio is freed without I/O; a dirty one (only kswapd's,
+            // under `PGDAT_DIRTY`) is written by this reclaim (`pageout`) and freed.
             self.fs[f as usize].shadow = self.eviction(f);
             self.stats.pgsteal[self.ty(f)] += 1;
             // (freed: a named page's frame comes back as whatever the engine maps next)

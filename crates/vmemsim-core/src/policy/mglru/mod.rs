@@ -24,9 +24,8 @@
 //!   as added outside a fault (`min_seq[file] + 1`, or `min_seq[file]` with 3 generations),
 //!   refs from `folio_mark_accessed` → `folio_inc_refs` ([`MgLru::mark_accessed`]), tiers,
 //!   `sort_folio`'s protection and the PID controller's type choice as for any folio; rmap
-//!   finds them old, so an isolated one is reclaimed (a dirty one written by that reclaim,
-//!   the page cache's first rule: 6.8's `sort_folio` would defer it to the flusher threads,
-//!   which are not modelled); aging walks and look-around never see them.
+//!   finds them old, so an isolated one is reclaimed (a dirty one is left to the flusher:
+//!   see below); aging walks and look-around never see them.
 //!
 //! Knobs (PolicyOptions keys; defaults are the kernel's or the preset's):
 //! - `max_gens` (4; `mglru-gen14`: 16384): `MAX_NR_GENS`, 4..=65535.
@@ -55,10 +54,13 @@
 //!   zone, or the boosted zone kswapd balances: the zones above are then ineligible and
 //!   `sort_folio` moves their folios to the next generation).
 //! - no clock: generation birth times are not kept (`timestamps[]`), `min_ttl_ms` rejected.
-//! - the engine has no writeback: dirty file folios (page cache and file mappings) are
-//!   isolated and written back by the engine's pageout instead of being deferred to the
-//!   flusher in `sort_folio` (with `PG_reclaim`, and `lru_gen_add_folio`'s `max_seq - 1`
-//!   for such a folio put back).
+//! - dirty page-cache folios are left to the flusher as the kernel leaves them:
+//!   `sort_folio` moves one whose `PG_dirty` is set to the next generation with `PG_reclaim`
+//!   (`sorted_dirty`), and `shrink_folio_list` activates one found dirty through a file
+//!   mapping's PTE (`nr_vmscan_immediate_reclaim`, kept mapped here where the kernel
+//!   unmaps it); the flusher's write then rotates it to the oldest generation's tail
+//!   (module `engine::pagecache`). Left out: `lru_gen_add_folio`'s `max_seq - 1` for a
+//!   `PG_reclaim` folio still dirty when it is added back.
 //! - walks run to completion (the kernel yields every `MAX_LRU_BATCH` folios; that only
 //!   matters to the timing engine); per-CPU folio batches are applied immediately.
 //! - THP / huge PMD leaves are not modelled (the page table has none).
@@ -314,6 +316,12 @@ pub struct MgLruStats {
     /// Folios `sort_folio` moved on because their swap write was in flight ("waiting for
     /// writeback", timed runs).
     pub sorted_writeback: u64,
+    /// Of those, dirty page-cache folios (`type == LRU_GEN_FILE && folio_test_dirty`): left
+    /// to the flusher, marked `PG_reclaim`.
+    pub sorted_dirty: u64,
+    /// `NR_VMSCAN_IMMEDIATE` (`nr_vmscan_immediate_reclaim`): dirty page-cache folios
+    /// `shrink_folio_list` marked `PG_reclaim` and activated instead of writing them.
+    pub nr_vmscan_immediate_reclaim: u64,
     /// Folios `shrink_folio_list` kept because `pageout` left them under writeback
     /// (asynchronous swap device); freed by a later scan.
     pub writeback_keep: u64,
@@ -415,6 +423,10 @@ pub struct MgLru {
     pub(crate) skipped: [u64; crate::policy::MAX_ZONES],
     /// Scratch: the folios one zone's walk of `scan_folios` refused.
     pub(crate) moved: Vec<FrameId>,
+    /// Scratch: the dirty page-cache folios `sort_folio` moved on with `PG_reclaim`
+    /// (`folio_inc_gen(.., reclaiming = true)`); the flag goes on their frames after the
+    /// isolation ([`crate::mm::frames::F_READAHEAD`], the same bit).
+    pub(crate) marked_reclaim: Vec<FrameId>,
 }
 
 #[inline]
@@ -458,6 +470,7 @@ impl MgLru {
             rotate: Vec::new(),
             reclaim_idx: None,
             writepage_off: false,
+            marked_reclaim: Vec::new(),
             skipped: [0; crate::policy::MAX_ZONES],
             moved: Vec::new(),
             cfg,
@@ -1086,6 +1099,8 @@ impl Policy for MgLru {
             ("kept_locked", s.kept_locked),
             ("sorted_locked", s.sorted_locked),
             ("sorted_writeback", s.sorted_writeback),
+            ("sorted_dirty", s.sorted_dirty),
+            ("nr_vmscan_immediate_reclaim", s.nr_vmscan_immediate_reclaim),
             ("sorted_promoted", s.sorted_promoted),
             ("sorted_ineligible", s.sorted_ineligible),
             ("forced_inc_gen", s.forced_inc_gen),
