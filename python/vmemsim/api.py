@@ -1628,8 +1628,9 @@ def run_vm(
     false page anonymity), and with ``vswapper="mapper"`` (VSwapper's Swap Mapper, §4.1:
     pages QEMU filled from the disk image are named copies of their blocks)
     ``mapper_discards`` (such pages host reclaim dropped without a swap write),
-    ``mapper_refaults`` (their faults, read back from the image) and ``mapper_cow_breaks``
-    (writes that made one anonymous), and with ``vswapper="preventer"`` (VSwapper's False
+    ``mapper_refaults`` (their faults, read back from the image), ``mapper_cow_breaks``
+    (writes that made one anonymous) and ``mapper_write_maps`` (pages mapped to the block a
+    guest write request wrote them to, §4.1 "Guest I/O Flow"), and with ``vswapper="preventer"`` (VSwapper's False
     Reads Preventer, §4.2: a guest write to a page the host swapped out is emulated into a
     buffer, and a page the guest overwrites whole is not read, so ``false_swap_reads`` stay
     0) ``preventer_emulated`` (such writes emulated), ``preventer_reads_avoided`` (whole-page

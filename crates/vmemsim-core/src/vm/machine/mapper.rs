@@ -53,8 +53,11 @@
 //!   with anonymous memory: the named guest pages are no longer anonymous beside QEMU's
 //!   code (§3 "False Page Anonymity", which §4.1 says the Mapper undoes).
 //!
-//! Left out: the association after a guest write request (§4.1 "Guest I/O Flow": write, then `mmap`),
-//! the host caching policy of §4.1 (the host page cache holding only blocks in guest
+//! - §4.1 "Guest I/O Flow": a page the guest wrote to the image is mapped to its block once
+//!   QEMU's write is done (`Vm::note_written`, `mapper_write_maps`), if the host holds it
+//!   and the guest's page cache still holds it clean.
+//!
+//! Left out: the host caching policy of §4.1 (the host page cache holding only blocks in guest
 //! memory), the named pages' list type under the other policies (FIFO, CLOCK, ... have
 //! one list), and hosts with large
 //! pages (`host_page` must be 4 KiB). The False Reads Preventer (§4.2) is module `preventer`
@@ -270,6 +273,16 @@ impl HostShared {
             s.keys.entry((vm, block)).or_default().push(key);
         }
         self.m.set_named(key, true);
+    }
+
+    /// QEMU wrote VM `vm`'s host page `key` to image block `block` for a guest write request
+    /// (`Vm::note_written`): a page the host holds is mapped to it, as after a read's DMA;
+    /// one it swapped out or dropped is left as it is. No-op with the Mapper off.
+    pub(super) fn mapper_map_written(&mut self, vm: usize, key: u64, block: u64) {
+        if self.mapper_on(vm) && self.m.mm.pt.pte(key) & PTE_PRESENT != 0 {
+            self.mapper_map(vm, key, block);
+            self.pathologies[vm].mapper_write_maps += 1;
+        }
     }
 
     /// A write to VM `vm`'s host page `key`: an associated page is copied on write

@@ -112,6 +112,10 @@ pub struct SwapPathologies {
     pub mapper_discards: u64,
     pub mapper_refaults: u64,
     pub mapper_cow_breaks: u64,
+    /// Pages the Mapper mapped to the block a guest write request wrote them to (§4.1
+    /// "Guest I/O Flow").
+    #[serde(default)]
+    pub mapper_write_maps: u64,
     /// With `vswapper = preventer` (VSwapper §4.2, module `preventer`): guest writes to a
     /// page the host would have read in (from swap, or from the image after the Mapper
     /// dropped it) that were emulated; of those, whole-page fills that needed no read (the
@@ -127,6 +131,7 @@ impl SwapPathologies {
             silent_swap_writes, silent_swap_writes_in_sequence, stale_swap_reads,
             false_swap_reads, host_swap_readahead, host_swap_readahead_hits,
             hypervisor_code_faults, mapper_discards, mapper_refaults, mapper_cow_breaks,
+            mapper_write_maps,
             preventer_emulated, preventer_reads_avoided, preventer_merges);
     }
 }
@@ -375,7 +380,13 @@ impl Vm {
     }
 
     /// The guest's writes that reached the image since the last call: the pages its page
-    /// cache still holds clean hold their block.
+    /// cache still holds clean hold their block. With the Swap Mapper, QEMU maps each such
+    /// page to its block once written (VSwapper §4.1, "Guest I/O Flow": "(1) writes P into
+    /// B using the write system call, (2) mmaps P to B, and (3) only then notifies the
+    /// guest"), so that host reclaim drops it instead of swapping it out. Left out: a page
+    /// the host holds swapped out or dropped is left anonymous (QEMU's `write` reads it,
+    /// which would bring it back first, and the host does not see QEMU's reads of guest
+    /// memory for writes: module `files`).
     pub(super) fn note_written(&mut self) {
         let (Some(img), Some(log)) = (self.image_blocks.clone(), self.virtio.as_ref()) else {
             return;
@@ -387,6 +398,10 @@ impl Vm {
                 if let Some(f) = self.guest.file_page_frame(file, j) {
                     if let Some(b) = self.clean_block(f) {
                         img.set(f, b);
+                        if let Some(h) = self.host.as_ref() {
+                            let key = h.base + (f as u64 >> h.shift);
+                            h.shared.borrow_mut().mapper_map_written(h.vm, key, b);
+                        }
                     }
                 }
             }
@@ -896,6 +911,37 @@ mod tests {
         assert_eq!(sh.m.named.as_ref().unwrap().len(), 100);
         drop(sh);
         on.validate().unwrap();
+    }
+
+    #[test]
+    fn the_swap_mapper_maps_what_the_guest_wrote_to_the_image() {
+        // VSwapper §4.1 "Guest I/O Flow": QEMU writes a guest page to its block, then maps
+        // it there. The guest writes the 100 pages of its file (`pwrite`, whole pages, into
+        // new page-cache frames the host backs as it copies) and `fsync`s: every page
+        // reaches the image (its flusher writes some during the writes, the fsync the rest)
+        // and is clean in the guest's cache. With the Mapper each is mapped to its block
+        // once written: 100 write maps. Then 300 pages of anonymous memory: the host's 200
+        // frames swap out their oldest (FIFO), the 100 written pages first. Without the
+        // Mapper those are 100 silent swap writes (unchanged copies of image blocks); with
+        // it, 100 discards and 100 fewer pages written to swap.
+        let run = |mapper: bool| {
+            let mut v = if mapper {
+                vm_mapper(400, 200, 100, CacheMode::None)
+            } else {
+                vm(400, 200, 100, CacheMode::None)
+            };
+            file(&mut v, FileOp::Pwrite, 0, 100);
+            file(&mut v, FileOp::Fsync, 0, 0);
+            touch(&mut v, 0, 300);
+            v.validate().unwrap();
+            v
+        };
+        let (off, on) = (run(false), run(true));
+        let (po, pn) = (off.swap_pathologies(), on.swap_pathologies());
+        assert_eq!((po.mapper_write_maps, pn.mapper_write_maps), (0, 100));
+        assert_eq!((po.silent_swap_writes, pn.silent_swap_writes), (100, 0));
+        assert_eq!((pn.mapper_discards, pn.mapper_cow_breaks), (100, 0));
+        assert_eq!(host_stats(&off).pswpout - host_stats(&on).pswpout, 100);
     }
 
     /// The host's file and anonymous LRU pages (clock-lru's lists).
