@@ -33,7 +33,8 @@
 //! - `inactive_is_low`: `gb = (inactive + active) >> 18` pages; ratio `int_sqrt(10 gb)` or 1.
 //! - `prepare_scan_control`: `may_deactivate` per type (new refault activations since the last
 //!   snapshot, or inactive low), `cache_trim_mode`, `file_is_tiny`.
-//! - `lru_note_cost` (1 page of I/O = `SWAP_CLUSTER_MAX` rotations, decay by half once the
+//! - `lru_note_cost` (Linux 6.8: 1 page of I/O = `SWAP_CLUSTER_MAX` rotations; 6.1: pages of
+//!   I/O alone, no rotations; decay by half once the
 //!   costs exceed a quarter of the LRU) from `shrink_inactive_list` (pages written out and
 //!   pages not reclaimed) and from workingset restores (`lru_note_cost_refault`).
 //! - Refault distance (`workingset_eviction`, `workingset_refault`, `workingset_test_recent`):
@@ -61,7 +62,9 @@
 
 use super::list::{Links, List};
 use super::swap_plug::SwapWrites;
-use super::{Family, Insert, Policy, ReclaimReason, ScanControl, Touch, WritebackDone};
+use super::{
+    Family, Insert, KernelVersion, Policy, ReclaimReason, ScanControl, Touch, WritebackDone,
+};
 use crate::engine::{DEF_PRIORITY, SWAP_CLUSTER_MAX};
 use crate::mm::frames::{F_PAGECACHE, F_READAHEAD};
 use crate::mm::{FrameId, Mm, NO_SLOT};
@@ -192,6 +195,9 @@ pub struct ClockLru {
     skipped_inactive: u64,
     /// Skipped folios of one isolation, in the order met.
     skip_list: Vec<FrameId>,
+    /// The kernel version of the last reclaim pass ([`ScanControl::kernel`]), for
+    /// `lru_note_cost`, whose cost differs (a refault's comes after a reclaim pass).
+    kernel: KernelVersion,
     c: Counters,
 }
 
@@ -214,6 +220,7 @@ impl ClockLru {
             skipped: [0; crate::policy::MAX_ZONES],
             skipped_inactive: 0,
             skip_list: Vec::new(),
+            kernel: KernelVersion::V6_8,
             c: Counters::default(),
         }
     }
@@ -298,9 +305,18 @@ impl ClockLru {
         inactive * inactive_ratio(inactive + active) < active
     }
 
-    /// `lru_note_cost`.
+    /// `lru_note_cost` (mm/swap.c). Linux 6.8: `nr_io * SWAP_CLUSTER_MAX + nr_rotated`, fed
+    /// by `shrink_inactive_list` (pages written, pages taken but not reclaimed), by
+    /// `shrink_active_list`'s rotations (executable file folios: none here) and by
+    /// `lru_note_cost_refault` (a restore: one I/O). Linux 6.1: pages of I/O alone
+    /// (`lru_note_cost(lruvec, file, nr_pages)`: `shrink_inactive_list`'s `nr_pageout` and
+    /// `lru_note_cost_folio` on a restore), no rotation term (docs/kernel-6.1-vs-6.8.md,
+    /// B1). Both decay by half once the costs exceed a quarter of the LRU pages.
     fn lru_note_cost(&mut self, file: usize, nr_io: u64, nr_rotated: u64) {
-        self.cost[file] += nr_io * SWAP_CLUSTER_MAX as u64 + nr_rotated;
+        self.cost[file] += match self.kernel {
+            KernelVersion::V6_1 => nr_io,
+            KernelVersion::V6_8 => nr_io * SWAP_CLUSTER_MAX as u64 + nr_rotated,
+        };
         if self.cost[0] + self.cost[1] > self.lru_size() / 4 {
             self.cost[0] /= 2;
             self.cost[1] /= 2;
@@ -818,6 +834,7 @@ impl Policy for ClockLru {
 
     /// One `shrink_node` pass: (`kswapd_age_node`), `prepare_scan_control`, `shrink_lruvec`.
     fn shrink(&mut self, mm: &mut Mm, sc: &mut ScanControl, victims: &mut Vec<FrameId>) {
+        self.kernel = sc.kernel;
         if let Some(z) = sc.zones.as_ref() {
             self.reclaim_idx = z.reclaim_idx.map(|i| i as usize);
             self.writepage_off = z.writepage_off;

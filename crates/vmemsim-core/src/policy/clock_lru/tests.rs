@@ -416,6 +416,41 @@ fn scan_count_balances() {
     assert_eq!(p.get_scan_count(&noswap, &tiny), [0, 0, 10, 4]);
 }
 
+/// Linux 6.1's `lru_note_cost` (mm/swap.c): pages of I/O alone, no rotation term and no
+/// `SWAP_CLUSTER_MAX` weight; the same decay. With 400 pages: 2 I/Os + 5 rotations cost 2;
+/// 99 file I/Os make 101 > 100: both halved, [1, 49]. The restore of `workingset_refault`
+/// (`lru_note_cost_folio`) costs its one page: in [`workingset_restore_costs_one_io`]'s
+/// setting, the write of one page costs 1 (1 ≤ 4 / 4, kept) and the restore 1 more (2 > 1:
+/// halved to 1).
+#[test]
+fn lru_note_cost_of_linux_6_1_counts_pages_of_io() {
+    let mut p = ClockLru::new(1);
+    p.kernel = KernelVersion::V6_1;
+    p.lists[LRU_INACTIVE_ANON].len = 400;
+    p.lru_note_cost(0, 2, 5);
+    assert_eq!(p.cost, [2, 0]);
+    p.lru_note_cost(1, 99, 0);
+    assert_eq!(p.cost, [1, 49]);
+
+    let mut r = Rig::new(16);
+    r.p.kernel = KernelVersion::V6_1;
+    for v in 0..5 {
+        r.fault(v, false);
+    }
+    for v in 0..5 {
+        let f = pte_frame(r.mm.pt.pte(v));
+        r.p.lists[LRU_INACTIVE_ANON].remove(&mut r.p.links, f);
+        r.p.add_folio(f, PG_ACTIVE);
+    }
+    r.p.shrink_active_list(1, LRU_ACTIVE_ANON, &mut r.mm);
+    let gone = r.shrink_inactive(1, LRU_INACTIVE_ANON);
+    assert_eq!(r.p.cost, [1, 0]);
+    r.refault(0, gone[0].1);
+    assert_eq!(r.flags_of(0), PG_LRU | PG_ACTIVE | PG_WORKINGSET);
+    assert_eq!(r.p.cost, [1, 0]);
+    r.check();
+}
+
 #[test]
 fn lru_note_cost_decays() {
     let mut p = ClockLru::new(1);
