@@ -84,7 +84,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    "one CPU for the program and kswapd, as the guest's one vCPU, and a swap "
                    "device that takes time (the virtio disk as a platterless hdd, its swap "
                    "rotational; zram compressing on the CPU), so kswapd can fall behind and "
-                   "the program reclaim directly (rows pgscan_direct, allocstall)")
+                   "the program reclaim directly (rows pgscan_direct, allocstall); a file "
+                   "workload's calls wait for the virtio disk as their file device")
     p.add_argument("--tcg-slowdown", type=float, default=Timing.tcg, metavar="X",
                    help="with --timed: how many times slower the guest's CPU runs under TCG "
                    "than the cost table's native CPU; its slices and disk keep wall time "

@@ -496,13 +496,23 @@ class Timing:
             return self.disk or (f"ssd:latency_us={req_us:g},bw_mbps={4096 / page_us:g},qd=1,"
                                  f"{pages}")
         m = re.search(r"size=([^,]+)", swap_device(s, runs))
-        size = m.group(1) if m else "4GiB"
+        return self._virtio_hdd(m.group(1) if m else "4GiB")
+
+    def file_device(self, w: Workload) -> str:
+        """A file workload's block device, the timed machine's file disk: the virtio disk
+        as :meth:`device` makes it, of the workload's device size."""
+        return self._virtio_hdd(f"{-(-w.disk_bytes() // 1024)}KiB")
+
+    def _virtio_hdd(self, size: str) -> str:
         if self.disk:
             kind, _, params = self.disk.partition(":")
             return f"hdd:size={size}" + (f",{params}" if params else "")
+        page_us = self.disk_us / self.tcg
+        req_us = self.disk_request_us / self.tcg
         # 4,096 bytes in page_us: the transfer rate in MB/s (10^6 bytes per second).
         return (f"hdd:size={size},rpm=0,seek_us=0,min_seek_us=0,"
-                f"bw_mbps={4096 / page_us:g},overhead_us={req_us:g},cache=0,{pages}")
+                f"bw_mbps={4096 / page_us:g},overhead_us={req_us:g},cache=0,"
+                f"max_pages={VIRTIO_BLK_MAX_PAGES}")
 
 
 def _trace_file(pages, writes) -> Path:
@@ -542,6 +552,26 @@ def simulate_timed(
     )
 
 
+def simulate_timed_file(
+    w: Workload, s: Settings, runs: Sequence[KernelRun], timing: Timing, seed: int = 0,
+    kernel: Optional[str] = None, zones: Optional[bool] = None,
+) -> RunResult:
+    """A file workload's calls on the timed machine (``vmemsim.run`` of its recorded trace,
+    :func:`file_trace`) with the kernel's free memory and watermarks, the device's
+    ``read_ahead_kb``, one CPU, and the virtio disk as the file device
+    (:meth:`Timing.file_device`): reads wait for the disk, writes are in flight until it
+    completes them, and a writer above the dirty limit waits for them."""
+    inp = simulator_inputs(runs)
+    if kernel is None or kernel == "auto":
+        kernel = model_kernel(runs[0].release) if runs and kernel == "auto" else "6.8"
+    return run(
+        f"trace:path={file_trace(w)}", policy=POLICY[s.lru], seed=seed,
+        file_device=timing.file_device(w), cpus=1, slice_ns=timing.slice_ns(),
+        costs=dict(timing.costs or ()), swappiness=s.swappiness, kernel=kernel,
+        read_ahead_kb=read_ahead_kb(runs), **machine_args(inp, zones),
+    )
+
+
 #: Rows only a timed run can fill: direct reclaim's allocations (the kernel counts them per
 #: zone, ``allocstall_*``, where the timed machine has one).
 TIMED_COUNTERS: List[Tuple[str, Callable[[Dict[str, int]], int], Callable[[Dict[str, int]], int]]] = [
@@ -562,9 +592,8 @@ def compare(
     ``gup`` as there), or the timed machine's with ``timing`` (:func:`simulate_timed`)."""
     counters = COUNTERS
     if w.kind == "file":
-        if timing is not None:
-            raise VmemsimError("validate: --timed does not take a file workload yet")
-        sim = simulate_file(w, s, runs, seed, kernel, zones)
+        sim = (simulate_file(w, s, runs, seed, kernel, zones) if timing is None
+               else simulate_timed_file(w, s, runs, timing, seed, kernel, zones))
         counters = FILE_COUNTERS
     elif timing is None:
         sim = simulate(w, s, runs, seed, kernel, gup, zones)
