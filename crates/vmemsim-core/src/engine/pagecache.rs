@@ -1840,6 +1840,17 @@ mod tests {
         assert_eq!(m.stats.file_io, 4);
     }
 
+    /// Four frames, readahead off, all cached: page 0 written whole (dirty), pages 1, 2, 3
+    /// read (clean, referenced).
+    fn four_frames_page_0_dirty() -> Machine<ClockLru> {
+        let mut m = machine(4, 0, 16);
+        m.file_io(&io(FileOp::Pwrite, 0, 0, 4096)).unwrap();
+        for p in 1..4 {
+            m.file_io(&io(FileOp::Pread, 0, p * 4096, 4096)).unwrap();
+        }
+        m
+    }
+
     /// Reclaim of a clean page costs no I/O; a dirty one is left to the flusher (Linux 6.1
     /// and 6.8 `shrink_folio_list`, `shrink_inactive_list`, `folio_end_writeback`). Four
     /// frames, readahead off (each read reads its page alone: `force_page_cache_ra` of 1
@@ -1858,11 +1869,7 @@ mod tests {
     /// (`nr_vmscan_write` 0). Reading page 5 then finds a free frame.
     #[test]
     fn clean_page_dropped_dirty_page_left_to_the_flusher() {
-        let mut m = machine(4, 0, 16);
-        m.file_io(&io(FileOp::Pwrite, 0, 0, 4096)).unwrap();
-        for p in 1..4 {
-            m.file_io(&io(FileOp::Pread, 0, p * 4096, 4096)).unwrap();
-        }
+        let mut m = four_frames_page_0_dirty();
         assert_eq!(
             (m.stats.pgpgin, m.stats.pgpgout, m.stats.nr_dirty),
             (12, 0, 1)
@@ -1904,11 +1911,7 @@ mod tests {
     /// dirty and unqueued, so the flusher is woken too, and finds nothing dirty.
     #[test]
     fn kswapd_writes_a_dirty_file_folio_it_meets_again_under_pgdat_dirty() {
-        let mut m = machine(4, 0, 16);
-        m.file_io(&io(FileOp::Pwrite, 0, 0, 4096)).unwrap();
-        for p in 1..4 {
-            m.file_io(&io(FileOp::Pread, 0, p * 4096, 4096)).unwrap();
-        }
+        let mut m = four_frames_page_0_dirty();
         let f0 = m.pc_frame(0, 0).unwrap();
         m.mm.frames.set_flags(f0, F_READAHEAD);
         m.mm.vmscan_dirty.pgdat_dirty = true;
@@ -2425,6 +2428,29 @@ mod flusher_tests {
     use super::*;
     use crate::policy::clock_lru::ClockLru;
 
+    /// A `clock-lru` machine of `frames` frames and watermarks `(min, low, high)` with one
+    /// file of `initial` pages that may grow to `extent` pages.
+    fn machine(
+        frames: u32,
+        (min, low, high): (u32, u32, u32),
+        initial: u64,
+        extent: u64,
+    ) -> Machine<ClockLru> {
+        let cfg = MachineConfig {
+            watermarks: Some(Watermarks { min, low, high }),
+            check_invariants: true,
+            ..MachineConfig::new(frames)
+        };
+        let mut m = Machine::new(&cfg, ClockLru::new(frames)).unwrap();
+        m.add_file(FileSpec {
+            id: 0,
+            initial_size: initial * 4096,
+            extent: extent * 4096,
+        })
+        .unwrap();
+        m
+    }
+
     fn write_page(m: &mut Machine<ClockLru>, index: u64) {
         m.file_io(&FileIo {
             op: FileOp::Pwrite,
@@ -2450,21 +2476,7 @@ mod flusher_tests {
     /// written 0..=1,023 again.)
     #[test]
     fn background_writeback_goes_on_from_where_it_stopped() {
-        let cfg = MachineConfig {
-            watermarks: Some(Watermarks {
-                min: 0,
-                low: 0,
-                high: 0,
-            }),
-            ..MachineConfig::new(25_000)
-        };
-        let mut m = Machine::new(&cfg, ClockLru::new(25_000)).unwrap();
-        m.add_file(FileSpec {
-            id: 0,
-            initial_size: 0,
-            extent: 2_497 * 4096,
-        })
-        .unwrap();
+        let mut m = machine(25_000, (0, 0, 0), 0, 2_497);
         assert_eq!(m.dirty_limits().0, 2_496);
         for k in 0..2_497 {
             write_page(&mut m, k);
@@ -2491,22 +2503,7 @@ mod flusher_tests {
         // of at most 1,024 (all 100), and stops at 0 ≤ 99; again at the 200th page. 250 pages:
         // 200 written in the background (800 KiB of pgpgout), 50 still dirty. Untimed: no
         // page is under writeback and no writer waits.
-        let cfg = MachineConfig {
-            watermarks: Some(Watermarks {
-                min: 0,
-                low: 0,
-                high: 0,
-            }),
-            check_invariants: true,
-            ..MachineConfig::new(1000)
-        };
-        let mut m = Machine::new(&cfg, ClockLru::new(1000)).unwrap();
-        m.add_file(FileSpec {
-            id: 0,
-            initial_size: 0,
-            extent: 250 * 4096,
-        })
-        .unwrap();
+        let mut m = machine(1000, (0, 0, 0), 0, 250);
         assert_eq!(m.dirty_limits(), (99, 200));
         for k in 0..99 {
             write_page(&mut m, k);
@@ -2522,21 +2519,7 @@ mod flusher_tests {
         assert_eq!((m.stats.nr_writeback, m.stats.dirty_throttled), (0, 0));
         // The high watermark is `totalreserve_pages`: with high = 100 and 500 frames free,
         // 400 + 250 + 1 = 651 dirtyable pages: thresh 819 × 651 / 4096 = 130, bg 65.
-        let cfg = MachineConfig {
-            watermarks: Some(Watermarks {
-                min: 50,
-                low: 75,
-                high: 100,
-            }),
-            ..MachineConfig::new(750)
-        };
-        let mut m = Machine::new(&cfg, ClockLru::new(750)).unwrap();
-        m.add_file(FileSpec {
-            id: 0,
-            initial_size: 250 * 4096,
-            extent: 250 * 4096,
-        })
-        .unwrap();
+        let mut m = machine(750, (50, 75, 100), 250, 250);
         m.file_io(&FileIo {
             op: FileOp::Read,
             tid: 1,

@@ -488,6 +488,16 @@ mod tests {
         vm_full(guest, host, file_pages, cache, text, VSwapper::Off)
     }
 
+    /// 400 guest frames, 200 host frames, a file of 100 pages on the image, `cache=none`,
+    /// with or without the Swap Mapper.
+    fn vm_400_200(mapper: bool) -> Vm {
+        if mapper {
+            vm_mapper(400, 200, 100, CacheMode::None)
+        } else {
+            vm(400, 200, 100, CacheMode::None)
+        }
+    }
+
     /// [`vm`] with VSwapper's Swap Mapper (module `mapper`).
     fn vm_mapper(guest: u32, host: u32, file_pages: u64, cache: CacheMode) -> Vm {
         vm_full(guest, host, file_pages, cache, 0, VSwapper::Mapper)
@@ -859,11 +869,7 @@ mod tests {
         // host writes exactly 100 pages less to swap. (Nothing is written to the pages:
         // no copy-on-write.)
         let run = |mapper: bool| {
-            let mut v = if mapper {
-                vm_mapper(400, 200, 100, CacheMode::None)
-            } else {
-                vm(400, 200, 100, CacheMode::None)
-            };
+            let mut v = vm_400_200(mapper);
             for i in 0..100 {
                 file(&mut v, FileOp::Pread, i, 1);
             }
@@ -925,11 +931,7 @@ mod tests {
         // Mapper those are 100 silent swap writes (unchanged copies of image blocks); with
         // it, 100 discards and 100 fewer pages written to swap.
         let run = |mapper: bool| {
-            let mut v = if mapper {
-                vm_mapper(400, 200, 100, CacheMode::None)
-            } else {
-                vm(400, 200, 100, CacheMode::None)
-            };
+            let mut v = vm_400_200(mapper);
             file(&mut v, FileOp::Pwrite, 0, 100);
             file(&mut v, FileOp::Fsync, 0, 0);
             touch(&mut v, 0, 300);
