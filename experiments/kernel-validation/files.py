@@ -4,6 +4,7 @@ x {classic, MG-LRU}, each on the real kernel (repeats per setting) and through v
     python experiments/kernel-validation/files.py run [--repeats 2] [--only NAME...]
     python experiments/kernel-validation/files.py table     (each case as `vmemsim validate` prints it)
     python experiments/kernel-validation/files.py dma [--run]  (ZONE_DMA closed to the cache)
+    python experiments/kernel-validation/files.py boost0 [--run]  (the rewrites, boost off)
     python experiments/kernel-validation/files.py findings  (the markdown tables of FILES.md)
 
 The guest has 160 MiB and no swap (``--swap none``: only the page cache is reclaimed; the
@@ -255,6 +256,74 @@ def dma_table() -> str:
     return "\n".join(lines)
 
 
+#: The watermark boost off (`vm.watermark_boost_factor` = 0): no fragmenting fallback raises
+#: the watermarks, so no boosted kswapd run reclaims ZONE_DMA out of LRU order (gap 10's
+#: causal check; vmemsim reads the setting from the runs and models the same).
+BOOST0 = {"watermark_boost_factor": "0"}
+DATA_BOOST0 = HERE / "data" / "file-runs-boost0.json"
+BOOST0_WORKLOADS = ("rand-write-1.25x", "rand-write-2x")
+BOOST0_ROWS = ("pgsteal_file", "pgpgout", "nr_vmscan_immediate_reclaim", "pgrotated",
+               "nr_dirty")
+
+
+def run_boost0(repeats: int) -> None:
+    """The random rewrites with the watermark boost off (gap 10 of FILES.md)."""
+    from vmemsim.validate.compare import validate
+
+    cases = []
+    for name in BOOST0_WORKLOADS:
+        spec, mem = WORKLOADS[name]
+        out = validate(spec, mem=mem, swap=SWAP, lrus=LRUS, repeats=repeats, seed=SEED,
+                       model_kernel=RULES, sysctl=BOOST0,
+                       progress=lambda m: print(f"[{name} boost 0] {m}", file=sys.stderr,
+                                                flush=True))
+        for c in (x.to_dict() for x in out):
+            cases.append(dict(name=name, spec=spec, seed=c["seed"], settings=c["settings"],
+                              kernel=c["kernel"], kernel_runs=c["kernel_runs"]))
+    DATA_BOOST0.write_text(json.dumps({"cases": cases}, indent=1))
+
+
+def boost0_rows():
+    """(workload, LRU, counter, kernel runs with the boost, vmemsim with it, kernel runs
+    without it, vmemsim without it): the committed runs of both settings re-compared."""
+    from vmemsim.validate.compare import compare
+    from vmemsim.validate.kernel import KernelRun, Settings
+    from vmemsim.validate.workload import make_workload
+
+    def cases(path):
+        out = {}
+        for c in json.loads(path.read_text())["cases"]:
+            if c["name"] not in BOOST0_WORKLOADS:
+                continue
+            w = make_workload(c["spec"], seed=c["seed"])
+            runs = [KernelRun.from_dict(r) for r in c["kernel_runs"]]
+            out[(c["name"], c["settings"]["lru"])] = compare(
+                w, Settings(**c["settings"]), runs, seed=c["seed"], kernel=RULES)
+        return out
+
+    on, off = cases(DATA), cases(DATA_BOOST0)
+    rows = []
+    for key in sorted(off, key=lambda k: (BOOST0_WORKLOADS.index(k[0]), k[1])):
+        for k in BOOST0_ROWS:
+            a, b = on[key].row(k), off[key].row(k)
+            rows.append((*key, k, a.kernel, a.vmemsim, b.kernel, b.vmemsim))
+    return rows
+
+
+def boost0_table() -> str:
+    def err(kern, v):
+        m = sum(kern) / len(kern)
+        return f"{(v - m) / m * 100:+.1f}%" if m else "-"
+
+    lines = ["| workload | LRU | counter | kernel, boost on | vmemsim | error | kernel, boost off "
+             "| vmemsim | error |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, lru, k, ka, va, kb, vb in boost0_rows():
+        lines.append(f"| {name} | {lru} | {k} | {', '.join(f'{x:,}' for x in ka)} | {va:,} | "
+                     f"{err(ka, va)} | {', '.join(f'{x:,}' for x in kb)} | {vb:,} | "
+                     f"{err(kb, vb)} |")
+    return "\n".join(lines)
+
+
 def table() -> None:
     from vmemsim.validate.compare import format_case
 
@@ -275,6 +344,9 @@ if __name__ == "__main__":
     d = sub.add_parser("dma", help="the sequential re-reads with ZONE_DMA closed to the cache")
     d.add_argument("--run", action="store_true", help="boot what is not cached first")
     d.add_argument("--repeats", type=int, default=2)
+    b = sub.add_parser("boost0", help="the random rewrites with the watermark boost off")
+    b.add_argument("--run", action="store_true", help="boot what is not cached first")
+    b.add_argument("--repeats", type=int, default=2)
     a = ap.parse_args()
     if a.cmd == "run":
         run(a.repeats, a.only)
@@ -282,6 +354,10 @@ if __name__ == "__main__":
         if a.run:
             run_dma(a.repeats)
         print(dma_table())
+    elif a.cmd == "boost0":
+        if a.run:
+            run_boost0(a.repeats)
+        print(boost0_table())
     elif a.cmd == "findings":
         print(findings())
     else:
