@@ -39,16 +39,16 @@ KNOWN_OFF: dict = {
     # 28%), vmemsim 7 (+31%), the faults where the sequential reader caught up with its
     # readahead window (FILES.md).
     ("mmap-seq-2x", "classic", "pgmajfault"): "7 against the kernel's 5, 4 and 7: +31%",
-    # Random rewrites: the kernel evicts ~10,000 pages more at 1.25x (FILES.md, gap 7). Its
-    # buffer heads (block_write_begin → create_page_buffers: reclaimable slab, +550 pages
-    # over the phase; reads through mpage make none) steal pageblocks and boost the
-    # watermarks, and the boosted kswapd runs reclaim ZONE_DMA's pages out of LRU order
-    # (classic pgskip_dma32 31,164-46,952, MG-LRU pgrefill ~3,000), which the writer then
-    # re-creates. vmemsim has no buffer heads.
-    ("rand-write-1.25x", "classic", "pgsteal_file"): "15,097 against 23,172: -34.8%",
-    ("rand-write-1.25x", "mglru", "pgsteal_file"): "15,232 against 25,265: -39.7%",
-    ("rand-write-2x", "classic", "pgsteal_file"): "38,771 against 42,894: -9.6%",
-    ("rand-write-2x", "mglru", "pgsteal_file"): "38,656 against 43,131: -10.4%",
+    # Random rewrites: the kernel evicts more (FILES.md, gap 10). Its buffer heads
+    # (block_write_begin → create_page_buffers: reclaimable slab; reads through mpage make
+    # none) steal pageblocks and boost the watermarks, and the boosted kswapd runs reclaim
+    # ZONE_DMA's pages out of LRU order (classic pgskip_dma32 31,164-46,952, MG-LRU pgrefill
+    # ~3,000), which the writer then re-creates. vmemsim has the buffer heads and their
+    # boosts, but fewer boosted runs' evictions than the kernel.
+    ("rand-write-1.25x", "classic", "pgsteal_file"): "18,321 against 23,172: -20.9%",
+    ("rand-write-1.25x", "mglru", "pgsteal_file"): "18,048 against 25,265: -28.6%",
+    ("rand-write-2x", "classic", "pgsteal_file"): "40,523 against 42,894: -5.5%",
+    ("rand-write-2x", "mglru", "pgsteal_file"): "40,576 against 43,131: -5.9%",
 }
 #: Beyond the 2-3x rule, kept for what it shows: the random rewrites of a device only 1.25x
 #: the free memory, where most writes find their page cached and dirty pages reach reclaim.
@@ -137,15 +137,14 @@ def test_dirty_folios_reclaim_meets_are_left_to_the_flusher(loaded):
 
 def test_without_the_watermark_boost_the_rewrites_evict_as_vmemsim_does():
     """Gap 10's causal check (FILES.md; data/file-runs-boost0.json): with
-    `vm.watermark_boost_factor` = 0 the kernel's random rewrites evict within 10% of
-    vmemsim's pages (within 5% at 2x), where with the boost they evict 10-40% more; and its
-    pgpgout comes within 2% of vmemsim's, from 5-8% below."""
+    `vm.watermark_boost_factor` = 0 (in the kernel and in vmemsim) the random rewrites'
+    evictions agree within the issue's 5%, and the gap on pgsteal_file and pgpgout is
+    smaller than with the boost on, every workload and LRU."""
     for name, lru, k, on, v_on, off, v_off in files.boost0_rows():
+        if k not in ("pgsteal_file", "pgpgout"):
+            continue
         mean_on, mean_off = sum(on) / len(on), sum(off) / len(off)
+        err_on, err_off = abs(v_on - mean_on) / mean_on, abs(v_off - mean_off) / mean_off
         if k == "pgsteal_file":
-            assert abs(v_off - mean_off) <= (0.05 if name == "rand-write-2x" else 0.10) * mean_off, \
-                (name, lru, off, v_off)
-            assert mean_on > 1.09 * v_on, (name, lru, on, v_on)
-        if k == "pgpgout":
-            assert abs(v_off - mean_off) <= 0.02 * mean_off, (name, lru, off, v_off)
-            assert v_on > 1.04 * mean_on, (name, lru, on, v_on)
+            assert err_off <= 0.05, (name, lru, off, v_off)
+        assert err_off < err_on, (name, lru, k, on, v_on, off, v_off)

@@ -74,8 +74,8 @@ def tolerance(name: str):
 #: Rows shown in FILES.md.
 ROWS = ["pgpgin", "pgpgout", "workingset_refault_file", "workingset_activate_file",
         "pgscan_file", "pgscan_file-pgskip", "pgsteal_file", "pgscan_direct", "nr_file_pages",
-        "nr_dirty", "nr_vmscan_immediate_reclaim", "nr_vmscan_write", "pgrotated", "pgactivate",
-        "pgmajfault", "pgfault"]
+        "nr_dirty", "nr_slab_reclaimable", "nr_vmscan_immediate_reclaim", "nr_vmscan_write",
+        "pgrotated", "pgactivate", "pgmajfault", "pgfault"]
 
 
 def _one(name: str, repeats: int):

@@ -387,6 +387,10 @@ pub struct Stats {
     /// dirty file pages (classic LRU's kswapd under `PGDAT_DIRTY`).
     #[serde(default)]
     pub nr_vmscan_write: u64,
+    /// Pages of reclaimable slab the machine models: the buffer heads' (`nr_slab_reclaimable`
+    /// counts them in pages, as /proc/vmstat does).
+    #[serde(default)]
+    pub nr_slab_reclaimable: u64,
 }
 
 impl Stats {
@@ -401,7 +405,7 @@ impl Stats {
             peak_resident, pgrotated, swap_write_errors, zram_mem_used_max, gup_pages,
             gup_touched, file_io, file_mmaps_skipped, file_mmaps, nr_mapped, pgpgin, pgpgout,
             nr_file_pages, nr_dirty, nr_writeback, wb_background, wb_periodic, dirty_throttled,
-            wb_vmscan, nr_vmscan_write,
+            wb_vmscan, nr_vmscan_write, nr_slab_reclaimable,
             extfrag, watermark_boosts, kswapd_boosted_runs, reclaim_throttled,
             reclaim_throttle_ns, kswapd_throttled, kswapd_throttle_ns);
         for (mine, theirs) in [
@@ -417,6 +421,23 @@ impl Stats {
         }
     }
 }
+
+/// `struct buffer_head`s per slab page: 104 bytes each on x86-64, in order-0 slabs of
+/// `bh_cachep` (SLUB's `calculate_order` for one CPU: 8 objects fit in a page), 4096 / 104.
+pub const BH_PER_SLAB: u64 = 39;
+
+/// The page cache's buffer heads ([`Machine::attach_buffers`]): per frame, the slab its
+/// buffer head is in ([`NO_SLAB`]: none); per slab, its page and objects; the slabs with
+/// room; the slots of slabs given back.
+#[derive(Debug, Default)]
+struct BufferHeads {
+    slab_of: Vec<u32>,
+    slabs: Vec<(FrameId, u32)>,
+    partial: std::collections::BTreeSet<u32>,
+    free_slots: Vec<u32>,
+}
+
+const NO_SLAB: u32 = u32::MAX;
 
 /// An OOM notifier (`register_oom_notifier`, Linux 6.8 `mm/oom_kill.c`): `out_of_memory`
 /// calls it before choosing a victim; frames it returns (taken with
@@ -517,6 +538,8 @@ pub struct Machine<P: Policy> {
     balance: Option<Balance>,
     /// Each zone's buddy fallbacks already counted in `extfrag`.
     fallbacks_seen: [u64; crate::policy::MAX_ZONES],
+    /// The page cache's buffer heads ([`BufferHeads`]); kept only with buddy allocators.
+    bh: BufferHeads,
     /// When set, the page numbers whose mapping reclaim removed (`try_to_unmap`), for a layer
     /// above that mirrors the page tables (the VM layer's TLBs and hardware tables).
     pub unmap_log: Option<Vec<u64>>,
@@ -855,6 +878,7 @@ impl<P: Policy> Machine<P> {
             boost_wake: None,
             balance: None,
             fallbacks_seen: [0; crate::policy::MAX_ZONES],
+            bh: BufferHeads::default(),
             zram,
             read_ahead_kb: cfg.read_ahead_kb,
             dirty_ratio: cfg.dirty_ratio,
@@ -1023,6 +1047,107 @@ impl<P: Policy> Machine<P> {
             self.fallback_done(z);
         }
         Some(f)
+    }
+
+    /// One page for the kernel's own use, of migratetype `mt` (Linux 6.1 and 6.8
+    /// `get_page_from_freelist`, order 0): from the first zone above its low watermark,
+    /// else (kswapd woken) above its min; under min, from any zone with a free frame (left
+    /// out: the direct reclaim `GFP_NOFS` would do for it). Its fallback to another
+    /// migratetype's pageblock steals and boosts the zone as a page fault's does
+    /// (`steal_suitable_fallback` → `boost_watermark`). None when no frame is free.
+    fn alloc_kernel_page(&mut self, mt: usize) -> Option<FrameId> {
+        self.boost_wakeup();
+        let z = match self.zone_fit(|w| w.low) {
+            Some(z) => z,
+            None => {
+                self.wakeup_kswapd();
+                self.zone_fit(|w| w.min).or_else(|| {
+                    (0..self.zones.len())
+                        .rev()
+                        .find(|&z| self.mm.frames.n_free_zone(z) > 0)
+                })?
+            }
+        };
+        let f = self.mm.frames.take_in_type(z, mt)?;
+        if self.zones.len() > 1 {
+            if self.stats.pgalloc_zone.len() < self.zones.len() {
+                self.stats.pgalloc_zone.resize(self.zones.len(), 0);
+            }
+            self.stats.pgalloc_zone[z] += 1;
+        }
+        self.fallback_done(z);
+        Some(f)
+    }
+
+    /// Page-cache frame `f` gets a buffer head (fs/buffer.c, Linux 6.1 and 6.8: a write's
+    /// `block_write_begin` → `create_page_buffers` → `alloc_page_buffers`, one `buffer_head`
+    /// per 4 KiB block, from `bh_cachep`, a `SLAB_RECLAIM_ACCOUNT` cache): the object goes
+    /// into a slab page with room, the lowest-numbered (SLUB's partial list, simplified:
+    /// its per-CPU slab and list order are left out); when none has room a new
+    /// `MIGRATE_RECLAIMABLE` page is taken ([`Machine::alloc_kernel_page`]), counted in
+    /// `nr_slab_reclaimable`. Only on a machine with buddy allocators (the zones'
+    /// migratetypes: `vmemsim validate`'s), where the slab's pageblock fallbacks and boosts
+    /// exist. Block devices and buffer-head file systems (ext4) have them; iomap ones (XFS)
+    /// do not.
+    pub(crate) fn attach_buffers(&mut self, f: FrameId) {
+        if !self.mm.frames.has_buddies() {
+            return;
+        }
+        let bh = &mut self.bh;
+        if bh.slab_of.len() <= f as usize {
+            bh.slab_of.resize(self.mm.frames.len() as usize, NO_SLAB);
+        }
+        if bh.slab_of[f as usize] != NO_SLAB {
+            return;
+        }
+        let s = match bh.partial.iter().next().copied() {
+            Some(s) => s,
+            None => {
+                let Some(page) = self.alloc_kernel_page(crate::mm::buddy::RECLAIMABLE) else {
+                    return;
+                };
+                self.stats.nr_slab_reclaimable += 1;
+                let bh = &mut self.bh;
+                let s = bh.free_slots.pop().unwrap_or(bh.slabs.len() as u32);
+                if s as usize == bh.slabs.len() {
+                    bh.slabs.push((page, 0));
+                } else {
+                    bh.slabs[s as usize] = (page, 0);
+                }
+                bh.partial.insert(s);
+                s
+            }
+        };
+        let bh = &mut self.bh;
+        bh.slab_of[f as usize] = s;
+        bh.slabs[s as usize].1 += 1;
+        if bh.slabs[s as usize].1 as u64 == BH_PER_SLAB {
+            bh.partial.remove(&s);
+        }
+    }
+
+    /// Page-cache frame `f` leaves the cache: its buffer head goes (`try_to_free_buffers`
+    /// at reclaim, `block_invalidate_folio` at truncation); a slab page left empty goes back
+    /// to the buddy allocator (`discard_slab`; left out: SLUB keeps up to `min_partial`
+    /// empty slabs of a node).
+    pub(crate) fn detach_buffers(&mut self, f: FrameId) {
+        let bh = &mut self.bh;
+        let s = bh.slab_of.get(f as usize).copied().unwrap_or(NO_SLAB);
+        if s == NO_SLAB {
+            return;
+        }
+        bh.slab_of[f as usize] = NO_SLAB;
+        let slab = &mut bh.slabs[s as usize];
+        slab.1 -= 1;
+        if slab.1 > 0 {
+            bh.partial.insert(s);
+            return;
+        }
+        let page = slab.0;
+        bh.partial.remove(&s);
+        bh.free_slots.push(s);
+        self.mm.frames.give_back(page);
+        self.stats.nr_slab_reclaimable -= 1;
     }
 
     /// After an allocation from zone `z`: its fallbacks between migratetypes, each of which

@@ -117,6 +117,10 @@ FILE_COUNTERS: List[Tuple[str, Callable[[Dict[str, int]], int], Callable[[Dict[s
     ("pgrotated", lambda v: v.get("pgrotated", 0), lambda s: s.get("pgrotated", 0)),
     ("pgactivate", lambda v: v.get("pgactivate", 0), lambda s: s.get("pgactivate", 0)),
     ("nr_file_pages", lambda v: v.get("nr_file_pages", 0), lambda s: s["nr_file_pages"]),
+    # The buffer heads' slab in vmemsim (on the kernel's zones with migratetypes), all of the
+    # kernel's reclaimable slab's change (its other caches grow ~110 pages in a read run).
+    ("nr_slab_reclaimable", lambda v: v.get("nr_slab_reclaimable", 0),
+     lambda s: s.get("nr_slab_reclaimable", 0)),
     ("nr_dirty", lambda v: v.get("nr_dirty", 0), lambda s: s["nr_dirty"]),
     # The mapping workloads (``mmapread:``, ``mmaprand:``): the faults that had to read the
     # page (``filemap_fault`` → ``VM_FAULT_MAJOR``), and every fault.

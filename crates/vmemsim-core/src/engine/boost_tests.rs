@@ -197,3 +197,68 @@ fn pagetypes_errors_name_the_zone() {
         .to_string();
     assert!(e.contains("two or more"), "{e}");
 }
+
+/// One file I/O record of file 0.
+fn file_op(m: &mut Machine<ClockLru>, op: crate::trace::recorded::FileOp, offset: u64, len: u64) {
+    m.file_io(&crate::trace::recorded::FileIo {
+        op,
+        tid: 1,
+        stamp: 0,
+        file: 0,
+        offset,
+        len,
+        addr: 0,
+    })
+    .unwrap();
+}
+
+/// The page cache's buffer heads (fs/buffer.c `create_page_buffers`, one `buffer_head` per
+/// 4 KiB page written, 39 to an order-0 slab page of `bh_cachep`; `try_to_free_buffers` /
+/// `block_invalidate_folio` when the page goes; an empty slab page is freed). On
+/// [`boost_machine`] (a zone with migratetypes, so the machine keeps them): 100 pages
+/// written whole are 100 objects in 3 slab pages (pages 0-38, 39-77, 78-99: 39 + 39 +
+/// 22), held off the free lists. `ftruncate` to 61 pages drops pages 61-99: the second slab
+/// keeps 22 objects (39-60), the third is empty and freed: 2 pages. Pages 61-99 written
+/// again: 17 go into the second slab's room (to 39), 22 into a new page: 3 again.
+#[test]
+fn buffer_heads_fill_slab_pages_of_39_and_free_the_empty_ones() {
+    use crate::trace::recorded::FileOp;
+    let mut m = boost_machine(0, false);
+    m.add_file(crate::mm::FileSpec {
+        id: 0,
+        initial_size: 0,
+        extent: 100 * 4096,
+    })
+    .unwrap();
+    let held = m.mm.frames.n_held();
+    file_op(&mut m, FileOp::Pwrite, 0, 100 * 4096);
+    assert_eq!(m.stats.nr_slab_reclaimable, 3);
+    assert_eq!(m.mm.frames.n_held() - held, 3);
+    file_op(&mut m, FileOp::Ftruncate, 0, 61 * 4096);
+    assert_eq!(m.stats.nr_file_pages, 61);
+    assert_eq!(m.stats.nr_slab_reclaimable, 2);
+    assert_eq!(m.mm.frames.n_held() - held, 2);
+    file_op(&mut m, FileOp::Pwrite, 61 * 4096, 39 * 4096);
+    assert_eq!(m.stats.nr_slab_reclaimable, 3);
+    assert_eq!(
+        m.bh.slabs.iter().map(|s| s.1).collect::<Vec<_>>(),
+        [39, 39, 22]
+    );
+    m.validate().unwrap();
+}
+
+/// A machine without migratetypes keeps no buffer heads: the same writes take no slab.
+#[test]
+fn buffer_heads_need_the_zones_migratetypes() {
+    use crate::trace::recorded::FileOp;
+    let cfg = MachineConfig::new(1_000);
+    let mut m = Machine::new(&cfg, ClockLru::new(1_000)).unwrap();
+    m.add_file(crate::mm::FileSpec {
+        id: 0,
+        initial_size: 0,
+        extent: 100 * 4096,
+    })
+    .unwrap();
+    file_op(&mut m, FileOp::Pwrite, 0, 100 * 4096);
+    assert_eq!((m.stats.nr_slab_reclaimable, m.mm.frames.n_held()), (0, 0));
+}

@@ -1310,6 +1310,8 @@ impl<P: Policy> Machine<P> {
                     }
                 }
             };
+            // `block_write_begin` → `create_page_buffers`
+            self.attach_buffers(f);
             if self.mm.frames.flags(f) & F_DIRTY == 0 {
                 self.pc_set_dirty(i, index, f);
             }
@@ -1574,6 +1576,7 @@ impl<P: Policy> Machine<P> {
             !self.mm.frames.is_mapped(f),
             "a mapped page-cache frame released"
         );
+        self.detach_buffers(f);
         if let Some(t) = self.file_time.as_mut() {
             t.dev.page_changed(f);
         }

@@ -221,6 +221,24 @@ impl Frames {
         self.held += 1;
         Some(f)
     }
+    /// [`Frames::take_in`] of a page of migratetype `mt` from zone `z`'s buddy allocator (a
+    /// kernel allocation that is not movable: a slab page of a `SLAB_RECLAIM_ACCOUNT` cache
+    /// is `MIGRATE_RECLAIMABLE`); a zone without one pops its list.
+    pub fn take_in_type(&mut self, z: usize, mt: usize) -> Option<FrameId> {
+        if self.n_free_zone(z) == 0 {
+            return None;
+        }
+        let f = match &mut self.buddies[z] {
+            Some(b) => b.alloc(mt).map(|i| self.zone_start[z] + i)?,
+            None => self.free[z].pop()?,
+        };
+        self.held += 1;
+        Some(f)
+    }
+    /// Whether the zones keep buddy allocators (free lists per migratetype).
+    pub fn has_buddies(&self) -> bool {
+        self.buddies.iter().any(|b| b.is_some())
+    }
     /// Put a frame [`Frames::take`] took back on its zone's free list.
     pub fn give_back(&mut self, f: FrameId) {
         debug_assert!(self.held > 0 && !self.in_use(f));
