@@ -200,21 +200,27 @@ DATA_DMA = HERE / "data" / "file-runs-dma-closed.json"
 DMA_WORKLOADS = ("seq-read-2x", "seq-read-3x", "rand-read-4k", "rand-read-16k")
 
 
-def run_dma(repeats: int) -> None:
-    """The sequential re-reads with ZONE_DMA closed to the page cache (gap 2 of FILES.md)."""
+def _run_with_sysctl(names, sysctl, label: str, path: Path, repeats: int) -> None:
+    """Boot workloads `names` under both LRUs with the guest's `sysctl` settings and write
+    their runs to `path`."""
     from vmemsim.validate.compare import validate
 
     cases = []
-    for name in DMA_WORKLOADS:
+    for name in names:
         spec, mem = WORKLOADS[name]
         out = validate(spec, mem=mem, swap=SWAP, lrus=LRUS, repeats=repeats, seed=SEED,
-                       model_kernel=RULES, sysctl=DMA_CLOSED,
-                       progress=lambda m: print(f"[{name} dma-closed] {m}", file=sys.stderr,
+                       model_kernel=RULES, sysctl=sysctl,
+                       progress=lambda m: print(f"[{name} {label}] {m}", file=sys.stderr,
                                                 flush=True))
         for c in (x.to_dict() for x in out):
             cases.append(dict(name=name, spec=spec, seed=c["seed"], settings=c["settings"],
                               kernel=c["kernel"], kernel_runs=c["kernel_runs"]))
-    DATA_DMA.write_text(json.dumps({"cases": cases}, indent=1))
+    path.write_text(json.dumps({"cases": cases}, indent=1))
+
+
+def run_dma(repeats: int) -> None:
+    """The sequential re-reads with ZONE_DMA closed to the page cache (gap 2 of FILES.md)."""
+    _run_with_sysctl(DMA_WORKLOADS, DMA_CLOSED, "dma-closed", DATA_DMA, repeats)
 
 
 def dma_rows():
@@ -268,19 +274,7 @@ BOOST0_ROWS = ("pgsteal_file", "pgpgout", "nr_vmscan_immediate_reclaim", "pgrota
 
 def run_boost0(repeats: int) -> None:
     """The random rewrites with the watermark boost off (gap 10 of FILES.md)."""
-    from vmemsim.validate.compare import validate
-
-    cases = []
-    for name in BOOST0_WORKLOADS:
-        spec, mem = WORKLOADS[name]
-        out = validate(spec, mem=mem, swap=SWAP, lrus=LRUS, repeats=repeats, seed=SEED,
-                       model_kernel=RULES, sysctl=BOOST0,
-                       progress=lambda m: print(f"[{name} boost 0] {m}", file=sys.stderr,
-                                                flush=True))
-        for c in (x.to_dict() for x in out):
-            cases.append(dict(name=name, spec=spec, seed=c["seed"], settings=c["settings"],
-                              kernel=c["kernel"], kernel_runs=c["kernel_runs"]))
-    DATA_BOOST0.write_text(json.dumps({"cases": cases}, indent=1))
+    _run_with_sysctl(BOOST0_WORKLOADS, BOOST0, "boost 0", DATA_BOOST0, repeats)
 
 
 def boost0_rows():

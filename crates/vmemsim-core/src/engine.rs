@@ -46,7 +46,7 @@ mod pagecache;
 #[cfg(test)]
 pub(crate) use pagecache::replay_tests::{tmp as pc_tmp, write_trace as pc_write_trace};
 #[cfg(test)]
-pub(crate) use pagecache::testutil::pc_machine;
+pub(crate) use pagecache::testutil::{pc_machine, record as file_record};
 pub use pagecache::{get_init_ra_size, get_next_ra_size, FileBackend, FileWork, IO_PAGES};
 
 /// `SWAP_CLUSTER_MAX`: the reclaim batch.
@@ -1040,13 +1040,19 @@ impl<P: Policy> Machine<P> {
     fn take_frame(&mut self, z: usize, idx: PteIndex, flags: u8) -> Option<FrameId> {
         let f = self.mm.frames.alloc_in(z, idx, flags)?;
         if self.zones.len() > 1 {
-            if self.stats.pgalloc_zone.len() < self.zones.len() {
-                self.stats.pgalloc_zone.resize(self.zones.len(), 0);
-            }
-            self.stats.pgalloc_zone[z] += 1;
+            self.count_pgalloc(z);
             self.fallback_done(z);
         }
         Some(f)
+    }
+
+    /// `pgalloc_<zone>` on a machine with several zones.
+    #[inline]
+    fn count_pgalloc(&mut self, z: usize) {
+        if self.stats.pgalloc_zone.len() < self.zones.len() {
+            self.stats.pgalloc_zone.resize(self.zones.len(), 0);
+        }
+        self.stats.pgalloc_zone[z] += 1;
     }
 
     /// One page for the kernel's own use, of migratetype `mt` (Linux 6.1 and 6.8
@@ -1070,10 +1076,7 @@ impl<P: Policy> Machine<P> {
         };
         let f = self.mm.frames.take_in_type(z, mt)?;
         if self.zones.len() > 1 {
-            if self.stats.pgalloc_zone.len() < self.zones.len() {
-                self.stats.pgalloc_zone.resize(self.zones.len(), 0);
-            }
-            self.stats.pgalloc_zone[z] += 1;
+            self.count_pgalloc(z);
         }
         self.fallback_done(z);
         Some(f)

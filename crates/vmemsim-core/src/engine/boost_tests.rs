@@ -200,16 +200,7 @@ fn pagetypes_errors_name_the_zone() {
 
 /// One file I/O record of file 0.
 fn file_op(m: &mut Machine<ClockLru>, op: crate::trace::recorded::FileOp, offset: u64, len: u64) {
-    m.file_io(&crate::trace::recorded::FileIo {
-        op,
-        tid: 1,
-        stamp: 0,
-        file: 0,
-        offset,
-        len,
-        addr: 0,
-    })
-    .unwrap();
+    m.file_io(&file_record(op, offset, len)).unwrap();
 }
 
 /// The page cache's buffer heads (fs/buffer.c `create_page_buffers`, one `buffer_head` per

@@ -839,7 +839,7 @@ mod replay_tests {
     use crate::engine::MachineConfig;
     use crate::policy::{PolicyKind, PolicyOptions};
     use crate::replay::{replay, ReplaySpec};
-    use crate::trace::recorded::{mmap_flags, FileIo, FileOp, Recorded, RecordedWriter};
+    use crate::trace::recorded::{mmap_flags, FileOp, Recorded, RecordedWriter};
     use crate::trace::{TraceMeta, TraceWriter};
 
     #[test]
@@ -853,15 +853,8 @@ mod replay_tests {
             count: 1,
             ..Recorded::default()
         };
-        let io = |op, offset, len, addr| FileIo {
-            op,
-            tid: 1,
-            stamp: 0,
-            file: 0,
-            offset,
-            len,
-            addr,
-        };
+        let io =
+            |op, offset, len, addr| super::pagecache::testutil::record_at(op, 0, offset, len, addr);
         w.file(0, "/data/m").unwrap();
         w.io(io(FileOp::Read, 0, 4096, 0)).unwrap();
         let flags = mmap_flags::KNOWN | mmap_flags::SHARED;

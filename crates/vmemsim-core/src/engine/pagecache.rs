@@ -1636,6 +1636,24 @@ pub(crate) mod testutil {
         .unwrap();
         m
     }
+
+    /// A file I/O record `op` of file 0, `len` bytes from `offset`.
+    pub(crate) fn record(op: FileOp, offset: u64, len: u64) -> FileIo {
+        record_at(op, 0, offset, len, 0)
+    }
+
+    /// A file I/O record `op` of thread 1: file `file`, `len` bytes from `offset`, `addr`.
+    pub(crate) fn record_at(op: FileOp, file: u32, offset: u64, len: u64, addr: u64) -> FileIo {
+        FileIo {
+            op,
+            tid: 1,
+            stamp: 0,
+            file,
+            offset,
+            len,
+            addr,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1649,15 +1667,7 @@ mod tests {
     use crate::policy::lru::Lru;
 
     fn io(op: FileOp, file: u32, offset: u64, len: u64) -> FileIo {
-        FileIo {
-            op,
-            tid: 1,
-            stamp: 0,
-            file,
-            offset,
-            len,
-            addr: 0,
-        }
+        super::testutil::record_at(op, file, offset, len, 0)
     }
 
     /// A machine of `frames` frames whose watermarks are all 0 (kswapd runs when an
@@ -2244,15 +2254,7 @@ mod sync_tests {
     use crate::trace::recorded::fadv;
 
     fn io(op: FileOp, offset: u64, len: u64, addr: u64) -> FileIo {
-        FileIo {
-            op,
-            tid: 1,
-            stamp: 0,
-            file: 0,
-            offset,
-            len,
-            addr,
-        }
+        super::testutil::record_at(op, 0, offset, len, addr)
     }
 
     use super::tests::{cached, machine_growing as machine};
@@ -2455,16 +2457,8 @@ mod flusher_tests {
     }
 
     fn write_page(m: &mut Machine<ClockLru>, index: u64) {
-        m.file_io(&FileIo {
-            op: FileOp::Pwrite,
-            tid: 1,
-            stamp: 0,
-            file: 0,
-            offset: index * 4096,
-            len: 4096,
-            addr: 0,
-        })
-        .unwrap();
+        m.file_io(&super::testutil::record(FileOp::Pwrite, index * 4096, 4096))
+            .unwrap();
     }
 
     /// The flusher's background passes are cyclic (`write_cache_pages` with `range_cyclic`:

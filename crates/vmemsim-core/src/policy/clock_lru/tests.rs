@@ -1078,17 +1078,9 @@ fn page_cache_machine(frames: u32) -> Machine<ClockLru> {
 }
 
 fn pread(m: &mut Machine<ClockLru>, offset: u64, len: u64) {
-    use crate::trace::recorded::{FileIo, FileOp};
-    m.file_io(&FileIo {
-        op: FileOp::Pread,
-        tid: 1,
-        stamp: 0,
-        file: 0,
-        offset,
-        len,
-        addr: 0,
-    })
-    .unwrap();
+    use crate::trace::recorded::FileOp;
+    m.file_io(&crate::engine::file_record(FileOp::Pread, offset, len))
+        .unwrap();
 }
 
 /// The clock-lru flags of file 0's page `index`.

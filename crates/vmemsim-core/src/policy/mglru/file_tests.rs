@@ -11,7 +11,7 @@ use crate::access::Access;
 use crate::engine::{Machine, MachineConfig, DEF_PRIORITY};
 use crate::mm::{pte_frame, FileSpec, PTE_PRESENT};
 use crate::policy::{KernelVersion, ReclaimReason, ScanControl};
-use crate::trace::recorded::{FileIo, FileOp};
+use crate::trace::recorded::FileOp;
 
 /// `frames` frames, all watermarks 0 (kswapd runs only when an allocation finds no free
 /// frame), a synchronous swap device, no readahead (`read_ahead_kb` 0: a read of one page
@@ -30,16 +30,8 @@ fn pc_machine_of(frames: u32, pages: u64, kernel: KernelVersion) -> Machine<MgLr
 }
 
 fn file_op(m: &mut Machine<MgLru>, op: FileOp, offset: u64, len: u64) {
-    m.file_io(&FileIo {
-        op,
-        tid: 1,
-        stamp: 0,
-        file: 0,
-        offset,
-        len,
-        addr: 0,
-    })
-    .unwrap();
+    m.file_io(&crate::engine::file_record(op, offset, len))
+        .unwrap();
 }
 
 /// `pread64` of the whole page `index` of file 0.
