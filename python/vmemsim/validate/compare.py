@@ -91,11 +91,12 @@ FILE_COUNTERS: List[Tuple[str, Callable[[Dict[str, int]], int], Callable[[Dict[s
     ("pgscan_file", lambda v: v.get("pgscan_file", 0), lambda s: s["pgscan_file"]),
     # The kernel's pgscan counts the folios isolate_lru_folios skipped for being above the
     # reclaim's zone (kswapd balancing a boosted ZONE_DMA skips ZONE_DMA32's: pgskip_dma32);
-    # vmemsim models the zones but not the boost, so it never skips. This row takes them off.
+    # vmemsim's does too, where it has the boost (the runs with the zones' migratetypes).
+    # This row takes them off both sides.
     (
         "pgscan_file-pgskip",
         lambda v: v.get("pgscan_file", 0) - sum(n for k, n in v.items() if k.startswith("pgskip_")),
-        lambda s: s["pgscan_file"],
+        lambda s: s["pgscan_file"] - sum(s.get("pgskip_zone") or []),
     ),
     ("pgsteal_file", lambda v: v.get("pgsteal_file", 0), lambda s: s["pgsteal_file"]),
     (
