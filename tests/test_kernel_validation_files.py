@@ -43,12 +43,12 @@ KNOWN_OFF: dict = {
     # (block_write_begin → create_page_buffers: reclaimable slab; reads through mpage make
     # none) steal pageblocks and boost the watermarks, and the boosted kswapd runs reclaim
     # ZONE_DMA's pages out of LRU order (classic pgskip_dma32 31,164-46,952, MG-LRU pgrefill
-    # ~3,000), which the writer then re-creates. vmemsim has the buffer heads and their
-    # boosts, but fewer boosted runs' evictions than the kernel.
-    ("rand-write-1.25x", "classic", "pgsteal_file"): "18,321 against 23,172: -20.9%",
-    ("rand-write-1.25x", "mglru", "pgsteal_file"): "18,048 against 25,265: -28.6%",
-    ("rand-write-2x", "classic", "pgsteal_file"): "40,523 against 42,894: -5.5%",
-    ("rand-write-2x", "mglru", "pgsteal_file"): "40,576 against 43,131: -5.9%",
+    # ~3,000), which the writer then re-creates. vmemsim has the buffer heads, the xarray
+    # nodes and their boosts, but fewer boosted runs' evictions than the kernel.
+    ("rand-write-1.25x", "classic", "pgsteal_file"): "17,572 against 23,172: -24.2%",
+    ("rand-write-1.25x", "mglru", "pgsteal_file"): "17,856 against 25,265: -29.3%",
+    ("rand-write-2x", "classic", "pgsteal_file"): "40,506 against 42,894: -5.6%",
+    ("rand-write-2x", "mglru", "pgsteal_file"): "40,384 against 43,131: -6.4%",
 }
 #: Beyond the 2-3x rule, kept for what it shows: the random rewrites of a device only 1.25x
 #: the free memory, where most writes find their page cached and dirty pages reach reclaim.
@@ -135,6 +135,14 @@ def test_dirty_folios_reclaim_meets_are_left_to_the_flusher(loaded):
         assert mglru.row("pgrotated").vmemsim > 0 and min(mglru.row("pgrotated").kernel) > 0
 
 
+#: Rows of the boost-off check beyond 5%, as measured when this was written: since the
+#: per-CPU page lists (FINDINGS.md, fix 17) vmemsim's free pages leave out what the lists
+#: hold, and with the boost off it evicts a little more at 1.25x under MG-LRU.
+BOOST0_OFF = {
+    ("rand-write-1.25x", "mglru", "pgsteal_file"): "17,152 against 16,310 and 16,310: +5.2%",
+}
+
+
 def test_without_the_watermark_boost_the_rewrites_evict_as_vmemsim_does():
     """Gap 10's causal check (FILES.md; data/file-runs-boost0.json): with
     `vm.watermark_boost_factor` = 0 (in the kernel and in vmemsim) the random rewrites'
@@ -145,6 +153,9 @@ def test_without_the_watermark_boost_the_rewrites_evict_as_vmemsim_does():
             continue
         mean_on, mean_off = sum(on) / len(on), sum(off) / len(off)
         err_on, err_off = abs(v_on - mean_on) / mean_on, abs(v_off - mean_off) / mean_off
-        if k == "pgsteal_file":
+        if (name, lru, k) in BOOST0_OFF:
+            # (strict: a row that comes back within 5% fails here until it is taken off)
+            assert err_off > 0.05, (name, lru, off, v_off, BOOST0_OFF[(name, lru, k)])
+        elif k == "pgsteal_file":
             assert err_off <= 0.05, (name, lru, off, v_off)
         assert err_off < err_on, (name, lru, k, on, v_on, off, v_off)

@@ -307,6 +307,9 @@ pub struct Stats {
     /// `pgalloc_zone`; empty when none was skipped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pgskip_zone: Vec<u64>,
+    /// [`Stats::watermark_boosts`] per zone, as `pgalloc_zone`; empty when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watermark_boosts_zone: Vec<u64>,
     /// Allocations that fell back to another migratetype's free list
     /// (`trace_mm_page_alloc_extfrag`), on a machine whose zones have their pagetypes
     /// ([`ZoneConfig::pagetypes`]).
@@ -411,6 +414,7 @@ impl Stats {
         for (mine, theirs) in [
             (&mut self.pgalloc_zone, &o.pgalloc_zone),
             (&mut self.pgskip_zone, &o.pgskip_zone),
+            (&mut self.watermark_boosts_zone, &o.watermark_boosts_zone),
         ] {
             if mine.len() < theirs.len() {
                 mine.resize(theirs.len(), 0);
@@ -422,22 +426,38 @@ impl Stats {
     }
 }
 
-/// `struct buffer_head`s per slab page: 104 bytes each on x86-64, in order-0 slabs of
-/// `bh_cachep` (SLUB's `calculate_order` for one CPU: 8 objects fit in a page), 4096 / 104.
-pub const BH_PER_SLAB: u64 = 39;
-
-/// The page cache's buffer heads ([`Machine::attach_buffers`]): per frame, the slab its
-/// buffer head is in ([`NO_SLAB`]: none); per slab, its page and objects; the slabs with
-/// room; the slots of slabs given back.
-#[derive(Debug, Default)]
-struct BufferHeads {
-    slab_of: Vec<u32>,
-    slabs: Vec<(FrameId, u32)>,
-    partial: std::collections::BTreeSet<u32>,
-    free_slots: Vec<u32>,
+/// A zone's per-CPU lists' `(batch, high)` for one CPU (Linux 6.1 `zone_batchsize` and
+/// `zone_highsize`, the same in 6.8 but for its auto-tuned `high`, left out): batch is
+/// `min(managed >> 10, 256) / 4` (at least 1) brought to `2^n - 1` below its 1.5 times; high
+/// the zone's low watermark (split over the node's one CPU), at least 4 batches. `managed`:
+/// the zone's frames here.
+fn pcp_batch_high(managed: u32, low: u32) -> (u32, u32) {
+    let b = ((managed >> 10).min(256) / 4).max(1);
+    let batch = ((1u32 << (b + b / 2).ilog2()) - 1).max(1);
+    (batch, low.max(batch * 4))
 }
 
-const NO_SLAB: u32 = u32::MAX;
+/// An xarray of the machine whose nodes are modelled: a swap address space (by number:
+/// `swapper_spaces[type][offset >> SWAP_ADDRESS_SPACE_SHIFT]`) or a file's `i_pages`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Xa {
+    Swap(u32),
+    File(u32),
+}
+
+/// `SWAP_ADDRESS_SPACE_SHIFT` (mm/swap.h, Linux 6.1 and 6.8): 16,384 slots per swap
+/// `address_space`, whose xarray is indexed by the full offset.
+const SWAP_ADDRESS_SPACE_SHIFT: u32 = 14;
+
+/// The kernel's reclaimable slab memory ([`crate::mm::slab`]): the buffer heads of the
+/// page cache's written pages, the page cache's and the swap cache's xarray nodes, and
+/// the xarrays' shapes. Kept only on machines with buddy allocators.
+#[derive(Debug, Default)]
+struct KernelSlabs {
+    bh: crate::mm::slab::SlabCache<FrameId>,
+    xa_nodes: crate::mm::slab::SlabCache<(Xa, crate::mm::slab::XaNode)>,
+    xas: std::collections::HashMap<Xa, crate::mm::slab::XaShape>,
+}
 
 /// An OOM notifier (`register_oom_notifier`, Linux 6.8 `mm/oom_kill.c`): `out_of_memory`
 /// calls it before choosing a victim; frames it returns (taken with
@@ -538,8 +558,10 @@ pub struct Machine<P: Policy> {
     balance: Option<Balance>,
     /// Each zone's buddy fallbacks already counted in `extfrag`.
     fallbacks_seen: [u64; crate::policy::MAX_ZONES],
-    /// The page cache's buffer heads ([`BufferHeads`]); kept only with buddy allocators.
-    bh: BufferHeads,
+    /// The kernel's reclaimable slabs ([`KernelSlabs`]); kept only with buddy allocators.
+    slabs: KernelSlabs,
+    /// Scratch for [`Machine::xa_changed`].
+    xa_scratch: Vec<crate::mm::slab::XaNode>,
     /// When set, the page numbers whose mapping reclaim removed (`try_to_unmap`), for a layer
     /// above that mirrors the page tables (the VM layer's TLBs and hardware tables).
     pub unmap_log: Option<Vec<u64>>,
@@ -779,6 +801,7 @@ impl<P: Policy> Machine<P> {
         };
         let mut mm = Mm::new(cfg.frames);
         let mut max_boost = [0u32; crate::policy::MAX_ZONES];
+        let mut has_pagetypes = false;
         if cfg.zones.len() > 1 {
             let sizes: Vec<u32> = cfg.zones.iter().map(|z| z.frames).collect();
             mm.frames = crate::mm::frames::Frames::with_zones(&sizes);
@@ -798,6 +821,9 @@ impl<P: Policy> Machine<P> {
                 mm.frames
                     .set_pagetypes(i, pt)
                     .map_err(|m| crate::Error::config(&name, m))?;
+                // The swap cache's xarray nodes follow the slots ([`Machine::sync_swap_xa`]).
+                mm.swap.log_slots();
+                has_pagetypes = true;
                 // `boost_watermark`: not in a zone under four pageblocks (its managed pages:
                 // here its frames); `max_boost` = high × factor / 10,000, at least a pageblock,
                 // none while that is 0.
@@ -813,6 +839,10 @@ impl<P: Policy> Machine<P> {
                 "zones[0].pagetypes",
                 "migratetypes need the machine's zones (two or more)",
             ));
+        }
+        if has_pagetypes {
+            mm.frames
+                .set_pcp(|i| pcp_batch_high(cfg.zones[i].frames, zones[i].0.low));
         }
         mm.swap.device.log_on = zram.is_some();
         if let Some(n) = cfg.swap_rotational {
@@ -878,7 +908,8 @@ impl<P: Policy> Machine<P> {
             boost_wake: None,
             balance: None,
             fallbacks_seen: [0; crate::policy::MAX_ZONES],
-            bh: BufferHeads::default(),
+            slabs: KernelSlabs::default(),
+            xa_scratch: Vec::new(),
             zram,
             read_ahead_kb: cfg.read_ahead_kb,
             dirty_ratio: cfg.dirty_ratio,
@@ -1055,13 +1086,14 @@ impl<P: Policy> Machine<P> {
         self.stats.pgalloc_zone[z] += 1;
     }
 
-    /// One page for the kernel's own use, of migratetype `mt` (Linux 6.1 and 6.8
-    /// `get_page_from_freelist`, order 0): from the first zone above its low watermark,
-    /// else (kswapd woken) above its min; under min, from any zone with a free frame (left
-    /// out: the direct reclaim `GFP_NOFS` would do for it). Its fallback to another
-    /// migratetype's pageblock steals and boosts the zone as a page fault's does
-    /// (`steal_suitable_fallback` → `boost_watermark`). None when no frame is free.
-    fn alloc_kernel_page(&mut self, mt: usize) -> Option<FrameId> {
+    /// `1 << order` pages for the kernel's own use, of migratetype `mt` (Linux 6.1 and 6.8
+    /// `get_page_from_freelist`): from the first zone above its low watermark, else
+    /// (kswapd woken) above its min; under min, from any zone with a free frame (left out:
+    /// the direct reclaim `GFP_NOFS` would do for it, and `__zone_watermark_ok`'s check
+    /// for a free chunk of the order). Its fallback to another migratetype's pageblock
+    /// steals and boosts the zone as a page fault's does (`steal_suitable_fallback` →
+    /// `boost_watermark`). The first frame, or None when the zone has no such chunk.
+    fn alloc_kernel_pages(&mut self, mt: usize, order: usize) -> Option<FrameId> {
         self.boost_wakeup();
         let z = match self.zone_fit(|w| w.low) {
             Some(z) => z,
@@ -1074,83 +1106,125 @@ impl<P: Policy> Machine<P> {
                 })?
             }
         };
-        let f = self.mm.frames.take_in_type(z, mt)?;
+        let f = self.mm.frames.take_order_in_type(z, mt, order)?;
         if self.zones.len() > 1 {
-            self.count_pgalloc(z);
+            for _ in 0..1 << order {
+                self.count_pgalloc(z);
+            }
         }
         self.fallback_done(z);
         Some(f)
     }
 
+    /// A new object of a reclaimable slab cache (`kmem_cache_alloc` → SLUB's
+    /// `allocate_slab` when no slab has room: a `MIGRATE_RECLAIMABLE` chunk of the cache's
+    /// order, else of order 0, `s->min`), counted in `nr_slab_reclaimable`. False when no
+    /// memory could be had for it (the object is then left out).
+    fn slab_alloc<K: std::hash::Hash + Eq + Copy>(
+        &mut self,
+        cache: fn(&mut KernelSlabs) -> &mut crate::mm::slab::SlabCache<K>,
+        key: K,
+        order: u8,
+        per_slab: &[u32],
+    ) -> bool {
+        let c = cache(&mut self.slabs);
+        if c.contains(key) || c.place(key) {
+            return true;
+        }
+        let rec = crate::mm::buddy::RECLAIMABLE;
+        let (page, order) = match self.alloc_kernel_pages(rec, order as usize) {
+            Some(p) => (p, order),
+            None if order > 0 => match self.alloc_kernel_pages(rec, 0) {
+                Some(p) => (p, 0),
+                None => return false,
+            },
+            None => return false,
+        };
+        self.stats.nr_slab_reclaimable += 1 << order;
+        cache(&mut self.slabs).add_slab(page, order, per_slab[order as usize], key);
+        true
+    }
+
+    /// Free a reclaimable slab object; its slab, left empty, goes back to the buddy
+    /// allocator (`discard_slab`).
+    fn slab_free<K: std::hash::Hash + Eq + Copy>(
+        &mut self,
+        cache: fn(&mut KernelSlabs) -> &mut crate::mm::slab::SlabCache<K>,
+        key: K,
+    ) {
+        let Some((first, order)) = cache(&mut self.slabs).remove(key) else {
+            return;
+        };
+        self.mm.frames.give_back_order(first, order as usize);
+        self.stats.nr_slab_reclaimable -= 1 << order;
+    }
+
     /// Page-cache frame `f` gets a buffer head (fs/buffer.c, Linux 6.1 and 6.8: a write's
     /// `block_write_begin` → `create_page_buffers` → `alloc_page_buffers`, one `buffer_head`
-    /// per 4 KiB block, from `bh_cachep`, a `SLAB_RECLAIM_ACCOUNT` cache): the object goes
-    /// into a slab page with room, the lowest-numbered (SLUB's partial list, simplified:
-    /// its per-CPU slab and list order are left out); when none has room a new
-    /// `MIGRATE_RECLAIMABLE` page is taken ([`Machine::alloc_kernel_page`]), counted in
-    /// `nr_slab_reclaimable`. Only on a machine with buddy allocators (the zones'
+    /// per 4 KiB block, from `bh_cachep`, a `SLAB_RECLAIM_ACCOUNT` cache of order-0 slabs:
+    /// [`crate::mm::slab`]). Only on a machine with buddy allocators (the zones'
     /// migratetypes: `vmemsim validate`'s), where the slab's pageblock fallbacks and boosts
     /// exist. Block devices and buffer-head file systems (ext4) have them; iomap ones (XFS)
     /// do not.
     pub(crate) fn attach_buffers(&mut self, f: FrameId) {
-        if !self.mm.frames.has_buddies() {
-            return;
-        }
-        let bh = &mut self.bh;
-        if bh.slab_of.len() <= f as usize {
-            bh.slab_of.resize(self.mm.frames.len() as usize, NO_SLAB);
-        }
-        if bh.slab_of[f as usize] != NO_SLAB {
-            return;
-        }
-        let s = match bh.partial.iter().next().copied() {
-            Some(s) => s,
-            None => {
-                let Some(page) = self.alloc_kernel_page(crate::mm::buddy::RECLAIMABLE) else {
-                    return;
-                };
-                self.stats.nr_slab_reclaimable += 1;
-                let bh = &mut self.bh;
-                let s = bh.free_slots.pop().unwrap_or(bh.slabs.len() as u32);
-                if s as usize == bh.slabs.len() {
-                    bh.slabs.push((page, 0));
-                } else {
-                    bh.slabs[s as usize] = (page, 0);
-                }
-                bh.partial.insert(s);
-                s
-            }
-        };
-        let bh = &mut self.bh;
-        bh.slab_of[f as usize] = s;
-        bh.slabs[s as usize].1 += 1;
-        if bh.slabs[s as usize].1 as u64 == BH_PER_SLAB {
-            bh.partial.remove(&s);
+        if self.mm.frames.has_buddies() {
+            let per = [crate::mm::slab::BH_PER_SLAB];
+            self.slab_alloc(|s| &mut s.bh, f, 0, &per);
         }
     }
 
     /// Page-cache frame `f` leaves the cache: its buffer head goes (`try_to_free_buffers`
-    /// at reclaim, `block_invalidate_folio` at truncation); a slab page left empty goes back
-    /// to the buddy allocator (`discard_slab`; left out: SLUB keeps up to `min_partial`
-    /// empty slabs of a node).
+    /// at reclaim, `block_invalidate_folio` at truncation).
     pub(crate) fn detach_buffers(&mut self, f: FrameId) {
-        let bh = &mut self.bh;
-        let s = bh.slab_of.get(f as usize).copied().unwrap_or(NO_SLAB);
-        if s == NO_SLAB {
-            return;
+        if self.mm.frames.has_buddies() {
+            self.slab_free(|s| &mut s.bh, f);
         }
-        bh.slab_of[f as usize] = NO_SLAB;
-        let slab = &mut bh.slabs[s as usize];
-        slab.1 -= 1;
-        if slab.1 > 0 {
-            bh.partial.insert(s);
-            return;
+    }
+
+    /// An entry appears at `index` of xarray `xa` where there was none (`xas_store` of a
+    /// page into an empty slot: `__filemap_add_folio`, `add_to_swap_cache`), or goes
+    /// (`remove`: `xas_store(NULL)`, `page_cache_delete`, `clear_shadow_from_swap_cache`):
+    /// the xarray nodes that come or go as `radix_tree_node_cachep` objects
+    /// ([`crate::mm::slab`]). Only on machines with buddy allocators.
+    fn xa_changed(&mut self, xa: Xa, index: u64, remove: bool) {
+        let mut nodes = std::mem::take(&mut self.xa_scratch);
+        let shape = self.slabs.xas.entry(xa).or_default();
+        if remove {
+            shape.remove(index, &mut nodes);
+        } else {
+            shape.insert(index, &mut nodes);
         }
-        let page = slab.0;
-        bh.partial.remove(&s);
-        bh.free_slots.push(s);
-        self.mm.frames.give_back(page);
-        self.stats.nr_slab_reclaimable -= 1;
+        if shape.is_empty() {
+            self.slabs.xas.remove(&xa);
+        }
+        for &n in &nodes {
+            if remove {
+                self.slab_free(|s| &mut s.xa_nodes, (xa, n));
+            } else {
+                let per = crate::mm::slab::XA_NODES_PER_SLAB;
+                let order = crate::mm::slab::XA_NODE_SLAB_ORDER;
+                self.slab_alloc(|s| &mut s.xa_nodes, (xa, n), order, &per);
+            }
+        }
+        nodes.clear();
+        self.xa_scratch = nodes;
+    }
+
+    /// The swap slots taken and freed since the last call ([`crate::mm::swap::Swap`]'s
+    /// log): their swap-cache entries (a page or, once reclaimed, its shadow) come and go
+    /// with the slot, and with them the swap cache's xarray nodes. Taken when the machine
+    /// next allocates: the kernel allocates the nodes in `add_to_swap_cache`, during the
+    /// reclaim that made room for that allocation.
+    fn sync_swap_xa(&mut self) {
+        let Some(mut log) = self.mm.swap.take_slot_log() else {
+            return;
+        };
+        for &(slot, taken) in &log {
+            let xa = Xa::Swap(slot >> SWAP_ADDRESS_SPACE_SHIFT);
+            self.xa_changed(xa, slot as u64, !taken);
+        }
+        log.clear();
+        self.mm.swap.put_slot_log(log);
     }
 
     /// After an allocation from zone `z`: its fallbacks between migratetypes, each of which
@@ -1172,6 +1246,10 @@ impl<P: Policy> Machine<P> {
             return;
         }
         self.stats.watermark_boosts += n as u64;
+        if self.stats.watermark_boosts_zone.len() < self.zones.len() {
+            self.stats.watermark_boosts_zone.resize(self.zones.len(), 0);
+        }
+        self.stats.watermark_boosts_zone[z] += n as u64;
         let pb = crate::mm::buddy::PAGEBLOCK_PAGES;
         self.boost[z] = (self.boost[z] + n * pb).min(self.max_boost[z]);
         self.boost_wake = Some(self.boost_wake.map_or(z, |w| w.max(z)));
@@ -1904,6 +1982,7 @@ impl<P: Policy> Machine<P> {
                 }
             }
             Family::Kernel => {
+                self.sync_swap_xa();
                 self.boost_wakeup();
                 // The fast path: a zone above its low watermark (plus reserve); when none
                 // is, `__alloc_pages_slowpath` wakes kswapd and retries against min.
@@ -1945,6 +2024,13 @@ impl<P: Policy> Machine<P> {
                         }
                     }
                     zone = self.zone_fit(|w| w.min);
+                    if zone.is_none() && got > 0 && self.mm.frames.has_buddies() {
+                        // `__alloc_pages_direct_reclaim`: an allocation that still fails
+                        // after reclaim made progress drains the per-CPU lists
+                        // (`drain_all_pages`) and tries again.
+                        self.mm.frames.drain_pcp();
+                        zone = self.zone_fit(|w| w.min);
+                    }
                     if got > 0 {
                         retries = 0;
                         continue;
@@ -2227,6 +2313,8 @@ impl<P: Policy> Machine<P> {
         if nr > 0 {
             self.stats.kswapd_boosted_runs += 1;
         }
+        // `set_reclaim_active`: the zones' per-CPU lists hold fewer pages while kswapd runs.
+        self.mm.frames.set_reclaim_active(Some(highest));
         Balance {
             highest,
             nr_boost_reclaim: nr,
@@ -2281,6 +2369,7 @@ impl<P: Policy> Machine<P> {
     /// `balance_pgdat`'s end: a boosted run takes the boosts it began with off its zones
     /// (and would wake kcompactd: compaction is not modelled).
     fn balance_end(&mut self, b: &Balance) {
+        self.mm.frames.set_reclaim_active(None);
         if b.boosted {
             for z in 0..=b.highest {
                 self.boost[z] -= self.boost[z].min(b.zone_boosts[z]);
@@ -2740,6 +2829,14 @@ impl<P: Policy> Machine<P> {
             return false;
         };
         let pte = self.mm.pt.get(idx);
+        if pte != 0 && self.mm.frames.has_buddies() {
+            if let Some((i, index)) = self.mm.cache.page_of(vpn) {
+                // A page-cache entry (a page or a shadow) goes: `page_cache_delete`,
+                // `clear_shadow_entry`.
+                let id = self.mm.cache.file(i).id;
+                self.xa_changed(Xa::File(id), index, true);
+            }
+        }
         let mut freed = false;
         if pte & PTE_PRESENT != 0
             && self.mm.frames.flags(pte_frame(pte)) & (F_PAGECACHE | F_MAPPED)

@@ -974,6 +974,11 @@ impl<P: Policy> Machine<P> {
         let old = self.mm.pt.get(idx);
         debug_assert!(old & PTE_PRESENT == 0);
         *self.mm.pt.at(idx) = make_present(f);
+        if old == 0 && self.mm.frames.has_buddies() {
+            // A new entry in the file's xarray (a shadow's slot has its nodes already).
+            let id = self.mm.cache.file(i).id;
+            self.xa_changed(super::Xa::File(id), index, false);
+        }
         self.mm.cache.file_mut(i).nrpages += 1;
         self.stats.nr_file_pages += 1;
         // `filemap_add_folio` calls `workingset_refault` for a shadow unless the allocation

@@ -1,5 +1,6 @@
 //! A zone's buddy allocator with migratetypes, as Linux 6.1 and 6.8 run it for order-0
-//! movable allocations (mm/page_alloc.c): free chunks of order 0..=10 on per-order,
+//! movable allocations and the kernel's order-0 and order-1 slab pages (mm/page_alloc.c):
+//! free chunks of order 0..=10 on per-order,
 //! per-migratetype lists, pageblocks of 512 pages (`pageblock_order` 9 on x86-64) that each
 //! have a migratetype, and the fallback that steals from another migratetype's lists when
 //! the wanted one is empty. A fallback from a chunk smaller than a pageblock is what boosts
@@ -10,7 +11,7 @@
 //! - `__rmqueue_smallest`: the first chunk (`list_first_entry`) of the lowest order with one
 //!   on the wanted list; `expand` gives the lowest page and puts the upper halves back on
 //!   that list.
-//! - `__rmqueue_fallback` (order 0, no `ALLOC_NOFRAGMENT`): the largest order whose free
+//! - `__rmqueue_fallback` (no `ALLOC_NOFRAGMENT`): the largest order, down to the wanted one, whose free
 //!   list of a fallback type (`fallbacks[]`: movable → reclaimable, unmovable) is not empty;
 //!   a movable allocation that may not steal the whole block (`can_steal_fallback`: order
 //!   below `pageblock_order / 2`) takes the smallest such chunk instead (`find_smallest`).
@@ -25,10 +26,16 @@
 //!   other), at the list's tail when the buddy of the merged chunk's parent is free
 //!   (`buddy_merge_likely`), at its head otherwise.
 //!
-//! Left out: the per-CPU page lists (`pcp`: order-0 pages are allocated and freed straight
-//! from and to the buddy lists here, and no free page sits on a per-CPU list out of
-//! `NR_FREE_PAGES`), the kernel's own allocations (slab, page tables, the swap cache's
-//! xarray nodes: their pages stay held from the start, and they never fall back),
+//! - The per-CPU lists (`per_cpu_pages`, Linux 6.1, one CPU) when the zone has them
+//!   ([`Buddy::set_pcp`]): `rmqueue_pcplist` (a list refilled by `rmqueue_bulk`),
+//!   `free_unref_page_commit`, `nr_pcp_high` (`ZONE_RECLAIM_ACTIVE`), `nr_pcp_free` and
+//!   `free_pcppages_bulk`. Their pages are out of [`Buddy::n_free`], as out of
+//!   `NR_FREE_PAGES`.
+//!
+//! Left out: 6.8's auto-tuned per-CPU `high`, the kernel's allocations other than its
+//! reclaimable slab (page tables,
+//! unmovable slab, bios: what they held before the phase stays held, and they never fall
+//! back),
 //! `ALLOC_NOFRAGMENT` (a zone above ZONE_DMA32 first tries the other zones before
 //! fragmenting a pageblock), MIGRATE_HIGHATOMIC, CMA and isolation, compaction.
 
@@ -115,6 +122,23 @@ pub struct Buddy {
     /// Every fallback, for the counters.
     pub fallbacks: u64,
     pub last_fallback: Option<Fallback>,
+    /// The per-CPU page lists, when the zone has them ([`Buddy::set_pcp`]).
+    pcp: Option<Box<Pcp>>,
+}
+
+/// Orders with per-CPU lists: 0..=`PAGE_ALLOC_COSTLY_ORDER` (3).
+pub const PCP_ORDERS: usize = 4;
+
+/// A zone's `per_cpu_pages` for its one CPU (Linux 6.1, mm/page_alloc.c): chunks of order
+/// 0..=3 per migratetype, pfns, the list's head first; `count` pages in all.
+#[derive(Clone, Debug)]
+struct Pcp {
+    lists: [[std::collections::VecDeque<u32>; PCP_ORDERS]; MIGRATE_TYPES],
+    count: u32,
+    batch: u32,
+    high: u32,
+    free_factor: u32,
+    reclaim_active: bool,
 }
 
 impl Buddy {
@@ -177,13 +201,14 @@ impl Buddy {
             boosts: 0,
             fallbacks: 0,
             last_fallback: None,
+            pcp: None,
         };
         for (t, o, pfn) in placed {
             b.add(pfn, o, t, true);
         }
         if n_pt > frames as u64 {
             for _ in 0..n_pt - frames as u64 {
-                b.alloc_pfn(MOVABLE).expect("free pages left");
+                b.alloc_pfn(MOVABLE, 0).expect("free pages left");
             }
         } else if n_pt < frames as u64 {
             let mut need = frames as u64 - n_pt;
@@ -318,13 +343,14 @@ impl Buddy {
         self.add(pfn, o, t, true);
     }
 
-    /// `__rmqueue_smallest` for order 0.
-    fn smallest(&mut self, t: usize) -> Option<u32> {
-        let o = (0..NR_ORDERS).find(|&o| self.head[t][o] != NIL)?;
+    /// `__rmqueue_smallest`: the first chunk of the lowest order at least `order` on type
+    /// `t`'s lists.
+    fn smallest(&mut self, t: usize, order: usize) -> Option<u32> {
+        let o = (order..NR_ORDERS).find(|&o| self.head[t][o] != NIL)?;
         let pfn = self.head[t][o];
         self.del(pfn);
         // `expand`: the upper halves back on the list, largest first.
-        for h in (0..o).rev() {
+        for h in (order..o).rev() {
             self.add(pfn + (1 << h), h, t, false);
         }
         Some(pfn)
@@ -343,17 +369,18 @@ impl Buddy {
         o >= PAGEBLOCK_ORDER as usize / 2 || t != MOVABLE
     }
 
-    /// `__rmqueue_fallback` for an order-0 allocation of type `t`; whether it moved a chunk.
-    fn fallback(&mut self, t: usize) -> bool {
+    /// `__rmqueue_fallback` for an allocation of type `t` and `order` (`min_order`: no
+    /// `ALLOC_NOFRAGMENT`); whether it moved a chunk.
+    fn fallback(&mut self, t: usize, order: usize) -> bool {
         let mut found = None;
-        for o in (0..NR_ORDERS).rev() {
+        for o in (order..NR_ORDERS).rev() {
             let Some(f) = self.suitable(o, t) else {
                 continue;
             };
             let mut pick = (o, f, Self::can_steal(o, t));
-            if !pick.2 && t == MOVABLE && o > 0 {
+            if !pick.2 && t == MOVABLE && o > order {
                 // find_smallest
-                let o2 = (0..NR_ORDERS)
+                let o2 = (order..NR_ORDERS)
                     .find(|&o2| self.suitable(o2, t).is_some())
                     .expect("order o has one");
                 let f2 = self.suitable(o2, t).expect("found");
@@ -424,40 +451,70 @@ impl Buddy {
     /// An order-0 page of type `t` (`__rmqueue`): the zone-local frame index, or `None`
     /// when the zone has no free page at all.
     pub fn alloc(&mut self, t: usize) -> Option<u32> {
-        let pfn = self.alloc_pfn(t)?;
-        self.used[(pfn / PAGEBLOCK_PAGES) as usize] += 1;
+        self.alloc_order(t, 0)
+    }
+
+    /// A chunk of `1 << order` pages of type `t` (`__rmqueue`): the zone-local frame index of
+    /// its first page (its pages are consecutive frames), or `None` when the zone has no free
+    /// chunk of that order or more on any list. Each page is given back on its own
+    /// ([`Buddy::free`]); they merge again as the kernel's `__free_one_page` of the chunk
+    /// would.
+    pub fn alloc_order(&mut self, t: usize, order: usize) -> Option<u32> {
+        let pfn = if self.pcp.is_some() && order < PCP_ORDERS {
+            self.pcp_alloc(t, order)?
+        } else {
+            self.alloc_pfn(t, order)?
+        };
+        self.used[(pfn / PAGEBLOCK_PAGES) as usize] += 1 << order;
         let f = self.frame_of[pfn as usize];
         debug_assert_ne!(f, NIL, "a held page was free");
+        debug_assert!((1..1u32 << order).all(|k| self.frame_of[(pfn + k) as usize] == f + k));
         Some(f)
     }
 
-    fn alloc_pfn(&mut self, t: usize) -> Option<u32> {
+    fn alloc_pfn(&mut self, t: usize, order: usize) -> Option<u32> {
         loop {
-            if let Some(pfn) = self.smallest(t) {
+            if let Some(pfn) = self.smallest(t, order) {
                 return Some(pfn);
             }
-            if !self.fallback(t) {
+            if !self.fallback(t, order) {
                 return None;
             }
         }
     }
 
-    /// Free the page of frame index `i` (`__free_one_page`, its pageblock's migratetype).
+    /// Free the page of frame index `i`: onto the per-CPU lists when the zone has them
+    /// ([`Buddy::set_pcp`]), else `__free_one_page` with its pageblock's migratetype.
     pub fn free(&mut self, i: u32) {
+        self.free_order(i, 0);
+    }
+
+    /// Free the chunk of `1 << order` frames from frame index `i`, as
+    /// [`Buddy::alloc_order`] gave it.
+    pub fn free_order(&mut self, i: u32, order: usize) {
         let pfn = self.pfn_of[i as usize];
         let blk = (pfn / PAGEBLOCK_PAGES) as usize;
-        debug_assert!(self.used[blk] > 0);
-        self.used[blk] -= 1;
-        self.free_pfn(pfn);
+        debug_assert!(self.used[blk] >= 1 << order);
+        self.used[blk] -= 1 << order;
+        let t = self.block_mt[blk] as usize;
+        if self.pcp.is_some() && order < PCP_ORDERS {
+            self.pcp_free(pfn, order, t);
+        } else {
+            self.free_chunk(pfn, order, t);
+        }
     }
 
     fn free_pfn(&mut self, pfn: u32) {
+        let t = self.block_mt[(pfn / PAGEBLOCK_PAGES) as usize] as usize;
+        self.free_chunk(pfn, 0, t);
+    }
+
+    /// `__free_one_page` of a chunk of `order` onto type `t`'s lists.
+    fn free_chunk(&mut self, pfn: u32, order: usize, t: usize) {
         let mut pfn = pfn;
-        let blk = (pfn / PAGEBLOCK_PAGES) as usize;
-        let t = self.block_mt[blk] as usize;
         let span = self.order_of.len() as u32;
-        let mut o = 0usize;
-        let mut buddy = pfn ^ 1;
+        let mut o = order;
+        let mut buddy = pfn ^ (1 << o);
         while o < NR_ORDERS - 1 {
             buddy = pfn ^ (1 << o);
             if buddy >= span || self.order_of[buddy as usize] as usize != o {
@@ -474,6 +531,135 @@ impl Buddy {
             hb < span && self.order_of[hb as usize] as usize == o + 1
         };
         self.add(pfn, o, t, to_tail);
+    }
+
+    /// Give the zone per-CPU page lists (one CPU) of `batch` and `high`
+    /// (`zone_set_pageset_high_and_batch`), empty; before any allocation.
+    pub fn set_pcp(&mut self, batch: u32, high: u32) {
+        self.pcp = Some(Box::new(Pcp {
+            lists: Default::default(),
+            count: 0,
+            batch: batch.max(1),
+            high,
+            free_factor: 0,
+            reclaim_active: false,
+        }));
+    }
+
+    /// `ZONE_RECLAIM_ACTIVE`: set while kswapd balances the node for this zone
+    /// (`set_reclaim_active` / `clear_reclaim_active` in `balance_pgdat`).
+    pub fn set_reclaim_active(&mut self, on: bool) {
+        if let Some(p) = self.pcp.as_mut() {
+            p.reclaim_active = on;
+        }
+    }
+
+    /// Pages on the per-CPU lists (not free: `NR_FREE_PAGES` leaves them out).
+    pub fn pcp_pages(&self) -> u32 {
+        self.pcp.as_ref().map_or(0, |p| p.count)
+    }
+
+    /// `drain_all_pages` (one CPU): every page on the per-CPU lists back to the buddy lists.
+    pub fn drain_pcp(&mut self) {
+        let n = self.pcp_pages();
+        if n > 0 {
+            self.free_pcppages_bulk(n, 0);
+        }
+    }
+
+    /// `rmqueue_pcplist` → `__rmqueue_pcplist`: the head of the per-CPU list of (`t`,
+    /// `order`), refilled when empty by `rmqueue_bulk` with `batch` chunks (`max(batch >>
+    /// order, 2)` when batch > 1), each taken by `__rmqueue` (falling back if it must) and
+    /// added at the list's tail.
+    fn pcp_alloc(&mut self, t: usize, order: usize) -> Option<u32> {
+        let p = self.pcp.as_mut().expect("per-CPU lists");
+        p.free_factor >>= 1;
+        if p.lists[t][order].is_empty() {
+            let batch = if p.batch > 1 {
+                (p.batch >> order).max(2)
+            } else {
+                p.batch
+            };
+            for _ in 0..batch {
+                let Some(pfn) = self.alloc_pfn(t, order) else {
+                    break;
+                };
+                let p = self.pcp.as_mut().expect("per-CPU lists");
+                p.lists[t][order].push_back(pfn);
+                p.count += 1 << order;
+            }
+        }
+        let p = self.pcp.as_mut().expect("per-CPU lists");
+        let pfn = p.lists[t][order].pop_front()?;
+        p.count -= 1 << order;
+        Some(pfn)
+    }
+
+    /// `free_unref_page_commit` (Linux 6.1): the chunk to the head of the per-CPU list of its
+    /// pageblock's migratetype; past `nr_pcp_high` (`high`, or `min(batch << 2, high)` while
+    /// reclaim is active; 0 when a high-order page is freed after frees without an
+    /// allocation: `free_high`), `free_pcppages_bulk` of `nr_pcp_free` pages, starting with
+    /// this list.
+    fn pcp_free(&mut self, pfn: u32, order: usize, t: usize) {
+        let p = self.pcp.as_mut().expect("per-CPU lists");
+        p.lists[t][order].push_front(pfn);
+        p.count += 1 << order;
+        let free_high = p.free_factor > 0 && order > 0;
+        let high = if free_high {
+            0
+        } else if p.reclaim_active {
+            (p.batch << 2).min(p.high)
+        } else {
+            p.high
+        };
+        if p.count < high {
+            return;
+        }
+        // nr_pcp_free
+        let n = if free_high {
+            p.count
+        } else if high < p.batch {
+            1
+        } else {
+            let (min, max) = (p.batch, high - p.batch);
+            let b = p.batch.checked_shl(p.free_factor).unwrap_or(u32::MAX);
+            if b < max {
+                p.free_factor += 1;
+            }
+            b.clamp(min, max.max(min))
+        };
+        self.free_pcppages_bulk(n, order * MIGRATE_TYPES + t);
+    }
+
+    /// `free_pcppages_bulk`: `count` pages (at most all) from the per-CPU lists to the buddy
+    /// lists, the lists taken round-robin in `pindex` order (`MIGRATE_PCPTYPES * order +
+    /// migratetype`) from `first`, each emptied from its tail before the next is taken.
+    fn free_pcppages_bulk(&mut self, count: u32, first: usize) {
+        let nl = PCP_ORDERS * MIGRATE_TYPES;
+        let mut count = count.min(self.pcp_pages()) as i64;
+        let mut pindex = first + nl - 1;
+        while count > 0 {
+            let (order, t) = loop {
+                pindex = (pindex + 1) % nl;
+                let (o, t) = (pindex / MIGRATE_TYPES, pindex % MIGRATE_TYPES);
+                if !self.pcp.as_ref().expect("per-CPU lists").lists[t][o].is_empty() {
+                    break (o, t);
+                }
+            };
+            loop {
+                let p = self.pcp.as_mut().expect("per-CPU lists");
+                let Some(pfn) = p.lists[t][order].pop_back() else {
+                    break;
+                };
+                p.count -= 1 << order;
+                count -= 1 << order;
+                // (the migratetype the page had when it was freed: `get_pcppage_migratetype`)
+                self.free_chunk(pfn, order, t);
+                if count <= 0 {
+                    break;
+                }
+            }
+        }
     }
 
     /// Check the lists against the pfns (tests and `check_invariants`).
@@ -599,6 +785,66 @@ mod tests {
             blocks: [1, 7, 0],
             free,
         }
+    }
+
+    /// An order-1 `MIGRATE_RECLAIMABLE` allocation (a slab of `radix_tree_node_cachep`) in
+    /// ZONE_DMA, which has no reclaimable list: `__rmqueue_fallback` from order 10 down to 1
+    /// finds a movable order-10 chunk first (`fallbacks[MIGRATE_RECLAIMABLE]` is unmovable,
+    /// movable; the unmovable lists have nothing above order 7); a chunk of a pageblock or
+    /// more changes its two blocks' type (`change_pageblock_range`, no boost) and moves to
+    /// the reclaimable list; `__rmqueue_smallest` then splits it down to order 1, its upper
+    /// halves (orders 9 to 1) left on the reclaimable lists. The two pages given back merge
+    /// into the order-10 chunk again, on the (now reclaimable) blocks' list.
+    #[test]
+    fn an_order_1_reclaimable_allocation_claims_a_movable_chunk() {
+        let mut b = Buddy::from_pagetypes(&dma(), 3_808).unwrap();
+        let f = b.alloc_order(RECLAIMABLE, 1).unwrap();
+        b.validate().unwrap();
+        let pt = b.pagetypes();
+        assert_eq!(pt.blocks, [1, 5, 2]);
+        assert_eq!(pt.free[RECLAIMABLE], [0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0]);
+        assert_eq!(pt.free[MOVABLE], [0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2]);
+        assert_eq!((b.n_free(), b.fallbacks, b.take_boosts()), (3_806, 1, 0));
+        assert!(b.last_fallback.unwrap().claimed);
+        b.free(f);
+        b.free(f + 1);
+        b.validate().unwrap();
+        let pt = b.pagetypes();
+        assert_eq!(pt.free[RECLAIMABLE][10], 1);
+        assert_eq!(b.n_free(), 3_808);
+    }
+
+    /// The per-CPU lists (Linux 6.1 `rmqueue_pcplist`, `free_unref_page_commit`,
+    /// `nr_pcp_free`, `free_pcppages_bulk`), batch 3, high 20, by hand: the first movable
+    /// allocation refills the movable list with 3 pages (`rmqueue_bulk`) and takes the first,
+    /// so 3 pages leave the free count and 2 wait on the list; a page freed goes onto the
+    /// list, not the free lists. Draining puts every page back: the zone is as it began. Then
+    /// 12 pages allocated (4 refills) and freed while kswapd runs (`ZONE_RECLAIM_ACTIVE`: high
+    /// min(3 << 2, 20) = 12): the 12th free reaches it and `nr_pcp_free` frees batch << 0 =
+    /// 3 (between batch and high − batch), leaving 9.
+    #[test]
+    fn the_per_cpu_lists_hold_freed_pages_and_refill_in_batches() {
+        let mut b = Buddy::from_pagetypes(&dma(), 3_808).unwrap();
+        b.set_pcp(3, 20);
+        let f = b.alloc(MOVABLE).unwrap();
+        assert_eq!((b.n_free(), b.pcp_pages()), (3_805, 2));
+        b.free(f);
+        assert_eq!((b.n_free(), b.pcp_pages()), (3_805, 3));
+        b.drain_pcp();
+        assert_eq!((b.n_free(), b.pcp_pages()), (3_808, 0));
+        b.validate().unwrap();
+        assert_eq!(b.pagetypes(), dma());
+        let got: Vec<u32> = (0..12).map(|_| b.alloc(MOVABLE).unwrap()).collect();
+        assert_eq!((b.n_free(), b.pcp_pages()), (3_796, 0));
+        b.set_reclaim_active(true);
+        for (k, &f) in got.iter().enumerate() {
+            b.free(f);
+            if k < 11 {
+                assert_eq!(b.pcp_pages(), k as u32 + 1);
+            }
+        }
+        assert_eq!((b.n_free(), b.pcp_pages()), (3_799, 9));
+        b.validate().unwrap();
     }
 
     #[test]

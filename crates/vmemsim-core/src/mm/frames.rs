@@ -184,9 +184,43 @@ impl Frames {
         }
         0
     }
-    /// Frames on the free lists, reserved ones included (for invariant checks).
+    /// Frames in no use: on the free lists, reserved ones included, or on a buddy
+    /// allocator's per-CPU lists (for invariant checks).
     pub fn n_unused(&self) -> u32 {
         self.n_listed()
+            + self
+                .buddies
+                .iter()
+                .flatten()
+                .map(|b| b.pcp_pages())
+                .sum::<u32>()
+    }
+
+    /// Give every zone with a buddy allocator per-CPU page lists; `batch_high(z)` gives
+    /// zone `z`'s `(batch, high)`.
+    pub fn set_pcp(&mut self, batch_high: impl Fn(usize) -> (u32, u32)) {
+        for (z, b) in self.buddies.iter_mut().enumerate() {
+            if let Some(b) = b.as_deref_mut() {
+                let (batch, high) = batch_high(z);
+                b.set_pcp(batch, high);
+            }
+        }
+    }
+
+    /// `ZONE_RECLAIM_ACTIVE` on the zones up to `top` (off on all with `None`).
+    pub fn set_reclaim_active(&mut self, top: Option<usize>) {
+        for (z, b) in self.buddies.iter_mut().enumerate() {
+            if let Some(b) = b.as_deref_mut() {
+                b.set_reclaim_active(top.is_some_and(|t| z <= t));
+            }
+        }
+    }
+
+    /// `drain_all_pages`: every zone's per-CPU pages back to its free lists.
+    pub fn drain_pcp(&mut self) {
+        for b in self.buddies.iter_mut().flatten() {
+            b.drain_pcp();
+        }
     }
     /// Frames reserved now.
     pub fn reserved(&self) -> u32 {
@@ -225,20 +259,45 @@ impl Frames {
     /// kernel allocation that is not movable: a slab page of a `SLAB_RECLAIM_ACCOUNT` cache
     /// is `MIGRATE_RECLAIMABLE`); a zone without one pops its list.
     pub fn take_in_type(&mut self, z: usize, mt: usize) -> Option<FrameId> {
-        if self.n_free_zone(z) == 0 {
+        self.take_order_in_type(z, mt, 0)
+    }
+    /// [`Frames::take_in_type`] of `1 << order` consecutive frames (an order-`order` chunk of
+    /// the buddy allocator): the first, or `None` when zone `z` has fewer free frames than
+    /// that or no buddy allocator with such a chunk. Each frame is given back on its own.
+    pub fn take_order_in_type(&mut self, z: usize, mt: usize, order: usize) -> Option<FrameId> {
+        if self.n_free_zone(z) < 1 << order {
             return None;
         }
         let f = match &mut self.buddies[z] {
-            Some(b) => b.alloc(mt).map(|i| self.zone_start[z] + i)?,
-            None => self.free[z].pop()?,
+            Some(b) => b.alloc_order(mt, order).map(|i| self.zone_start[z] + i)?,
+            None if order == 0 => self.free[z].pop()?,
+            None => return None,
         };
-        self.held += 1;
+        self.held += 1 << order;
         Some(f)
     }
     /// Whether the zones keep buddy allocators (free lists per migratetype).
     pub fn has_buddies(&self) -> bool {
         self.buddies.iter().any(|b| b.is_some())
     }
+    /// Put the `1 << order` frames from `f` that [`Frames::take_order_in_type`] took back
+    /// (a buddy allocator frees them as one chunk).
+    pub fn give_back_order(&mut self, f: FrameId, order: usize) {
+        let z = self.zone_of(f);
+        match self.buddies[z].as_deref_mut() {
+            Some(b) => {
+                debug_assert!(self.held >= 1 << order);
+                self.held -= 1 << order;
+                b.free_order(f - self.zone_start[z], order);
+            }
+            None => {
+                for k in 0..1u32 << order {
+                    self.give_back(f + k);
+                }
+            }
+        }
+    }
+
     /// Put a frame [`Frames::take`] took back on its zone's free list.
     pub fn give_back(&mut self, f: FrameId) {
         debug_assert!(self.held > 0 && !self.in_use(f));

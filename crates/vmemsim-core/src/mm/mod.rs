@@ -12,6 +12,7 @@ pub mod frames;
 pub mod pagecache;
 pub mod pagetable;
 pub mod rotational;
+pub mod slab;
 pub mod swap;
 pub mod vma;
 

@@ -135,6 +135,8 @@ pub struct Swap {
     pub pool: Option<PoolCharge>,
     /// The device is rotational: slots come from [`super::rotational::Rotational`].
     rot: Option<Box<super::rotational::Rotational>>,
+    /// When kept ([`Swap::log_slots`]): each slot taken (true) or freed (false), in order.
+    slot_log: Option<Vec<(u32, bool)>>,
 }
 
 /// What the engine needs to know to refuse a swap-out the device's pool has no memory for.
@@ -163,8 +165,35 @@ impl Swap {
         self.free_clusters.extend(first..last);
     }
 
+    /// Keep a log of the slots taken and freed, for the swap cache's xarray nodes (the
+    /// machine's slab model).
+    pub fn log_slots(&mut self) {
+        self.slot_log.get_or_insert_with(Vec::new);
+    }
+
+    /// The log since the last call, if one is kept and has entries.
+    pub fn take_slot_log(&mut self) -> Option<Vec<(u32, bool)>> {
+        let log = self.slot_log.as_mut()?;
+        if log.is_empty() {
+            return None;
+        }
+        Some(std::mem::take(log))
+    }
+
+    /// Give a drained log's allocation back (dropped if entries came meanwhile).
+    pub fn put_slot_log(&mut self, v: Vec<(u32, bool)>) {
+        if let Some(log) = self.slot_log.as_mut() {
+            if log.is_empty() {
+                *log = v;
+            }
+        }
+    }
+
     fn take(&mut self, s: u32, owner: u32) -> u32 {
         debug_assert_eq!(self.slots[s as usize].owner, NO_OWNER);
+        if let Some(log) = self.slot_log.as_mut() {
+            log.push((s, true));
+        }
         self.slots[s as usize].owner = owner;
         self.used[(s / SWAPFILE_CLUSTER) as usize] += 1;
         self.n_used += 1;
@@ -246,6 +275,9 @@ impl Swap {
 
     pub fn free(&mut self, slot: u32) {
         debug_assert_ne!(self.slots[slot as usize].owner, NO_OWNER);
+        if let Some(log) = self.slot_log.as_mut() {
+            log.push((slot, false));
+        }
         self.slots[slot as usize] = FREE;
         self.n_used -= 1;
         let c = slot / SWAPFILE_CLUSTER;
