@@ -1630,7 +1630,9 @@ def run_vm(
     ``mapper_discards`` (such pages host reclaim dropped without a swap write),
     ``mapper_refaults`` (their faults, read back from the image), ``mapper_cow_breaks``
     (writes that made one anonymous) and ``mapper_write_maps`` (pages mapped to the block a
-    guest write request wrote them to, §4.1 "Guest I/O Flow"), and with ``vswapper="preventer"`` (VSwapper's False
+    guest write request wrote them to, §4.1 "Guest I/O Flow"), ``qemu_write_swap_reads``
+    (host swap reads of pages QEMU read to write them to the image, swapped out since the
+    guest dirtied them), and with ``vswapper="preventer"`` (VSwapper's False
     Reads Preventer, §4.2: a guest write to a page the host swapped out is emulated into a
     buffer, and a page the guest overwrites whole is not read, so ``false_swap_reads`` stay
     0) ``preventer_emulated`` (such writes emulated), ``preventer_reads_avoided`` (whole-page

@@ -1042,7 +1042,7 @@ def _run_vm(args: argparse.Namespace) -> int:
         for k in ("silent_swap_writes", "silent_swap_writes_in_sequence", "stale_swap_reads",
                   "false_swap_reads", "hypervisor_code_faults", "mapper_discards",
                   "mapper_refaults", "mapper_cow_breaks", "mapper_write_maps",
-                  "preventer_emulated",
+                  "qemu_write_swap_reads", "preventer_emulated",
                   "preventer_reads_avoided", "preventer_merges"):
             lines.append(f"  {k:<30} {pathologies.get(k, 0):>8,}")
     if d.get("kvm"):

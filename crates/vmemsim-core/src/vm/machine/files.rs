@@ -28,8 +28,9 @@
 //!
 //! Left out: QEMU's I/O threads' CPU time (the host's copy is counted in the request's
 //! latency, not on a CPU), the guest's and the host's I/O schedulers (requests are served
-//! in submission order on the device's channels), writes' reads of guest memory by QEMU
-//! (the pages were just written by the guest, so normally backed), file systems' metadata,
+//! in submission order on the device's channels), the delay QEMU's reads of guest memory
+//! for a write add to it (they are served after the call: [`Vm::qemu_write_reads`]), file
+//! systems' metadata,
 //! a volatile write cache in the disks, large guest pages with files (refused).
 
 use super::*;
@@ -425,6 +426,8 @@ impl Vm {
         self.sync_host_unmaps();
         self.qemu_dma()?;
         self.page_cache_copies()?;
+        // (a page is written to the image after the guest's copy filled it)
+        self.qemu_write_reads()?;
         self.note_written();
         let after = self.work_snapshot();
         self.charge(v, &before, &after, false, cls);
@@ -453,6 +456,33 @@ impl Vm {
         if let Some(h) = self.host.as_ref() {
             h.shared.borrow_mut().m.settle_file_io(end);
         }
+    }
+
+    /// QEMU read the guest frames of the guest's write requests (its `pwritev` of the image
+    /// takes the data from guest memory): the host serves each page as a read of QEMU's
+    /// own (no EPT violation), a swap read when it had swapped the page out since the guest
+    /// dirtied it (`qemu_write_swap_reads`). The frames are the guest page cache's, found by
+    /// file and index after the call (a page the guest has dropped since is not read).
+    /// Left out: `O_DIRECT` writes' user buffers, and the read's delay of the request.
+    fn qemu_write_reads(&mut self) -> Result<()> {
+        let Some(log) = self.virtio.as_ref() else {
+            return Ok(());
+        };
+        let written = log.borrow().written.clone();
+        if written.is_empty() || self.host.is_none() {
+            return Ok(());
+        }
+        let mut gfns = Vec::new();
+        for &(file, index, pages) in &written {
+            gfns.extend((index..index + pages).filter_map(|j| self.guest.file_page_frame(file, j)));
+        }
+        let host = self.host.as_mut().expect("checked");
+        host.shared.borrow_mut().m.mm.now = self.guest.mm.now;
+        for &gfn in &gfns {
+            host.qemu_read(gfn as u64)?;
+        }
+        self.sync_host_unmaps();
+        Ok(())
     }
 
     /// QEMU wrote guest frames (the reads it served): the host backs each, as QEMU's own
@@ -588,6 +618,18 @@ impl Vm {
 }
 
 impl HostSide {
+    /// QEMU reads guest frame `gfn` (a write's data): the host serves its page as a read of
+    /// QEMU's, without the EPT.
+    fn qemu_read(&mut self, gfn: u64) -> Result<()> {
+        let key = self.base + (gfn >> self.shift);
+        let mut sh = self.shared.borrow_mut();
+        sh.touch = HostTouch::QemuRead;
+        let r = sh.serve(key, false);
+        sh.distribute();
+        sh.touch = HostTouch::Other;
+        r
+    }
+
     /// QEMU writes guest frame `gfn` (a read's data): the host serves its page as a write
     /// of QEMU's, without the EPT.
     fn qemu_touch(&mut self, gfn: u64, block: u64) -> Result<()> {

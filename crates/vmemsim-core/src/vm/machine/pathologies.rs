@@ -116,6 +116,10 @@ pub struct SwapPathologies {
     /// "Guest I/O Flow").
     #[serde(default)]
     pub mapper_write_maps: u64,
+    /// Host swap reads of a page QEMU read to write it to the image (a guest write request
+    /// of a page the host had swapped out since the guest dirtied it).
+    #[serde(default)]
+    pub qemu_write_swap_reads: u64,
     /// With `vswapper = preventer` (VSwapper §4.2, module `preventer`): guest writes to a
     /// page the host would have read in (from swap, or from the image after the Mapper
     /// dropped it) that were emulated; of those, whole-page fills that needed no read (the
@@ -131,7 +135,7 @@ impl SwapPathologies {
             silent_swap_writes, silent_swap_writes_in_sequence, stale_swap_reads,
             false_swap_reads, host_swap_readahead, host_swap_readahead_hits,
             hypervisor_code_faults, mapper_discards, mapper_refaults, mapper_cow_breaks,
-            mapper_write_maps,
+            mapper_write_maps, qemu_write_swap_reads,
             preventer_emulated, preventer_reads_avoided, preventer_merges);
     }
 }
@@ -148,6 +152,9 @@ pub(super) enum HostTouch {
     GuestWrite,
     /// QEMU's DMA of a guest disk read into the frame (a stale read if swapped in).
     QemuDma,
+    /// QEMU's read of the frame for a guest disk write (`pwritev` from guest memory): a
+    /// swap read here is needed, not stale.
+    QemuRead,
     /// The guest's fault just filled the frame whole (a false read if swapped in).
     GuestFill,
 }
@@ -261,6 +268,7 @@ impl HostShared {
                     HostTouch::QemuDma => self.pathologies[vm].stale_swap_reads += 1,
                     // §3 "False Swap Reads": `do_swap_page` for a page the guest overwrites.
                     HostTouch::GuestFill => self.pathologies[vm].false_swap_reads += 1,
+                    HostTouch::QemuRead => self.pathologies[vm].qemu_write_swap_reads += 1,
                     HostTouch::Other | HostTouch::GuestWrite => {}
                 },
             }
@@ -387,6 +395,9 @@ impl Vm {
     /// the host holds swapped out or dropped is left anonymous (QEMU's `write` reads it,
     /// which would bring it back first, and the host does not see QEMU's reads of guest
     /// memory for writes: module `files`).
+    ///
+    /// QEMU's `write` reads each page from guest memory first ([`Vm::qemu_write_reads`]),
+    /// so a page the host had swapped out is back (a swap read) and mapped like the others.
     pub(super) fn note_written(&mut self) {
         let (Some(img), Some(log)) = (self.image_blocks.clone(), self.virtio.as_ref()) else {
             return;
@@ -699,8 +710,8 @@ mod tests {
         // page-cache frame, X, whole (`copy_page_from_iter_atomic` of 4 KiB): the guest's
         // fill, which the host must read in first: 100 false swap reads; with the
         // Preventer none, 100 reads avoided. (The guest's flusher writes most of them back
-        // meanwhile, above its dirty threshold: QEMU reads them, which the host does not
-        // see, module `files`.)
+        // meanwhile, above its dirty threshold: QEMU reads them after the guest filled
+        // them, so they are in memory then: no swap read of QEMU's.)
         for (vs, false_reads, avoided) in [(VSwapper::Off, 100, 0), (VSwapper::Preventer, 0, 100)] {
             let mut v = vm_full(400, 200, 100, CacheMode::None, 0, vs);
             touch(&mut v, 0, 100);
@@ -711,7 +722,7 @@ mod tests {
             let p = v.swap_pathologies();
             assert_eq!(p.false_swap_reads, false_reads, "{vs:?}");
             assert_eq!(p.preventer_reads_avoided, avoided, "{vs:?}");
-            assert_eq!(p.stale_swap_reads, 0);
+            assert_eq!((p.stale_swap_reads, p.qemu_write_swap_reads), (0, 0));
             assert_eq!(host_stats(&v).pswpin - pswpin, false_reads, "{vs:?}");
             v.validate().unwrap();
         }
@@ -944,6 +955,35 @@ mod tests {
         assert_eq!((po.silent_swap_writes, pn.silent_swap_writes), (100, 0));
         assert_eq!((pn.mapper_discards, pn.mapper_cow_breaks), (100, 0));
         assert_eq!(host_stats(&off).pswpout - host_stats(&on).pswpout, 100);
+    }
+
+    #[test]
+    fn qemu_reads_what_the_guest_writes_and_the_host_swaps_it_back_in() {
+        // The guest's 100 written pages stay dirty in its cache (dirty limits at 100%: no
+        // background writeback, and no periodic one in this short run) while 300 pages of
+        // anonymous memory make the host's 200 FIFO frames swap out their oldest, the 100
+        // page-cache pages first. The `fsync` then writes the 100 pages: QEMU's `pwritev`
+        // reads each from guest memory, and the host swaps each back in for it: 100 swap
+        // reads, none of them stale or false. With the Mapper, each page back in memory and
+        // clean in the guest's cache is then mapped to its block: 100 write maps (none
+        // before QEMU's reads were modelled: the pages were swapped out).
+        let run = |vs: VSwapper| {
+            let mut c = config(400, 200, CacheMode::None, 0, vs);
+            c.guest.dirty_ratio = 100;
+            c.guest.dirty_background_ratio = 100;
+            let mut v = vm_of(&c, 100);
+            file(&mut v, FileOp::Pwrite, 0, 100);
+            touch(&mut v, 0, 300);
+            let before = host_stats(&v).pswpin;
+            file(&mut v, FileOp::Fsync, 0, 0);
+            v.validate().unwrap();
+            (v.swap_pathologies(), host_stats(&v).pswpin - before)
+        };
+        let (p, swapins) = run(VSwapper::Off);
+        assert_eq!((p.qemu_write_swap_reads, swapins), (100, 100));
+        assert_eq!((p.stale_swap_reads, p.false_swap_reads), (0, 0));
+        let (pm, _) = run(VSwapper::Mapper);
+        assert_eq!((pm.qemu_write_swap_reads, pm.mapper_write_maps), (100, 100));
     }
 
     /// The host's file and anonymous LRU pages (clock-lru's lists).
