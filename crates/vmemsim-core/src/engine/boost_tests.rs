@@ -312,3 +312,16 @@ fn the_swap_caches_xarray_nodes_follow_the_slots_in_use() {
     );
     m.validate().unwrap();
 }
+
+/// `zone_batchsize` and `zone_highsize` (Linux 6.1), by hand: the 160 MiB guest's ZONE_DMA32
+/// (16,162 frames: 15 >> 2 = 3, 3 + 1 = 4, 4 - 1 = 3; high its low watermark, 332) and
+/// ZONE_DMA (3,808: 3 >> 2 = 0, so 1, 1 + 0 = 1, 1 - 1 = 0, at least 1; high 60); a large
+/// zone (200,000: 195 >> 2 = 48, 48 + 24 = 72, 64 - 1 = 63) whose low watermark is below
+/// four batches (high 4 × 63 = 252).
+#[test]
+fn per_cpu_batch_and_high_follow_zone_batchsize_and_zone_highsize() {
+    assert_eq!(super::pcp_batch_high(16_162, 332), (3, 332));
+    assert_eq!(super::pcp_batch_high(3_808, 60), (1, 60));
+    assert_eq!(super::pcp_batch_high(200_000, 100), (63, 252));
+    assert_eq!(super::pcp_batch_high(2_000_000, 5_000), (63, 5_000));
+}
