@@ -562,6 +562,9 @@ pub struct Machine<P: Policy> {
     slabs: KernelSlabs,
     /// Scratch for [`Machine::xa_changed`].
     xa_scratch: Vec<crate::mm::slab::XaNode>,
+    /// `PF_MEMALLOC`: the kernel allocates for reclaim, within it (the swap cache's xarray
+    /// nodes of a pass's swap-outs): no kswapd wake of its own.
+    pf_memalloc: bool,
     /// When set, the page numbers whose mapping reclaim removed (`try_to_unmap`), for a layer
     /// above that mirrors the page tables (the VM layer's TLBs and hardware tables).
     pub unmap_log: Option<Vec<u64>>,
@@ -910,6 +913,7 @@ impl<P: Policy> Machine<P> {
             fallbacks_seen: [0; crate::policy::MAX_ZONES],
             slabs: KernelSlabs::default(),
             xa_scratch: Vec::new(),
+            pf_memalloc: false,
             zram,
             read_ahead_kb: cfg.read_ahead_kb,
             dirty_ratio: cfg.dirty_ratio,
@@ -1092,13 +1096,19 @@ impl<P: Policy> Machine<P> {
     /// the direct reclaim `GFP_NOFS` would do for it, and `__zone_watermark_ok`'s check
     /// for a free chunk of the order). Its fallback to another migratetype's pageblock
     /// steals and boosts the zone as a page fault's does (`steal_suitable_fallback` →
-    /// `boost_watermark`). The first frame, or None when the zone has no such chunk.
+    /// `boost_watermark`). Within reclaim ([`Machine::pf_memalloc`]) it wakes no kswapd: the
+    /// boost's wake waits for the next allocation, and reclaim itself sees the boosted
+    /// watermarks. The first frame, or None when the zone has no such chunk.
     fn alloc_kernel_pages(&mut self, mt: usize, order: usize) -> Option<FrameId> {
-        self.boost_wakeup();
+        if !self.pf_memalloc {
+            self.boost_wakeup();
+        }
         let z = match self.zone_fit(|w| w.low) {
             Some(z) => z,
             None => {
-                self.wakeup_kswapd();
+                if !self.pf_memalloc {
+                    self.wakeup_kswapd();
+                }
                 self.zone_fit(|w| w.min).or_else(|| {
                     (0..self.zones.len())
                         .rev()
@@ -1212,9 +1222,9 @@ impl<P: Policy> Machine<P> {
 
     /// The swap slots taken and freed since the last call ([`crate::mm::swap::Swap`]'s
     /// log): their swap-cache entries (a page or, once reclaimed, its shadow) come and go
-    /// with the slot, and with them the swap cache's xarray nodes. Taken when the machine
-    /// next allocates: the kernel allocates the nodes in `add_to_swap_cache`, during the
-    /// reclaim that made room for that allocation.
+    /// with the slot, and with them the swap cache's xarray nodes. Taken at the end of each
+    /// reclaim pass (the kernel allocates the nodes in `add_to_swap_cache`, within the pass:
+    /// `PF_MEMALLOC`) and when the machine next allocates (the slots freed meanwhile).
     fn sync_swap_xa(&mut self) {
         let Some(mut log) = self.mm.swap.take_slot_log() else {
             return;
@@ -2569,6 +2579,10 @@ impl<P: Policy> Machine<P> {
             n += self.reclaim_frame(v) as u32;
         }
         self.victims = victims;
+        // The pass's swap-outs' xarray nodes, allocated within it (`add_to_swap_cache`).
+        let outer = std::mem::replace(&mut self.pf_memalloc, true);
+        self.sync_swap_xa();
+        self.pf_memalloc = outer;
         // The writes still plugged go to the device as the pass ends (`blk_finish_plug`).
         self.mm.submit_writes();
         if std::mem::take(&mut self.mm.vmscan_dirty.wake_flusher) {
