@@ -208,10 +208,10 @@ impl XaShape {
     /// Store an entry at `index`, where there was none; the nodes that came to exist are
     /// pushed to `born`.
     pub fn insert(&mut self, index: u64, born: &mut Vec<XaNode>) {
-        assert!(
-            index >> (CHUNK_SHIFT as usize * LEVELS) == 0,
-            "index {index} too large"
-        );
+        if index >> (CHUNK_SHIFT as usize * LEVELS) != 0 {
+            // (beyond 2^42 pages: no node is counted for it)
+            return;
+        }
         let h0 = self.height();
         for l in 1..=LEVELS {
             *self.counts[l - 1]
@@ -223,17 +223,22 @@ impl XaShape {
         self.changed(index, h0, 1, born);
     }
 
-    /// Erase the entry at `index`; the nodes that went are pushed to `gone`.
+    /// Erase the entry at `index`; the nodes that went are pushed to `gone`. (An index with
+    /// no entry under it changes nothing: the caller tracks entries, not this shape.)
     pub fn remove(&mut self, index: u64, gone: &mut Vec<XaNode>) {
+        if index >> (CHUNK_SHIFT as usize * LEVELS) != 0 || self.count(1, index >> CHUNK_SHIFT) == 0
+        {
+            debug_assert!(false, "no entry at index {index}");
+            return;
+        }
         let h0 = self.height();
         for l in 1..=LEVELS {
             let r = index >> (CHUNK_SHIFT * l as u32);
-            let c = self.counts[l - 1]
-                .get_mut(&r)
-                .expect("an entry is stored at the index removed");
-            *c -= 1;
-            if *c == 0 {
-                self.counts[l - 1].remove(&r);
+            if let Some(c) = self.counts[l - 1].get_mut(&r) {
+                *c -= 1;
+                if *c == 0 {
+                    self.counts[l - 1].remove(&r);
+                }
             }
         }
         self.total -= 1;
