@@ -2574,6 +2574,17 @@ impl<P: Policy> Machine<P> {
         let mut victims = std::mem::take(&mut self.victims);
         victims.clear();
         self.policy.shrink(&mut self.mm, &mut sc, &mut victims);
+        // The mapped dirty page-cache folios the pass kept for the flusher, unmapped
+        // (`try_to_unmap` before `shrink_folio_list`'s dirty test; Linux 6.1 and 6.8).
+        let unmap = std::mem::take(&mut self.mm.vmscan_dirty.unmap);
+        for &f in &unmap {
+            if self.mm.frames.in_use(f)
+                && self.mm.frames.is_mapped(f)
+                && self.mm.frames.flags(f) & F_PAGECACHE != 0
+            {
+                self.pc_unmap(f, false);
+            }
+        }
         let mut n = 0u32;
         for &v in &victims {
             n += self.reclaim_frame(v) as u32;

@@ -689,6 +689,51 @@ mod tests {
         assert_eq!(m.stats.nr_mapped, 8);
     }
 
+    /// `shrink_folio_list` (Linux 6.1 and 6.8) unmaps a mapped folio (`try_to_unmap`) before
+    /// its dirty test, so a dirty page-cache folio it leaves to the flusher stays cached but
+    /// unmapped. Page 0 written through a shared mapping (mapped, dirty, its PTE's accessed
+    /// bit then cleared, never `PG_referenced`), page 1 read by `pread` (clean, unmapped,
+    /// `PG_referenced`). A kswapd pass at priority 0 takes both from the inactive list: page
+    /// 0 is `FOLIOREF_RECLAIM` and dirty: unmapped, marked `PG_reclaim` and activated; page 1
+    /// is `FOLIOREF_RECLAIM_CLEAN` and freed. The batch was not all dirty: no flusher. Page 0
+    /// is still cached and dirty, mapped nowhere; the next load through the mapping is a
+    /// minor fault.
+    #[test]
+    fn reclaim_unmaps_a_dirty_mapped_page_it_leaves_to_the_flusher() {
+        let mut m = machine(8, 0, 8);
+        mmap(&mut m, 8, true);
+        write(&mut m, 0);
+        m.file_io(&FileIo {
+            op: FileOp::Pread,
+            tid: 1,
+            stamp: 0,
+            file: 0,
+            offset: 4096,
+            len: 4096,
+            addr: 0,
+        })
+        .unwrap();
+        let f0 = m.pc_frame(0, 0).unwrap();
+        m.mm.test_and_clear_young(f0);
+        assert_eq!((m.stats.nr_mapped, m.stats.nr_dirty), (1, 1));
+        let faults = (m.stats.pgfault, m.stats.major_faults);
+        m.shrink(crate::policy::ReclaimReason::Kswapd, 32, 0, 0);
+        assert_eq!(m.pc_frame(0, 0), Some(f0));
+        assert!(m.pc_frame(0, 1).is_none());
+        assert_eq!((m.stats.nr_mapped, m.stats.nr_dirty), (0, 1));
+        assert!(!m.mm.frames.is_mapped(f0));
+        assert_eq!(m.stats.wb_vmscan, 0);
+        let c: std::collections::BTreeMap<_, _> = m.policy.counters().into_iter().collect();
+        assert_eq!(c["nr_vmscan_immediate_reclaim"], 1);
+        read(&mut m, 0);
+        assert_eq!(
+            (m.stats.pgfault, m.stats.major_faults),
+            (faults.0 + 1, faults.1)
+        );
+        assert_eq!(m.stats.nr_mapped, 1);
+        m.validate().unwrap();
+    }
+
     #[test]
     fn shared_write_fault_maps_only_its_page() {
         // `do_shared_fault` has no fault-around: the write fault on page 5 reads the file

@@ -79,6 +79,10 @@ pub struct VmscanDirty {
     /// (`stat.nr_unqueued_dirty == nr_taken`): `wakeup_flusher_threads(WB_REASON_VMSCAN)`,
     /// which the engine does after the pass (the flusher writes every dirty page).
     pub wake_flusher: bool,
+    /// Mapped dirty page-cache folios `shrink_folio_list` kept for the flusher: it unmapped
+    /// them first (`try_to_unmap`, before its dirty test), which the engine does after the
+    /// pass. They stay cached; the next access through the mapping is a minor fault.
+    pub unmap: Vec<crate::mm::FrameId>,
 }
 
 /// Where a timed run's swap writes go when the block layer's plug dispatches them (a flush

@@ -535,8 +535,9 @@ impl ClockLru {
             // (Linux 6.1 and 6.8): only kswapd writes file folios, and only one it meets a
             // second time (`PG_reclaim` set) while the node is `PGDAT_DIRTY`; any other is
             // marked `PG_reclaim` (`NR_VMSCAN_IMMEDIATE`) and activated, left to the flusher,
-            // whose write moves it to the inactive tail (`folio_rotate_reclaimable`). The
-            // kernel unmaps a mapped one first (`try_to_unmap`); here it stays mapped.
+            // whose write moves it to the inactive tail (`folio_rotate_reclaimable`). A
+            // mapped one was unmapped first (`try_to_unmap`): the engine does it after the
+            // pass (`VmscanDirty::unmap`).
             // (`PG_reclaim` is `PG_readahead`'s bit: `F_READAHEAD` on a page-cache frame.)
             if file == 1
                 && fl & NAMED == 0
@@ -548,6 +549,9 @@ impl ClockLru {
                     && mm.vmscan_dirty.pgdat_dirty)
             {
                 mm.frames.set_flags(f, F_READAHEAD);
+                if mm.frames.is_mapped(f) {
+                    mm.vmscan_dirty.unmap.push(f);
+                }
                 self.c.nr_vmscan_immediate_reclaim += 1;
                 self.add_folio(f, fl | PG_ACTIVE);
                 nr_activated += 1;

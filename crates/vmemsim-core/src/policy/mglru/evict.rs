@@ -653,7 +653,8 @@ impl MgLru {
         {
             // A page-cache folio found dirty here (`sort_folio` moves on those whose
             // `PG_dirty` is set; this one's dirt was in a file mapping's PTE, which the
-            // kernel's `try_to_unmap` moves to the folio: here it stays mapped):
+            // kernel's `try_to_unmap` moves to the folio as it unmaps it: the engine unmaps
+            // it after the pass, `VmscanDirty::unmap`):
             // `shrink_folio_list` marks it `PG_reclaim` (`NR_VMSCAN_IMMEDIATE`) and
             // activates it; `evict_folios` keeps a `PG_reclaim` dirty folio's flags
             // (`PG_referenced` again if `PG_workingset`), and `lru_gen_add_folio` puts the
@@ -661,6 +662,9 @@ impl MgLru {
             // kswapd write it, is classic LRU's: `lru_gen_shrink_node` returns before
             // `shrink_node` sets it.) Linux 6.1 and 6.8.
             mm.frames.set_flags(f, F_READAHEAD);
+            if mm.frames.is_mapped(f) {
+                mm.vmscan_dirty.unmap.push(f);
+            }
             if self.fs[f as usize].fl & F_WORKINGSET != 0 {
                 self.fs[f as usize].fl |= F_REFERENCED;
             }
