@@ -503,6 +503,12 @@ mod tests {
         .unwrap();
     }
 
+    /// A `pread` of file 0.
+    fn pread(m: &mut Machine<ClockLru>, offset: u64, len: u64) {
+        let r = super::super::pagecache::testutil::record(FileOp::Pread, offset, len);
+        m.file_io(&r).unwrap();
+    }
+
     fn read(m: &mut Machine<ClockLru>, k: u64) {
         m.access(Access::read(START + k), u64::MAX);
     }
@@ -703,16 +709,7 @@ mod tests {
         let mut m = machine(8, 0, 8);
         mmap(&mut m, 8, true);
         write(&mut m, 0);
-        m.file_io(&FileIo {
-            op: FileOp::Pread,
-            tid: 1,
-            stamp: 0,
-            file: 0,
-            offset: 4096,
-            len: 4096,
-            addr: 0,
-        })
-        .unwrap();
+        pread(&mut m, 4096, 4096);
         let f0 = m.pc_frame(0, 0).unwrap();
         m.mm.test_and_clear_young(f0);
         assert_eq!((m.stats.nr_mapped, m.stats.nr_dirty), (1, 1));
