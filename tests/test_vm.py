@@ -485,8 +485,8 @@ def test_swap_pathologies_are_counted_per_vm():
     keys = {"silent_swap_writes", "silent_swap_writes_in_sequence", "stale_swap_reads",
             "false_swap_reads", "host_swap_readahead", "host_swap_readahead_hits",
             "hypervisor_code_faults", "mapper_discards", "mapper_refaults", "mapper_cow_breaks",
-            "mapper_write_maps", "preventer_emulated", "preventer_reads_avoided",
-            "preventer_merges"}
+            "mapper_write_maps", "qemu_write_swap_reads", "preventer_emulated",
+            "preventer_reads_avoided", "preventer_merges"}
     r = vmemsim.run_vm(["dd-like:bytes=4MiB,bs=4KiB,passes=3",
                         "dd-like:bytes=2MiB,bs=4KiB,passes=3"],
                        guest_frames=600, host_frames=600, sample_every_ns=1_000_000)
