@@ -132,9 +132,11 @@ def table() -> None:
           "the boost, classic LRU's pgscan was low on every row at the default (-15.0% to "
           "-2.3%) and within -5.2% to +0.6% with the boost off: the boost's zone-limited "
           "kswapd runs scan pages they skip. Since fix 15 vmemsim's kswapd runs for a "
-          "boosted ZONE_DMA too (its pgskip_dma32 column); it boosts less often than the "
-          "kernel, whose own allocations (page tables, slab, the swap cache's xarray nodes) "
-          "fall back too, which vmemsim leaves out.\n")
+          "boosted ZONE_DMA too (its pgskip_dma32 column); since fixes 16-17 the kernel's "
+          "reclaimable slab (the page cache's and swap cache's xarray nodes) falls back and "
+          "boosts too, through the per-CPU lists, about as often as in the kernel's traced "
+          "runs (FINDINGS.md); its unmovable allocations (page tables, bios) are left "
+          "out.\n")
     print("MG-LRU - classic (major faults), with the boost off (one boot each, so no "
           "spread):\n")
     print("| workload | swap | kernel, default | kernel, boost 0 | vmemsim, boost-0 runs | "
