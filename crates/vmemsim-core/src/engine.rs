@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::access::Access;
 use crate::mm::frames::{
-    F_ANON, F_CACOL, F_DIRTY, F_IN_USE, F_MAPPED, F_PAGECACHE, F_READAHEAD, F_SWAPCACHE,
+    F_ANON, F_CACOL, F_DIRTY, F_MAPPED, F_PAGECACHE, F_READAHEAD, F_SWAPCACHE,
 };
 use crate::mm::*;
 use crate::policy::swap_plug::BLK_MAX_SEGMENTS;
@@ -394,6 +394,14 @@ pub struct Stats {
     /// counts them in pages, as /proc/vmstat does).
     #[serde(default)]
     pub nr_slab_reclaimable: u64,
+    /// Victims for which reclaim did the work the cost table's `reclaim_page_ns` stands for
+    /// ([`Mm::reclaim_work`]: all but a clean, already unmapped swap-cache folio, whose
+    /// unmapping and write an earlier visit did), by kswapd and by direct reclaim: what the
+    /// timing engine charges the reclaiming thread for, as it moves a pass's time on.
+    #[serde(default)]
+    pub reclaim_work_kswapd: u64,
+    #[serde(default)]
+    pub reclaim_work_direct: u64,
 }
 
 impl Stats {
@@ -408,8 +416,8 @@ impl Stats {
             peak_resident, pgrotated, swap_write_errors, zram_mem_used_max, gup_pages,
             gup_touched, file_io, file_mmaps_skipped, file_mmaps, nr_mapped, pgpgin, pgpgout,
             nr_file_pages, nr_dirty, nr_writeback, wb_background, wb_periodic, dirty_throttled,
-            wb_vmscan, nr_vmscan_write, nr_slab_reclaimable,
-            extfrag, watermark_boosts, kswapd_boosted_runs, reclaim_throttled,
+            wb_vmscan, nr_vmscan_write, nr_slab_reclaimable, reclaim_work_kswapd,
+            reclaim_work_direct, extfrag, watermark_boosts, kswapd_boosted_runs, reclaim_throttled,
             reclaim_throttle_ns, kswapd_throttled, kswapd_throttle_ns);
         for (mine, theirs) in [
             (&mut self.pgalloc_zone, &o.pgalloc_zone),
@@ -2155,9 +2163,10 @@ impl<P: Policy> Machine<P> {
     /// `Insert::Rotate`). With one, on a kernel policy and an asynchronous device (not zram):
     ///
     /// - time passes during reclaim: each batch (`shrink_folio_list` call) moves `mm.now` on
-    ///   by its work, `scan_ns` per page scanned and `reclaim_ns` per page reclaimed (the
-    ///   costs the layer above charges the reclaiming thread for it afterwards,
-    ///   [`Mm::reclaim_time`]);
+    ///   by its work, `scan_ns` per page scanned and `reclaim_ns` per victim unmapped,
+    ///   written or freed ([`Mm::reclaim_work`]: a written folio pays at its write, not again
+    ///   when a later batch frees it; the costs the layer above charges the reclaiming thread
+    ///   for it afterwards, [`Mm::reclaim_time`], `Stats::reclaim_work_*`);
     /// - the writes go to `sink` when the block layer's plug dispatches them: a flush during
     ///   the pass ([`crate::policy::swap_plug::SwapPlug`]) or `blk_finish_plug` as the pass
     ///   ends, at `mm.now`; the device answers when each completes;
@@ -2167,9 +2176,9 @@ impl<P: Policy> Machine<P> {
     /// - a scan that meets a folio under writeback does not free it (classic LRU activates
     ///   it, MG-LRU's `sort_folio` moves it to the next generation);
     /// - when its write completes, `folio_end_writeback` → `folio_rotate_reclaimable` moves
-    ///   it to its list's tail ([`Policy::rotate_reclaimable`]; processed before the next
-    ///   pass and at a swap-cache fault, [`Machine::end_writebacks`]), and the next scan
-    ///   frees it;
+    ///   it to its list's tail ([`Policy::rotate_reclaimable`]; processed between a pass's
+    ///   batches, [`crate::policy::end_writebacks_in_pass`], before the next pass and at a
+    ///   swap-cache fault, [`Machine::end_writebacks`]), and the next scan frees it;
     /// - direct reclaim that freed nothing by priority 1 while writes are pending sleeps a
     ///   jiffy (`consider_reclaim_throttle` → `reclaim_throttle(.., NOPROGRESS)`, unless
     ///   `skip_throttle_noprogress`: pages under writeback at most half the reclaimable
@@ -2199,17 +2208,8 @@ impl<P: Policy> Machine<P> {
     /// its list, not locked and not dirty (`folio_rotate_reclaimable`) moves to the tail
     /// (`PGROTATED`).
     pub fn end_writebacks(&mut self) {
-        let now = self.mm.now;
-        loop {
-            let Some(f) = self.mm.wb.as_mut().and_then(|w| w.pop_done(now)) else {
-                return;
-            };
-            let fl = self.mm.frames.flags(f);
-            if fl & F_IN_USE != 0
-                && fl & (F_SWAPCACHE | F_DIRTY) == F_SWAPCACHE
-                && !self.mm.io_locked(f)
-                && self.policy.rotate_reclaimable(&self.mm, f)
-            {
+        while let Some((f, ok)) = self.mm.next_written_back() {
+            if ok && self.policy.rotate_reclaimable(&self.mm, f) {
                 self.stats.pgrotated += 1;
             }
         }
@@ -2533,10 +2533,18 @@ impl<P: Policy> Machine<P> {
         // images' cache, then the ordinary LRU takes the rest).
         let by_cacol = self.cacol_shrink(nr);
         if by_cacol >= nr {
-            match reason {
-                ReclaimReason::Kswapd => self.stats.pgsteal_kswapd += by_cacol as u64,
-                ReclaimReason::Direct => self.stats.pgsteal_direct += by_cacol as u64,
-            }
+            let (steal, work) = match reason {
+                ReclaimReason::Kswapd => (
+                    &mut self.stats.pgsteal_kswapd,
+                    &mut self.stats.reclaim_work_kswapd,
+                ),
+                ReclaimReason::Direct => (
+                    &mut self.stats.pgsteal_direct,
+                    &mut self.stats.reclaim_work_direct,
+                ),
+            };
+            *steal += by_cacol as u64;
+            *work += by_cacol as u64;
             return (by_cacol, 0, nr_reclaimed + by_cacol as u64);
         }
         let nr = nr - by_cacol;
@@ -2574,6 +2582,9 @@ impl<P: Policy> Machine<P> {
         let mut victims = std::mem::take(&mut self.victims);
         victims.clear();
         self.policy.shrink(&mut self.mm, &mut sc, &mut victims);
+        if let Some(w) = self.mm.wb.as_mut() {
+            self.stats.pgrotated += std::mem::take(&mut w.rotated);
+        }
         // The mapped dirty page-cache folios the pass kept for the flusher, unmapped
         // (`try_to_unmap` before `shrink_folio_list`'s dirty test; Linux 6.1 and 6.8).
         let unmap = std::mem::take(&mut self.mm.vmscan_dirty.unmap);
@@ -2586,7 +2597,9 @@ impl<P: Policy> Machine<P> {
             }
         }
         let mut n = 0u32;
+        let mut work = by_cacol as u64;
         for &v in &victims {
+            work += self.mm.reclaim_work(v) as u64;
             n += self.reclaim_frame(v) as u32;
         }
         self.victims = victims;
@@ -2619,10 +2632,12 @@ impl<P: Policy> Machine<P> {
             ReclaimReason::Kswapd => {
                 self.stats.pgscan_kswapd += sc.nr_scanned + skipped;
                 self.stats.pgsteal_kswapd += stolen as u64;
+                self.stats.reclaim_work_kswapd += work;
             }
             ReclaimReason::Direct => {
                 self.stats.pgscan_direct += sc.nr_scanned + skipped;
                 self.stats.pgsteal_direct += stolen as u64;
+                self.stats.reclaim_work_direct += work;
             }
         }
         (stolen, sc.nr_scanned, sc.nr_reclaimed + n as u64)

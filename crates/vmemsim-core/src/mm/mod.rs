@@ -57,6 +57,9 @@ pub struct Writeback {
     pub nr_taken: u64,
     pub nr_writeback: u64,
     pub nr_immediate: u64,
+    /// Folios a policy rotated within a pass as their writes completed
+    /// ([`crate::policy::end_writebacks_in_pass`]); the engine counts them in `pgrotated`.
+    pub rotated: u64,
 }
 
 /// Reclaim meeting dirty page-cache folios (Linux 6.1 and 6.8, mm/vmscan.c): the node's
@@ -109,6 +112,7 @@ impl Writeback {
             nr_taken: 0,
             nr_writeback: 0,
             nr_immediate: 0,
+            rotated: 0,
         }
     }
 
@@ -277,14 +281,30 @@ impl Mm {
         }
     }
 
-    /// Timed runs: a reclaim batch that scanned `scanned` pages and reclaimed `reclaimed`
-    /// took its time; `now` moves on by it (the costs the layer above charges the reclaiming
-    /// thread afterwards).
+    /// Timed runs: a reclaim batch that scanned `scanned` pages and took `victims` as
+    /// victims took its time; `now` moves on by it (the costs the layer above charges the
+    /// reclaiming thread afterwards: `reclaim_page_ns` for each victim that
+    /// [`Mm::reclaim_work`] says does the work, so a folio written and kept under writeback
+    /// costs it at its write, and costs only its scan when a later batch frees it).
     #[inline]
-    pub fn reclaim_time(&mut self, scanned: u64, reclaimed: u64) {
+    pub fn reclaim_time(&mut self, scanned: u64, victims: &[FrameId]) {
         if let Some(w) = self.wb.as_ref() {
-            self.now += scanned * w.scan_ns + reclaimed * w.reclaim_ns;
+            let work = victims.iter().filter(|&&f| self.reclaim_work(f)).count() as u64;
+            self.now += scanned * w.scan_ns + work * w.reclaim_ns;
         }
+    }
+
+    /// Timed runs: `folio_end_writeback` of the next swap write completed by `now`, if any:
+    /// its frame, and whether `folio_rotate_reclaimable` may move it (in use, in the swap
+    /// cache, clean, not locked; whether it is on a list is the policy's to say).
+    pub fn next_written_back(&mut self) -> Option<(FrameId, bool)> {
+        let now = self.now;
+        let f = self.wb.as_mut()?.pop_done(now)?;
+        let fl = self.frames.flags(f);
+        let ok = fl & frames::F_IN_USE != 0
+            && fl & (frames::F_SWAPCACHE | frames::F_DIRTY) == frames::F_SWAPCACHE
+            && !self.io_locked(f);
+        Some((f, ok))
     }
 
     /// The frames caching swap slots `slot..slot + n` are being read until `until`.
@@ -398,6 +418,17 @@ impl Mm {
     /// ask the same question of the same state, so they agree on which victims are written.
     pub fn swap_out_writes(&self, f: FrameId) -> bool {
         self.frames.is_anon(f) && (self.frames.slot(f) == NO_SLOT || self.is_dirty(f))
+    }
+
+    /// Whether reclaim taking frame `f` as a victim does the work the cost table's
+    /// `reclaim_page_ns` stands for at this visit (`shrink_folio_list`: `try_to_unmap`,
+    /// `add_to_swap` and `pageout`, or `__remove_mapping` of a page-cache folio): every
+    /// victim but an anonymous folio already unmapped and clean in the swap cache, whose
+    /// unmapping and write an earlier visit did (a written folio freed once its writeback
+    /// ended, a swap-cache page readahead brought in). Asked of the victims before the
+    /// engine unmaps them.
+    pub fn reclaim_work(&self, f: FrameId) -> bool {
+        !self.frames.is_anon(f) || self.frames.is_mapped(f) || self.swap_out_writes(f)
     }
 
     /// `folio_free_swap` (mm/swapfile.c) where `shrink_folio_list`'s `activate_locked` calls

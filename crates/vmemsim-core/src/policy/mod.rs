@@ -394,6 +394,23 @@ pub trait Policy: 'static {
     }
 }
 
+/// Timed runs, between a reclaim pass's batches: the swap writes that completed meanwhile,
+/// earlier passes' too, end their writeback (`end_swap_bio_write` → `folio_end_writeback`,
+/// from the device's completion interrupt, which comes while reclaim runs), and
+/// `folio_rotate_reclaimable` moves each folio on a list to the tail (`lru_move_tail_fn`),
+/// where the pass's next batches find it. Linux 6.1 and 6.8. The pass's own plugged writes
+/// are [`swap_plug::SwapWrites::end_batch`]'s, asked first. Left out: the per-CPU
+/// `lru_rotate` folio batch, which moves them up to 15 at a time.
+pub(crate) fn end_writebacks_in_pass<P: Policy + ?Sized>(p: &mut P, mm: &mut Mm) {
+    while let Some((f, ok)) = mm.next_written_back() {
+        if ok && p.rotate_reclaimable(mm, f) {
+            if let Some(w) = mm.wb.as_mut() {
+                w.rotated += 1;
+            }
+        }
+    }
+}
+
 /// Cumulative page-table scanning of a policy ([`Policy::scan_work`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ScanWork {

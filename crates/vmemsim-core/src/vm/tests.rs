@@ -902,7 +902,8 @@ fn a_timed_host_swap_device_makes_the_faulting_access_wait_for_its_read() {
 #[test]
 fn the_guests_reclaim_costs_its_vcpus_and_the_hosts_kswapd_does_not() {
     // 64 guest frames, 200 pages written: the guest reclaims (its kswapd, on its vCPU):
-    // 300 ns per page scanned, 2 µs per page reclaimed. The host (plenty of memory) does not.
+    // 300 ns per page scanned, 2 µs per page unmapped and written. The host (plenty of
+    // memory) does not.
     let ops: Vec<Op> = (0..200).map(|p| acc(p, true)).collect();
     let c = cfg(Paging::Tdp, 64, 4_096, TranslateConfig::default());
     let r = run(&c, &mut Script::new(vec![ops])).unwrap();
@@ -913,7 +914,12 @@ fn the_guests_reclaim_costs_its_vcpus_and_the_hosts_kswapd_does_not() {
     );
     assert!(stolen >= 200 - 64, "{stolen}");
     assert_eq!(r.host_stats.pgscan_kswapd + r.host_stats.pgscan_direct, 0);
-    assert_eq!(r.time.reclaim_ns, scanned * 300 + stolen * 2_000);
+    // Every page is written once (none has a swap copy yet) and pays the 2 µs at its write,
+    // those its write still held past their pass too; freed later, clean and unmapped, they
+    // pay only their scan.
+    assert_eq!(g.reclaim_work_kswapd + g.reclaim_work_direct, g.pswpout);
+    assert!(g.pswpout >= stolen);
+    assert_eq!(r.time.reclaim_ns, scanned * 300 + g.pswpout * 2_000);
     // Host pressure with kswapd keeping up costs the vCPUs nothing: kswapd, on a CPU of its
     // own, reclaims a page in at most 2.3 µs of scanning and reclaiming (at most a few
     // pages scanned per page reclaimed here) while the vCPU computes 50 µs between writes.
@@ -934,7 +940,7 @@ fn the_guests_reclaim_costs_its_vcpus_and_the_hosts_kswapd_does_not() {
     assert!(h.pgsteal_kswapd > 0 && h.pgscan_direct > 0, "{h:?}");
     assert_eq!(
         r.time.reclaim_ns,
-        h.pgscan_direct * 300 + h.pgsteal_direct * 2_000
+        h.pgscan_direct * 300 + h.reclaim_work_direct * 2_000
     );
 }
 
@@ -1053,7 +1059,7 @@ fn the_hosts_kswapd_takes_cpu_time_from_the_vcpus_it_shares_a_cpu_with() {
     // One vCPU writes 400 pages (the host, 300 frames, reclaims with kswapd, a thread of the
     // engine woken at the low watermark), then computes for 100 ms in 1 ms steps, on one
     // host CPU with 3 ms slices. kswapd's CPU time is its passes' work (300 ns per page
-    // scanned, 2 µs per page reclaimed); on one CPU, where the vCPU never halts (flat fault
+    // scanned, 2 µs per page unmapped and written or freed: `reclaim_work_*`); on one CPU, where the vCPU never halts (flat fault
     // costs, no device), the vCPU waits (steal) exactly that long and the run is the vCPU's
     // own time plus kswapd's. On two CPUs kswapd runs beside the vCPU: no steal, and the run
     // is the vCPU's own time (kswapd's timing now differs, so the counters may too).
@@ -1063,7 +1069,7 @@ fn the_hosts_kswapd_takes_cpu_time_from_the_vcpus_it_shares_a_cpu_with() {
     c.costs.context_switch_ns = 0; // switches aside
     let run_on = |cpus| one_vcpu_on_host_cpus(&c, &ops, cpus);
     let r = run_on(1);
-    let want = r.host_stats.pgscan_kswapd * 300 + r.host_stats.pgsteal_kswapd * 2_000;
+    let want = r.host_stats.pgscan_kswapd * 300 + r.host_stats.reclaim_work_kswapd * 2_000;
     assert!(r.host_stats.pgsteal_kswapd > 0);
     assert_eq!(r.host_kswapd_ns, want);
     assert_eq!(r.time.steal_ns, want);
@@ -1081,7 +1087,7 @@ fn the_hosts_kswapd_takes_cpu_time_from_the_vcpus_it_shares_a_cpu_with() {
     assert!(r2.host_stats.pgsteal_kswapd > 0);
     assert_eq!(
         r2.host_kswapd_ns,
-        r2.host_stats.pgscan_kswapd * 300 + r2.host_stats.pgsteal_kswapd * 2_000
+        r2.host_stats.pgscan_kswapd * 300 + r2.host_stats.reclaim_work_kswapd * 2_000
     );
     assert_eq!(r2.time.steal_ns, 0);
     assert_eq!(r2.runtime_ns, own(&r2));
@@ -1092,7 +1098,7 @@ fn the_guests_kswapd_and_the_hosts_compete_with_the_vcpu_for_one_host_cpu() {
     // One vCPU writes 600 pages into a guest of 400 frames (its kswapd, a thread on the
     // vCPU, reclaims) backed by a host of 300 frames (whose kswapd reclaims too), then
     // computes for 100 ms. Every cost is zero but compute and reclaim's: 300 ns per page
-    // scanned, 2 µs per page reclaimed. On one host CPU the three share it and nothing
+    // scanned, 2 µs per page unmapped and written or freed (`reclaim_work_*`). On one host CPU the three share it and nothing
     // ever idles, so the run takes exactly the compute, the guest's reclaim (its kswapd's
     // and its direct reclaim, on the vCPU), the host's direct reclaim (on the vCPU) and
     // the host kswapd's reclaim, and the vCPU waits (steal) exactly the host kswapd's time.
@@ -1128,10 +1134,10 @@ fn the_guests_kswapd_and_the_hosts_compete_with_the_vcpu_for_one_host_cpu() {
     let run_on = |cpus| one_vcpu_on_host_cpus(&c, &ops, cpus);
     let r = run_on(1);
     let (g, h) = (&r.stats, &r.host_stats);
-    let guest_kswapd = g.pgscan_kswapd * 300 + g.pgsteal_kswapd * 2_000;
-    let guest_direct = g.pgscan_direct * 300 + g.pgsteal_direct * 2_000;
-    let host_kswapd = h.pgscan_kswapd * 300 + h.pgsteal_kswapd * 2_000;
-    let host_direct = h.pgscan_direct * 300 + h.pgsteal_direct * 2_000;
+    let guest_kswapd = g.pgscan_kswapd * 300 + g.reclaim_work_kswapd * 2_000;
+    let guest_direct = g.pgscan_direct * 300 + g.reclaim_work_direct * 2_000;
+    let host_kswapd = h.pgscan_kswapd * 300 + h.reclaim_work_kswapd * 2_000;
+    let host_direct = h.pgscan_direct * 300 + h.reclaim_work_direct * 2_000;
     assert!(g.pgsteal_kswapd > 0 && h.pgsteal_kswapd > 0, "{g:?} {h:?}");
     assert!(
         g.allocstall > 0 && g.pgsteal_direct >= 32 * g.allocstall,
@@ -1147,12 +1153,12 @@ fn the_guests_kswapd_and_the_hosts_compete_with_the_vcpu_for_one_host_cpu() {
     );
     let r2 = run_on(2);
     let (g, h) = (&r2.stats, &r2.host_stats);
-    let guest =
-        (g.pgscan_kswapd + g.pgscan_direct) * 300 + (g.pgsteal_kswapd + g.pgsteal_direct) * 2_000;
-    let host_direct = h.pgscan_direct * 300 + h.pgsteal_direct * 2_000;
+    let guest = (g.pgscan_kswapd + g.pgscan_direct) * 300
+        + (g.reclaim_work_kswapd + g.reclaim_work_direct) * 2_000;
+    let host_direct = h.pgscan_direct * 300 + h.reclaim_work_direct * 2_000;
     assert_eq!(
         r2.host_kswapd_ns,
-        h.pgscan_kswapd * 300 + h.pgsteal_kswapd * 2_000
+        h.pgscan_kswapd * 300 + h.reclaim_work_kswapd * 2_000
     );
     assert_eq!(r2.time.steal_ns, 0);
     assert_eq!(r2.runtime_ns, 100_000_000 + guest + host_direct);

@@ -517,6 +517,7 @@ impl ClockLru {
         }
         let young = rmap_young(mm, &batch);
         let (mut nr_reclaimed, mut nr_pageout, mut nr_activated) = (0u64, 0u64, 0u64);
+        let victims_before = victims.len();
         for (i, &f) in batch.iter().enumerate() {
             // A folio written earlier in this pass, whose write completed and which
             // `folio_rotate_reclaimable` moved to this list's tail (`plug_write`): clean and
@@ -614,13 +615,14 @@ impl ClockLru {
         // `move_folios_to_lru` put the batch back: rotated to the tail now.
         // (timed runs: the batch took its time, and the writes that completed meanwhile are
         // rotated)
-        mm.reclaim_time(nr_scanned, nr_reclaimed);
+        mm.reclaim_time(nr_scanned, &victims[victims_before..]);
         let mut rotate = std::mem::take(&mut self.rotate);
         self.writes.end_batch(mm, &mut rotate);
         for f in rotate.drain(..) {
             self.rotate_written(f);
         }
         self.rotate = rotate;
+        crate::policy::end_writebacks_in_pass(self, mm);
         // `move_folios_to_lru` ages the non-resident clock for each folio put back active,
         // after the whole batch was processed.
         self.nonresident_age += nr_activated;

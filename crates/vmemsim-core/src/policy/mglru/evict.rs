@@ -304,13 +304,14 @@ impl MgLru {
         // (`SwapWrites`): put back to `max_seq - 1` with `PG_reclaim`, then rotated.
         // (timed runs: the batch took its time, and the writes that completed meanwhile are
         // rotated)
-        mm.reclaim_time(iso.len() as u64, (victims.len() - victims_before) as u64);
+        mm.reclaim_time(iso.len() as u64, &victims[victims_before..]);
         let mut rotate = std::mem::take(&mut self.rotate);
         self.writes.end_batch(mm, &mut rotate);
         for f in rotate.drain(..) {
             self.rotate_written(f);
         }
         self.rotate = rotate;
+        crate::policy::end_writebacks_in_pass(self, mm);
         self.isolated = iso;
         scanned
     }

@@ -507,7 +507,9 @@ pub struct Costs {
     /// cache misses).
     pub scan_page_ns: u64,
     /// Each page reclaimed (`shrink_folio_list`: unmap, TLB flush, add to swap cache,
-    /// `__remove_mapping`, free). Estimate: 2 µs.
+    /// `__remove_mapping`, free). Estimate: 2 µs. Charged at the visit that does the work
+    /// (`Mm::reclaim_work`): a page written and kept under writeback pays it at its write,
+    /// and only its scan when a later visit frees it.
     pub reclaim_page_ns: u64,
     /// Each PTE read by an MG-LRU aging walk (`walk_pte_range`): a sequential read and, when
     /// young, a test-and-clear. Estimate: 5 ns.

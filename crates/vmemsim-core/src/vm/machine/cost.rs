@@ -23,12 +23,14 @@ pub(super) struct Work {
     reclaim_flushes: u64,
     guest_first_touch: u64,
     host_first_touch: u64,
-    /// The guest's pages scanned and stolen (kswapd's and direct reclaim's).
+    /// The guest's pages scanned and stolen, and its victims that did the work of
+    /// `reclaim_page_ns` (kswapd's and direct reclaim's: `Stats::reclaim_work_*`).
     guest_scanned: u64,
     guest_stolen: u64,
+    guest_work: u64,
     /// The host's direct reclaim (on the faulting vCPU); its kswapd's is charged elsewhere.
     host_scanned_direct: u64,
-    host_stolen_direct: u64,
+    host_work_direct: u64,
     /// The guest policy's page-table scanning (MG-LRU aging).
     guest_scan: crate::policy::ScanWork,
     /// Direct reclaim's throttled sleeps, guest's and host's (`Stats::reclaim_throttle_ns`).
@@ -341,8 +343,9 @@ impl Vm {
             host_first_touch: h.map_or(0, |s| s.first_touch),
             guest_scanned: g.pgscan_direct + g.pgscan_kswapd,
             guest_stolen: g.pgsteal_direct + g.pgsteal_kswapd,
+            guest_work: g.reclaim_work_direct + g.reclaim_work_kswapd,
             host_scanned_direct: h.map_or(0, |s| s.pgscan_direct),
-            host_stolen_direct: h.map_or(0, |s| s.pgsteal_direct),
+            host_work_direct: h.map_or(0, |s| s.reclaim_work_direct),
             guest_scan: self.guest.policy.scan_work(),
             guest_throttle_ns: g.reclaim_throttle_ns,
             host_throttle_ns: h.map_or(0, |s| s.reclaim_throttle_ns),
@@ -391,15 +394,15 @@ impl Vm {
         // walks, look-around) is the guest's reclaim work too, at the timing engine's costs.
         let scanned =
             (b.guest_scanned - a.guest_scanned) + (b.host_scanned_direct - a.host_scanned_direct);
-        let stolen =
-            (b.guest_stolen - a.guest_stolen) + (b.host_stolen_direct - a.host_stolen_direct);
+        // (`reclaim_page_ns` for each victim that did its work: `Stats::reclaim_work_*`)
+        let work = (b.guest_work - a.guest_work) + (b.host_work_direct - a.host_work_direct);
         let aging = b.guest_scan.since(&a.guest_scan).cost_ns(
             c.walk_pte_ns,
             c.walk_pmd_ns,
             c.lookaround_pte_ns,
         );
         let rmap = scanned * c.scan_page_ns;
-        let reclaim = rmap + stolen * c.reclaim_page_ns + aging;
+        let reclaim = rmap + work * c.reclaim_page_ns + aging;
         self.cpu.direct_reclaim_ns += reclaim;
         self.cpu.aging_ns += aging;
         self.cpu.rmap_scan_ns += rmap;
@@ -583,7 +586,7 @@ impl Vm {
         let stolen = b.guest_stolen - a.guest_stolen;
         let flush = (b.shootdown_pages - a.shootdown_pages) * c.invlpg_ns
             + (b.reclaim_flushes - a.reclaim_flushes) * c.cr3_ns;
-        let work = rmap + aging + stolen * c.reclaim_page_ns + flush;
+        let work = rmap + aging + (b.guest_work - a.guest_work) * c.reclaim_page_ns + flush;
         self.cpu.aging_ns += aging;
         self.cpu.rmap_scan_ns += rmap;
         let mut clock = now + work.max(1);

@@ -144,7 +144,8 @@ impl HostShared {
     /// One `balance_pgdat` pass of the host's kswapd, a thread of its own on the host CPUs,
     /// from `now` (Linux 6.8 `kswapd` → `balance_pgdat` → `kswapd_shrink_node`, one
     /// `Machine::kswapd_step`): its CPU time is the pass's reclaim (`scan_page_ns` per page
-    /// scanned, `reclaim_page_ns` per page reclaimed, MG-LRU's aging walks and look-around)
+    /// scanned, `reclaim_page_ns` per victim unmapped, written or freed:
+    /// `Stats::reclaim_work_kswapd`; MG-LRU's aging walks and look-around)
     /// and, after it, the submission of the swap writes it started (zram's compression).
     /// Its unmaps wait in each VM's queue (the MMU notifier's `kvm_unmap_gfn_range`), which
     /// the engine applies right after the pass. Returns whether kswapd has more to do and
@@ -152,7 +153,7 @@ impl HostShared {
     /// machine's kswapd frees them over its pass), the wake-up's cost to the waker.
     pub(super) fn kswapd_pass(&mut self, now: u64, c: &Costs) -> (bool, u64) {
         let st = &self.m.stats;
-        let (scanned, stolen) = (st.pgscan_kswapd, st.pgsteal_kswapd);
+        let (scanned, worked) = (st.pgscan_kswapd, st.reclaim_work_kswapd);
         let scan = self.m.policy.scan_work();
         self.m.mm.now = now;
         // Passes at a priority too low to scan anything (a small list shifted right by it:
@@ -168,7 +169,7 @@ impl HostShared {
                 c.lookaround_pte_ns,
             );
             work = (st.pgscan_kswapd - scanned) * c.scan_page_ns
-                + (st.pgsteal_kswapd - stolen) * c.reclaim_page_ns
+                + (st.reclaim_work_kswapd - worked) * c.reclaim_page_ns
                 + aging;
             let did = st.pgscan_kswapd > scanned || aging > 0;
             if !more || did {
