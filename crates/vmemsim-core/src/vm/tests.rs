@@ -1059,10 +1059,11 @@ fn the_hosts_kswapd_takes_cpu_time_from_the_vcpus_it_shares_a_cpu_with() {
     // One vCPU writes 400 pages (the host, 300 frames, reclaims with kswapd, a thread of the
     // engine woken at the low watermark), then computes for 100 ms in 1 ms steps, on one
     // host CPU with 3 ms slices. kswapd's CPU time is its passes' work (300 ns per page
-    // scanned, 2 µs per page unmapped and written or freed: `reclaim_work_*`); on one CPU, where the vCPU never halts (flat fault
-    // costs, no device), the vCPU waits (steal) exactly that long and the run is the vCPU's
-    // own time plus kswapd's. On two CPUs kswapd runs beside the vCPU: no steal, and the run
-    // is the vCPU's own time (kswapd's timing now differs, so the counters may too).
+    // scanned, 2 µs per page unmapped and written or freed: `reclaim_work_*`); on one CPU,
+    // where the vCPU never halts (flat fault costs, no device), the vCPU waits (steal)
+    // exactly that long and the run is the vCPU's own time plus kswapd's. On two CPUs
+    // kswapd runs beside the vCPU: no steal, and the run is the vCPU's own time (kswapd's
+    // timing now differs, so the counters may too).
     let mut ops: Vec<Op> = (0..400).map(|p| acc(p, true)).collect();
     ops.extend(std::iter::repeat_n(compute(1), 100));
     let mut c = cfg(Paging::Tdp, 512, 300, TranslateConfig::default());
@@ -1098,13 +1099,13 @@ fn the_guests_kswapd_and_the_hosts_compete_with_the_vcpu_for_one_host_cpu() {
     // One vCPU writes 600 pages into a guest of 400 frames (its kswapd, a thread on the
     // vCPU, reclaims) backed by a host of 300 frames (whose kswapd reclaims too), then
     // computes for 100 ms. Every cost is zero but compute and reclaim's: 300 ns per page
-    // scanned, 2 µs per page unmapped and written or freed (`reclaim_work_*`). On one host CPU the three share it and nothing
-    // ever idles, so the run takes exactly the compute, the guest's reclaim (its kswapd's
-    // and its direct reclaim, on the vCPU), the host's direct reclaim (on the vCPU) and
-    // the host kswapd's reclaim, and the vCPU waits (steal) exactly the host kswapd's time.
-    // On two host CPUs the host's kswapd runs beside the vCPU: no steal, and the run takes
-    // the compute and the reclaim on the vCPU alone (the host kswapd's timing differs, so
-    // the counters may too).
+    // scanned, 2 µs per page unmapped and written or freed (`reclaim_work_*`). On one host
+    // CPU the three share it and nothing ever idles, so the run takes exactly the compute,
+    // the guest's reclaim (its kswapd's and its direct reclaim, on the vCPU), the host's
+    // direct reclaim (on the vCPU) and the host kswapd's reclaim, and the vCPU waits
+    // (steal) exactly the host kswapd's time. On two host CPUs the host's kswapd runs
+    // beside the vCPU: no steal, and the run takes the compute and the reclaim on the vCPU
+    // alone (the host kswapd's timing differs, so the counters may too).
     // The guest's watermarks (400 frames: min_free_kbytes = int_sqrt(1,600 · 16) = 160, so
     // min 40, low 50, high 60) leave high − min = 20 < SWAP_CLUSTER_MAX: a direct reclaim,
     // one `do_try_to_free_pages` that goes on down the priorities until it has reclaimed 32,
